@@ -1,0 +1,607 @@
+//===- BTOps.td - bt operations -----------------------------*- tablegen -*-===//
+//
+// Ops of the bt dialect: parameters, model-level ops (paper §2), layer-level
+// ops they decompose into, and KV-cache ops with explicit lifetimes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_OPS_TD
+#define BT_OPS_TD
+
+include "bt/Dialect/BT/IR/BTDialect.td"
+include "bt/Dialect/BT/IR/BTAttrs.td"
+include "bt/Dialect/BT/IR/BTTypes.td"
+include "bt/Dialect/BT/IR/BTInterfaces.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class BT_Op<string mnemonic, list<Trait> traits = []>
+    : Op<BT_Dialect, mnemonic, traits>;
+
+// Activations and weights: f32 (fixture checks, CPU), bf16 / f16 (GPU).
+def BT_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
+// Token ids and labels.
+def BT_IdTensor : RankedTensorOf<[I32, I64]>;
+// Attention / key-padding masks: 1 = attend, 0 = masked (official convention).
+def BT_MaskTensor : RankedTensorOf<[I1, I32, I64]>;
+// Positions (RoPE indices).
+def BT_PositionTensor : RankedTensorOf<[I32, I64]>;
+def BT_ScalarF32Tensor : 0DTensorOf<[F32]>;
+
+// Ops that are independent along leading ("block") dimensions.
+def BT_BlockLocal : DeclareOpInterfaceMethods<BT_BlockLocalOpInterface>;
+def BT_CacheUser : DeclareOpInterfaceMethods<BT_KVCacheUserOpInterface>;
+def BT_ParamUser : DeclareOpInterfaceMethods<SymbolUserOpInterface>;
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+def BT_ParamOp : BT_Op<"param", [Symbol]> {
+  let summary = "Declares a model parameter (weight) under its checkpoint name";
+  let description = [{
+    Declares one trainable tensor of the model. The symbol name is the
+    official checkpoint tensor name (official `model.state_dict()` keys, e.g.
+    `@"block_decoder.gpt_neox.layers.0.attention.dense.weight"`), so importing a
+    checkpoint binds `model.safetensors` entries 1:1 to `bt.param` ops; the
+    runtime looks weights up by this name. Layouts follow PyTorch (Linear
+    weight `[out, in]`, Conv1d weight `[out, in, 1]`).
+
+    The type is a statically shaped tensor of f32, bf16 or f16.
+
+    Example:
+    ```mlir
+    bt.param @"embedder.embeddings.weight" : tensor<512x16xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<BT_FloatTensor>:$type);
+  let assemblyFormat = "$sym_name attr-dict `:` $type";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+  }];
+}
+
+def BT_ParamRefOp : BT_Op<"param_ref", [Pure, BT_ParamUser]> {
+  let summary = "Reads a parameter declared with bt.param";
+  let description = [{
+    Returns the current value of the parameter `@name`. The result type must
+    equal the declared type of the `bt.param` (error otherwise, located here).
+
+    Example:
+    ```mlir
+    %w = bt.param_ref @"token_decoder.embed_out.weight" : tensor<512x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs BT_FloatTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Model level (paper §2)
+//===----------------------------------------------------------------------===//
+
+def BT_EmbedderOp : BT_Op<"embedder", [Pure, BT_BlockLocal, BT_ParamUser]> {
+  let summary = "Lookup embedder: concatenated token embeddings of each block";
+  let description = [{
+    Paper §2.2 (official `model/embedder/lookup.py`, `projection_method:
+    concat`): looks every token of a block up in the table `@table`
+    (`[V, E]`) and concatenates the L_B vectors token-major,
+    `block = [E(t_0) | E(t_1) | ... | E(t_(L_B-1))]`. No projection, no
+    positional term; padding ids are embedded like any token.
+
+    - `ids`: `[B, N_blk, L_B]` i64/i32 token ids.
+    - result: `[B, N_blk, D]` with D = L_B · E, element type of the table.
+
+    A vanilla GPT-NeoX is the L_B = 1 case (`@table` = `gpt_neox.embed_in.weight`).
+
+    Errors: rank ≠ 3, batch/blocks mismatch, D ≠ L_B · E, element type ≠ the
+    table's, table not declared.
+
+    Example:
+    ```mlir
+    %x = bt.embedder %ids table @"embedder.embeddings.weight"
+           : tensor<2x6x4xi64> -> tensor<2x6x64xf32>
+    ```
+  }];
+  let arguments = (ins BT_IdTensor:$ids, FlatSymbolRefAttr:$table);
+  let results = (outs BT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $ids `table` $table attr-dict `:` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_BlockDecoderOp : BT_Op<"block_decoder",
+    [AttrSizedOperandSegments, BT_ParamUser, BT_CacheUser,
+     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "GPT-NeoX stack over blocks with global causal attention";
+  let description = [{
+    Paper §2.3 (official `model/block_decoder/gpt_neo_x.py`,
+    `GPTNeoXBlockDecoder`): a causal GPT-NeoX stack over the sequence of
+    block embeddings, with the final LayerNorm and no LM head. The output at
+    block i is the **context embedding** from which the token decoder decodes
+    block i + 1. RoPE position = block index.
+
+    - `input`: `[B, N_blk, D]` block embeddings (the embedder's output).
+    - `mask` (optional): `[B, N_blk]` block attention mask (official
+      `block_attention_mask`; 1 = attend, 0 = padding block, masked as a key).
+    - `cache` (optional): a `global` `!bt.kv_cache` holding the keys/values
+      of earlier blocks. The N_blk new blocks are appended to it (positions
+      continue after the cached entries) and the updated cache is returned as
+      a second result; the operand is consumed. This is the prefill /
+      decode-block form used by generation.
+    - result: `[B, N_blk, D]` context embeddings (final-LayerNorm output).
+
+    Parameters (official names, prefix `params`, e.g. `block_decoder.gpt_neox`):
+    `{params}.layers.{l}.input_layernorm.{weight,bias}` `[D]`,
+    `.post_attention_layernorm.{weight,bias}` `[D]`,
+    `.attention.query_key_value.weight` `[3D, D]` (rows `[H, 3, hd]`),
+    `.attention.query_key_value.bias` `[3D]`, `.attention.dense.{weight [D, D], bias [D]}`,
+    `.mlp.dense_h_to_4h.{weight [I, D], bias [I]}`, `.mlp.dense_4h_to_h.{weight [D, I], bias [D]}`,
+    `{params}.final_layer_norm.{weight,bias}` `[D]`.
+
+    Errors: config width ≠ D, shapes of mask/cache, cache scope/layers/heads/
+    head_dim/element type ≠ config, a missing or mis-shaped parameter.
+
+    Example:
+    ```mlir
+    %ctx = bt.block_decoder %x params "block_decoder.gpt_neox" config #cfg
+             : tensor<2x6x64xf32> -> tensor<2x6x64xf32>
+    %ctx1, %c1 = bt.block_decoder %x1 cache %c0 params "block_decoder.gpt_neox"
+             config #cfg : tensor<2x1x64xf32>, !bt.kv_cache<global, ...>
+             -> tensor<2x1x64xf32>, !bt.kv_cache<global, ...>
+    ```
+  }];
+  let arguments = (ins BT_FloatTensor:$input,
+                       Optional<BT_MaskTensor>:$mask,
+                       Optional<BT_KVCacheType>:$cache,
+                       StrAttr:$params,
+                       BT_NeoXConfigAttr:$config);
+  let results = (outs BT_FloatTensor:$result,
+                      Optional<BT_KVCacheType>:$result_cache);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
+def BT_TokenDecoderOp : BT_Op<"token_decoder",
+    [Pure, BT_BlockLocal, BT_ParamUser]> {
+  let summary = "GPT-NeoX token decoder over each block, fed by the context embedding";
+  let description = [{
+    Paper §2.4 (official `model/token_decoder/base.py`, `gpt_neo_x.py`): for
+    every block independently, decodes the block's L_B tokens from the
+    context embedding of the previous block. Attention never crosses a block
+    boundary, which makes the op block-local along B and N_blk.
+
+    - `context_embedding`: `[B, N_blk, D]` context embeddings; `context_embedding[:, i]` is the
+      block decoder's output for the block *before* the one decoded.
+    - `ids`: `[B, N_blk, L_B]` token ids of the decoded blocks. Only
+      `t_0 .. t_{L_B-2}` are inputs (teacher forcing); `t_{L_B-1}` is ignored.
+    - `mask` (optional): `[B, N_blk, L_B]` token attention mask of `ids`
+      (0 = padding, masked as a key); the projected vectors are never masked.
+    - result: `[B, N_blk, L_B, T]` final-LayerNorm hidden states;
+      `result[:, i, j]` predicts token `t_j` of block i.
+
+    Strategies (`#bt.strategy`, official `decoding_strategy`):
+    - `prefix`: a Conv1d(k=1) `D → P·T` projects the context embedding into
+      `prefix_length` = P vectors; the input sequence is
+      `[P_0 .. P_{P-1}, E(t_0) .. E(t_{L_B-2})]` (length P + L_B - 1) and the
+      outputs at positions P-1 .. P+L_B-2 are the result. RoPE positions
+      0 .. P+L_B-2 (training positions).
+    - `summation` (MEGABYTE): the projection yields L_B vectors
+      (`prefix_length` must equal L_B) added position-wise to
+      `[E(bos), E(t_0) .. E(t_{L_B-2})]`, with `bos_token_id` (default 0).
+
+    Parameters (prefix `params`, e.g. `token_decoder`):
+    `{params}.gpt_neox.embed_in.weight` `[V, T]`, the GPT-NeoX stack under
+    `{params}.gpt_neox` (as in `bt.block_decoder`),
+    `{params}.expansion_layer.weight` `[P·T, D, 1]`, `.bias` `[P·T]`.
+    The LM head is `bt.lm_head`.
+
+    Errors: ranks, B/N_blk mismatch, config width ≠ T, prefix_length < 1,
+    summation with prefix_length ≠ L_B, missing or mis-shaped parameters.
+  }];
+  let arguments = (ins BT_FloatTensor:$context_embedding,
+                       BT_IdTensor:$ids,
+                       Optional<BT_MaskTensor>:$mask,
+                       StrAttr:$params,
+                       BT_NeoXConfigAttr:$config,
+                       BT_TokenDecoderStrategyAttr:$strategy,
+                       I64Attr:$prefix_length,
+                       DefaultValuedAttr<I64Attr, "0">:$bos_token_id);
+  let results = (outs BT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $context_embedding `,` $ids (`mask` $mask^)? `params` $params `config` $config
+    `strategy` $strategy `prefix_length` $prefix_length attr-dict
+    `:` type($context_embedding) `,` type($ids) (`,` type($mask)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_LMHeadOp : BT_Op<"lm_head", [Pure, BT_BlockLocal, BT_ParamUser]> {
+  let summary = "Untied output projection to vocabulary logits (no bias)";
+  let description = [{
+    `logits = hidden · Wᵀ` with `W = @weight` `[V, T]` (official
+    `token_decoder.embed_out`, `nn.Linear(T, V, bias=False)`, untied).
+
+    - `hidden`: `[..., T]`; result `[..., V]`, same element type.
+
+    Errors: last dim ≠ T, result shape, element type, undeclared weight.
+  }];
+  let arguments = (ins BT_FloatTensor:$hidden, FlatSymbolRefAttr:$weight);
+  let results = (outs BT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $hidden `weight` $weight attr-dict `:` type($hidden) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_CrossEntropyOp : BT_Op<"cross_entropy", [Pure]> {
+  let summary = "Mean token cross-entropy over non-ignored targets";
+  let description = [{
+    `loss = mean over {j : labels[j] ≠ ignore_index} of
+    (logsumexp(logits[j, :]) - logits[j, labels[j]])`, computed in f32
+    (PyTorch `CrossEntropyLoss(reduction='mean', ignore_index=-100)`).
+    For the Block Transformer the targets are the tokens of blocks
+    1 .. N_blk-1 (block 0 is never predicted; official
+    `BlockTransformer.forward`).
+
+    - `logits`: `[..., V]`; `labels`: `[...]` i64/i32; result: `tensor<f32>`.
+    - If every label is ignored the result is NaN (as PyTorch).
+
+    Errors: labels shape ≠ logits shape without the last dim.
+  }];
+  let arguments = (ins BT_FloatTensor:$logits, BT_IdTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs BT_ScalarF32Tensor:$loss);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($loss)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Layer level
+//===----------------------------------------------------------------------===//
+
+def BT_LayerNormOp : BT_Op<"layer_norm", [Pure, BT_BlockLocal]> {
+  let summary = "LayerNorm over the last dimension";
+  let description = [{
+    `y = (x - mean(x)) / sqrt(var(x) + eps) · weight + bias` over the last
+    dim (biased variance, PyTorch `nn.LayerNorm`).
+
+    - `input`: `[..., C]`; `weight`, `bias`: `[C]`; result: same as input.
+    - `eps` (f64): 1e-5 in GPT-NeoX.
+
+    Errors: weight/bias shape ≠ `[C]`, result type ≠ input type, eps ≤ 0.
+  }];
+  let arguments = (ins BT_FloatTensor:$input, BT_FloatTensor:$weight,
+                       BT_FloatTensor:$bias, F64Attr:$eps);
+  let results = (outs BT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `eps` $eps attr-dict `:` type($input) `,`
+    type($weight) `,` type($bias) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_LinearOp : BT_Op<"linear", [Pure, BT_BlockLocal]> {
+  let summary = "Affine map with a PyTorch-layout weight";
+  let description = [{
+    `y = x · Wᵀ + b` (PyTorch `nn.Linear`, and Conv1d with kernel 1 when the
+    weight is `[N, K, 1]`).
+
+    - `input`: `[..., K]`; `weight`: `[N, K]` or `[N, K, 1]`; `bias`
+      (optional): `[N]`; result: `[..., N]`.
+
+    Errors: K mismatch, bias ≠ `[N]`, result shape or element type.
+  }];
+  let arguments = (ins BT_FloatTensor:$input, BT_FloatTensor:$weight,
+                       Optional<BT_FloatTensor>:$bias);
+  let results = (outs BT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_GeluOp : BT_Op<"gelu", [Pure, BT_BlockLocal, SameOperandsAndResultType]> {
+  let summary = "Exact (erf) GELU";
+  let description = [{
+    `y = x/2 · (1 + erf(x/√2))` elementwise (HF `ACT2FN["gelu"]`, PyTorch
+    `gelu(approximate='none')`). Any shape.
+  }];
+  let arguments = (ins BT_FloatTensor:$input);
+  let results = (outs BT_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def BT_EmbeddingLookupOp : BT_Op<"embedding_lookup", [Pure, BT_BlockLocal]> {
+  let summary = "Row gather from an embedding table";
+  let description = [{
+    `result[..., :] = table[ids[...], :]`.
+
+    - `ids`: `[...]` i64/i32; `table`: `[V, E]`; result: `[..., E]`.
+    - Ids outside `[0, V)` are a runtime error in generated code.
+
+    Errors: result shape ≠ ids shape + `[E]`, element type ≠ table's.
+  }];
+  let arguments = (ins BT_IdTensor:$ids, BT_FloatTensor:$table);
+  let results = (outs BT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $ids `,` $table attr-dict `:` type($ids) `,` type($table) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_PrefixProjectionOp : BT_Op<"prefix_projection", [Pure, BT_BlockLocal]> {
+  let summary = "Projects context embeddings into P prefix vectors of width T";
+  let description = [{
+    Paper §2.4 (official `BaseTokenDecoder.expand_block_embeddings`,
+    `expansion_method: expansion_layer`): a Conv1d with kernel 1, `D → P·T`,
+    whose output is split into P consecutive vectors:
+    `prefix[..., k, :] = (ctx · Wᵀ + b)[..., k·T : (k+1)·T]`.
+
+    - `context_embedding`: `[..., D]`; `weight`: `[P·T, D, 1]` (Conv1d) or `[P·T, D]`;
+      `bias`: `[P·T]`; result: `[..., P, T]` with P = `prefix_length`.
+
+    Errors: prefix_length < 1, weight rows ≠ P·T, D mismatch, shapes.
+  }];
+  let arguments = (ins BT_FloatTensor:$context_embedding, BT_FloatTensor:$weight,
+                       BT_FloatTensor:$bias, I64Attr:$prefix_length);
+  let results = (outs BT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $context_embedding `,` $weight `,` $bias `prefix_length` $prefix_length attr-dict
+    `:` type($context_embedding) `,` type($weight) `,` type($bias) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_SplitQKVOp : BT_Op<"split_qkv", [Pure, BT_BlockLocal]> {
+  let summary = "Splits a fused GPT-NeoX QKV projection into per-head q, k, v";
+  let description = [{
+    GPT-NeoX lays out `query_key_value` rows per head: `[H, 3, hd]`. This op
+    views `qkv` `[..., H·3·hd]` as `[..., H, 3, hd]` and returns
+    `q = [..., H, 0, :]`, `k = [..., H, 1, :]`, `v = [..., H, 2, :]`, each
+    `[..., H, hd]` (HF `GPTNeoXAttention._split_heads`-equivalent).
+
+    Errors: last dim ≠ 3·H·hd, result shapes, element types.
+  }];
+  let arguments = (ins BT_FloatTensor:$qkv, I64Attr:$heads, I64Attr:$head_dim);
+  let results = (outs BT_FloatTensor:$q, BT_FloatTensor:$k, BT_FloatTensor:$v);
+  let assemblyFormat = [{
+    $qkv `heads` $heads `head_dim` $head_dim attr-dict `:` type($qkv) `->`
+    type($q) `,` type($k) `,` type($v)
+  }];
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$qkv, "int64_t":$heads, "int64_t":$headDim)>
+  ];
+}
+
+def BT_RotaryOp : BT_Op<"rotary", [Pure, BT_BlockLocal]> {
+  let summary = "Partial rotary position embedding, GPT-NeoX rotate-half";
+  let description = [{
+    Applies RoPE to the first `rotary_dims` dims of each head (the rest pass
+    through), GPT-NeoX style (rotate-half, not interleaved): with
+    `r = rotary_dims`, `inv_freq[i] = base^(-2i/r)`, `θ = pos · inv_freq`,
+    `cos/sin = [cos θ, cos θ]`, `y[:r] = x[:r]·cos + rotate_half(x[:r])·sin`,
+    `rotate_half([a, b]) = [-b, a]` (HF `GPTNeoXRotaryEmbedding`,
+    `apply_rotary_pos_emb`).
+
+    - `input`: `[..., S, H, hd]`; `positions`: `[S]` or `[..., S]` (the
+      leading dims of input up to S) i64/i32; result: same as input.
+    - Positions are operands so that both training positions and the official
+      `generate` positions can be expressed.
+
+    Errors: rotary_dims odd, 0 or > hd, base ≤ 0, positions shape.
+  }];
+  let arguments = (ins BT_FloatTensor:$input, BT_PositionTensor:$positions,
+                       I64Attr:$rotary_dims, F64Attr:$base);
+  let results = (outs BT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $positions `rotary_dims` $rotary_dims `base` $base attr-dict
+    `:` type($input) `,` type($positions) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_AttentionOp : BT_Op<"attention", [Pure,
+    AllTypesMatch<["q", "k", "v", "result"]>]> {
+  let summary = "Global causal multi-head attention (block decoder, vanilla)";
+  let description = [{
+    `out[b, s, h] = softmax_t(q[b,s,h]·k[b,t,h] · scale + m[b,s,t]) · v[b,t,h]`
+    over keys `t ≤ s`, where `m = 0` for attended keys and the most negative
+    finite value for keys with `key_mask = 0` (HF eager GPT-NeoX). Used by
+    the block decoder in training / eval (one position per block) and by
+    vanilla GPT-NeoX. The cached form used in generation is `bt.kv_attend`.
+
+    - `q`, `k`, `v`: `[B, S, H, hd]`; `key_mask` (optional): `[B, S]`;
+      result: `[B, S, H, hd]`.
+    - `scale`: 1/√hd for GPT-NeoX.
+
+    Errors: operand shapes differ, mask shape, scale ≤ 0.
+  }];
+  let arguments = (ins BT_FloatTensor:$q, BT_FloatTensor:$k, BT_FloatTensor:$v,
+                       Optional<BT_MaskTensor>:$key_mask, F64Attr:$scale);
+  let results = (outs BT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v (`key_mask` $key_mask^)? `scale` $scale attr-dict `:`
+    type($q) (`,` type($key_mask)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_LocalAttentionOp : BT_Op<"local_attention", [Pure, BT_BlockLocal,
+    AllTypesMatch<["q", "k", "v", "result"]>]> {
+  let summary = "Block-local causal attention (token decoder)";
+  let description = [{
+    Causal multi-head attention restricted to one block: every block
+    `[b, n]` attends only to its own ≤ P + L_B positions (paper §2.4, "attention
+    only inside the block"). Semantics per block as `bt.attention`.
+
+    - `q`, `k`, `v`: `[B, N_blk, S, H, hd]` with S ≤ P + L_B; `key_mask`
+      (optional): `[B, N_blk, S]`; result: `[B, N_blk, S, H, hd]`.
+
+    Errors: shapes differ, mask shape, scale ≤ 0.
+  }];
+  let arguments = (ins BT_FloatTensor:$q, BT_FloatTensor:$k, BT_FloatTensor:$v,
+                       Optional<BT_MaskTensor>:$key_mask, F64Attr:$scale);
+  let results = (outs BT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v (`key_mask` $key_mask^)? `scale` $scale attr-dict `:`
+    type($q) (`,` type($key_mask)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_FusedLocalAttentionOp : BT_Op<"fused_local_attention",
+    [Pure, BT_BlockLocal]> {
+  let summary = "QKV split + partial rotary + block-local causal attention, fused";
+  let description = [{
+    Produced by `bt-fuse-local-attention` from `bt.split_qkv` →
+    `bt.rotary` (q and k) → `bt.local_attention`: one op (and one kernel) in
+    which a head's whole local attention over ≤ P + L_B positions stays in
+    registers / shared memory. Numerically identical to the unfused chain.
+
+    - `qkv`: `[B, N_blk, S, H·3·hd]` (fused QKV projection output, per-head
+      interleaved rows); `positions`: `[S]` or `[B, N_blk, S]`; `key_mask`
+      (optional): `[B, N_blk, S]`; result: `[B, N_blk, S, H, hd]`.
+
+    Errors: as `bt.split_qkv`, `bt.rotary` and `bt.local_attention`.
+  }];
+  let arguments = (ins BT_FloatTensor:$qkv, BT_PositionTensor:$positions,
+                       Optional<BT_MaskTensor>:$key_mask,
+                       I64Attr:$heads, I64Attr:$head_dim, I64Attr:$rotary_dims,
+                       F64Attr:$base, F64Attr:$scale);
+  let results = (outs BT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $qkv `,` $positions (`key_mask` $key_mask^)? `heads` $heads `head_dim`
+    $head_dim `rotary_dims` $rotary_dims `base` $base `scale` $scale attr-dict
+    `:` type($qkv) `,` type($positions) (`,` type($key_mask)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// KV caches
+//===----------------------------------------------------------------------===//
+
+def BT_KVAllocOp : BT_Op<"kv_alloc", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "Allocates an empty KV cache";
+  let description = [{
+    Starts the lifetime of a `!bt.kv_cache` value: storage for
+    `[layers, 2, batch, heads, capacity, head_dim]` elements, every layer's
+    fill length 0. `batch` is the dynamic batch size when the type's batch is
+    `?` and must be absent otherwise. The value must be released
+    (`bt.kv_release`) on every path.
+
+    Example:
+    ```mlir
+    %c = bt.kv_alloc : !bt.kv_cache<local, batch = 2, layers = 2, heads = 2, capacity = 6, head_dim = 32, f32>
+    %g = bt.kv_alloc batch %n : !bt.kv_cache<global, batch = ?, layers = 2, heads = 2, capacity = 512, head_dim = 32, f32>
+    ```
+  }];
+  let arguments = (ins Optional<Index>:$batch);
+  let results = (outs BT_KVCacheType:$cache);
+  let assemblyFormat = "(`batch` $batch^)? attr-dict `:` qualified(type($cache))";
+  let hasVerifier = 1;
+}
+
+def BT_KVAppendOp : BT_Op<"kv_append", [BT_CacheUser,
+    MemoryEffects<[MemRead, MemWrite]>, AllTypesMatch<["cache", "result"]>,
+    AllTypesMatch<["key", "value"]>]> {
+  let summary = "Appends keys/values of one layer; returns the new cache value";
+  let description = [{
+    Writes S new entries at the end of layer `layer` of the cache and
+    returns the updated cache. The operand cache value is consumed: any later
+    use of it is an error (`bt-verify-kv-lifetimes`). Appending past
+    `capacity` is a runtime error.
+
+    - `key`, `value`: `[B, S, H, hd]` with H, hd and element type of the
+      cache and B its batch; `key_mask` (optional): `[B, S]`, the key-padding
+      flags stored with the entries (default: all valid).
+    - `layer`: 0 ≤ layer < layers.
+
+    Example:
+    ```mlir
+    %c1 = bt.kv_append %c0[0], %k, %v : !bt.kv_cache<...>, tensor<2x1x2x32xf32>
+    ```
+  }];
+  let arguments = (ins BT_KVCacheType:$cache, I64Attr:$layer,
+                       BT_FloatTensor:$key, BT_FloatTensor:$value,
+                       Optional<BT_MaskTensor>:$key_mask);
+  let results = (outs BT_KVCacheType:$result);
+  let assemblyFormat = [{
+    $cache `[` $layer `]` `,` $key `,` $value (`key_mask` $key_mask^)? attr-dict
+    `:` qualified(type($cache)) `,` type($key) (`,` type($key_mask)^)?
+  }];
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$cache, "int64_t":$layer,
+                   "::mlir::Value":$key, "::mlir::Value":$value)>
+  ];
+}
+
+def BT_KVAttendOp : BT_Op<"kv_attend", [BT_CacheUser,
+    MemoryEffects<[MemRead]>]> {
+  let summary = "Causal attention of new queries over one layer of a KV cache";
+  let description = [{
+    The global (or local) causal attention with a cache operand. With `len`
+    the layer's fill length (the S queries' own keys must already be
+    appended), query s attends to entries `t ≤ len - S + s` whose key-padding
+    flag is set, with the semantics of `bt.attention`. Reads the cache; the
+    operand stays live.
+
+    - `query`: `[B, S, H, hd]`; result: `[B, S, H, hd]`.
+
+    Example:
+    ```mlir
+    %o = bt.kv_attend %q, %c1[0] scale 0.17677669529663687
+           : tensor<2x1x2x32xf32>, !bt.kv_cache<...> -> tensor<2x1x2x32xf32>
+    ```
+  }];
+  let arguments = (ins BT_FloatTensor:$query, BT_KVCacheType:$cache,
+                       I64Attr:$layer, F64Attr:$scale);
+  let results = (outs BT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $cache `[` $layer `]` `scale` $scale attr-dict `:` type($query)
+    `,` qualified(type($cache)) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_KVLengthOp : BT_Op<"kv_length", [BT_CacheUser,
+    MemoryEffects<[MemRead]>]> {
+  let summary = "Number of filled entries of one layer of a KV cache";
+  let description = [{
+    Returns the fill length of layer `layer` (the RoPE position of the next
+    appended entry for a global cache). Reads the cache; the operand stays live.
+  }];
+  let arguments = (ins BT_KVCacheType:$cache, I64Attr:$layer);
+  let results = (outs Index:$length);
+  let assemblyFormat = [{
+    $cache `[` $layer `]` attr-dict `:` qualified(type($cache))
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_KVReleaseOp : BT_Op<"kv_release", [BT_CacheUser,
+    MemoryEffects<[MemFree]>]> {
+  let summary = "Ends the lifetime of a KV cache";
+  let description = [{
+    Frees the cache storage. The operand is consumed; using it afterwards, or
+    releasing it twice, is an error (`bt-verify-kv-lifetimes`).
+  }];
+  let arguments = (ins BT_KVCacheType:$cache);
+  let assemblyFormat = "$cache attr-dict `:` qualified(type($cache))";
+}
+
+#endif // BT_OPS_TD

@@ -1,0 +1,59 @@
+//===- BTTypes.td - bt types --------------------------------*- tablegen -*-===//
+
+#ifndef BT_TYPES_TD
+#define BT_TYPES_TD
+
+include "bt/Dialect/BT/IR/BTDialect.td"
+include "bt/Dialect/BT/IR/BTAttrs.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def BT_KVCacheType : TypeDef<BT_Dialect, "KVCache"> {
+  let mnemonic = "kv_cache";
+  let summary = "A key/value cache with an explicit, verified lifetime";
+  let description = [{
+    The keys and values of every layer of one decoder stack for a batch of
+    sequences. Storage layout (row-major):
+    `[layers, 2 (key|value), batch, heads, capacity, head_dim]` of
+    `element_type`, plus one validity flag per `[batch, capacity]` entry (key
+    padding) and one fill length per layer.
+
+    - `global` scope: the block decoder's cache. One entry per **block**
+      (paper §2.3: the KV cache is L_B times smaller than a vanilla
+      transformer's), lives for a whole sequence; capacity = the maximum
+      number of blocks.
+    - `local` scope: the token decoder's cache. At most P + L_B entries
+      (prefix plus the block's tokens; paper §2.4), lives for the decoding of
+      one block and must not escape the region it was allocated in.
+
+    `batch` may be dynamic (`?`); every other size is static and positive.
+
+    Example: `!bt.kv_cache<global, batch = ?, layers = 2, heads = 2,
+    capacity = 512, head_dim = 32, f32>`.
+
+    Values of this type are linear: each value is consumed (by
+    `bt.kv_append`, `bt.kv_release`, a region terminator or a call) exactly
+    once on every path, and read (`bt.kv_attend`, `bt.kv_length`) only before
+    that. `bt-verify-kv-lifetimes` enforces this.
+  }];
+  let parameters = (ins
+    "::bt::CacheScope":$scope,
+    "int64_t":$batch,
+    "int64_t":$layers,
+    "int64_t":$heads,
+    "int64_t":$capacity,
+    "int64_t":$headDim,
+    "::mlir::Type":$elementType
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    bool isGlobal() const { return getScope() == ::bt::CacheScope::global; }
+    bool isLocal() const { return getScope() == ::bt::CacheScope::local; }
+    bool hasStaticBatch() const { return !::mlir::ShapedType::isDynamic(getBatch()); }
+    /// Bytes of key+value storage for one sequence (one batch row), all
+    /// layers, full capacity: 2 · layers · heads · capacity · head_dim · sizeof(elt).
+    int64_t getBytesPerSequence() const;
+  }];
+}
+
+#endif // BT_TYPES_TD

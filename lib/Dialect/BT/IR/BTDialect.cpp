@@ -1,0 +1,189 @@
+//===- BTDialect.cpp - bt dialect, attributes and types --------------------===//
+
+#include "bt/Dialect/BT/IR/BTDialect.h"
+#include "bt/Dialect/BT/IR/BTOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace bt;
+
+#include "bt/Dialect/BT/IR/BTDialect.cpp.inc"
+#include "bt/Dialect/BT/IR/BTEnums.cpp.inc"
+#include "bt/Dialect/BT/IR/BTInterfaces.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "bt/Dialect/BT/IR/BTAttrs.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "bt/Dialect/BT/IR/BTTypes.cpp.inc"
+
+void BTDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "bt/Dialect/BT/IR/BTAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "bt/Dialect/BT/IR/BTTypes.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "bt/Dialect/BT/IR/BTOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// #bt.neox
+//===----------------------------------------------------------------------===//
+
+double NeoXConfigAttr::getAttentionScale() const {
+  return 1.0 / std::sqrt(static_cast<double>(getHeadDim()));
+}
+
+LogicalResult NeoXConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                     int64_t hidden, int64_t layers, int64_t heads,
+                                     int64_t headDim, int64_t intermediate,
+                                     int64_t rotaryDims, APFloat rotaryBase,
+                                     APFloat eps) {
+  auto positive = [&](StringRef name, int64_t v) -> LogicalResult {
+    if (v >= 1)
+      return success();
+    return emitError() << "#bt.neox: '" << name << "' must be >= 1, got " << v;
+  };
+  if (failed(positive("hidden", hidden)) || failed(positive("layers", layers)) ||
+      failed(positive("heads", heads)) || failed(positive("head_dim", headDim)) ||
+      failed(positive("intermediate", intermediate)))
+    return failure();
+  if (heads * headDim != hidden)
+    return emitError() << "#bt.neox: hidden (" << hidden
+                       << ") must equal heads (" << heads << ") * head_dim ("
+                       << headDim << ")";
+  if (rotaryDims < 0 || rotaryDims > headDim || rotaryDims % 2 != 0)
+    return emitError() << "#bt.neox: rotary_dims (" << rotaryDims
+                       << ") must be even and in [0, head_dim = " << headDim
+                       << "]";
+  if (!(rotaryBase.convertToDouble() > 0.0))
+    return emitError() << "#bt.neox: rotary_base must be > 0";
+  if (!(eps.convertToDouble() > 0.0))
+    return emitError() << "#bt.neox: eps must be > 0";
+  return success();
+}
+
+/// Parses `name = <integer>`.
+static ParseResult parseIntField(AsmParser &p, StringRef name, int64_t &v) {
+  return failure(p.parseKeyword(name) || p.parseEqual() || p.parseInteger(v));
+}
+
+/// Parses `name = <float>` (integers accepted).
+static ParseResult parseFloatField(AsmParser &p, StringRef name, APFloat &v) {
+  double d;
+  if (p.parseKeyword(name) || p.parseEqual() || p.parseFloat(d))
+    return failure();
+  v = APFloat(d);
+  return success();
+}
+
+Attribute NeoXConfigAttr::parse(AsmParser &p, Type) {
+  SMLoc loc = p.getCurrentLocation();
+  int64_t hidden, layers, heads, headDim, intermediate, rotaryDims;
+  APFloat base(0.0), eps(0.0);
+  if (p.parseLess() || parseIntField(p, "hidden", hidden) || p.parseComma() ||
+      parseIntField(p, "layers", layers) || p.parseComma() ||
+      parseIntField(p, "heads", heads) || p.parseComma() ||
+      parseIntField(p, "head_dim", headDim) || p.parseComma() ||
+      parseIntField(p, "intermediate", intermediate) || p.parseComma() ||
+      parseIntField(p, "rotary_dims", rotaryDims) || p.parseComma() ||
+      parseFloatField(p, "rotary_base", base) || p.parseComma() ||
+      parseFloatField(p, "eps", eps) || p.parseGreater())
+    return {};
+  return getChecked([&] { return p.emitError(loc); }, p.getContext(), hidden,
+                    layers, heads, headDim, intermediate, rotaryDims, base, eps);
+}
+
+void NeoXConfigAttr::print(AsmPrinter &p) const {
+  p << "<hidden = " << getHidden() << ", layers = " << getLayers()
+    << ", heads = " << getHeads() << ", head_dim = " << getHeadDim()
+    << ", intermediate = " << getIntermediate()
+    << ", rotary_dims = " << getRotaryDims() << ", rotary_base = ";
+  p.printFloat(getRotaryBase());
+  p << ", eps = ";
+  p.printFloat(getEps());
+  p << ">";
+}
+
+//===----------------------------------------------------------------------===//
+// !bt.kv_cache
+//===----------------------------------------------------------------------===//
+
+int64_t KVCacheType::getBytesPerSequence() const {
+  int64_t bits = getElementType().getIntOrFloatBitWidth();
+  return 2 * getLayers() * getHeads() * getCapacity() * getHeadDim() * bits / 8;
+}
+
+LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  CacheScope scope, int64_t batch, int64_t layers,
+                                  int64_t heads, int64_t capacity, int64_t headDim,
+                                  Type elementType) {
+  if (!ShapedType::isDynamic(batch) && batch < 1)
+    return emitError() << "!bt.kv_cache: batch must be >= 1 or '?', got "
+                       << batch;
+  auto positive = [&](StringRef name, int64_t v) -> LogicalResult {
+    if (v >= 1)
+      return success();
+    return emitError() << "!bt.kv_cache: " << name << " must be >= 1, got " << v;
+  };
+  if (failed(positive("layers", layers)) || failed(positive("heads", heads)) ||
+      failed(positive("capacity", capacity)) ||
+      failed(positive("head_dim", headDim)))
+    return failure();
+  if (!elementType.isF32() && !elementType.isBF16() && !elementType.isF16())
+    return emitError() << "!bt.kv_cache: element type must be f32, bf16 or "
+                          "f16, got "
+                       << elementType;
+  return success();
+}
+
+Type KVCacheType::parse(AsmParser &p) {
+  SMLoc loc = p.getCurrentLocation();
+  StringRef scopeName;
+  if (p.parseLess() || p.parseKeyword(&scopeName))
+    return {};
+  std::optional<CacheScope> scope = symbolizeCacheScope(scopeName);
+  if (!scope) {
+    p.emitError(loc, "expected cache scope 'global' or 'local', got '")
+        << scopeName << "'";
+    return {};
+  }
+  int64_t batch, layers, heads, capacity, headDim;
+  if (p.parseComma() || p.parseKeyword("batch") || p.parseEqual())
+    return {};
+  if (succeeded(p.parseOptionalQuestion()))
+    batch = ShapedType::kDynamic;
+  else if (p.parseInteger(batch))
+    return {};
+  Type elementType;
+  if (p.parseComma() || parseIntField(p, "layers", layers) || p.parseComma() ||
+      parseIntField(p, "heads", heads) || p.parseComma() ||
+      parseIntField(p, "capacity", capacity) || p.parseComma() ||
+      parseIntField(p, "head_dim", headDim) || p.parseComma() ||
+      p.parseType(elementType) || p.parseGreater())
+    return {};
+  return getChecked([&] { return p.emitError(loc); }, p.getContext(), *scope,
+                    batch, layers, heads, capacity, headDim, elementType);
+}
+
+void KVCacheType::print(AsmPrinter &p) const {
+  p << "<" << stringifyCacheScope(getScope()) << ", batch = ";
+  if (hasStaticBatch())
+    p << getBatch();
+  else
+    p << "?";
+  p << ", layers = " << getLayers() << ", heads = " << getHeads()
+    << ", capacity = " << getCapacity() << ", head_dim = " << getHeadDim()
+    << ", " << getElementType() << ">";
+}

@@ -1,0 +1,617 @@
+//===- VerifyKVLifetimes.cpp - bt-verify-kv-lifetimes ----------------------===//
+//
+// Checks that every !bt.kv_cache value is used linearly, released on every
+// path, never used after it was consumed, and that `local` caches never leave
+// the region that allocated them (DESIGN.md §3). See Passes.td for the rules.
+//
+// The analysis is an abstract interpretation over the IR. The abstract state
+// at a program point is the set of *live* cache values (allocated or received
+// and not yet consumed), each with the region its storage was allocated in.
+// Structured control flow (scf.if / scf.for / scf.while / scf.execute_region)
+// is interpreted region by region; unstructured control flow between blocks
+// of one region is interpreted in reverse post-order, and the states arriving
+// at a block along different edges must agree.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bt/Dialect/BT/IR/BTOps.h"
+#include "bt/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/RegionGraphTraits.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/PostOrderIterator.h"
+
+namespace bt {
+#define GEN_PASS_DEF_BTVERIFYKVLIFETIMES
+#include "bt/Transforms/Passes.h.inc"
+} // namespace bt
+
+using namespace mlir;
+using namespace bt;
+
+namespace {
+
+bool isCache(Value v) { return llvm::isa<KVCacheType>(v.getType()); }
+bool isLocalCache(Value v) {
+  auto t = llvm::dyn_cast<KVCacheType>(v.getType());
+  return t && t.isLocal();
+}
+
+/// The abstract state: live cache values (in a deterministic order) mapped to
+/// the region their storage was allocated in, and, for diagnostics, the op
+/// that consumed each value consumed so far on this path.
+struct State {
+  llvm::MapVector<Value, Region *> live;
+  DenseMap<Value, Operation *> consumedBy;
+
+  bool sameLiveSet(const State &other) const {
+    if (live.size() != other.live.size())
+      return false;
+    for (auto &entry : live)
+      if (!other.live.count(entry.first))
+        return false;
+    return true;
+  }
+};
+
+/// One way out of a region: its terminator and the state just before it.
+struct Exit {
+  Operation *terminator;
+  State state;
+};
+
+class LifetimeChecker {
+public:
+  /// Analyzes one function body. Emits at most one error.
+  LogicalResult checkFunction(FunctionOpInterface fn);
+
+private:
+  LogicalResult checkRegion(Region &region, State entry,
+                            SmallVectorImpl<Exit> &exits);
+  LogicalResult checkBlock(Block &block, State &state);
+  LogicalResult checkOp(Operation *op, State &state);
+  LogicalResult checkBranch(BranchOpInterface branch, State &state,
+                            DenseMap<Block *, State> &inStates);
+
+  LogicalResult checkIf(scf::IfOp op, State &state);
+  LogicalResult checkFor(scf::ForOp op, State &state);
+  LogicalResult checkWhile(scf::WhileOp op, State &state);
+  LogicalResult checkExecuteRegion(scf::ExecuteRegionOp op, State &state);
+  LogicalResult checkOpaqueRegions(Operation *op);
+
+  /// Requires `v` to be live at `user`.
+  LogicalResult requireLive(Value v, Operation *user, const State &state);
+  /// Requires `v` live and consumes it.
+  LogicalResult consume(Value v, Operation *user, State &state);
+  /// Passes the cache operands `values` of the terminator `term` out of its
+  /// region into `targets` (results of the parent op) that live in `dest`.
+  LogicalResult yieldOut(Operation *term, ValueRange values, State &state,
+                         Region *dest);
+  /// At the end of a region whose entry state was `outer`: every value live
+  /// now but not in `outer` leaks at `term`.
+  LogicalResult checkNoLeak(Operation *term, const State &state,
+                            const State &outer, StringRef where);
+  /// Values of `outer` must still be live in `inner` (region executed
+  /// repeatedly, e.g. a loop body).
+  LogicalResult checkOuterNotConsumed(const State &outer, const State &inner,
+                                      StringRef what);
+  /// Merges the exit states of alternative regions of `op` (scf.if branches,
+  /// execute_region exits); they must agree on the outer values.
+  LogicalResult mergeAlternatives(Operation *op, const State &outer,
+                                  ArrayRef<Exit> exits, State &result,
+                                  StringRef what);
+
+  void noteDef(InFlightDiagnostic &diag, Value v);
+};
+
+void LifetimeChecker::noteDef(InFlightDiagnostic &diag, Value v) {
+  if (v.getDefiningOp<KVAllocOp>())
+    diag.attachNote(v.getLoc()) << "KV cache allocated here";
+  else if (llvm::isa<BlockArgument>(v))
+    diag.attachNote(v.getLoc()) << "KV cache received here";
+  else
+    diag.attachNote(v.getLoc()) << "KV cache defined here";
+}
+
+LogicalResult LifetimeChecker::requireLive(Value v, Operation *user,
+                                           const State &state) {
+  if (state.live.count(v))
+    return success();
+  auto it = state.consumedBy.find(v);
+  if (it == state.consumedBy.end()) {
+    InFlightDiagnostic diag = user->emitError()
+                              << "'" << user->getName()
+                              << "' uses a KV cache that is not live here";
+    noteDef(diag, v);
+    return diag;
+  }
+  Operation *consumer = it->second;
+  bool released = isa<KVReleaseOp>(consumer);
+  InFlightDiagnostic diag = user->emitError();
+  if (released && isa<KVReleaseOp>(user))
+    diag << "KV cache released twice";
+  else if (released)
+    diag << "'" << user->getName() << "' uses a KV cache after it was released";
+  else
+    diag << "'" << user->getName()
+         << "' uses a KV cache after it was consumed by '"
+         << consumer->getName() << "' (use the value it returned)";
+  diag.attachNote(consumer->getLoc())
+      << (released ? "released here" : "consumed here");
+  return diag;
+}
+
+LogicalResult LifetimeChecker::consume(Value v, Operation *user, State &state) {
+  if (failed(requireLive(v, user, state)))
+    return failure();
+  state.live.remove_if([&](auto &entry) { return entry.first == v; });
+  state.consumedBy[v] = user;
+  return success();
+}
+
+LogicalResult LifetimeChecker::checkNoLeak(Operation *term, const State &state,
+                                           const State &outer,
+                                           StringRef where) {
+  for (auto &entry : state.live) {
+    Value v = entry.first;
+    if (outer.live.count(v))
+      continue;
+    InFlightDiagnostic diag = term->emitError()
+                              << "KV cache is not released on this path: it "
+                                 "is still live at the end of "
+                              << where << " (leak)";
+    noteDef(diag, v);
+    return diag;
+  }
+  return success();
+}
+
+LogicalResult LifetimeChecker::checkOuterNotConsumed(const State &outer,
+                                                     const State &inner,
+                                                     StringRef what) {
+  for (auto &entry : outer.live) {
+    Value v = entry.first;
+    if (inner.live.count(v))
+      continue;
+    Operation *consumer = inner.consumedBy.lookup(v);
+    Operation *at = consumer ? consumer : v.getParentRegion()->getParentOp();
+    InFlightDiagnostic diag =
+        at->emitError() << "KV cache defined outside " << what
+                        << " is consumed inside it, once per iteration; pass "
+                           "it through the loop-carried values instead";
+    noteDef(diag, v);
+    return diag;
+  }
+  return success();
+}
+
+LogicalResult LifetimeChecker::yieldOut(Operation *term, ValueRange values,
+                                        State &state, Region *dest) {
+  for (Value v : values) {
+    if (!isCache(v))
+      continue;
+    if (failed(requireLive(v, term, state)))
+      return failure();
+    Region *origin = state.live.lookup(v);
+    if (isLocalCache(v) && origin && !origin->isAncestor(dest)) {
+      InFlightDiagnostic diag =
+          term->emitError()
+          << "local KV cache escapes the region it was allocated in (a local "
+             "cache lives for one block of the token decoder)";
+      noteDef(diag, v);
+      return diag;
+    }
+    if (failed(consume(v, term, state)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult LifetimeChecker::mergeAlternatives(Operation *op,
+                                                 const State &outer,
+                                                 ArrayRef<Exit> exits,
+                                                 State &result,
+                                                 StringRef what) {
+  // Restrict every exit state to the outer values; they must all agree.
+  for (size_t i = 0; i < exits.size(); ++i) {
+    for (size_t j = 0; j < exits.size(); ++j) {
+      if (i == j)
+        continue;
+      for (auto &entry : exits[i].state.live) {
+        Value v = entry.first;
+        if (!outer.live.count(v) || exits[j].state.live.count(v))
+          continue;
+        Operation *leakAt = exits[i].terminator ? exits[i].terminator : op;
+        InFlightDiagnostic diag = leakAt->emitError();
+        if (exits[i].terminator)
+          diag << "KV cache is still live at the end of this " << what
+               << " but is consumed on another path through the '"
+               << op->getName() << "' (it leaks on this path)";
+        else
+          diag << "KV cache is consumed in the 'then' region of this '"
+               << op->getName()
+               << "', which has no 'else' region: it leaks when the "
+                  "condition is false";
+        if (Operation *consumer = exits[j].state.consumedBy.lookup(v))
+          diag.attachNote(consumer->getLoc()) << "consumed here";
+        return diag;
+      }
+    }
+  }
+  result = outer;
+  result.live.remove_if(
+      [&](auto &entry) { return !exits.front().state.live.count(entry.first); });
+  for (const Exit &exit : exits)
+    for (auto &entry : exit.state.consumedBy)
+      result.consumedBy.insert(entry);
+  return success();
+}
+
+LogicalResult LifetimeChecker::checkIf(scf::IfOp op, State &state) {
+  Region *dest = op->getParentRegion();
+  SmallVector<Exit> exits;
+  // Allocation regions of the caches yielded as results (from the first
+  // branch that yields; a local one is checked to outlive the scf.if).
+  SmallVector<Region *> origins(op->getNumResults(), nullptr);
+  for (Region *region : {&op.getThenRegion(), &op.getElseRegion()}) {
+    if (region->empty()) {
+      exits.push_back({nullptr, state});
+      continue;
+    }
+    SmallVector<Exit> regionExits;
+    if (failed(checkRegion(*region, state, regionExits)))
+      return failure();
+    for (Exit &exit : regionExits) {
+      for (auto [idx, v] : llvm::enumerate(exit.terminator->getOperands()))
+        if (isCache(v) && !origins[idx])
+          origins[idx] = exit.state.live.lookup(v);
+      if (failed(yieldOut(exit.terminator, exit.terminator->getOperands(),
+                          exit.state, dest)) ||
+          failed(checkNoLeak(exit.terminator, exit.state, state,
+                             "this 'scf.if' branch")))
+        return failure();
+      exits.push_back(std::move(exit));
+    }
+  }
+  State merged;
+  if (failed(mergeAlternatives(op, state, exits, merged, "branch")))
+    return failure();
+  for (auto [res, origin] : llvm::zip(op->getResults(), origins))
+    if (isCache(res))
+      merged.live[res] = origin ? origin : dest;
+  state = std::move(merged);
+  return success();
+}
+
+LogicalResult LifetimeChecker::checkFor(scf::ForOp op, State &state) {
+  Region *dest = op->getParentRegion();
+  SmallVector<Region *> origins;
+  for (Value init : op.getInitArgs()) {
+    origins.push_back(state.live.lookup(init));
+    if (isCache(init) && failed(consume(init, op, state)))
+      return failure();
+  }
+  State body = state;
+  for (auto [arg, origin] : llvm::zip(op.getRegionIterArgs(), origins))
+    if (isCache(arg))
+      body.live[arg] = origin ? origin : dest;
+  SmallVector<Exit> exits;
+  if (failed(checkRegion(op.getRegion(), body, exits)))
+    return failure();
+  for (Exit &exit : exits) {
+    if (failed(yieldOut(exit.terminator, exit.terminator->getOperands(),
+                        exit.state, dest)) ||
+        failed(checkNoLeak(exit.terminator, exit.state, state,
+                           "the 'scf.for' body")) ||
+        failed(checkOuterNotConsumed(state, exit.state, "the 'scf.for' loop")))
+      return failure();
+  }
+  for (auto [res, origin] : llvm::zip(op->getResults(), origins))
+    if (isCache(res))
+      state.live[res] = origin ? origin : dest;
+  return success();
+}
+
+LogicalResult LifetimeChecker::checkWhile(scf::WhileOp op, State &state) {
+  Region *dest = op->getParentRegion();
+  for (Value init : op.getInits())
+    if (isCache(init) && failed(consume(init, op, state)))
+      return failure();
+  // Loop-carried caches in a while loop are owned by the loop; their storage
+  // is treated as allocated in the while op's parent region.
+  State before = state;
+  for (BlockArgument arg : op.getBeforeArguments())
+    if (isCache(arg))
+      before.live[arg] = dest;
+  SmallVector<Exit> exits;
+  if (failed(checkRegion(op.getBefore(), before, exits)))
+    return failure();
+  for (Exit &exit : exits) {
+    auto cond = cast<scf::ConditionOp>(exit.terminator);
+    if (failed(yieldOut(cond, cond.getArgs(), exit.state, dest)) ||
+        failed(checkNoLeak(cond, exit.state, state,
+                           "the 'scf.while' condition region")) ||
+        failed(checkOuterNotConsumed(state, exit.state, "the 'scf.while' loop")))
+      return failure();
+  }
+  State after = state;
+  for (BlockArgument arg : op.getAfterArguments())
+    if (isCache(arg))
+      after.live[arg] = dest;
+  exits.clear();
+  if (failed(checkRegion(op.getAfter(), after, exits)))
+    return failure();
+  for (Exit &exit : exits) {
+    if (failed(yieldOut(exit.terminator, exit.terminator->getOperands(),
+                        exit.state, dest)) ||
+        failed(checkNoLeak(exit.terminator, exit.state, state,
+                           "the 'scf.while' body")) ||
+        failed(checkOuterNotConsumed(state, exit.state, "the 'scf.while' loop")))
+      return failure();
+  }
+  for (OpResult res : op->getResults())
+    if (isCache(res))
+      state.live[res] = dest;
+  return success();
+}
+
+LogicalResult LifetimeChecker::checkExecuteRegion(scf::ExecuteRegionOp op,
+                                                  State &state) {
+  Region *dest = op->getParentRegion();
+  SmallVector<Exit> exits;
+  if (failed(checkRegion(op.getRegion(), state, exits)))
+    return failure();
+  for (Exit &exit : exits)
+    if (failed(yieldOut(exit.terminator, exit.terminator->getOperands(),
+                        exit.state, dest)) ||
+        failed(checkNoLeak(exit.terminator, exit.state, state,
+                           "the 'scf.execute_region'")))
+      return failure();
+  State merged;
+  if (failed(mergeAlternatives(op, state, exits, merged, "exit")))
+    return failure();
+  for (OpResult res : op->getResults())
+    if (isCache(res))
+      merged.live[res] = dest;
+  state = std::move(merged);
+  return success();
+}
+
+LogicalResult LifetimeChecker::checkOpaqueRegions(Operation *op) {
+  WalkResult result = op->walk([&](Operation *nested) {
+    if (nested == op)
+      return WalkResult::advance();
+    auto usesCache = [](ValueRange values) {
+      return llvm::any_of(values, [](Value v) { return isCache(v); });
+    };
+    if (usesCache(nested->getOperands()) || usesCache(nested->getResults())) {
+      nested->emitError() << "KV caches cannot be used inside '"
+                          << op->getName()
+                          << "': only scf.if/for/while/execute_region and "
+                             "branches between blocks carry cache lifetimes";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+LogicalResult LifetimeChecker::checkOp(Operation *op, State &state) {
+  if (auto ifOp = dyn_cast<scf::IfOp>(op))
+    return checkIf(ifOp, state);
+  if (auto forOp = dyn_cast<scf::ForOp>(op))
+    return checkFor(forOp, state);
+  if (auto whileOp = dyn_cast<scf::WhileOp>(op))
+    return checkWhile(whileOp, state);
+  if (auto exec = dyn_cast<scf::ExecuteRegionOp>(op))
+    return checkExecuteRegion(exec, state);
+  if (op->getNumRegions() != 0 && !op->hasTrait<OpTrait::IsIsolatedFromAbove>())
+    if (failed(checkOpaqueRegions(op)))
+      return failure();
+
+  Region *here = op->getParentRegion();
+  Region *inherited = nullptr;
+  if (auto user = dyn_cast<KVCacheUserOpInterface>(op)) {
+    for (OpOperand &operand : op->getOpOperands()) {
+      Value v = operand.get();
+      if (!isCache(v))
+        continue;
+      if (user.consumesCache(operand)) {
+        inherited = state.live.lookup(v);
+        if (failed(consume(v, op, state)))
+          return failure();
+      } else if (failed(requireLive(v, op, state))) {
+        return failure();
+      }
+    }
+  } else if (isa<CallOpInterface>(op)) {
+    for (Value v : op->getOperands()) {
+      if (!isCache(v))
+        continue;
+      if (isLocalCache(v)) {
+        InFlightDiagnostic diag =
+            op->emitError() << "local KV cache escapes the region it was "
+                               "allocated in: it is passed to a call";
+        noteDef(diag, v);
+        return diag;
+      }
+      if (failed(consume(v, op, state)))
+        return failure();
+    }
+  } else {
+    for (Value v : op->getOperands()) {
+      if (!isCache(v))
+        continue;
+      InFlightDiagnostic diag =
+          op->emitError() << "'" << op->getName()
+                          << "' cannot use a !bt.kv_cache value: only bt "
+                             "KV-cache ops, control flow and calls may";
+      return diag;
+    }
+  }
+  for (Value res : op->getResults())
+    if (isCache(res))
+      state.live[res] = inherited && !isa<KVAllocOp>(op) ? inherited : here;
+  return success();
+}
+
+LogicalResult LifetimeChecker::checkBlock(Block &block, State &state) {
+  for (Operation &op : block.without_terminator())
+    if (failed(checkOp(&op, state)))
+      return failure();
+  return success();
+}
+
+LogicalResult LifetimeChecker::checkBranch(BranchOpInterface branch,
+                                           State &state,
+                                           DenseMap<Block *, State> &inStates) {
+  Operation *op = branch;
+  // Cache operands of the branch that are not forwarded to a successor (e.g.
+  // a condition) are not allowed.
+  for (unsigned i = 0, e = op->getNumSuccessors(); i < e; ++i) {
+    Block *succ = op->getSuccessor(i);
+    SuccessorOperands operands = branch.getSuccessorOperands(i);
+    State out = state;
+    unsigned produced = operands.getProducedOperandCount();
+    OperandRange forwarded = operands.getForwardedOperands();
+    for (auto [idx, v] : llvm::enumerate(forwarded)) {
+      if (!isCache(v))
+        continue;
+      Region *origin = out.live.lookup(v);
+      if (failed(consume(v, op, out)))
+        return failure();
+      out.live[succ->getArgument(produced + idx)] = origin;
+    }
+    auto it = inStates.find(succ);
+    if (it == inStates.end()) {
+      inStates.try_emplace(succ, std::move(out));
+      continue;
+    }
+    const State &other = it->second;
+    if (other.sameLiveSet(out))
+      continue;
+    // Report at this branch if it carries a value the other edge does not,
+    // else the other edge leaks something this one consumed.
+    for (auto &entry : out.live) {
+      if (other.live.count(entry.first))
+        continue;
+      InFlightDiagnostic diag =
+          op->emitError() << "KV cache is still live on this edge into the "
+                             "successor block but is consumed on another "
+                             "edge into it (it leaks on this path)";
+      if (Operation *consumer = other.consumedBy.lookup(entry.first))
+        diag.attachNote(consumer->getLoc()) << "consumed here";
+      return diag;
+    }
+    for (auto &entry : other.live) {
+      if (out.live.count(entry.first))
+        continue;
+      InFlightDiagnostic diag =
+          op->emitError() << "KV cache is consumed on this edge into the "
+                             "successor block but still live on another edge "
+                             "into it (it leaks on the other path)";
+      if (Operation *consumer = out.consumedBy.lookup(entry.first))
+        diag.attachNote(consumer->getLoc()) << "consumed here";
+      return diag;
+    }
+  }
+  return success();
+}
+
+LogicalResult LifetimeChecker::checkRegion(Region &region, State entry,
+                                           SmallVectorImpl<Exit> &exits) {
+  if (region.empty())
+    return success();
+  DenseMap<Block *, State> inStates;
+  inStates.try_emplace(&region.front(), std::move(entry));
+  llvm::ReversePostOrderTraversal<Region *> rpot(&region);
+  for (Block *block : rpot) {
+    auto it = inStates.find(block);
+    if (it == inStates.end())
+      continue; // Unreachable from the entry block.
+    State state = it->second;
+    if (failed(checkBlock(*block, state)))
+      return failure();
+    Operation *term = block->getTerminator();
+    if (auto branch = dyn_cast<BranchOpInterface>(term)) {
+      if (failed(checkBranch(branch, state, inStates)))
+        return failure();
+      continue;
+    }
+    if (term->getNumSuccessors() != 0) {
+      for (Value v : term->getOperands())
+        if (isCache(v))
+          return term->emitError()
+                 << "'" << term->getName()
+                 << "' cannot pass a KV cache to a successor block: it does "
+                    "not implement BranchOpInterface";
+      for (Block *succ : term->getSuccessors())
+        if (!inStates.count(succ))
+          inStates.try_emplace(succ, state);
+      continue;
+    }
+    exits.push_back({term, std::move(state)});
+  }
+  return success();
+}
+
+LogicalResult LifetimeChecker::checkFunction(FunctionOpInterface fn) {
+  Region &body = fn.getFunctionBody();
+  if (body.empty())
+    return success();
+  State entry;
+  for (BlockArgument arg : body.getArguments()) {
+    if (!isCache(arg))
+      continue;
+    if (isLocalCache(arg))
+      return mlir::emitError(arg.getLoc())
+             << "a local KV cache cannot be a function argument: it lives for "
+                "one block of the token decoder and is allocated inside it";
+    entry.live[arg] = &body;
+  }
+  SmallVector<Exit> exits;
+  if (failed(checkRegion(body, std::move(entry), exits)))
+    return failure();
+  for (Exit &exit : exits) {
+    Operation *term = exit.terminator;
+    for (Value v : term->getOperands()) {
+      if (!isCache(v))
+        continue;
+      if (isLocalCache(v)) {
+        InFlightDiagnostic diag =
+            term->emitError() << "local KV cache escapes the region it was "
+                                 "allocated in: it is returned from the "
+                                 "function";
+        noteDef(diag, v);
+        return diag;
+      }
+      if (failed(consume(v, term, exit.state)))
+        return failure();
+    }
+    if (failed(checkNoLeak(term, exit.state, State(), "the function")))
+      return failure();
+  }
+  return success();
+}
+
+struct VerifyKVLifetimesPass
+    : public bt::impl::BTVerifyKVLifetimesBase<VerifyKVLifetimesPass> {
+  void runOnOperation() override {
+    bool failedAny = false;
+    getOperation()->walk([&](FunctionOpInterface fn) {
+      LifetimeChecker checker;
+      if (failed(checker.checkFunction(fn)))
+        failedAny = true;
+    });
+    if (failedAny)
+      signalPassFailure();
+    markAllAnalysesPreserved();
+  }
+};
+
+} // namespace

@@ -1,0 +1,32 @@
+//===- bt-opt.cpp - mlir-opt for the bt dialect ----------------------------===//
+//
+// Runs any bt or upstream pass / pipeline on .mlir files, like mlir-opt:
+//   bt-opt input.mlir --bt-verify-kv-lifetimes
+// Registers all upstream dialects, passes and extensions, the GPU → LLVM IR
+// translations (needed by gpu-module-to-binary), and the bt dialect and passes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bt/Dialect/BT/IR/BTDialect.h"
+#include "bt/Transforms/Passes.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllGPUToLLVMIRTranslations(registry);
+  registry.insert<bt::BTDialect>();
+
+  mlir::registerAllPasses();
+  bt::registerBTTransformsPasses();
+
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "bt optimizer driver\n", registry));
+}
