@@ -16,6 +16,7 @@ config.test_exec_root = os.path.join(config.bt_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%bt_src_root", config.bt_src_root))
+config.substitutions.append(("%bt_obj_root", config.bt_obj_root))
 config.substitutions.append(("%fixtures", os.path.join(os.path.dirname(config.bt_src_root), "shared", "fixtures", "official")))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])

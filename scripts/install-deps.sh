@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages bt needs (as root). Skips apt-get when every
+# package is already installed, so repeated runs are fast.
+#   scripts/install-deps.sh [extra packages...]
+set -euo pipefail
+
+PACKAGES=(
+  # Compiler toolchain: LLVM/MLIR 19 (libMLIR.so, mlir-tblgen, FileCheck, lit).
+  llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19 lld
+  cmake ninja-build python3 g++
+  # Runtime and tools: protobuf, abseil, GoogleTest, OpenBLAS, yaml-cpp,
+  # SentencePiece, JSON (safetensors headers, config.json).
+  libprotobuf-dev protobuf-compiler libabsl-dev libgtest-dev libopenblas-dev
+  libyaml-cpp-dev libsentencepiece-dev sentencepiece nlohmann-json3-dev
+)
+PACKAGES+=("$@")
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "== installing: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "error: missing packages and not root; run as root or: apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
