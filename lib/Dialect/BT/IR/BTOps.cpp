@@ -115,42 +115,21 @@ static SmallVector<int64_t> concat(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
 // Parameter tables
 //===----------------------------------------------------------------------===//
 
-SmallVector<ParamSpec> bt::getNeoXStackParams(StringRef prefix,
+std::vector<ParamSpec> bt::getNeoXStackParams(StringRef prefix,
                                               NeoXConfigAttr config) {
-  int64_t d = config.getHidden(), i = config.getIntermediate();
-  SmallVector<ParamSpec> specs;
-  for (int64_t l = 0; l < config.getLayers(); ++l) {
-    std::string layer = llvm::formatv("{0}.layers.{1}.", prefix, l).str();
-    specs.push_back({layer + "input_layernorm.weight", {d}});
-    specs.push_back({layer + "input_layernorm.bias", {d}});
-    specs.push_back({layer + "post_attention_layernorm.weight", {d}});
-    specs.push_back({layer + "post_attention_layernorm.bias", {d}});
-    specs.push_back({layer + "attention.query_key_value.weight", {3 * d, d}});
-    specs.push_back({layer + "attention.query_key_value.bias", {3 * d}});
-    specs.push_back({layer + "attention.dense.weight", {d, d}});
-    specs.push_back({layer + "attention.dense.bias", {d}});
-    specs.push_back({layer + "mlp.dense_h_to_4h.weight", {i, d}});
-    specs.push_back({layer + "mlp.dense_h_to_4h.bias", {i}});
-    specs.push_back({layer + "mlp.dense_4h_to_h.weight", {d, i}});
-    specs.push_back({layer + "mlp.dense_4h_to_h.bias", {d}});
-  }
-  specs.push_back({(prefix + ".final_layer_norm.weight").str(), {d}});
-  specs.push_back({(prefix + ".final_layer_norm.bias").str(), {d}});
-  return specs;
+  return neoxStackParams(prefix.str(), config.getHidden(), config.getLayers(),
+                         config.getIntermediate());
 }
 
-SmallVector<ParamSpec> bt::getTokenDecoderParams(StringRef prefix,
+std::vector<ParamSpec> bt::getTokenDecoderParams(StringRef prefix,
                                                  NeoXConfigAttr config,
                                                  int64_t contextWidth,
                                                  int64_t prefixLength) {
-  int64_t t = config.getHidden();
-  SmallVector<ParamSpec> specs;
-  specs.push_back({(prefix + ".gpt_neox.embed_in.weight").str(),
-                   {ShapedType::kDynamic, t}});
-  specs.append(getNeoXStackParams((prefix + ".gpt_neox").str(), config));
-  specs.push_back({(prefix + ".expansion_layer.weight").str(),
-                   {prefixLength * t, contextWidth, 1}});
-  specs.push_back({(prefix + ".expansion_layer.bias").str(), {prefixLength * t}});
+  std::vector<ParamSpec> specs = tokenDecoderInputParams(
+      prefix.str(), ShapedType::kDynamic, config.getHidden(), contextWidth,
+      prefixLength);
+  for (ParamSpec &s : getNeoXStackParams((prefix + ".gpt_neox").str(), config))
+    specs.push_back(std::move(s));
   return specs;
 }
 

@@ -4,6 +4,7 @@
 #define BT_DIALECT_BT_IR_BTOPS_H
 
 #include "bt/Dialect/BT/IR/BTDialect.h"
+#include "bt/Model/ParamNames.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -23,21 +24,19 @@ namespace bt {
 /// `.mlp.dense_h_to_4h.{weight,bias}`, `.mlp.dense_4h_to_h.{weight,bias}` and
 /// `{prefix}.final_layer_norm.{weight,bias}`. Source: HF `GPTNeoXModel`
 /// state_dict as used by the official `GPTNeoXBlockDecoder` / `GPTNeoXTokenDecoder`.
-struct ParamSpec {
-  std::string name;
-  llvm::SmallVector<int64_t> shape;
-};
-llvm::SmallVector<ParamSpec> getNeoXStackParams(llvm::StringRef prefix,
-                                                NeoXConfigAttr config);
+/// (Names and shapes come from include/bt/Model/ParamNames.h.)
+std::vector<ParamSpec> getNeoXStackParams(llvm::StringRef prefix,
+                                          NeoXConfigAttr config);
 
 /// The parameters a `bt.token_decoder` with `params` = `prefix` expects:
 /// `{prefix}.gpt_neox.embed_in.weight` [V, T], the stack under
 /// `{prefix}.gpt_neox`, `{prefix}.expansion_layer.{weight [P·T, D, 1], bias [P·T]}`.
 /// V is not known from the op alone; the embed_in shape is returned with
 /// `ShapedType::kDynamic` for V.
-llvm::SmallVector<ParamSpec>
-getTokenDecoderParams(llvm::StringRef prefix, NeoXConfigAttr config,
-                      int64_t contextWidth, int64_t prefixLength);
+std::vector<ParamSpec> getTokenDecoderParams(llvm::StringRef prefix,
+                                             NeoXConfigAttr config,
+                                             int64_t contextWidth,
+                                             int64_t prefixLength);
 
 /// Looks up the `bt.param` named `name` from `from` (nearest symbol table).
 ParamOp lookupParam(mlir::Operation *from, mlir::SymbolTableCollection &tables,
