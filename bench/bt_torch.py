@@ -94,8 +94,9 @@ class NeoXLayer(nn.Module):
         self.dense_h_to_4h = nn.Linear(d, i)
         self.dense_4h_to_h = nn.Linear(i, d)
 
-    def attention(self, x, cos, sin, key_mask):
-        """x [B', S, D]; key_mask [B', S] (1 attend, 0 pad) or None."""
+    def attention(self, x, cos, sin, key_mask, cache=None):
+        """x [B', S, D]; key_mask [B', S_past + S] (1 attend, 0 pad) or None; cache: dict with
+        'k', 'v' [B', H, S_past, hd] (updated in place when given). Query s sits at S_past + s."""
         c = self.cfg
         bsz, s, _ = x.shape
         qkv = self.query_key_value(x).view(bsz, s, c.heads, 3, c.head_dim)
@@ -103,9 +104,15 @@ class NeoXLayer(nn.Module):
         q = apply_rotary(q, cos, sin, c.rotary_dims)
         k = apply_rotary(k, cos, sin, c.rotary_dims)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # [B', H, S, hd]
+        if cache is not None:
+            if "k" in cache:
+                k = torch.cat([cache["k"], k], dim=2)
+                v = torch.cat([cache["v"], v], dim=2)
+            cache["k"], cache["v"] = k, v
+        total = k.shape[2]
         scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(c.head_dim))
         fmin = torch.finfo(scores.dtype).min
-        causal = torch.ones(s, s, dtype=torch.bool).tril()
+        causal = torch.ones(total, total, dtype=torch.bool).tril()[total - s:]
         scores = torch.where(causal, scores, torch.tensor(fmin, dtype=scores.dtype))
         if key_mask is not None:
             scores = scores + (1.0 - key_mask[:, None, None, :].to(scores.dtype)) * fmin
@@ -113,8 +120,8 @@ class NeoXLayer(nn.Module):
         out = torch.matmul(probs, v).transpose(1, 2).reshape(bsz, s, c.hidden)
         return self.dense(out)
 
-    def forward(self, x, cos, sin, key_mask):
-        a = self.attention(self.input_layernorm(x), cos, sin, key_mask)
+    def forward(self, x, cos, sin, key_mask, cache=None):
+        a = self.attention(self.input_layernorm(x), cos, sin, key_mask, cache)
         m = self.dense_4h_to_h(F.gelu(self.dense_h_to_4h(self.post_attention_layernorm(x))))
         return m + a + x
 
@@ -126,11 +133,15 @@ class NeoXStack(nn.Module):
         self.layers = nn.ModuleList([NeoXLayer(cfg) for _ in range(cfg.layers)])
         self.final_layer_norm = nn.LayerNorm(cfg.hidden, eps=cfg.eps)
 
-    def forward(self, x, key_mask=None):
-        """x [B', S, W] -> [B', S, W] (positions 0..S-1)."""
-        cos, sin = rotary_tables(torch.arange(x.shape[1]), self.cfg.rotary_dims, self.cfg.base)
-        for layer in self.layers:
-            x = layer(x, cos, sin, key_mask)
+    def forward(self, x, key_mask=None, positions=None, caches=None):
+        """x [B', S, W] -> [B', S, W]. positions [S] (default 0..S-1, or S_past.. with caches);
+        key_mask covers the cached and new positions; caches: one dict per layer (see attention)."""
+        if positions is None:
+            past = caches[0]["k"].shape[2] if caches and "k" in caches[0] else 0
+            positions = torch.arange(past, past + x.shape[1])
+        cos, sin = rotary_tables(positions, self.cfg.rotary_dims, self.cfg.base)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, cos, sin, key_mask, caches[i] if caches is not None else None)
         return self.final_layer_norm(x)
 
     def load(self, w, prefix):
@@ -210,6 +221,52 @@ class BlockTransformer(nn.Module):
         return logits.view(bsz, n - 1, L, self.vocab), loss
 
 
+    @torch.no_grad()
+    def generate(self, prompt_ids, prompt_mask, max_new_tokens, official_positions=False):
+        """Greedy generation with KV caches (global: one entry per block; local: one block).
+        prompt_ids/mask [B, T] (left padding: mask 0). The prompt is left-padded to a block
+        boundary (official preprocess_inputs_for_generation). Token-decoder positions are the
+        training ones (0..P+L-2) unless official_positions, which reproduces the official
+        generate: every prefix vector at 0, token t_{k-1} at k. Returns (new_tokens [B, N],
+        step_logits [N, B, V]). No EOS stopping."""
+        bsz, t = prompt_ids.shape
+        pad = (-t) % self.L
+        ids = F.pad(prompt_ids, (pad, 0), value=self.pad_id).view(bsz, -1, self.L)
+        mask = F.pad(prompt_mask, (pad, 0), value=0).view(bsz, -1, self.L)
+        block_mask = mask.any(-1).long()
+        caches = [dict() for _ in self.block_decoder.layers]
+        x = self.embeddings(ids).reshape(bsz, ids.shape[1], -1)
+        ctx = self.block_decoder(x, block_mask, caches=caches)[:, -1]
+        new_tokens, step_logits = [], []
+        while len(new_tokens) < max_new_tokens:
+            prefix = self.expansion(ctx).view(bsz, self.P, self.T)
+            local = [dict() for _ in self.token_decoder.layers]
+            if official_positions:
+                pos = torch.zeros(self.P, dtype=torch.int64)
+            else:
+                pos = torch.arange(self.P)
+            h = self.token_decoder(prefix, positions=pos, caches=local)[:, -1]
+            block = []
+            for k in range(self.L):
+                logits = self.embed_out(h)
+                nxt = logits.argmax(-1)
+                step_logits.append(logits)
+                new_tokens.append(nxt)
+                block.append(nxt)
+                if len(new_tokens) == max_new_tokens or k == self.L - 1:
+                    break
+                p = k + 1 if official_positions else self.P + k
+                h = self.token_decoder(self.token_embed(nxt)[:, None], positions=torch.tensor([p]),
+                                       caches=local)[:, -1]
+            if len(new_tokens) == max_new_tokens:
+                break
+            blk = torch.stack(block, dim=1)  # [B, L]
+            block_mask = torch.cat([block_mask, torch.ones(bsz, 1, dtype=torch.long)], dim=1)
+            x = self.embeddings(blk).reshape(bsz, 1, -1)
+            ctx = self.block_decoder(x, block_mask, caches=caches)[:, -1]
+        return torch.stack(new_tokens, dim=1), torch.stack(step_logits, dim=0)
+
+
 class VanillaNeoX(nn.Module):
     """HF GPTNeoXForCausalLM semantics (untied embed_out, no bias)."""
 
@@ -232,6 +289,38 @@ class VanillaNeoX(nn.Module):
             loss = F.cross_entropy(logits[:, :-1].reshape(-1, self.vocab), labels[:, 1:].reshape(-1),
                                    ignore_index=-100)
         return logits, loss
+
+
+    @torch.no_grad()
+    def generate(self, prompt_ids, prompt_mask, max_new_tokens):
+        """HF-style greedy generation with a KV cache; positions cumsum(mask)-1 (pads at 1)."""
+        pos = prompt_mask.cumsum(-1) - 1
+        pos = pos.masked_fill(prompt_mask == 0, 1)
+        caches = [dict() for _ in self.gpt_neox.layers]
+        mask = prompt_mask
+        new_tokens, step_logits = [], []
+        x = self.embed_in(prompt_ids)
+        # Rows may need different positions: run the stack per row for the prompt.
+        h = self._rows(x, mask, pos, caches)
+        nxt_pos = pos[:, -1] + 1
+        for _ in range(max_new_tokens):
+            logits = self.embed_out(h)
+            nxt = logits.argmax(-1)
+            step_logits.append(logits)
+            new_tokens.append(nxt)
+            mask = torch.cat([mask, torch.ones(mask.shape[0], 1, dtype=mask.dtype)], dim=1)
+            h = self._rows(self.embed_in(nxt)[:, None], mask, nxt_pos[:, None], caches)
+            nxt_pos = nxt_pos + 1
+        return torch.stack(new_tokens, dim=1), torch.stack(step_logits, dim=0)
+
+    def _rows(self, x, key_mask, positions, caches):
+        """Runs the stack row by row (per-row positions) and returns the last hidden state [B, W]."""
+        outs = []
+        for b in range(x.shape[0]):
+            row_caches = [c.setdefault(b, dict()) for c in caches]
+            outs.append(self.gpt_neox(x[b:b + 1], key_mask[b:b + 1], positions=positions[b],
+                                      caches=row_caches)[:, -1])
+        return torch.cat(outs, dim=0)
 
 
 def stack_from_json(d):
@@ -278,6 +367,24 @@ def check_fixtures(root):
         good = dl <= 1e-4 and rl <= 1e-5
         ok &= good
         print(f"{case:16s} logits max|Δ| {dl:.3e}  loss rel {rl:.3e}  {'OK' if good else 'FAIL'}")
+        gpath = os.path.join(d, "generate.safetensors")
+        if not os.path.exists(gpath):
+            continue
+        g, _ = read_safetensors(gpath)
+        pid, pm = torch.from_numpy(g["prompt.input_ids"]), torch.from_numpy(g["prompt.attention_mask"])
+        n = g["official.new_tokens"].shape[1]
+        modes = [("official", True)] + ([("trainpos", False)] if "trainpos.new_tokens" in g else [])
+        for name, official in modes:
+            if isinstance(model, BlockTransformer):
+                toks, steps = model.generate(pid, pm, n, official_positions=official)
+            else:
+                toks, steps = model.generate(pid, pm, n)
+            same = bool((toks.numpy() == g[name + ".new_tokens"]).all())
+            ds = float((steps - torch.from_numpy(g[name + ".step_logits"])).abs().max())
+            good = same and ds <= 1e-4
+            ok &= good
+            print(f"{case:16s} generate {name:9s} tokens {'equal' if same else 'DIFFER'}  "
+                  f"step_logits max|Δ| {ds:.3e}  {'OK' if good else 'FAIL'}")
     return ok
 
 
