@@ -113,7 +113,7 @@ Type BTTest::i64() { return IntegerType::get(&ctx, 64); }
 void declareParams(OpBuilder &b, Location loc, llvm::ArrayRef<ParamSpec> specs,
                    int64_t vocab, Type elt) {
   for (const ParamSpec &spec : specs) {
-    llvm::SmallVector<int64_t> shape(spec.shape);
+    llvm::SmallVector<int64_t> shape(spec.shape.begin(), spec.shape.end());
     for (int64_t &d : shape)
       if (ShapedType::isDynamic(d))
         d = vocab;

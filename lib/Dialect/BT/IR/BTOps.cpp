@@ -125,11 +125,15 @@ std::vector<ParamSpec> bt::getTokenDecoderParams(StringRef prefix,
                                                  NeoXConfigAttr config,
                                                  int64_t contextWidth,
                                                  int64_t prefixLength) {
-  std::vector<ParamSpec> specs = tokenDecoderInputParams(
+  // Official state_dict order: embed_in, the stack, the expansion layer.
+  std::vector<ParamSpec> inputs = tokenDecoderInputParams(
       prefix.str(), ShapedType::kDynamic, config.getHidden(), contextWidth,
       prefixLength);
+  std::vector<ParamSpec> specs = {inputs[0]};
   for (ParamSpec &s : getNeoXStackParams((prefix + ".gpt_neox").str(), config))
     specs.push_back(std::move(s));
+  specs.push_back(inputs[1]);
+  specs.push_back(inputs[2]);
   return specs;
 }
 
@@ -236,6 +240,8 @@ LogicalResult EmbedderOp::verify() {
                          << shapeStr(res.take_front(2));
   if (ShapedType::isDynamic(ids[2]) || ShapedType::isDynamic(res[2]))
     return emitOpError() << "block length L_B and width D must be static";
+  if (ids[2] < 1)
+    return emitOpError() << "block length L_B must be >= 1, got " << ids[2];
   if (res[2] % ids[2] != 0)
     return emitOpError() << "block width D (" << res[2]
                          << ") must be a multiple of the block length L_B ("
@@ -439,16 +445,17 @@ LogicalResult TokenDecoderOp::verify() {
   if (failed(checkSameElementType(*this, "result", getResult(),
                                   tensorType(getContextEmbedding()).getElementType())))
     return failure();
-  if (getPrefixLength() < 1)
-    return emitOpError() << "prefix_length must be >= 1, got "
-                         << getPrefixLength();
+  // Read the attribute as signed: the generated getter is unsigned.
+  int64_t prefixLength = getPrefixLengthAttr().getInt();
+  if (prefixLength < 1)
+    return emitOpError() << "prefix_length must be >= 1, got " << prefixLength;
   if (ShapedType::isDynamic(ids[2]))
     return emitOpError() << "block length L_B must be static";
   if (getStrategy() == TokenDecoderStrategy::summation &&
-      static_cast<int64_t>(getPrefixLength()) != ids[2])
+      prefixLength != ids[2])
     return emitOpError() << "the summation strategy projects one vector per "
                             "token: prefix_length ("
-                         << getPrefixLength()
+                         << prefixLength
                          << ") must equal the block length L_B (" << ids[2]
                          << ")";
   return success();
@@ -617,7 +624,7 @@ LogicalResult PrefixProjectionOp::verify() {
   if (failed(checkMinRank(*this, "context_embedding", getContextEmbedding(), 1, "[..., D]")) ||
       failed(checkMinRank(*this, "result", getResult(), 2, "[..., P, T]")))
     return failure();
-  int64_t p = getPrefixLength();
+  int64_t p = getPrefixLengthAttr().getInt();
   if (p < 1)
     return emitOpError() << "prefix_length must be >= 1, got " << p;
   RankedTensorType ctx = tensorType(getContextEmbedding());
