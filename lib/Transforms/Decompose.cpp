@@ -27,7 +27,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace bt {
@@ -316,11 +315,16 @@ LogicalResult Decomposer::decompose(BlockDecoderOp decoder) {
   Location at = loc(prefix);
   Value x = decoder.getInput();
   Value cache = decoder.getCache();
-  Value offset;
-  if (cache)
-    offset = b.create<KVLengthOp>(at, b.getIndexType(), cache,
-                                  b.getI64IntegerAttr(0));
-  Value pos = positions(x, 1, offset, at);
+  // RoPE positions continue after the cached blocks (HF: past_length of
+  // layer 0). Without rotary dims there are none.
+  Value pos;
+  if (decoder.getConfig().getRotaryDims() > 0) {
+    Value offset;
+    if (cache)
+      offset = b.create<KVLengthOp>(at, b.getIndexType(), cache,
+                                    b.getI64IntegerAttr(0));
+    pos = positions(x, 1, offset, at);
+  }
   FailureOr<Value> out = stack(
       getNeoXStackParams(prefix, decoder.getConfig()), decoder.getConfig(), x,
       pos, decoder.getMask(),
@@ -419,7 +423,9 @@ LogicalResult Decomposer::decompose(TokenDecoderOp decoder) {
         at, 2, ValueRange{ones, sliceLast(mask, 0, blockLength - 1, at)});
   }
 
-  Value pos = positions(input, 2, Value(), at);
+  Value pos;
+  if (config.getRotaryDims() > 0)
+    pos = positions(input, 2, Value(), at);
   Value noCache;
   FailureOr<Value> hidden = stack(stackSpecs, config, input, pos, keyMask,
                                   AttentionKind::Local, noCache);

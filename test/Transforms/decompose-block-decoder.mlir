@@ -8,8 +8,23 @@
 // NOMODEL-NOT: bt.block_decoder
 
 #bd = #bt.neox<hidden = 8, layers = 2, heads = 2, head_dim = 4, intermediate = 16, rotary_dims = 2, rotary_base = 10000.0, eps = 1.0e-05>
+#norope = #bt.neox<hidden = 8, layers = 1, heads = 2, head_dim = 4, intermediate = 16, rotary_dims = 0, rotary_base = 10000.0, eps = 1.0e-05>
 
 module {
+  bt.param @"norope.layers.0.input_layernorm.weight" : tensor<8xf32>
+  bt.param @"norope.layers.0.input_layernorm.bias" : tensor<8xf32>
+  bt.param @"norope.layers.0.post_attention_layernorm.weight" : tensor<8xf32>
+  bt.param @"norope.layers.0.post_attention_layernorm.bias" : tensor<8xf32>
+  bt.param @"norope.layers.0.attention.query_key_value.weight" : tensor<24x8xf32>
+  bt.param @"norope.layers.0.attention.query_key_value.bias" : tensor<24xf32>
+  bt.param @"norope.layers.0.attention.dense.weight" : tensor<8x8xf32>
+  bt.param @"norope.layers.0.attention.dense.bias" : tensor<8xf32>
+  bt.param @"norope.layers.0.mlp.dense_h_to_4h.weight" : tensor<16x8xf32>
+  bt.param @"norope.layers.0.mlp.dense_h_to_4h.bias" : tensor<16xf32>
+  bt.param @"norope.layers.0.mlp.dense_4h_to_h.weight" : tensor<8x16xf32>
+  bt.param @"norope.layers.0.mlp.dense_4h_to_h.bias" : tensor<8xf32>
+  bt.param @"norope.final_layer_norm.weight" : tensor<8xf32>
+  bt.param @"norope.final_layer_norm.bias" : tensor<8xf32>
   bt.param @"block_decoder.gpt_neox.layers.0.input_layernorm.weight" : tensor<8xf32>
   bt.param @"block_decoder.gpt_neox.layers.0.input_layernorm.bias" : tensor<8xf32>
   bt.param @"block_decoder.gpt_neox.layers.0.post_attention_layernorm.weight" : tensor<8xf32>
@@ -127,5 +142,20 @@ module {
     %y = bt.block_decoder %x mask %m params "block_decoder.gpt_neox" config #bd
         : tensor<?x?x8xf32>, tensor<?x?xi1> -> tensor<?x?x8xf32>
     return %y : tensor<?x?x8xf32>
+  }
+
+// rotary_dims = 0: no bt.rotary and no positions; q and k go straight from
+// bt.split_qkv to the attention.
+// CHECK-LABEL: func.func @no_rotary
+// CHECK-NOT:     arith.constant
+// CHECK-NOT:     tensor.generate
+// CHECK:         %[[Q:.*]], %[[K:.*]], %[[V:.*]] = bt.split_qkv
+// CHECK-NEXT:    bt.attention %[[Q]], %[[K]], %[[V]] scale
+// CHECK-NOT:     bt.rotary
+// CHECK:         return
+  func.func @no_rotary(%x: tensor<2x3x8xf32>) -> tensor<2x3x8xf32> {
+    %y = bt.block_decoder %x params "norope" config #norope
+        : tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+    return %y : tensor<2x3x8xf32>
   }
 }

@@ -62,7 +62,8 @@ def BTDecompose : Pass<"bt-decompose", "::mlir::ModuleOp"> {
       `h1 = bt.layer_norm(x, input_layernorm)`,
       `qkv = bt.linear(h1, attention.query_key_value)`,
       `q, k, v = bt.split_qkv(qkv)` `[..., S, H, hd]`,
-      `q, k = bt.rotary(q | k, positions)` (omitted when rotary_dims = 0),
+      `q, k = bt.rotary(q | k, positions)` (omitted, with the
+      positions, when rotary_dims = 0),
       attention (below), `tensor.collapse_shape` of the heads → `[..., S, C]`,
       `a = bt.linear(·, attention.dense)`,
       `h2 = bt.layer_norm(x, post_attention_layernorm)`,
