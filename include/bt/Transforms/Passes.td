@@ -39,4 +39,71 @@ def BTVerifyKVLifetimes : Pass<"bt-verify-kv-lifetimes"> {
   }];
 }
 
+def BTDecompose : Pass<"bt-decompose", "::mlir::ModuleOp"> {
+  let summary = "Rewrite model-level bt ops into layer-level bt ops";
+  let description = [{
+    Replaces every `bt.embedder`, `bt.block_decoder`, `bt.token_decoder` and
+    `bt.lm_head` by the layer-level ops it is made of (`bt.layer_norm`,
+    `bt.linear`, `bt.split_qkv`, `bt.rotary`, `bt.attention`,
+    `bt.local_attention`, `bt.gelu`, `bt.embedding_lookup`,
+    `bt.prefix_projection`, the KV-cache ops) plus upstream `tensor` and
+    `arith` ops. Weights become `bt.param_ref`s of their official names.
+    `bt.cross_entropy` is kept (it is lowered later as a primitive). The
+    result computes exactly what the official forward computes (HF
+    transformers 4.39.3 GPT-NeoX, itsnamgyu/block-transformer @ 17842dd).
+
+    Output form (S = sequence length of the stack, C = its width):
+
+    - `bt.embedder`: `bt.embedding_lookup` `[B, N, L_B] → [B, N, L_B, E]`,
+      then `tensor.collapse_shape [[0], [1], [2, 3]]` → `[B, N, D]`
+      (token-major concatenation).
+    - One GPT-NeoX layer `l` (`{p}` = the stack's parameter prefix), on
+      `x` `[B, (N,) S, C]`:
+      `h1 = bt.layer_norm(x, input_layernorm)`,
+      `qkv = bt.linear(h1, attention.query_key_value)`,
+      `q, k, v = bt.split_qkv(qkv)` `[..., S, H, hd]`,
+      `q, k = bt.rotary(q | k, positions)` (omitted, with the
+      positions, when rotary_dims = 0),
+      attention (below), `tensor.collapse_shape` of the heads → `[..., S, C]`,
+      `a = bt.linear(·, attention.dense)`,
+      `h2 = bt.layer_norm(x, post_attention_layernorm)`,
+      `m = bt.linear(bt.gelu(bt.linear(h2, mlp.dense_h_to_4h)), mlp.dense_4h_to_h)`,
+      `x' = arith.addf(arith.addf(m, a), x)` (HF order
+      `mlp_output + attn_output + hidden_states`). After the last layer,
+      `bt.layer_norm(x, final_layer_norm)`.
+    - Positions are a 1-D `tensor<S x i64>`: an `arith.constant`
+      `dense<[0, .., S-1]>` when S is static and there is no cache;
+      otherwise a `tensor.generate` whose body is
+      `arith.index_cast(offset + i)` (offset 0, or the cache length).
+    - `bt.block_decoder` without cache: positions `0 .. N-1`, `bt.attention`
+      with `key_mask` = the block mask (if any), scale `1/sqrt(hd)`.
+    - `bt.block_decoder` with cache: `len = bt.kv_length %cache[0]` before
+      any append, positions `len + (0 .. N-1)`; per layer `l`
+      `c' = bt.kv_append c[l], k, v (key_mask = the block mask)` and
+      `bt.kv_attend q, c'[l]`; the last append's result replaces the
+      op's cache result.
+    - `bt.token_decoder`, `prefix`: `bt.prefix_projection` `[B, N, P, T]`,
+      `bt.embedding_lookup` of `ids[:, :, 0 : L_B-1]`, `tensor.concat` along
+      dim 2 (prefix first) → `[B, N, S = P+L_B-1, T]`, positions
+      `0 .. S-1`, key mask `concat(ones [B, N, P], mask[:, :, 0 : L_B-1])`,
+      `bt.local_attention`, result
+      `tensor.extract_slice hidden[:, :, P-1 : P-1+L_B, :]`.
+    - `bt.token_decoder`, `summation`: `bt.prefix_projection` with L_B
+      vectors `e`; ids `concat(bos [B, N, 1], ids[:, :, 0 : L_B-1])`,
+      input `arith.addf(embedding_lookup(ids'), e)`, S = L_B, key mask
+      `concat(ones [B, N, 1], mask[:, :, 0 : L_B-1])`, the result is all L_B
+      outputs.
+    - `bt.lm_head`: `bt.linear(hidden, param_ref weight)` without bias.
+
+    Every created op has the location `"<module>"(loc of the model op)`,
+    where `<module>` is the official module path (e.g.
+    `block_decoder.gpt_neox.layers.0.attention.dense`).
+
+    Errors: a parameter that is not declared, a summation `bos_token_id`
+    outside the token table.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // BT_TRANSFORMS_PASSES_TD
