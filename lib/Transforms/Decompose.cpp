@@ -349,7 +349,7 @@ LogicalResult Decomposer::decompose(TokenDecoderOp decoder) {
   Location at = loc(decoder.getParams());
 
   // [embed_in, stack..., expansion weight, expansion bias].
-  SmallVector<ParamSpec> specs = getTokenDecoderParams(
+  std::vector<ParamSpec> specs = getTokenDecoderParams(
       decoder.getParams(), config, tensorType(ctx).getDimSize(2), p);
   const ParamSpec &embedSpec = specs.front();
   const ParamSpec &expWSpec = specs[specs.size() - 2];
