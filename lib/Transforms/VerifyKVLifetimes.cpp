@@ -217,6 +217,12 @@ LogicalResult LifetimeChecker::mergeAlternatives(Operation *op,
                                                  ArrayRef<Exit> exits,
                                                  State &result,
                                                  StringRef what) {
+  // A region without an exit (e.g. an execute_region that loops forever)
+  // never returns control: the state after the op is the state before it.
+  if (exits.empty()) {
+    result = outer;
+    return success();
+  }
   // Restrict every exit state to the outer values; they must all agree.
   for (size_t i = 0; i < exits.size(); ++i) {
     for (size_t j = 0; j < exits.size(); ++j) {

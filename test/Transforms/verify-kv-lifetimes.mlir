@@ -430,3 +430,24 @@ func.func @local_through_nested_loops(%k: tensor<2x1x1x4xf32>) {
   bt.kv_release %w : !l
   return
 }
+
+// -----
+
+// An scf.execute_region whose body never exits (an infinite loop) must not
+// crash the pass; control never reaches the code after it.
+
+!c = !bt.kv_cache<global, batch = 2, layers = 1, heads = 1, capacity = 8, head_dim = 4, f32>
+
+// CHECK-LABEL: func.func @execute_region_without_exit
+// CHECK:         scf.execute_region
+// CHECK:         bt.kv_release
+func.func @execute_region_without_exit(%k: tensor<2x1x1x4xf32>) {
+  %c = bt.kv_alloc : !c
+  scf.execute_region {
+    cf.br ^bb1
+  ^bb1:
+    cf.br ^bb1
+  }
+  bt.kv_release %c : !c
+  return
+}
