@@ -42,6 +42,17 @@ bool isLocalCache(Value v) {
   return t && t.isLocal();
 }
 
+/// Of two allocation regions of local caches that may flow to the same
+/// value, the innermost one (the one the value must not leave). Both are
+/// ancestors of the region the value flows into, hence nested in each other.
+Region *innermost(Region *a, Region *b) {
+  if (!a)
+    return b;
+  if (!b)
+    return a;
+  return a->isAncestor(b) ? b : a;
+}
+
 /// The abstract state: live cache values (in a deterministic order) mapped to
 /// the region their storage was allocated in, and, for diagnostics, the op
 /// that consumed each value consumed so far on this path.
@@ -89,9 +100,16 @@ private:
   /// Requires `v` live and consumes it.
   LogicalResult consume(Value v, Operation *user, State &state);
   /// Passes the cache operands `values` of the terminator `term` out of its
-  /// region into `targets` (results of the parent op) that live in `dest`.
+  /// region into values (results of the parent op) that live in `dest`. If
+  /// `origins` is given (one entry per value), merges the allocation region
+  /// of each yielded cache into it (see `innermost`).
   LogicalResult yieldOut(Operation *term, ValueRange values, State &state,
-                         Region *dest);
+                         Region *dest,
+                         MutableArrayRef<Region *> origins = {});
+  /// The allocation region given to the loop-carried caches of a loop whose
+  /// cache inits are `inits` (already checked live in `state`).
+  Region *loopCarriedOrigin(ValueRange inits, const State &state,
+                            Region *dest);
   /// At the end of a region whose entry state was `outer`: every value live
   /// now but not in `outer` leaks at `term`.
   LogicalResult checkNoLeak(Operation *term, const State &state,
@@ -191,13 +209,16 @@ LogicalResult LifetimeChecker::checkOuterNotConsumed(const State &outer,
 }
 
 LogicalResult LifetimeChecker::yieldOut(Operation *term, ValueRange values,
-                                        State &state, Region *dest) {
-  for (Value v : values) {
+                                        State &state, Region *dest,
+                                        MutableArrayRef<Region *> origins) {
+  for (auto [idx, v] : llvm::enumerate(values)) {
     if (!isCache(v))
       continue;
     if (failed(requireLive(v, term, state)))
       return failure();
     Region *origin = state.live.lookup(v);
+    if (!origins.empty())
+      origins[idx] = innermost(origins[idx], origin);
     if (isLocalCache(v) && origin && !origin->isAncestor(dest)) {
       InFlightDiagnostic diag =
           term->emitError()
@@ -210,6 +231,20 @@ LogicalResult LifetimeChecker::yieldOut(Operation *term, ValueRange values,
       return failure();
   }
   return success();
+}
+
+Region *LifetimeChecker::loopCarriedOrigin(ValueRange inits,
+                                           const State &state, Region *dest) {
+  // A loop may permute its carried values between iterations, so every
+  // carried cache gets the innermost allocation region of all local cache
+  // inits. Nothing else can be carried in valid IR: a local cache allocated
+  // inside the loop is rejected when yielded out of its region, and an outer
+  // one consumed in the loop is rejected by checkOuterNotConsumed.
+  Region *origin = nullptr;
+  for (Value init : inits)
+    if (isLocalCache(init))
+      origin = innermost(origin, state.live.lookup(init));
+  return origin ? origin : dest;
 }
 
 LogicalResult LifetimeChecker::mergeAlternatives(Operation *op,
@@ -261,8 +296,8 @@ LogicalResult LifetimeChecker::mergeAlternatives(Operation *op,
 LogicalResult LifetimeChecker::checkIf(scf::IfOp op, State &state) {
   Region *dest = op->getParentRegion();
   SmallVector<Exit> exits;
-  // Allocation regions of the caches yielded as results (from the first
-  // branch that yields; a local one is checked to outlive the scf.if).
+  // Allocation regions of the caches yielded as results: the innermost one
+  // over all branches (each is checked to outlive the scf.if).
   SmallVector<Region *> origins(op->getNumResults(), nullptr);
   for (Region *region : {&op.getThenRegion(), &op.getElseRegion()}) {
     if (region->empty()) {
@@ -273,11 +308,8 @@ LogicalResult LifetimeChecker::checkIf(scf::IfOp op, State &state) {
     if (failed(checkRegion(*region, state, regionExits)))
       return failure();
     for (Exit &exit : regionExits) {
-      for (auto [idx, v] : llvm::enumerate(exit.terminator->getOperands()))
-        if (isCache(v) && !origins[idx])
-          origins[idx] = exit.state.live.lookup(v);
       if (failed(yieldOut(exit.terminator, exit.terminator->getOperands(),
-                          exit.state, dest)) ||
+                          exit.state, dest, origins)) ||
           failed(checkNoLeak(exit.terminator, exit.state, state,
                              "this 'scf.if' branch")))
         return failure();
@@ -296,16 +328,14 @@ LogicalResult LifetimeChecker::checkIf(scf::IfOp op, State &state) {
 
 LogicalResult LifetimeChecker::checkFor(scf::ForOp op, State &state) {
   Region *dest = op->getParentRegion();
-  SmallVector<Region *> origins;
-  for (Value init : op.getInitArgs()) {
-    origins.push_back(state.live.lookup(init));
+  Region *origin = loopCarriedOrigin(op.getInitArgs(), state, dest);
+  for (Value init : op.getInitArgs())
     if (isCache(init) && failed(consume(init, op, state)))
       return failure();
-  }
   State body = state;
-  for (auto [arg, origin] : llvm::zip(op.getRegionIterArgs(), origins))
+  for (BlockArgument arg : op.getRegionIterArgs())
     if (isCache(arg))
-      body.live[arg] = origin ? origin : dest;
+      body.live[arg] = origin;
   SmallVector<Exit> exits;
   if (failed(checkRegion(op.getRegion(), body, exits)))
     return failure();
@@ -317,23 +347,22 @@ LogicalResult LifetimeChecker::checkFor(scf::ForOp op, State &state) {
         failed(checkOuterNotConsumed(state, exit.state, "the 'scf.for' loop")))
       return failure();
   }
-  for (auto [res, origin] : llvm::zip(op->getResults(), origins))
+  for (OpResult res : op->getResults())
     if (isCache(res))
-      state.live[res] = origin ? origin : dest;
+      state.live[res] = origin;
   return success();
 }
 
 LogicalResult LifetimeChecker::checkWhile(scf::WhileOp op, State &state) {
   Region *dest = op->getParentRegion();
+  Region *origin = loopCarriedOrigin(op.getInits(), state, dest);
   for (Value init : op.getInits())
     if (isCache(init) && failed(consume(init, op, state)))
       return failure();
-  // Loop-carried caches in a while loop are owned by the loop; their storage
-  // is treated as allocated in the while op's parent region.
   State before = state;
   for (BlockArgument arg : op.getBeforeArguments())
     if (isCache(arg))
-      before.live[arg] = dest;
+      before.live[arg] = origin;
   SmallVector<Exit> exits;
   if (failed(checkRegion(op.getBefore(), before, exits)))
     return failure();
@@ -348,7 +377,7 @@ LogicalResult LifetimeChecker::checkWhile(scf::WhileOp op, State &state) {
   State after = state;
   for (BlockArgument arg : op.getAfterArguments())
     if (isCache(arg))
-      after.live[arg] = dest;
+      after.live[arg] = origin;
   exits.clear();
   if (failed(checkRegion(op.getAfter(), after, exits)))
     return failure();
@@ -362,7 +391,7 @@ LogicalResult LifetimeChecker::checkWhile(scf::WhileOp op, State &state) {
   }
   for (OpResult res : op->getResults())
     if (isCache(res))
-      state.live[res] = dest;
+      state.live[res] = origin;
   return success();
 }
 
@@ -372,18 +401,19 @@ LogicalResult LifetimeChecker::checkExecuteRegion(scf::ExecuteRegionOp op,
   SmallVector<Exit> exits;
   if (failed(checkRegion(op.getRegion(), state, exits)))
     return failure();
+  SmallVector<Region *> origins(op->getNumResults(), nullptr);
   for (Exit &exit : exits)
     if (failed(yieldOut(exit.terminator, exit.terminator->getOperands(),
-                        exit.state, dest)) ||
+                        exit.state, dest, origins)) ||
         failed(checkNoLeak(exit.terminator, exit.state, state,
                            "the 'scf.execute_region'")))
       return failure();
   State merged;
   if (failed(mergeAlternatives(op, state, exits, merged, "exit")))
     return failure();
-  for (OpResult res : op->getResults())
+  for (auto [res, origin] : llvm::zip(op->getResults(), origins))
     if (isCache(res))
-      merged.live[res] = dest;
+      merged.live[res] = origin ? origin : dest;
   state = std::move(merged);
   return success();
 }

@@ -592,6 +592,59 @@ func.func @local_escapes_while_condition(%p: i1) {
   return
 }
 
+// -----
+
+// The scf.if result may hold the cache allocated in this iteration (else
+// branch): yielding it to the next iteration lets it escape the loop body.
+
+!l = !bt.kv_cache<local, batch = 2, layers = 1, heads = 1, capacity = 6, head_dim = 4, f32>
+
+func.func @local_escapes_through_if_result(%p: i1, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %a = bt.kv_alloc : !l
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%x = %a) -> (!l) {
+    %b = bt.kv_alloc : !l
+    // expected-note @+1 {{KV cache defined here}}
+    %s = scf.if %p -> (!l) {
+      bt.kv_release %b : !l
+      scf.yield %x : !l
+    } else {
+      bt.kv_release %x : !l
+      scf.yield %b : !l
+    }
+    // expected-error @+1 {{local KV cache escapes the region it was allocated in (a local cache lives for one block of the token decoder)}}
+    scf.yield %s : !l
+  }
+  bt.kv_release %r : !l
+  return
+}
+
+// -----
+
+// A loop that swaps its two carried local caches: after an odd number of
+// iterations %r#0 holds %b, allocated inside the execute_region.
+
+!l = !bt.kv_cache<local, batch = 2, layers = 1, heads = 1, capacity = 6, head_dim = 4, f32>
+
+func.func @local_escapes_through_swapping_loop(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %a = bt.kv_alloc : !l
+  %e = scf.execute_region -> !l {
+    %b = bt.kv_alloc : !l
+    // expected-note @+1 {{KV cache defined here}}
+    %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%x = %a, %y = %b) -> (!l, !l) {
+      scf.yield %y, %x : !l, !l
+    }
+    bt.kv_release %r#1 : !l
+    // expected-error @+1 {{local KV cache escapes the region it was allocated in (a local cache lives for one block of the token decoder)}}
+    scf.yield %r#0 : !l
+  }
+  bt.kv_release %e : !l
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // Caches used by other ops
 //===----------------------------------------------------------------------===//

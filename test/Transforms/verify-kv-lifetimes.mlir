@@ -451,3 +451,54 @@ func.func @execute_region_without_exit(%k: tensor<2x1x1x4xf32>) {
   bt.kv_release %c : !c
   return
 }
+
+// -----
+
+// A local cache allocated in the function body flows through an scf.while
+// and an scf.execute_region nested in an scf.if branch, and is yielded out of
+// the branch: it never leaves the function body that allocated it.
+
+!l = !bt.kv_cache<local, batch = 2, layers = 1, heads = 1, capacity = 6, head_dim = 4, f32>
+
+// CHECK-LABEL: func.func @local_through_while_in_if
+// CHECK:         %[[L:.*]] = bt.kv_alloc : !bt.kv_cache<local
+// CHECK:         %[[R:.*]] = scf.if
+// CHECK:           scf.while (%{{.*}} = %[[L]])
+// CHECK:         bt.kv_release %[[R]]
+func.func @local_through_while_in_if(%p: i1, %k: tensor<2x1x1x4xf32>) {
+  %l = bt.kv_alloc : !l
+  %r = scf.if %p -> (!l) {
+    %w = scf.while (%a = %l) : (!l) -> !l {
+      scf.condition(%p) %a : !l
+    } do {
+    ^bb0(%b: !l):
+      %b1 = bt.kv_append %b[0], %k, %k : !l, tensor<2x1x1x4xf32>
+      scf.yield %b1 : !l
+    }
+    scf.yield %w : !l
+  } else {
+    scf.yield %l : !l
+  }
+  bt.kv_release %r : !l
+  return
+}
+
+// CHECK-LABEL: func.func @local_through_execute_region_in_if
+// CHECK:         %[[L:.*]] = bt.kv_alloc : !bt.kv_cache<local
+// CHECK:         %[[R:.*]] = scf.if
+// CHECK:           scf.execute_region
+// CHECK:             scf.yield %[[L]]
+// CHECK:         bt.kv_release %[[R]]
+func.func @local_through_execute_region_in_if(%p: i1) {
+  %l = bt.kv_alloc : !l
+  %r = scf.if %p -> (!l) {
+    %e = scf.execute_region -> !l {
+      scf.yield %l : !l
+    }
+    scf.yield %e : !l
+  } else {
+    scf.yield %l : !l
+  }
+  bt.kv_release %r : !l
+  return
+}
