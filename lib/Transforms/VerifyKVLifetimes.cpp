@@ -76,6 +76,14 @@ struct Exit {
   State state;
 };
 
+/// The state on entry to a block, and the terminator of the first edge that
+/// reached it (null for the entry block). Later edges must agree with it.
+struct BlockEntry {
+  State state;
+  Operation *from;
+};
+using BlockEntries = DenseMap<Block *, BlockEntry>;
+
 class LifetimeChecker {
 public:
   /// Analyzes one function body. Emits at most one error.
@@ -87,7 +95,11 @@ private:
   LogicalResult checkBlock(Block &block, State &state);
   LogicalResult checkOp(Operation *op, State &state);
   LogicalResult checkBranch(BranchOpInterface branch, State &state,
-                            DenseMap<Block *, State> &inStates);
+                            BlockEntries &entries);
+  /// Enters `succ` from the terminator `term` with the state `out`, which
+  /// must agree with the states of the other edges into `succ`.
+  LogicalResult enterBlock(Operation *term, Block *succ, State out,
+                           BlockEntries &entries);
 
   LogicalResult checkIf(scf::IfOp op, State &state);
   LogicalResult checkFor(scf::ForOp op, State &state);
@@ -503,19 +515,61 @@ LogicalResult LifetimeChecker::checkBlock(Block &block, State &state) {
   return success();
 }
 
+LogicalResult LifetimeChecker::enterBlock(Operation *term, Block *succ,
+                                          State out, BlockEntries &entries) {
+  auto [it, inserted] = entries.try_emplace(succ, BlockEntry{out, term});
+  if (inserted)
+    return success();
+  const BlockEntry &other = it->second;
+  if (other.state.sameLiveSet(out))
+    return success();
+  // A value live on one edge but not on another leaks on the edge where it is
+  // live: the successor cannot consume it on some of its executions. Report at
+  // the terminator of that edge, with a note where the other edge consumed it.
+  auto report = [&](Operation *leakAt, Value v, const State &otherState) {
+    InFlightDiagnostic diag =
+        leakAt->emitError()
+        << "KV cache is not released on this path: it is still live on this "
+           "edge into a successor block but not on another edge into that "
+           "block (leak)";
+    if (Operation *consumer = otherState.consumedBy.lookup(v))
+      diag.attachNote(consumer->getLoc()) << "consumed here";
+    noteDef(diag, v);
+    return diag;
+  };
+  for (auto &entry : out.live)
+    if (!other.state.live.count(entry.first))
+      return report(term, entry.first, other.state);
+  for (auto &entry : other.state.live)
+    if (!out.live.count(entry.first))
+      return report(other.from ? other.from : term, entry.first, out);
+  return success();
+}
+
 LogicalResult LifetimeChecker::checkBranch(BranchOpInterface branch,
                                            State &state,
-                                           DenseMap<Block *, State> &inStates) {
+                                           BlockEntries &entries) {
   Operation *op = branch;
-  // Cache operands of the branch that are not forwarded to a successor (e.g.
-  // a condition) are not allowed.
+  // Cache operands of the branch must be forwarded to a successor (a
+  // condition or switch flag cannot be a cache).
+  SmallVector<bool> forwarded(op->getNumOperands(), false);
+  for (unsigned i = 0, e = op->getNumSuccessors(); i < e; ++i) {
+    OperandRange range = branch.getSuccessorOperands(i).getForwardedOperands();
+    for (unsigned j = 0; j < range.size(); ++j)
+      forwarded[range.getBeginOperandIndex() + j] = true;
+  }
+  for (OpOperand &operand : op->getOpOperands())
+    if (isCache(operand.get()) && !forwarded[operand.getOperandNumber()])
+      return op->emitError()
+             << "'" << op->getName()
+             << "' cannot use a !bt.kv_cache value except as a successor "
+                "operand";
   for (unsigned i = 0, e = op->getNumSuccessors(); i < e; ++i) {
     Block *succ = op->getSuccessor(i);
     SuccessorOperands operands = branch.getSuccessorOperands(i);
     State out = state;
     unsigned produced = operands.getProducedOperandCount();
-    OperandRange forwarded = operands.getForwardedOperands();
-    for (auto [idx, v] : llvm::enumerate(forwarded)) {
+    for (auto [idx, v] : llvm::enumerate(operands.getForwardedOperands())) {
       if (!isCache(v))
         continue;
       Region *origin = out.live.lookup(v);
@@ -523,38 +577,8 @@ LogicalResult LifetimeChecker::checkBranch(BranchOpInterface branch,
         return failure();
       out.live[succ->getArgument(produced + idx)] = origin;
     }
-    auto it = inStates.find(succ);
-    if (it == inStates.end()) {
-      inStates.try_emplace(succ, std::move(out));
-      continue;
-    }
-    const State &other = it->second;
-    if (other.sameLiveSet(out))
-      continue;
-    // Report at this branch if it carries a value the other edge does not,
-    // else the other edge leaks something this one consumed.
-    for (auto &entry : out.live) {
-      if (other.live.count(entry.first))
-        continue;
-      InFlightDiagnostic diag =
-          op->emitError() << "KV cache is still live on this edge into the "
-                             "successor block but is consumed on another "
-                             "edge into it (it leaks on this path)";
-      if (Operation *consumer = other.consumedBy.lookup(entry.first))
-        diag.attachNote(consumer->getLoc()) << "consumed here";
-      return diag;
-    }
-    for (auto &entry : other.live) {
-      if (out.live.count(entry.first))
-        continue;
-      InFlightDiagnostic diag =
-          op->emitError() << "KV cache is consumed on this edge into the "
-                             "successor block but still live on another edge "
-                             "into it (it leaks on the other path)";
-      if (Operation *consumer = out.consumedBy.lookup(entry.first))
-        diag.attachNote(consumer->getLoc()) << "consumed here";
-      return diag;
-    }
+    if (failed(enterBlock(op, succ, std::move(out), entries)))
+      return failure();
   }
   return success();
 }
@@ -563,19 +587,21 @@ LogicalResult LifetimeChecker::checkRegion(Region &region, State entry,
                                            SmallVectorImpl<Exit> &exits) {
   if (region.empty())
     return success();
-  DenseMap<Block *, State> inStates;
-  inStates.try_emplace(&region.front(), std::move(entry));
+  BlockEntries entries;
+  entries.try_emplace(&region.front(), BlockEntry{std::move(entry), nullptr});
+  // In reverse post-order every block but a loop header is visited after all
+  // its predecessors, and a loop header after the predecessor that enters it.
   llvm::ReversePostOrderTraversal<Region *> rpot(&region);
   for (Block *block : rpot) {
-    auto it = inStates.find(block);
-    if (it == inStates.end())
+    auto it = entries.find(block);
+    if (it == entries.end())
       continue; // Unreachable from the entry block.
-    State state = it->second;
+    State state = it->second.state;
     if (failed(checkBlock(*block, state)))
       return failure();
     Operation *term = block->getTerminator();
     if (auto branch = dyn_cast<BranchOpInterface>(term)) {
-      if (failed(checkBranch(branch, state, inStates)))
+      if (failed(checkBranch(branch, state, entries)))
         return failure();
       continue;
     }
@@ -587,8 +613,8 @@ LogicalResult LifetimeChecker::checkRegion(Region &region, State entry,
                  << "' cannot pass a KV cache to a successor block: it does "
                     "not implement BranchOpInterface";
       for (Block *succ : term->getSuccessors())
-        if (!inStates.count(succ))
-          inStates.try_emplace(succ, state);
+        if (failed(enterBlock(term, succ, state, entries)))
+          return failure();
       continue;
     }
     exits.push_back({term, std::move(state)});

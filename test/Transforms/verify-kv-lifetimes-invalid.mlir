@@ -357,22 +357,122 @@ func.func @for_iter_arg_leak(%n: index) {
 
 // -----
 
-// Leaks along one edge of cf.cond_br: the edge into ^bb3 from ^bb1 carries
-// the cache, the one from ^bb2 does not.
+// Leaks along one edge of cf.cond_br. The edges into ^bb3 disagree; the
+// error is at the branch of the edge that still holds the cache, whichever
+// of the two edges the pass visits first.
 
 !c = !bt.kv_cache<global, batch = 2, layers = 1, heads = 1, capacity = 8, head_dim = 4, f32>
 
-func.func @cond_br_leak_first_successor(%p: i1) {
+func.func @cond_br_leak_on_true_edge(%p: i1) {
+  // expected-note @+1 {{KV cache allocated here}}
   %c = bt.kv_alloc : !c
   cf.cond_br %p, ^bb1, ^bb2
 ^bb1:
-  // expected-error @+1 {{KV cache is still live on this edge into the successor block but is consumed on another edge into it (it leaks on this path)}}
+  // expected-error @+1 {{KV cache is not released on this path: it is still live on this edge into a successor block but not on another edge into that block (leak)}}
   cf.br ^bb3
 ^bb2:
   // expected-note @+1 {{consumed here}}
   bt.kv_release %c : !c
   cf.br ^bb3
 ^bb3:
+  return
+}
+
+// -----
+
+!c = !bt.kv_cache<global, batch = 2, layers = 1, heads = 1, capacity = 8, head_dim = 4, f32>
+
+func.func @cond_br_leak_on_false_edge(%p: i1) {
+  // expected-note @+1 {{KV cache allocated here}}
+  %c = bt.kv_alloc : !c
+  cf.cond_br %p, ^bb1, ^bb2
+^bb1:
+  // expected-note @+1 {{consumed here}}
+  bt.kv_release %c : !c
+  cf.br ^bb3
+^bb2:
+  // expected-error @+1 {{KV cache is not released on this path: it is still live on this edge into a successor block but not on another edge into that block (leak)}}
+  cf.br ^bb3
+^bb3:
+  return
+}
+
+// -----
+
+// The cond_br itself is the leaking edge: the false successor is entered
+// with the cache still live, the true one with it passed as an argument.
+
+!c = !bt.kv_cache<global, batch = 2, layers = 1, heads = 1, capacity = 8, head_dim = 4, f32>
+
+func.func @cond_br_leaks_directly(%p: i1) {
+  // expected-note @+1 {{KV cache allocated here}}
+  %c = bt.kv_alloc : !c
+  // expected-error @+1 {{KV cache is not released on this path: it is still live on this edge into a successor block but not on another edge into that block (leak)}}
+  cf.cond_br %p, ^bb1, ^bb2
+^bb1:
+  // expected-note @+1 {{consumed here}}
+  bt.kv_release %c : !c
+  cf.br ^bb2
+^bb2:
+  return
+}
+
+// -----
+
+// A cache allocated on one path only and not released before the join.
+
+!c = !bt.kv_cache<global, batch = 2, layers = 1, heads = 1, capacity = 8, head_dim = 4, f32>
+
+func.func @cond_br_leak_of_path_allocation(%p: i1) {
+  cf.cond_br %p, ^bb1, ^bb2
+^bb1:
+  // expected-note @+1 {{KV cache allocated here}}
+  %c = bt.kv_alloc : !c
+  // expected-error @+1 {{KV cache is not released on this path: it is still live on this edge into a successor block but not on another edge into that block (leak)}}
+  cf.br ^bb3
+^bb2:
+  cf.br ^bb3
+^bb3:
+  return
+}
+
+// -----
+
+// An unstructured loop whose body allocates a cache and keeps it on the back
+// edge.
+
+!c = !bt.kv_cache<global, batch = 2, layers = 1, heads = 1, capacity = 8, head_dim = 4, f32>
+
+func.func @cfg_loop_back_edge_leak(%p: i1) {
+  cf.br ^bb1
+^bb1:
+  cf.cond_br %p, ^bb2, ^bb3
+^bb2:
+  // expected-note @+1 {{KV cache allocated here}}
+  %c = bt.kv_alloc : !c
+  // expected-error @+1 {{KV cache is not released on this path: it is still live on this edge into a successor block but not on another edge into that block (leak)}}
+  cf.br ^bb1
+^bb3:
+  return
+}
+
+// -----
+
+!c = !bt.kv_cache<global, batch = 2, layers = 1, heads = 1, capacity = 8, head_dim = 4, f32>
+
+func.func @switch_leak_on_default(%i: i32) {
+  // expected-note @+1 {{KV cache allocated here}}
+  %c = bt.kv_alloc : !c
+  cf.switch %i : i32, [
+    // expected-error @-1 {{KV cache is not released on this path: it is still live on this edge into a successor block but not on another edge into that block (leak)}}
+    default: ^bb2,
+    0: ^bb1
+  ]
+^bb1:
+  // expected-note @+1 {{consumed here}}
+  bt.kv_release %c : !c
+  cf.br ^bb2
+^bb2:
   return
 }
 

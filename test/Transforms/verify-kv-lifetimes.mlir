@@ -259,6 +259,25 @@ func.func @cfg_cond_br_operands(%p: i1, %k: tensor<2x1x1x4xf32>) {
   return
 }
 
+// cf.switch (any BranchOpInterface op) passing the cache to its successors.
+// CHECK-LABEL: func.func @cfg_switch
+// CHECK:         cf.switch
+// CHECK:         default: ^bb1(%{{.*}} : !bt.kv_cache
+// CHECK:         0: ^bb2(%{{.*}} : !bt.kv_cache
+func.func @cfg_switch(%i: i32) {
+  %c = bt.kv_alloc : !c
+  cf.switch %i : i32, [
+    default: ^bb1(%c : !c),
+    0: ^bb2(%c : !c)
+  ]
+^bb1(%a: !c):
+  bt.kv_release %a : !c
+  return
+^bb2(%b: !c):
+  bt.kv_release %b : !c
+  return
+}
+
 // An unstructured loop carrying the cache through a block argument.
 // CHECK-LABEL: func.func @cfg_loop
 // CHECK:       ^bb1(%[[H:[0-9a-z_]+]]: !bt.kv_cache
