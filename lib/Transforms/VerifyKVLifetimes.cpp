@@ -167,10 +167,15 @@ LogicalResult LifetimeChecker::requireLive(Value v, Operation *user,
     diag << "KV cache released twice";
   else if (released)
     diag << "'" << user->getName() << "' uses a KV cache after it was released";
-  else
+  else {
     diag << "'" << user->getName()
          << "' uses a KV cache after it was consumed by '"
-         << consumer->getName() << "' (use the value it returned)";
+         << consumer->getName() << "'";
+    // Ops that return the next cache value (bt.kv_append, bt.block_decoder,
+    // loops): point at it.
+    if (llvm::any_of(consumer->getResults(), isCache))
+      diag << " (use the value it returned)";
+  }
   diag.attachNote(consumer->getLoc())
       << (released ? "released here" : "consumed here");
   return diag;
@@ -491,16 +496,26 @@ LogicalResult LifetimeChecker::checkOp(Operation *op, State &state) {
       if (failed(consume(v, op, state)))
         return failure();
     }
+    // The callee would have to allocate it and let it escape.
+    if (llvm::any_of(op->getResults(), isLocalCache))
+      return op->emitError()
+             << "local KV cache escapes the region it was allocated in: it is "
+                "returned by a call";
   } else {
     for (Value v : op->getOperands()) {
       if (!isCache(v))
         continue;
-      InFlightDiagnostic diag =
-          op->emitError() << "'" << op->getName()
-                          << "' cannot use a !bt.kv_cache value: only bt "
-                             "KV-cache ops, control flow and calls may";
-      return diag;
+      return op->emitError() << "'" << op->getName()
+                             << "' cannot use a !bt.kv_cache value: only bt "
+                                "KV-cache ops, control flow and calls may";
     }
+    // A cache that does not come from bt.kv_alloc, a KV-cache op, control
+    // flow or a call has no storage whose lifetime could be checked.
+    if (!isa<KVAllocOp>(op) && llvm::any_of(op->getResults(), isCache))
+      return op->emitError()
+             << "'" << op->getName()
+             << "' cannot produce a !bt.kv_cache value: only bt.kv_alloc, bt "
+                "KV-cache ops, control flow and calls may";
   }
   for (Value res : op->getResults())
     if (isCache(res))
@@ -624,6 +639,7 @@ LogicalResult LifetimeChecker::checkRegion(Region &region, State entry,
 
 LogicalResult LifetimeChecker::checkFunction(FunctionOpInterface fn) {
   Region &body = fn.getFunctionBody();
+  // A declaration: calls to it are checked at the call sites.
   if (body.empty())
     return success();
   State entry;

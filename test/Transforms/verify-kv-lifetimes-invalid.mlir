@@ -161,6 +161,25 @@ func.func @same_cache_twice_to_call(%n: index) {
 
 // -----
 
+// Yielding a cache out of a region consumes it; scf.yield returns nothing,
+// so the message has no hint to use a returned value.
+
+!c = !bt.kv_cache<global, batch = 2, layers = 1, heads = 1, capacity = 8, head_dim = 4, f32>
+
+func.func @release_after_execute_region_yield() {
+  %c = bt.kv_alloc : !c
+  %r = scf.execute_region -> !c {
+    // expected-note @+1 {{consumed here}}
+    scf.yield %c : !c
+  }
+  bt.kv_release %r : !c
+  // expected-error-re @+1 {{{{^}}'bt.kv_release' uses a KV cache after it was consumed by 'scf.yield'{{$}}}}
+  bt.kv_release %c : !c
+  return
+}
+
+// -----
+
 // The block decoder consumes its cache operand.
 
 !g = !bt.kv_cache<global, batch = 2, layers = 1, heads = 1, capacity = 8, head_dim = 4, f32>
@@ -614,6 +633,21 @@ func.func @local_passed_to_call() {
 
 // -----
 
+// A callee cannot hand out a local cache either.
+
+!l = !bt.kv_cache<local, batch = 2, layers = 1, heads = 1, capacity = 6, head_dim = 4, f32>
+
+func.func private @make_local() -> !l
+
+func.func @local_returned_by_call() {
+  // expected-error @+1 {{local KV cache escapes the region it was allocated in: it is returned by a call}}
+  %l = call @make_local() : () -> !l
+  bt.kv_release %l : !l
+  return
+}
+
+// -----
+
 // A fresh local cache per iteration must not be carried to the next one.
 
 !l = !bt.kv_cache<local, batch = 2, layers = 1, heads = 1, capacity = 6, head_dim = 4, f32>
@@ -808,5 +842,29 @@ func.func @cache_inside_index_switch(%i: index) {
     scf.yield %c : !c
   }
   bt.kv_release %r : !c
+  return
+}
+
+// -----
+
+// A cache must come from bt.kv_alloc, a KV-cache op, control flow or a call.
+
+!c = !bt.kv_cache<global, batch = 2, layers = 1, heads = 1, capacity = 8, head_dim = 4, f32>
+
+func.func @cache_from_cast(%i: i64) {
+  // expected-error @+1 {{'builtin.unrealized_conversion_cast' cannot produce a !bt.kv_cache value: only bt.kv_alloc, bt KV-cache ops, control flow and calls may}}
+  %c = builtin.unrealized_conversion_cast %i : i64 to !c
+  bt.kv_release %c : !c
+  return
+}
+
+// -----
+
+!c = !bt.kv_cache<global, batch = 2, layers = 1, heads = 1, capacity = 8, head_dim = 4, f32>
+
+func.func @cache_from_poison() {
+  // expected-error @+1 {{'ub.poison' cannot produce a !bt.kv_cache value: only bt.kv_alloc, bt KV-cache ops, control flow and calls may}}
+  %c = ub.poison : !c
+  bt.kv_release %c : !c
   return
 }
