@@ -76,11 +76,14 @@ struct Exit {
   State state;
 };
 
-/// The state on entry to a block, and the terminator of the first edge that
-/// reached it (null for the entry block). Later edges must agree with it.
+/// The state on entry to a block, the terminator of the first edge that
+/// reached it (null for the entry block), and whether the block was analyzed
+/// already (an edge into it is then a loop back edge). Later edges must agree
+/// with the state.
 struct BlockEntry {
   State state;
   Operation *from;
+  bool visited = false;
 };
 using BlockEntries = DenseMap<Block *, BlockEntry>;
 
@@ -95,11 +98,13 @@ private:
   LogicalResult checkBlock(Block &block, State &state);
   LogicalResult checkOp(Operation *op, State &state);
   LogicalResult checkBranch(BranchOpInterface branch, State &state,
-                            BlockEntries &entries);
+                            BlockEntries &entries, bool &restart);
   /// Enters `succ` from the terminator `term` with the state `out`, which
-  /// must agree with the states of the other edges into `succ`.
+  /// must agree with the states of the other edges into `succ`. Sets
+  /// `restart` if a back edge deepens the allocation region of a block
+  /// argument of an already analyzed block.
   LogicalResult enterBlock(Operation *term, Block *succ, State out,
-                           BlockEntries &entries);
+                           BlockEntries &entries, bool &restart);
 
   LogicalResult checkIf(scf::IfOp op, State &state);
   LogicalResult checkFor(scf::ForOp op, State &state);
@@ -531,13 +536,46 @@ LogicalResult LifetimeChecker::checkBlock(Block &block, State &state) {
 }
 
 LogicalResult LifetimeChecker::enterBlock(Operation *term, Block *succ,
-                                          State out, BlockEntries &entries) {
+                                          State out, BlockEntries &entries,
+                                          bool &restart) {
   auto [it, inserted] = entries.try_emplace(succ, BlockEntry{out, term});
   if (inserted)
     return success();
-  const BlockEntry &other = it->second;
-  if (other.state.sameLiveSet(out))
+  BlockEntry &other = it->second;
+  if (other.state.sameLiveSet(out)) {
+    // The edges may pass local caches of different allocation regions to the
+    // same block argument: keep the innermost one (this also updates values
+    // whose region deepened in a block analyzed again). If the block was
+    // analyzed with a shallower one (a back edge), the region must be
+    // analyzed again.
+    for (auto &entry : other.state.live) {
+      if (!isLocalCache(entry.first))
+        continue;
+      Region *merged = innermost(entry.second, out.live.lookup(entry.first));
+      if (merged == entry.second)
+        continue;
+      entry.second = merged;
+      restart |= other.visited;
+    }
     return success();
+  }
+  // A value live on entry to a loop but not on its back edge was consumed in
+  // the loop body: on the next iteration it would be consumed again.
+  if (other.visited) {
+    for (auto &entry : other.state.live) {
+      Value v = entry.first;
+      Operation *consumer = out.consumedBy.lookup(v);
+      if (out.live.count(v) || !consumer)
+        continue;
+      InFlightDiagnostic diag =
+          consumer->emitError()
+          << "KV cache defined outside a loop is consumed inside it, once "
+             "per iteration; pass it through the block arguments of the loop "
+             "instead";
+      noteDef(diag, v);
+      return diag;
+    }
+  }
   // A value live on one edge but not on another leaks on the edge where it is
   // live: the successor cannot consume it on some of its executions. Report at
   // the terminator of that edge, with a note where the other edge consumed it.
@@ -562,8 +600,8 @@ LogicalResult LifetimeChecker::enterBlock(Operation *term, Block *succ,
 }
 
 LogicalResult LifetimeChecker::checkBranch(BranchOpInterface branch,
-                                           State &state,
-                                           BlockEntries &entries) {
+                                           State &state, BlockEntries &entries,
+                                           bool &restart) {
   Operation *op = branch;
   // Cache operands of the branch must be forwarded to a successor (a
   // condition or switch flag cannot be a cache).
@@ -592,7 +630,7 @@ LogicalResult LifetimeChecker::checkBranch(BranchOpInterface branch,
         return failure();
       out.live[succ->getArgument(produced + idx)] = origin;
     }
-    if (failed(enterBlock(op, succ, std::move(out), entries)))
+    if (failed(enterBlock(op, succ, std::move(out), entries, restart)))
       return failure();
   }
   return success();
@@ -607,32 +645,42 @@ LogicalResult LifetimeChecker::checkRegion(Region &region, State entry,
   // In reverse post-order every block but a loop header is visited after all
   // its predecessors, and a loop header after the predecessor that enters it.
   llvm::ReversePostOrderTraversal<Region *> rpot(&region);
-  for (Block *block : rpot) {
-    auto it = entries.find(block);
-    if (it == entries.end())
-      continue; // Unreachable from the entry block.
-    State state = it->second.state;
-    if (failed(checkBlock(*block, state)))
-      return failure();
-    Operation *term = block->getTerminator();
-    if (auto branch = dyn_cast<BranchOpInterface>(term)) {
-      if (failed(checkBranch(branch, state, entries)))
+  size_t firstExit = exits.size();
+  // Analyze again while back edges deepen the allocation region of a loop
+  // header's local cache arguments (it only deepens, so this terminates).
+  for (bool restart = true; restart;) {
+    restart = false;
+    exits.truncate(firstExit);
+    for (auto &entry : entries)
+      entry.second.visited = false;
+    for (Block *block : rpot) {
+      auto it = entries.find(block);
+      if (it == entries.end())
+        continue; // Unreachable from the entry block.
+      it->second.visited = true;
+      State state = it->second.state;
+      if (failed(checkBlock(*block, state)))
         return failure();
-      continue;
-    }
-    if (term->getNumSuccessors() != 0) {
-      for (Value v : term->getOperands())
-        if (isCache(v))
-          return term->emitError()
-                 << "'" << term->getName()
-                 << "' cannot pass a KV cache to a successor block: it does "
-                    "not implement BranchOpInterface";
-      for (Block *succ : term->getSuccessors())
-        if (failed(enterBlock(term, succ, state, entries)))
+      Operation *term = block->getTerminator();
+      if (auto branch = dyn_cast<BranchOpInterface>(term)) {
+        if (failed(checkBranch(branch, state, entries, restart)))
           return failure();
-      continue;
+        continue;
+      }
+      if (term->getNumSuccessors() != 0) {
+        for (Value v : term->getOperands())
+          if (isCache(v))
+            return term->emitError()
+                   << "'" << term->getName()
+                   << "' cannot pass a KV cache to a successor block: it "
+                      "does not implement BranchOpInterface";
+        for (Block *succ : term->getSuccessors())
+          if (failed(enterBlock(term, succ, state, entries, restart)))
+            return failure();
+        continue;
+      }
+      exits.push_back({term, std::move(state)});
     }
-    exits.push_back({term, std::move(state)});
   }
   return success();
 }

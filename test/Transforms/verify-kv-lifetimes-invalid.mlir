@@ -477,6 +477,26 @@ func.func @cfg_loop_back_edge_leak(%p: i1) {
 
 // -----
 
+// An unstructured loop releasing a cache defined before it.
+
+!c = !bt.kv_cache<global, batch = 2, layers = 1, heads = 1, capacity = 8, head_dim = 4, f32>
+
+func.func @cfg_loop_consumes_outer_cache(%p: i1) {
+  // expected-note @+1 {{KV cache allocated here}}
+  %c = bt.kv_alloc : !c
+  cf.br ^bb1
+^bb1:
+  cf.cond_br %p, ^bb2, ^bb3
+^bb2:
+  // expected-error @+1 {{KV cache defined outside a loop is consumed inside it, once per iteration; pass it through the block arguments of the loop instead}}
+  bt.kv_release %c : !c
+  cf.br ^bb1
+^bb3:
+  return
+}
+
+// -----
+
 !c = !bt.kv_cache<global, batch = 2, layers = 1, heads = 1, capacity = 8, head_dim = 4, f32>
 
 func.func @switch_leak_on_default(%i: i32) {
@@ -776,6 +796,60 @@ func.func @local_escapes_through_swapping_loop(%n: index) {
     scf.yield %r#0 : !l
   }
   bt.kv_release %e : !l
+  return
+}
+
+// -----
+
+// A block argument that receives a local cache allocated inside the
+// execute_region on one edge (and an outer one on the other) cannot be
+// yielded out of it.
+
+!l = !bt.kv_cache<local, batch = 2, layers = 1, heads = 1, capacity = 6, head_dim = 4, f32>
+
+func.func @local_escapes_through_block_argument(%p: i1) {
+  %a = bt.kv_alloc : !l
+  %r = scf.execute_region -> !l {
+    cf.cond_br %p, ^bb1, ^bb2
+  ^bb1:
+    bt.kv_release %a : !l
+    %b = bt.kv_alloc : !l
+    cf.br ^bb3(%b : !l)
+  ^bb2:
+    cf.br ^bb3(%a : !l)
+  // expected-note @+1 {{KV cache received here}}
+  ^bb3(%x: !l):
+    // expected-error @+1 {{local KV cache escapes the region it was allocated in (a local cache lives for one block of the token decoder)}}
+    scf.yield %x : !l
+  }
+  bt.kv_release %r : !l
+  return
+}
+
+// -----
+
+// The same through the back edge of an unstructured loop: the loop header
+// is entered with an outer cache but the back edge brings one allocated in
+// the execute_region.
+
+!l = !bt.kv_cache<local, batch = 2, layers = 1, heads = 1, capacity = 6, head_dim = 4, f32>
+
+func.func @local_escapes_through_loop_back_edge(%p: i1) {
+  %a = bt.kv_alloc : !l
+  %r = scf.execute_region -> !l {
+    cf.br ^bb1(%a : !l)
+  // expected-note @+1 {{KV cache received here}}
+  ^bb1(%x: !l):
+    cf.cond_br %p, ^bb2, ^bb3
+  ^bb2:
+    bt.kv_release %x : !l
+    %b = bt.kv_alloc : !l
+    cf.br ^bb1(%b : !l)
+  ^bb3:
+    // expected-error @+1 {{local KV cache escapes the region it was allocated in (a local cache lives for one block of the token decoder)}}
+    scf.yield %x : !l
+  }
+  bt.kv_release %r : !l
   return
 }
 

@@ -521,3 +521,27 @@ func.func @local_through_execute_region_in_if(%p: i1) {
   bt.kv_release %r : !l
   return
 }
+
+// CHECK-LABEL: func.func @local_through_block_arguments
+// CHECK:         %[[L:.*]] = bt.kv_alloc : !bt.kv_cache<local
+// CHECK:         %[[R:.*]] = scf.execute_region
+// CHECK:           cf.br ^bb1(%[[L]] : !bt.kv_cache
+// CHECK:         bt.kv_release %[[R]]
+func.func @local_through_block_arguments(%p: i1, %k: tensor<2x1x1x4xf32>) {
+  %l = bt.kv_alloc : !l
+  %r = scf.execute_region -> !l {
+    cf.br ^bb1(%l : !l)
+  ^bb1(%x: !l):
+    %n = bt.kv_length %x[0] : !l
+    %c4 = arith.constant 4 : index
+    %more = arith.cmpi ult, %n, %c4 : index
+    cf.cond_br %more, ^bb2, ^bb3
+  ^bb2:
+    %x1 = bt.kv_append %x[0], %k, %k : !l, tensor<2x1x1x4xf32>
+    cf.br ^bb1(%x1 : !l)
+  ^bb3:
+    scf.yield %x : !l
+  }
+  bt.kv_release %r : !l
+  return
+}
