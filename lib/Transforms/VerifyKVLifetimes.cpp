@@ -136,7 +136,8 @@ private:
   LogicalResult checkOuterNotConsumed(const State &outer, const State &inner,
                                       StringRef what);
   /// Merges the exit states of alternative regions of `op` (scf.if branches,
-  /// execute_region exits); they must agree on the outer values.
+  /// execute_region exits); they must agree on the outer values. `what`
+  /// names an exit in diagnostics ("the end of this branch").
   LogicalResult mergeAlternatives(Operation *op, const State &outer,
                                   ArrayRef<Exit> exits, State &result,
                                   StringRef what);
@@ -292,7 +293,7 @@ LogicalResult LifetimeChecker::mergeAlternatives(Operation *op,
         Operation *leakAt = exits[i].terminator ? exits[i].terminator : op;
         InFlightDiagnostic diag = leakAt->emitError();
         if (exits[i].terminator)
-          diag << "KV cache is still live at the end of this " << what
+          diag << "KV cache is still live at " << what
                << " but is consumed on another path through the '"
                << op->getName() << "' (it leaks on this path)";
         else
@@ -339,7 +340,7 @@ LogicalResult LifetimeChecker::checkIf(scf::IfOp op, State &state) {
     }
   }
   State merged;
-  if (failed(mergeAlternatives(op, state, exits, merged, "branch")))
+  if (failed(mergeAlternatives(op, state, exits, merged, "the end of this branch")))
     return failure();
   for (auto [res, origin] : llvm::zip(op->getResults(), origins))
     if (isCache(res))
@@ -431,7 +432,7 @@ LogicalResult LifetimeChecker::checkExecuteRegion(scf::ExecuteRegionOp op,
                            "the 'scf.execute_region'")))
       return failure();
   State merged;
-  if (failed(mergeAlternatives(op, state, exits, merged, "exit")))
+  if (failed(mergeAlternatives(op, state, exits, merged, "this exit of the region")))
     return failure();
   for (auto [res, origin] : llvm::zip(op->getResults(), origins))
     if (isCache(res))

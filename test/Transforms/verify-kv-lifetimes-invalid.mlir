@@ -294,6 +294,27 @@ func.func @if_leak_in_then(%p: i1, %k: tensor<2x1x1x4xf32>) {
 
 // -----
 
+// The two exits of an scf.execute_region disagree on the outer cache.
+
+!c = !bt.kv_cache<global, batch = 2, layers = 1, heads = 1, capacity = 8, head_dim = 4, f32>
+
+func.func @execute_region_exit_leak(%p: i1) {
+  %c = bt.kv_alloc : !c
+  scf.execute_region {
+    cf.cond_br %p, ^bb1, ^bb2
+  ^bb1:
+    // expected-note @+1 {{consumed here}}
+    bt.kv_release %c : !c
+    scf.yield
+  ^bb2:
+    // expected-error @+1 {{KV cache is still live at this exit of the region but is consumed on another path through the 'scf.execute_region' (it leaks on this path)}}
+    scf.yield
+  }
+  return
+}
+
+// -----
+
 // A cache allocated in a branch and not released there.
 
 !c = !bt.kv_cache<global, batch = 2, layers = 1, heads = 1, capacity = 8, head_dim = 4, f32>
