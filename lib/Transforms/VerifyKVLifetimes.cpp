@@ -10,7 +10,10 @@
 // Structured control flow (scf.if / scf.for / scf.while / scf.execute_region)
 // is interpreted region by region; unstructured control flow between blocks
 // of one region is interpreted in reverse post-order, and the states arriving
-// at a block along different edges must agree.
+// at a block along different edges must agree on the live values (a local
+// cache reaching a block argument along several edges gets the innermost of
+// their allocation regions; a region is analyzed again when a loop back edge
+// deepens one).
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,8 +104,8 @@ private:
                             BlockEntries &entries, bool &restart);
   /// Enters `succ` from the terminator `term` with the state `out`, which
   /// must agree with the states of the other edges into `succ`. Sets
-  /// `restart` if a back edge deepens the allocation region of a block
-  /// argument of an already analyzed block.
+  /// `restart` if a back edge deepens the allocation region of a local cache
+  /// live into an already analyzed block.
   LogicalResult enterBlock(Operation *term, Block *succ, State out,
                            BlockEntries &entries, bool &restart);
 
