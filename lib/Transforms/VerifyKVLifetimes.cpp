@@ -10,7 +10,10 @@
 // Structured control flow (scf.if / scf.for / scf.while / scf.execute_region)
 // is interpreted region by region; unstructured control flow between blocks
 // of one region is interpreted in reverse post-order, and the states arriving
-// at a block along different edges must agree.
+// at a block along different edges must agree on the live values (a local
+// cache reaching a block argument along several edges gets the innermost of
+// their allocation regions; a region is analyzed again when a loop back edge
+// deepens one).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +45,17 @@ bool isLocalCache(Value v) {
   return t && t.isLocal();
 }
 
+/// Of two allocation regions of local caches that may flow to the same
+/// value, the innermost one (the one the value must not leave). Both are
+/// ancestors of the region the value flows into, hence nested in each other.
+Region *innermost(Region *a, Region *b) {
+  if (!a)
+    return b;
+  if (!b)
+    return a;
+  return a->isAncestor(b) ? b : a;
+}
+
 /// The abstract state: live cache values (in a deterministic order) mapped to
 /// the region their storage was allocated in, and, for diagnostics, the op
 /// that consumed each value consumed so far on this path.
@@ -65,6 +79,17 @@ struct Exit {
   State state;
 };
 
+/// The state on entry to a block, the terminator of the first edge that
+/// reached it (null for the entry block), and whether the block was analyzed
+/// already (an edge into it is then a loop back edge). Later edges must agree
+/// with the state.
+struct BlockEntry {
+  State state;
+  Operation *from;
+  bool visited = false;
+};
+using BlockEntries = DenseMap<Block *, BlockEntry>;
+
 class LifetimeChecker {
 public:
   /// Analyzes one function body. Emits at most one error.
@@ -76,7 +101,13 @@ private:
   LogicalResult checkBlock(Block &block, State &state);
   LogicalResult checkOp(Operation *op, State &state);
   LogicalResult checkBranch(BranchOpInterface branch, State &state,
-                            DenseMap<Block *, State> &inStates);
+                            BlockEntries &entries, bool &restart);
+  /// Enters `succ` from the terminator `term` with the state `out`, which
+  /// must agree with the states of the other edges into `succ`. Sets
+  /// `restart` if a back edge deepens the allocation region of a local cache
+  /// live into an already analyzed block.
+  LogicalResult enterBlock(Operation *term, Block *succ, State out,
+                           BlockEntries &entries, bool &restart);
 
   LogicalResult checkIf(scf::IfOp op, State &state);
   LogicalResult checkFor(scf::ForOp op, State &state);
@@ -89,9 +120,16 @@ private:
   /// Requires `v` live and consumes it.
   LogicalResult consume(Value v, Operation *user, State &state);
   /// Passes the cache operands `values` of the terminator `term` out of its
-  /// region into `targets` (results of the parent op) that live in `dest`.
+  /// region into values (results of the parent op) that live in `dest`. If
+  /// `origins` is given (one entry per value), merges the allocation region
+  /// of each yielded cache into it (see `innermost`).
   LogicalResult yieldOut(Operation *term, ValueRange values, State &state,
-                         Region *dest);
+                         Region *dest,
+                         MutableArrayRef<Region *> origins = {});
+  /// The allocation region given to the loop-carried caches of a loop whose
+  /// cache inits are `inits` (already checked live in `state`).
+  Region *loopCarriedOrigin(ValueRange inits, const State &state,
+                            Region *dest);
   /// At the end of a region whose entry state was `outer`: every value live
   /// now but not in `outer` leaks at `term`.
   LogicalResult checkNoLeak(Operation *term, const State &state,
@@ -101,7 +139,8 @@ private:
   LogicalResult checkOuterNotConsumed(const State &outer, const State &inner,
                                       StringRef what);
   /// Merges the exit states of alternative regions of `op` (scf.if branches,
-  /// execute_region exits); they must agree on the outer values.
+  /// execute_region exits); they must agree on the outer values. `what`
+  /// names an exit in diagnostics ("the end of this branch").
   LogicalResult mergeAlternatives(Operation *op, const State &outer,
                                   ArrayRef<Exit> exits, State &result,
                                   StringRef what);
@@ -137,10 +176,15 @@ LogicalResult LifetimeChecker::requireLive(Value v, Operation *user,
     diag << "KV cache released twice";
   else if (released)
     diag << "'" << user->getName() << "' uses a KV cache after it was released";
-  else
+  else {
     diag << "'" << user->getName()
          << "' uses a KV cache after it was consumed by '"
-         << consumer->getName() << "' (use the value it returned)";
+         << consumer->getName() << "'";
+    // Ops that return the next cache value (bt.kv_append, bt.block_decoder,
+    // loops): point at it.
+    if (llvm::any_of(consumer->getResults(), isCache))
+      diag << " (use the value it returned)";
+  }
   diag.attachNote(consumer->getLoc())
       << (released ? "released here" : "consumed here");
   return diag;
@@ -191,13 +235,16 @@ LogicalResult LifetimeChecker::checkOuterNotConsumed(const State &outer,
 }
 
 LogicalResult LifetimeChecker::yieldOut(Operation *term, ValueRange values,
-                                        State &state, Region *dest) {
-  for (Value v : values) {
+                                        State &state, Region *dest,
+                                        MutableArrayRef<Region *> origins) {
+  for (auto [idx, v] : llvm::enumerate(values)) {
     if (!isCache(v))
       continue;
     if (failed(requireLive(v, term, state)))
       return failure();
     Region *origin = state.live.lookup(v);
+    if (!origins.empty())
+      origins[idx] = innermost(origins[idx], origin);
     if (isLocalCache(v) && origin && !origin->isAncestor(dest)) {
       InFlightDiagnostic diag =
           term->emitError()
@@ -212,11 +259,31 @@ LogicalResult LifetimeChecker::yieldOut(Operation *term, ValueRange values,
   return success();
 }
 
+Region *LifetimeChecker::loopCarriedOrigin(ValueRange inits,
+                                           const State &state, Region *dest) {
+  // A loop may permute its carried values between iterations, so every
+  // carried cache gets the innermost allocation region of all local cache
+  // inits. Nothing else can be carried in valid IR: a local cache allocated
+  // inside the loop is rejected when yielded out of its region, and an outer
+  // one consumed in the loop is rejected by checkOuterNotConsumed.
+  Region *origin = nullptr;
+  for (Value init : inits)
+    if (isLocalCache(init))
+      origin = innermost(origin, state.live.lookup(init));
+  return origin ? origin : dest;
+}
+
 LogicalResult LifetimeChecker::mergeAlternatives(Operation *op,
                                                  const State &outer,
                                                  ArrayRef<Exit> exits,
                                                  State &result,
                                                  StringRef what) {
+  // A region without an exit (e.g. an execute_region that loops forever)
+  // never returns control: the state after the op is the state before it.
+  if (exits.empty()) {
+    result = outer;
+    return success();
+  }
   // Restrict every exit state to the outer values; they must all agree.
   for (size_t i = 0; i < exits.size(); ++i) {
     for (size_t j = 0; j < exits.size(); ++j) {
@@ -229,7 +296,7 @@ LogicalResult LifetimeChecker::mergeAlternatives(Operation *op,
         Operation *leakAt = exits[i].terminator ? exits[i].terminator : op;
         InFlightDiagnostic diag = leakAt->emitError();
         if (exits[i].terminator)
-          diag << "KV cache is still live at the end of this " << what
+          diag << "KV cache is still live at " << what
                << " but is consumed on another path through the '"
                << op->getName() << "' (it leaks on this path)";
         else
@@ -255,8 +322,8 @@ LogicalResult LifetimeChecker::mergeAlternatives(Operation *op,
 LogicalResult LifetimeChecker::checkIf(scf::IfOp op, State &state) {
   Region *dest = op->getParentRegion();
   SmallVector<Exit> exits;
-  // Allocation regions of the caches yielded as results (from the first
-  // branch that yields; a local one is checked to outlive the scf.if).
+  // Allocation regions of the caches yielded as results: the innermost one
+  // over all branches (each is checked to outlive the scf.if).
   SmallVector<Region *> origins(op->getNumResults(), nullptr);
   for (Region *region : {&op.getThenRegion(), &op.getElseRegion()}) {
     if (region->empty()) {
@@ -267,11 +334,8 @@ LogicalResult LifetimeChecker::checkIf(scf::IfOp op, State &state) {
     if (failed(checkRegion(*region, state, regionExits)))
       return failure();
     for (Exit &exit : regionExits) {
-      for (auto [idx, v] : llvm::enumerate(exit.terminator->getOperands()))
-        if (isCache(v) && !origins[idx])
-          origins[idx] = exit.state.live.lookup(v);
       if (failed(yieldOut(exit.terminator, exit.terminator->getOperands(),
-                          exit.state, dest)) ||
+                          exit.state, dest, origins)) ||
           failed(checkNoLeak(exit.terminator, exit.state, state,
                              "this 'scf.if' branch")))
         return failure();
@@ -279,7 +343,7 @@ LogicalResult LifetimeChecker::checkIf(scf::IfOp op, State &state) {
     }
   }
   State merged;
-  if (failed(mergeAlternatives(op, state, exits, merged, "branch")))
+  if (failed(mergeAlternatives(op, state, exits, merged, "the end of this branch")))
     return failure();
   for (auto [res, origin] : llvm::zip(op->getResults(), origins))
     if (isCache(res))
@@ -290,16 +354,14 @@ LogicalResult LifetimeChecker::checkIf(scf::IfOp op, State &state) {
 
 LogicalResult LifetimeChecker::checkFor(scf::ForOp op, State &state) {
   Region *dest = op->getParentRegion();
-  SmallVector<Region *> origins;
-  for (Value init : op.getInitArgs()) {
-    origins.push_back(state.live.lookup(init));
+  Region *origin = loopCarriedOrigin(op.getInitArgs(), state, dest);
+  for (Value init : op.getInitArgs())
     if (isCache(init) && failed(consume(init, op, state)))
       return failure();
-  }
   State body = state;
-  for (auto [arg, origin] : llvm::zip(op.getRegionIterArgs(), origins))
+  for (BlockArgument arg : op.getRegionIterArgs())
     if (isCache(arg))
-      body.live[arg] = origin ? origin : dest;
+      body.live[arg] = origin;
   SmallVector<Exit> exits;
   if (failed(checkRegion(op.getRegion(), body, exits)))
     return failure();
@@ -311,23 +373,22 @@ LogicalResult LifetimeChecker::checkFor(scf::ForOp op, State &state) {
         failed(checkOuterNotConsumed(state, exit.state, "the 'scf.for' loop")))
       return failure();
   }
-  for (auto [res, origin] : llvm::zip(op->getResults(), origins))
+  for (OpResult res : op->getResults())
     if (isCache(res))
-      state.live[res] = origin ? origin : dest;
+      state.live[res] = origin;
   return success();
 }
 
 LogicalResult LifetimeChecker::checkWhile(scf::WhileOp op, State &state) {
   Region *dest = op->getParentRegion();
+  Region *origin = loopCarriedOrigin(op.getInits(), state, dest);
   for (Value init : op.getInits())
     if (isCache(init) && failed(consume(init, op, state)))
       return failure();
-  // Loop-carried caches in a while loop are owned by the loop; their storage
-  // is treated as allocated in the while op's parent region.
   State before = state;
   for (BlockArgument arg : op.getBeforeArguments())
     if (isCache(arg))
-      before.live[arg] = dest;
+      before.live[arg] = origin;
   SmallVector<Exit> exits;
   if (failed(checkRegion(op.getBefore(), before, exits)))
     return failure();
@@ -342,7 +403,7 @@ LogicalResult LifetimeChecker::checkWhile(scf::WhileOp op, State &state) {
   State after = state;
   for (BlockArgument arg : op.getAfterArguments())
     if (isCache(arg))
-      after.live[arg] = dest;
+      after.live[arg] = origin;
   exits.clear();
   if (failed(checkRegion(op.getAfter(), after, exits)))
     return failure();
@@ -356,7 +417,7 @@ LogicalResult LifetimeChecker::checkWhile(scf::WhileOp op, State &state) {
   }
   for (OpResult res : op->getResults())
     if (isCache(res))
-      state.live[res] = dest;
+      state.live[res] = origin;
   return success();
 }
 
@@ -366,18 +427,19 @@ LogicalResult LifetimeChecker::checkExecuteRegion(scf::ExecuteRegionOp op,
   SmallVector<Exit> exits;
   if (failed(checkRegion(op.getRegion(), state, exits)))
     return failure();
+  SmallVector<Region *> origins(op->getNumResults(), nullptr);
   for (Exit &exit : exits)
     if (failed(yieldOut(exit.terminator, exit.terminator->getOperands(),
-                        exit.state, dest)) ||
+                        exit.state, dest, origins)) ||
         failed(checkNoLeak(exit.terminator, exit.state, state,
                            "the 'scf.execute_region'")))
       return failure();
   State merged;
-  if (failed(mergeAlternatives(op, state, exits, merged, "exit")))
+  if (failed(mergeAlternatives(op, state, exits, merged, "this exit of the region")))
     return failure();
-  for (OpResult res : op->getResults())
+  for (auto [res, origin] : llvm::zip(op->getResults(), origins))
     if (isCache(res))
-      merged.live[res] = dest;
+      merged.live[res] = origin ? origin : dest;
   state = std::move(merged);
   return success();
 }
@@ -443,16 +505,26 @@ LogicalResult LifetimeChecker::checkOp(Operation *op, State &state) {
       if (failed(consume(v, op, state)))
         return failure();
     }
+    // The callee would have to allocate it and let it escape.
+    if (llvm::any_of(op->getResults(), isLocalCache))
+      return op->emitError()
+             << "local KV cache escapes the region it was allocated in: it is "
+                "returned by a call";
   } else {
     for (Value v : op->getOperands()) {
       if (!isCache(v))
         continue;
-      InFlightDiagnostic diag =
-          op->emitError() << "'" << op->getName()
-                          << "' cannot use a !bt.kv_cache value: only bt "
-                             "KV-cache ops, control flow and calls may";
-      return diag;
+      return op->emitError() << "'" << op->getName()
+                             << "' cannot use a !bt.kv_cache value: only bt "
+                                "KV-cache ops, control flow and calls may";
     }
+    // A cache that does not come from bt.kv_alloc, a KV-cache op, control
+    // flow or a call has no storage whose lifetime could be checked.
+    if (!isa<KVAllocOp>(op) && llvm::any_of(op->getResults(), isCache))
+      return op->emitError()
+             << "'" << op->getName()
+             << "' cannot produce a !bt.kv_cache value: only bt.kv_alloc, bt "
+                "KV-cache ops, control flow and calls may";
   }
   for (Value res : op->getResults())
     if (isCache(res))
@@ -467,19 +539,94 @@ LogicalResult LifetimeChecker::checkBlock(Block &block, State &state) {
   return success();
 }
 
+LogicalResult LifetimeChecker::enterBlock(Operation *term, Block *succ,
+                                          State out, BlockEntries &entries,
+                                          bool &restart) {
+  auto [it, inserted] = entries.try_emplace(succ, BlockEntry{out, term});
+  if (inserted)
+    return success();
+  BlockEntry &other = it->second;
+  if (other.state.sameLiveSet(out)) {
+    // The edges may pass local caches of different allocation regions to the
+    // same block argument: keep the innermost one (this also updates values
+    // whose region deepened in a block analyzed again). If the block was
+    // analyzed with a shallower one (a back edge), the region must be
+    // analyzed again.
+    for (auto &entry : other.state.live) {
+      if (!isLocalCache(entry.first))
+        continue;
+      Region *merged = innermost(entry.second, out.live.lookup(entry.first));
+      if (merged == entry.second)
+        continue;
+      entry.second = merged;
+      restart |= other.visited;
+    }
+    return success();
+  }
+  // A value live on entry to a loop but not on its back edge was consumed in
+  // the loop body: on the next iteration it would be consumed again.
+  if (other.visited) {
+    for (auto &entry : other.state.live) {
+      Value v = entry.first;
+      Operation *consumer = out.consumedBy.lookup(v);
+      if (out.live.count(v) || !consumer)
+        continue;
+      InFlightDiagnostic diag =
+          consumer->emitError()
+          << "KV cache defined outside a loop is consumed inside it, once "
+             "per iteration; pass it through the block arguments of the loop "
+             "instead";
+      noteDef(diag, v);
+      return diag;
+    }
+  }
+  // A value live on one edge but not on another leaks on the edge where it is
+  // live: the successor cannot consume it on some of its executions. Report at
+  // the terminator of that edge, with a note where the other edge consumed it.
+  auto report = [&](Operation *leakAt, Value v, const State &otherState) {
+    InFlightDiagnostic diag =
+        leakAt->emitError()
+        << "KV cache is not released on this path: it is still live on this "
+           "edge into a successor block but not on another edge into that "
+           "block (leak)";
+    if (Operation *consumer = otherState.consumedBy.lookup(v))
+      diag.attachNote(consumer->getLoc()) << "consumed here";
+    noteDef(diag, v);
+    return diag;
+  };
+  for (auto &entry : out.live)
+    if (!other.state.live.count(entry.first))
+      return report(term, entry.first, other.state);
+  for (auto &entry : other.state.live)
+    if (!out.live.count(entry.first))
+      return report(other.from ? other.from : term, entry.first, out);
+  return success();
+}
+
 LogicalResult LifetimeChecker::checkBranch(BranchOpInterface branch,
-                                           State &state,
-                                           DenseMap<Block *, State> &inStates) {
+                                           State &state, BlockEntries &entries,
+                                           bool &restart) {
   Operation *op = branch;
-  // Cache operands of the branch that are not forwarded to a successor (e.g.
-  // a condition) are not allowed.
+  // Cache operands of the branch must be forwarded to a successor (a
+  // condition or switch flag cannot be a cache).
+  SmallVector<bool> forwarded(op->getNumOperands(), false);
+  for (unsigned i = 0, e = op->getNumSuccessors(); i < e; ++i) {
+    OperandRange range = branch.getSuccessorOperands(i).getForwardedOperands();
+    for (unsigned j = 0; j < range.size(); ++j)
+      forwarded[range.getBeginOperandIndex() + j] = true;
+  }
+  for (OpOperand &operand : op->getOpOperands())
+    if (isCache(operand.get()) && !forwarded[operand.getOperandNumber()])
+      return op->emitError()
+             << "'" << op->getName()
+             << "' cannot use a !bt.kv_cache value except as a successor "
+                "operand";
   for (unsigned i = 0, e = op->getNumSuccessors(); i < e; ++i) {
     Block *succ = op->getSuccessor(i);
     SuccessorOperands operands = branch.getSuccessorOperands(i);
     State out = state;
     unsigned produced = operands.getProducedOperandCount();
-    OperandRange forwarded = operands.getForwardedOperands();
-    for (auto [idx, v] : llvm::enumerate(forwarded)) {
+    for (auto [idx, v] : llvm::enumerate(operands.getForwardedOperands())) {
       if (!isCache(v))
         continue;
       Region *origin = out.live.lookup(v);
@@ -487,38 +634,8 @@ LogicalResult LifetimeChecker::checkBranch(BranchOpInterface branch,
         return failure();
       out.live[succ->getArgument(produced + idx)] = origin;
     }
-    auto it = inStates.find(succ);
-    if (it == inStates.end()) {
-      inStates.try_emplace(succ, std::move(out));
-      continue;
-    }
-    const State &other = it->second;
-    if (other.sameLiveSet(out))
-      continue;
-    // Report at this branch if it carries a value the other edge does not,
-    // else the other edge leaks something this one consumed.
-    for (auto &entry : out.live) {
-      if (other.live.count(entry.first))
-        continue;
-      InFlightDiagnostic diag =
-          op->emitError() << "KV cache is still live on this edge into the "
-                             "successor block but is consumed on another "
-                             "edge into it (it leaks on this path)";
-      if (Operation *consumer = other.consumedBy.lookup(entry.first))
-        diag.attachNote(consumer->getLoc()) << "consumed here";
-      return diag;
-    }
-    for (auto &entry : other.live) {
-      if (out.live.count(entry.first))
-        continue;
-      InFlightDiagnostic diag =
-          op->emitError() << "KV cache is consumed on this edge into the "
-                             "successor block but still live on another edge "
-                             "into it (it leaks on the other path)";
-      if (Operation *consumer = out.consumedBy.lookup(entry.first))
-        diag.attachNote(consumer->getLoc()) << "consumed here";
-      return diag;
-    }
+    if (failed(enterBlock(op, succ, std::move(out), entries, restart)))
+      return failure();
   }
   return success();
 }
@@ -527,41 +644,54 @@ LogicalResult LifetimeChecker::checkRegion(Region &region, State entry,
                                            SmallVectorImpl<Exit> &exits) {
   if (region.empty())
     return success();
-  DenseMap<Block *, State> inStates;
-  inStates.try_emplace(&region.front(), std::move(entry));
+  BlockEntries entries;
+  entries.try_emplace(&region.front(), BlockEntry{std::move(entry), nullptr});
+  // In reverse post-order every block but a loop header is visited after all
+  // its predecessors, and a loop header after the predecessor that enters it.
   llvm::ReversePostOrderTraversal<Region *> rpot(&region);
-  for (Block *block : rpot) {
-    auto it = inStates.find(block);
-    if (it == inStates.end())
-      continue; // Unreachable from the entry block.
-    State state = it->second;
-    if (failed(checkBlock(*block, state)))
-      return failure();
-    Operation *term = block->getTerminator();
-    if (auto branch = dyn_cast<BranchOpInterface>(term)) {
-      if (failed(checkBranch(branch, state, inStates)))
+  size_t firstExit = exits.size();
+  // Analyze again while back edges deepen the allocation region of a loop
+  // header's local cache arguments (it only deepens, so this terminates).
+  for (bool restart = true; restart;) {
+    restart = false;
+    exits.truncate(firstExit);
+    for (auto &entry : entries)
+      entry.second.visited = false;
+    for (Block *block : rpot) {
+      auto it = entries.find(block);
+      if (it == entries.end())
+        continue; // Unreachable from the entry block.
+      it->second.visited = true;
+      State state = it->second.state;
+      if (failed(checkBlock(*block, state)))
         return failure();
-      continue;
+      Operation *term = block->getTerminator();
+      if (auto branch = dyn_cast<BranchOpInterface>(term)) {
+        if (failed(checkBranch(branch, state, entries, restart)))
+          return failure();
+        continue;
+      }
+      if (term->getNumSuccessors() != 0) {
+        for (Value v : term->getOperands())
+          if (isCache(v))
+            return term->emitError()
+                   << "'" << term->getName()
+                   << "' cannot pass a KV cache to a successor block: it "
+                      "does not implement BranchOpInterface";
+        for (Block *succ : term->getSuccessors())
+          if (failed(enterBlock(term, succ, state, entries, restart)))
+            return failure();
+        continue;
+      }
+      exits.push_back({term, std::move(state)});
     }
-    if (term->getNumSuccessors() != 0) {
-      for (Value v : term->getOperands())
-        if (isCache(v))
-          return term->emitError()
-                 << "'" << term->getName()
-                 << "' cannot pass a KV cache to a successor block: it does "
-                    "not implement BranchOpInterface";
-      for (Block *succ : term->getSuccessors())
-        if (!inStates.count(succ))
-          inStates.try_emplace(succ, state);
-      continue;
-    }
-    exits.push_back({term, std::move(state)});
   }
   return success();
 }
 
 LogicalResult LifetimeChecker::checkFunction(FunctionOpInterface fn) {
   Region &body = fn.getFunctionBody();
+  // A declaration: calls to it are checked at the call sites.
   if (body.empty())
     return success();
   State entry;
