@@ -216,9 +216,11 @@ def BT_TokenDecoderOp : BT_Op<"token_decoder",
                        I64Attr:$prefix_length,
                        DefaultValuedAttr<I64Attr, "0">:$bos_token_id);
   let results = (outs BT_FloatTensor:$result);
+  // `strategy` is followed by an empty literal: the enum attribute prints its
+  // own leading space (EnumAttr format "$value"), so the op must not add one.
   let assemblyFormat = [{
     $context_embedding `,` $ids (`mask` $mask^)? `params` $params `config` $config
-    `strategy` $strategy `prefix_length` $prefix_length attr-dict
+    `strategy` `` $strategy `prefix_length` $prefix_length attr-dict
     `:` type($context_embedding) `,` type($ids) (`,` type($mask)^)? `->` type($result)
   }];
   let hasVerifier = 1;
