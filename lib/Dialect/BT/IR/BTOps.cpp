@@ -257,6 +257,8 @@ LogicalResult EmbedderOp::verify() {
                          << shapeStr(res.take_front(2));
   if (ShapedType::isDynamic(ids[2]) || ShapedType::isDynamic(res[2]))
     return emitOpError() << "block length L_B and width D must be static";
+  if (ids[2] < 1)
+    return emitOpError() << "block length L_B must be >= 1, got " << ids[2];
   if (res[2] % ids[2] != 0)
     return emitOpError() << "block width D (" << res[2]
                          << ") must be a multiple of the block length L_B ("
