@@ -30,6 +30,11 @@ static std::string shapeStr(ArrayRef<int64_t> shape) {
   return os.str();
 }
 
+/// Formats one dimension: `?` when dynamic.
+static std::string dimStr(int64_t d) {
+  return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
+}
+
 static bool dimsCompatible(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
@@ -327,8 +332,8 @@ LogicalResult BlockDecoderOp::verify() {
   int64_t d = in.getDimSize(2);
   if (getConfig().getHidden() != d)
     return emitOpError() << "config hidden (" << getConfig().getHidden()
-                         << ") must equal the block-decoder width D (" << d
-                         << ")";
+                         << ") must equal the block-decoder width D ("
+                         << dimStr(d) << ")";
   if (getMask() && failed(checkShape(*this, "mask", getMask(),
                                      in.getShape().take_front(2))))
     return failure();
@@ -522,8 +527,8 @@ LogicalResult LMHeadOp::verifySymbolUses(SymbolTableCollection &tables) {
       !dimsCompatible(wt.getDimSize(0), r.getShape().back()))
     return emitOpError() << "weight " << shapeStr(wt.getShape())
                          << " must be [V, T] with T = "
-                         << h.getShape().back() << " and V = "
-                         << r.getShape().back();
+                         << dimStr(h.getShape().back()) << " and V = "
+                         << dimStr(r.getShape().back());
   return checkSameElementType(*this, "hidden", getHidden(), wt.getElementType());
 }
 
