@@ -349,8 +349,17 @@ LogicalResult BlockDecoderOp::verify() {
   if (getResultCache().getType() != cache)
     return emitOpError() << "result cache type " << getResultCache().getType()
                          << " must equal the operand cache type " << cache;
-  return checkCacheAgainstConfig(*this, "cache", cache, getConfig(),
-                                 in.getElementType(), in.getDimSize(0));
+  if (failed(checkCacheAgainstConfig(*this, "cache", cache, getConfig(),
+                                     in.getElementType(), in.getDimSize(0))))
+    return failure();
+  // The N_blk new blocks are appended: as for bt.kv_append, a static count
+  // above the capacity can never fit.
+  int64_t nBlk = in.getDimSize(1);
+  if (!ShapedType::isDynamic(nBlk) && nBlk > cache.getCapacity())
+    return emitOpError() << "input has " << nBlk
+                         << " blocks, more than the cache capacity ("
+                         << cache.getCapacity() << ")";
+  return success();
 }
 
 LogicalResult BlockDecoderOp::verifySymbolUses(SymbolTableCollection &tables) {

@@ -148,7 +148,8 @@ def BT_BlockDecoderOp : BT_Op<"block_decoder",
     `{params}.final_layer_norm.{weight,bias}` `[D]`.
 
     Errors: config width ≠ D, shapes of mask/cache, cache scope/layers/heads/
-    head_dim/element type ≠ config, a missing or mis-shaped parameter.
+    head_dim/element type ≠ config, a static N_blk above the cache capacity,
+    a missing or mis-shaped parameter.
 
     Example:
     ```mlir
