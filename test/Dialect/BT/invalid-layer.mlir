@@ -228,6 +228,15 @@ func.func @f(%c: tensor<2x6x64xf32>, %w: tensor<128x64x1xf32>, %b: tensor<128xf3
 
 // -----
 
+// The weight is a Conv1d(k=1) [P*T, D, 1] or a Linear [P*T, D].
+func.func @f(%c: tensor<2x6x64xf32>, %w: tensor<128x64x1x1xf32>, %b: tensor<128xf32>) {
+  // expected-error @+1 {{'bt.prefix_projection' op weight must be [P*T, D, 1] (Conv1d) or [P*T, D], got [128, 64, 1, 1]}}
+  %p = bt.prefix_projection %c, %w, %b prefix_length 2 : tensor<2x6x64xf32>, tensor<128x64x1x1xf32>, tensor<128xf32> -> tensor<2x6x2x64xf32>
+  return
+}
+
+// -----
+
 // Weight rows = P * T (here 2 * 64).
 func.func @f(%c: tensor<2x6x64xf32>, %w: tensor<64x64x1xf32>, %b: tensor<128xf32>) {
   // expected-error @+1 {{'bt.prefix_projection' op weight must have shape [128, 64, 1], got [64, 64, 1]}}

@@ -664,6 +664,10 @@ LogicalResult PrefixProjectionOp::verify() {
                         concat(leading(ctx.getShape(), 1), {p, t}))))
     return failure();
   RankedTensorType w = tensorType(getWeight());
+  if (w.getRank() != 2 && w.getRank() != 3)
+    return emitOpError() << "weight must be [P*T, D, 1] (Conv1d) or [P*T, D], "
+                            "got "
+                         << shapeStr(w.getShape());
   SmallVector<int64_t> expectedW{p * t, d};
   if (w.getRank() == 3)
     expectedW.push_back(1);
