@@ -79,7 +79,8 @@ static ParseResult parseIntField(AsmParser &p, StringRef name, int64_t &v) {
   return failure(p.parseKeyword(name) || p.parseEqual() || p.parseInteger(v));
 }
 
-/// Parses `name = <float>` (integers accepted).
+/// Parses `name = <float>`. As everywhere in MLIR, a decimal integer literal
+/// is rejected ("add a trailing dot"): write `10000.0`, not `10000`.
 static ParseResult parseFloatField(AsmParser &p, StringRef name, APFloat &v) {
   double d;
   if (p.parseKeyword(name) || p.parseEqual() || p.parseFloat(d))

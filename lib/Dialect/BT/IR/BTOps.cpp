@@ -30,6 +30,11 @@ static std::string shapeStr(ArrayRef<int64_t> shape) {
   return os.str();
 }
 
+/// Formats one dimension: `?` when dynamic.
+static std::string dimStr(int64_t d) {
+  return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
+}
+
 static bool dimsCompatible(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
@@ -310,8 +315,8 @@ LogicalResult BlockDecoderOp::verify() {
   int64_t d = in.getDimSize(2);
   if (getConfig().getHidden() != d)
     return emitOpError() << "config hidden (" << getConfig().getHidden()
-                         << ") must equal the block-decoder width D (" << d
-                         << ")";
+                         << ") must equal the block-decoder width D ("
+                         << dimStr(d) << ")";
   if (getMask() && failed(checkShape(*this, "mask", getMask(),
                                      in.getShape().take_front(2))))
     return failure();
@@ -327,8 +332,17 @@ LogicalResult BlockDecoderOp::verify() {
   if (getResultCache().getType() != cache)
     return emitOpError() << "result cache type " << getResultCache().getType()
                          << " must equal the operand cache type " << cache;
-  return checkCacheAgainstConfig(*this, "cache", cache, getConfig(),
-                                 in.getElementType(), in.getDimSize(0));
+  if (failed(checkCacheAgainstConfig(*this, "cache", cache, getConfig(),
+                                     in.getElementType(), in.getDimSize(0))))
+    return failure();
+  // The N_blk new blocks are appended: as for bt.kv_append, a static count
+  // above the capacity can never fit.
+  int64_t nBlk = in.getDimSize(1);
+  if (!ShapedType::isDynamic(nBlk) && nBlk > cache.getCapacity())
+    return emitOpError() << "input has " << nBlk
+                         << " blocks, more than the cache capacity ("
+                         << cache.getCapacity() << ")";
+  return success();
 }
 
 LogicalResult BlockDecoderOp::verifySymbolUses(SymbolTableCollection &tables) {
@@ -506,8 +520,8 @@ LogicalResult LMHeadOp::verifySymbolUses(SymbolTableCollection &tables) {
       !dimsCompatible(wt.getDimSize(0), r.getShape().back()))
     return emitOpError() << "weight " << shapeStr(wt.getShape())
                          << " must be [V, T] with T = "
-                         << h.getShape().back() << " and V = "
-                         << r.getShape().back();
+                         << dimStr(h.getShape().back()) << " and V = "
+                         << dimStr(r.getShape().back());
   return checkSameElementType(*this, "hidden", getHidden(), wt.getElementType());
 }
 
@@ -634,6 +648,10 @@ LogicalResult PrefixProjectionOp::verify() {
                         concat(leading(ctx.getShape(), 1), {p, t}))))
     return failure();
   RankedTensorType w = tensorType(getWeight());
+  if (w.getRank() != 2 && w.getRank() != 3)
+    return emitOpError() << "weight must be [P*T, D, 1] (Conv1d) or [P*T, D], "
+                            "got "
+                         << shapeStr(w.getShape());
   SmallVector<int64_t> expectedW{p * t, d};
   if (w.getRank() == 3)
     expectedW.push_back(1);

@@ -148,7 +148,8 @@ def BT_BlockDecoderOp : BT_Op<"block_decoder",
     `{params}.final_layer_norm.{weight,bias}` `[D]`.
 
     Errors: config width ≠ D, shapes of mask/cache, cache scope/layers/heads/
-    head_dim/element type ≠ config, a missing or mis-shaped parameter.
+    head_dim/element type ≠ config, a static N_blk above the cache capacity,
+    a missing or mis-shaped parameter.
 
     Example:
     ```mlir
@@ -216,9 +217,11 @@ def BT_TokenDecoderOp : BT_Op<"token_decoder",
                        I64Attr:$prefix_length,
                        DefaultValuedAttr<I64Attr, "0">:$bos_token_id);
   let results = (outs BT_FloatTensor:$result);
+  // `strategy` is followed by an empty literal: the enum attribute prints its
+  // own leading space (EnumAttr format "$value"), so the op must not add one.
   let assemblyFormat = [{
     $context_embedding `,` $ids (`mask` $mask^)? `params` $params `config` $config
-    `strategy` $strategy `prefix_length` $prefix_length attr-dict
+    `strategy` `` $strategy `prefix_length` $prefix_length attr-dict
     `:` type($context_embedding) `,` type($ids) (`,` type($mask)^)? `->` type($result)
   }];
   let hasVerifier = 1;
