@@ -319,6 +319,25 @@ func.func @f(%x: tensor<2x1x64xf32>, %c: !bt.kv_cache<global, batch = 2, layers 
 
 // -----
 
+#cfg = #bt.neox<hidden = 64, layers = 1, heads = 2, head_dim = 32, intermediate = 256, rotary_dims = 8, rotary_base = 10000.0, eps = 1.0e-05>
+func.func @f(%x: tensor<2x6x64xf32>) {
+  // expected-error @+1 {{expected 'config'}}
+  %y = bt.block_decoder %x params "block_decoder.gpt_neox" : tensor<2x6x64xf32> -> tensor<2x6x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x6x64xf32>) {
+  // A #bt.neox written in full right before `:` would take the type list as
+  // its type: the attribute parser says so instead of a bare "expected ':'".
+  // expected-error @+1 {{#bt.neox takes no type, got 'tensor<2x6x64xf32>'; if this is the op's type list, move the config before other keywords or use an alias}}
+  %y = bt.block_decoder %x params "block_decoder.gpt_neox" config #bt.neox<hidden = 64, layers = 1, heads = 2, head_dim = 32, intermediate = 256, rotary_dims = 8, rotary_base = 10000.0, eps = 1.0e-05> : tensor<2x6x64xf32> -> tensor<2x6x64xf32>
+  return
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // bt.block_decoder: parameters (verifyParams)
 //===----------------------------------------------------------------------===//

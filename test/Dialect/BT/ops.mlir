@@ -95,21 +95,28 @@ func.func @embedder(%ids: tensor<2x6x4xi64>, %ids32: tensor<?x?x4xi32>)
 // CHECK-LABEL: func.func @block_decoder
 // CHECK-SAME:  (%[[X:[^:]+]]: tensor<2x6x64xf32>, %[[M:[^:]+]]: tensor<2x6xi64>)
 func.func @block_decoder(%x: tensor<2x6x64xf32>, %m: tensor<2x6xi64>)
-    -> (tensor<2x6x64xf32>, tensor<2x6x64xf32>) {
+    -> (tensor<2x6x64xf32>, tensor<2x6x64xf32>, tensor<2x6x64xf32>) {
   // Plain (training / eval) form.
-  // CHECK:      %[[C0:.+]] = bt.block_decoder %[[X]] params "block_decoder.gpt_neox"
-  // CHECK-SAME:   config <hidden = 64, layers = 1, heads = 2, head_dim = 32, intermediate = 256, rotary_dims = 8, rotary_base = 1.000000e+04, eps = 1.000000e-05>
+  // CHECK:      %[[C0:.+]] = bt.block_decoder %[[X]]
+  // CHECK-SAME:   config <hidden = 64, layers = 1, heads = 2, head_dim = 32, intermediate = 256, rotary_dims = 8, rotary_base = 1.000000e+04, eps = 1.000000e-05> params "block_decoder.gpt_neox"
   // CHECK-SAME:   : tensor<2x6x64xf32> -> tensor<2x6x64xf32>
   %c0 = bt.block_decoder %x params "block_decoder.gpt_neox" config #cfg
           : tensor<2x6x64xf32> -> tensor<2x6x64xf32>
   // With a block attention mask and a discardable attribute.
-  // CHECK:      %[[C1:.+]] = bt.block_decoder %[[X]] mask %[[M]] params "block_decoder.gpt_neox"
-  // CHECK-SAME:   config <hidden = 64, layers = 1, heads = 2, head_dim = 32, intermediate = 256, rotary_dims = 8, rotary_base = 1.000000e+04, eps = 1.000000e-05>
+  // CHECK:      %[[C1:.+]] = bt.block_decoder %[[X]] mask %[[M]]
+  // CHECK-SAME:   config <hidden = 64, layers = 1, heads = 2, head_dim = 32, intermediate = 256, rotary_dims = 8, rotary_base = 1.000000e+04, eps = 1.000000e-05> params "block_decoder.gpt_neox"
   // CHECK-SAME:   {bt.tag = "masked"} : tensor<2x6x64xf32>, tensor<2x6xi64> -> tensor<2x6x64xf32>
   %c1 = bt.block_decoder %x mask %m params "block_decoder.gpt_neox" config #cfg
           {bt.tag = "masked"} : tensor<2x6x64xf32>, tensor<2x6xi64> -> tensor<2x6x64xf32>
-  // CHECK: return %[[C0]], %[[C1]]
-  return %c0, %c1 : tensor<2x6x64xf32>, tensor<2x6x64xf32>
+  // The printed order (config first) with the config written in full.
+  // CHECK:      %[[C2:.+]] = bt.block_decoder %[[X]]
+  // CHECK-SAME:   config <hidden = 64, layers = 1, {{.*}}> params "block_decoder.gpt_neox"
+  %c2 = bt.block_decoder %x config #bt.neox<hidden = 64, layers = 1, heads = 2,
+          head_dim = 32, intermediate = 256, rotary_dims = 8, rotary_base = 10000.0,
+          eps = 1.0e-05> params "block_decoder.gpt_neox"
+          : tensor<2x6x64xf32> -> tensor<2x6x64xf32>
+  // CHECK: return %[[C0]], %[[C1]], %[[C2]]
+  return %c0, %c1, %c2 : tensor<2x6x64xf32>, tensor<2x6x64xf32>, tensor<2x6x64xf32>
 }
 
 // The prefill / decode-block form: a global cache in, the updated cache out.
@@ -119,8 +126,8 @@ func.func @block_decoder_cache(%x: tensor<2x1x64xf32>, %m: tensor<2x1xi1>, %n: i
     -> (tensor<2x1x64xf32>, tensor<2x1x64xf32>) {
   // CHECK: %[[G0:.+]] = bt.kv_alloc : !bt.kv_cache<global, batch = 2, layers = 1, heads = 2, capacity = 16, head_dim = 32, f32>
   %g0 = bt.kv_alloc : !bt.kv_cache<global, batch = 2, layers = 1, heads = 2, capacity = 16, head_dim = 32, f32>
-  // CHECK:      %[[Y:.+]], %[[G1:.+]] = bt.block_decoder %[[X]] cache %[[G0]] params "block_decoder.gpt_neox"
-  // CHECK-SAME:   config <hidden = 64, layers = 1, heads = 2, head_dim = 32, intermediate = 256, rotary_dims = 8, rotary_base = 1.000000e+04, eps = 1.000000e-05>
+  // CHECK:      %[[Y:.+]], %[[G1:.+]] = bt.block_decoder %[[X]] cache %[[G0]]
+  // CHECK-SAME:   config <hidden = 64, layers = 1, heads = 2, head_dim = 32, intermediate = 256, rotary_dims = 8, rotary_base = 1.000000e+04, eps = 1.000000e-05> params "block_decoder.gpt_neox"
   // CHECK-SAME:   : tensor<2x1x64xf32>, !bt.kv_cache<global, batch = 2, layers = 1, heads = 2, capacity = 16, head_dim = 32, f32>
   // CHECK-SAME:   -> tensor<2x1x64xf32>, !bt.kv_cache<global, batch = 2, layers = 1, heads = 2, capacity = 16, head_dim = 32, f32>
   %y, %g1 = bt.block_decoder %x cache %g0 params "block_decoder.gpt_neox" config #cfg
@@ -131,7 +138,8 @@ func.func @block_decoder_cache(%x: tensor<2x1x64xf32>, %m: tensor<2x1xi1>, %n: i
   // Mask and cache together, dynamic batch.
   // CHECK: %[[D0:.+]] = bt.kv_alloc batch %[[N]] : !bt.kv_cache<global, batch = ?, layers = 1, heads = 2, capacity = 16, head_dim = 32, f32>
   %d0 = bt.kv_alloc batch %n : !bt.kv_cache<global, batch = ?, layers = 1, heads = 2, capacity = 16, head_dim = 32, f32>
-  // CHECK:      %[[Z:.+]], %[[D1:.+]] = bt.block_decoder %[[X]] mask %[[M]] cache %[[D0]] params "block_decoder.gpt_neox"
+  // CHECK:      %[[Z:.+]], %[[D1:.+]] = bt.block_decoder %[[X]] mask %[[M]] cache %[[D0]] config
+  // CHECK-SAME:   params "block_decoder.gpt_neox"
   // CHECK-SAME:   : tensor<2x1x64xf32>, tensor<2x1xi1>, !bt.kv_cache<global, batch = ?, layers = 1, heads = 2, capacity = 16, head_dim = 32, f32>
   // CHECK-SAME:   -> tensor<2x1x64xf32>, !bt.kv_cache<global, batch = ?, layers = 1, heads = 2, capacity = 16, head_dim = 32, f32>
   %z, %d1 = bt.block_decoder %x mask %m cache %d0 params "block_decoder.gpt_neox" config #cfg

@@ -89,8 +89,17 @@ static ParseResult parseFloatField(AsmParser &p, StringRef name, APFloat &v) {
   return success();
 }
 
-Attribute NeoXConfigAttr::parse(AsmParser &p, Type) {
+Attribute NeoXConfigAttr::parse(AsmParser &p, Type type) {
   SMLoc loc = p.getCurrentLocation();
+  // `#bt.neox<...> : T` is how MLIR spells a typed attribute; this one has no
+  // type. Seen when the attribute is written in full right before an op's
+  // `: types` (the parser takes them as the attribute's type).
+  if (type && !llvm::isa<NoneType>(type)) {
+    p.emitError(loc) << "#bt.neox takes no type, got " << type
+                     << "; if this is the op's type list, move the config "
+                        "before other keywords or use an alias (#cfg = ...)";
+    return {};
+  }
   int64_t hidden, layers, heads, headDim, intermediate, rotaryDims;
   APFloat base(0.0), eps(0.0);
   if (p.parseLess() || parseIntField(p, "hidden", hidden) || p.parseComma() ||

@@ -361,8 +361,11 @@ void BlockDecoderOp::getEffects(
   effects.emplace_back(MemoryEffects::Write::get());
 }
 
-// bt.block_decoder %x [mask %m] [cache %c] params "<prefix>" config #bt.neox<>
+// bt.block_decoder %x [mask %m] [cache %c] config <...> params "<prefix>"
 //   attr-dict : T(x) [, T(m)] [, T(c)] -> T(result) [, T(result cache)]
+// `config` and `params` are accepted in either order. The printer puts
+// `params` last: a dialect attribute written in full (`#bt.neox<...>`) right
+// before the `:` of the type list would take that list as its own type.
 ParseResult BlockDecoderOp::parse(OpAsmParser &parser, OperationState &result) {
   OpAsmParser::UnresolvedOperand input, mask, cache;
   bool hasMask = false, hasCache = false;
@@ -380,12 +383,21 @@ ParseResult BlockDecoderOp::parse(OpAsmParser &parser, OperationState &result) {
   }
   StringAttr params;
   NeoXConfigAttr config;
-  // Pass a type so that neither attribute swallows a trailing `: type`.
+  // Pass a type so that a string does not take a trailing `: type`.
   Type none = parser.getBuilder().getNoneType();
-  if (parser.parseKeyword("params") || parser.parseAttribute(params, none) ||
-      parser.parseKeyword("config") ||
-      parser.parseCustomAttributeWithFallback(config, none) ||
-      parser.parseOptionalAttrDict(result.attributes))
+  for (int i = 0; i < 2; ++i) {
+    if (!params && succeeded(parser.parseOptionalKeyword("params"))) {
+      if (parser.parseAttribute(params, none))
+        return failure();
+    } else if (!config && succeeded(parser.parseOptionalKeyword("config"))) {
+      if (parser.parseCustomAttributeWithFallback(config, none))
+        return failure();
+    } else {
+      return parser.emitError(parser.getCurrentLocation())
+             << "expected '" << (params ? "config" : "params") << "'";
+    }
+  }
+  if (parser.parseOptionalAttrDict(result.attributes))
     return failure();
   Properties &props = result.getOrAddProperties<Properties>();
   props.params = params;
@@ -423,10 +435,10 @@ void BlockDecoderOp::print(OpAsmPrinter &p) {
     p << " mask " << getMask();
   if (getCache())
     p << " cache " << getCache();
-  p << " params ";
-  p.printAttribute(getParamsAttr());
   p << " config ";
   p.printStrippedAttrOrType(getConfigAttr());
+  p << " params ";
+  p.printAttribute(getParamsAttr());
   p.printOptionalAttrDict((*this)->getAttrs(),
                           {"params", "config", "operandSegmentSizes"});
   p << " : ";

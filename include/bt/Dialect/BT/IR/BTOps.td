@@ -153,12 +153,16 @@ def BT_BlockDecoderOp : BT_Op<"block_decoder",
 
     Example:
     ```mlir
-    %ctx = bt.block_decoder %x params "block_decoder.gpt_neox" config #cfg
+    %ctx = bt.block_decoder %x config #cfg params "block_decoder.gpt_neox"
              : tensor<2x6x64xf32> -> tensor<2x6x64xf32>
-    %ctx1, %c1 = bt.block_decoder %x1 cache %c0 params "block_decoder.gpt_neox"
-             config #cfg : tensor<2x1x64xf32>, !bt.kv_cache<global, ...>
-             -> tensor<2x1x64xf32>, !bt.kv_cache<global, ...>
+    %ctx1, %c1 = bt.block_decoder %x1 cache %c0 config #cfg
+             params "block_decoder.gpt_neox" : tensor<2x1x64xf32>,
+             !bt.kv_cache<global, ...> -> tensor<2x1x64xf32>, !bt.kv_cache<global, ...>
     ```
+
+    `config` and `params` may be written in either order; the printer puts
+    `params` last (a `#bt.neox<...>` written in full right before the `:` would
+    otherwise take the type list as its own type).
   }];
   let arguments = (ins BT_FloatTensor:$input,
                        Optional<BT_MaskTensor>:$mask,
