@@ -2,6 +2,9 @@
 
 #include "test_util.h"
 
+#include "bt/runtime/artifact.h"
+#include "bt/runtime/config.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -114,6 +117,60 @@ std::vector<int64_t> I64Values(const Tensor &t) {
   if (!v.empty())
     std::memcpy(v.data(), t.data(), v.size() * sizeof(int64_t));
   return v;
+}
+
+namespace {
+proto::TensorSpec Spec(const std::string &name, DType dtype, std::vector<int64_t> shape) {
+  proto::TensorSpec s;
+  s.set_name(name);
+  s.set_dtype(dtype);
+  for (int64_t d : shape)
+    s.add_shape(d);
+  return s;
+}
+} // namespace
+
+absl::Status WriteToyArtifact(const std::string &path, const std::string &prefix,
+                              const std::string &target) {
+  proto::Manifest m;
+  m.set_target(target);
+  m.set_cpu("x86-64");
+  m.set_producer("btrt-tests");
+  auto cases = FixtureCases();
+  if (cases.empty())
+    return absl::NotFoundError("no fixtures");
+  auto config = LoadModelConfig(cases[0]);
+  if (!config.ok())
+    return config.status();
+  *m.mutable_config() = *config;
+  proto::EntryPoint *eval = m.add_entry_points();
+  eval->set_name("eval");
+  eval->set_symbol("bt_entry_eval");
+  eval->add_params("w");
+  *eval->add_inputs() = Spec("input_ids", proto::I64, {-1, -1});
+  *eval->add_inputs() = Spec("attention_mask", proto::I64, {-1, -1});
+  *eval->add_outputs() = Spec("logits", proto::F32, {-1, -1, 5});
+  proto::EntryPoint *loss = m.add_entry_points();
+  *loss = *eval;
+  loss->set_name("eval_loss");
+  loss->set_symbol("bt_entry_eval_loss");
+  *loss->add_inputs() = Spec("labels", proto::I64, {-1, -1});
+  *loss->add_outputs() = Spec("loss", proto::F32, {});
+  proto::EntryPoint *add = m.add_entry_points();
+  add->set_name("add");
+  add->set_symbol("bt_entry_add");
+  *add->add_inputs() = Spec("a", proto::F32, {-1, 3});
+  *add->add_inputs() = Spec("b", proto::F32, {-1, 3});
+  *add->add_outputs() = Spec("sum", proto::F32, {-1, 3});
+  ArtifactWriter w(m);
+  w.SetKernels(ReadRaw(BT_TEST_KERNELS));
+  Tensor weight = MakeF32({5}, {1, 2, 3, 4, 5});
+  absl::Status s = w.AddWeight("w", weight);
+  if (!s.ok())
+    return s;
+  if (!prefix.empty())
+    w.SetPrefixFile(prefix);
+  return w.Write(path);
 }
 
 } // namespace bt::rt::testing

@@ -50,6 +50,17 @@ Tensor MakeI64(std::vector<int64_t> shape, const std::vector<int64_t> &values);
 std::vector<float> F32Values(const Tensor &t);
 std::vector<int64_t> I64Values(const Tensor &t);
 
+/// Writes a small CPU artifact whose kernels section is test_kernels.c's
+/// shared object (BT_TEST_KERNELS), with weight `w` = F32[5] {1..5}, the
+/// config of the first fixture case, and entry points
+///   eval:      params [w]; input_ids, attention_mask I64[?, ?] -> logits F32[?, ?, 5]
+///   eval_loss: as eval + labels I64[?, ?] -> logits, loss F32[]
+///   add:       a, b F32[?, 3] -> sum F32[?, 3]
+/// (toy semantics in test_kernels.c). With `prefix` (a launcher binary) the
+/// result is an executable.
+absl::Status WriteToyArtifact(const std::string &path, const std::string &prefix = "",
+                              const std::string &target = "cpu");
+
 /// gtest matchers on absl::Status.
 MATCHER(IsOk, "") {
   if (arg.ok())
