@@ -16,8 +16,11 @@ namespace {
 
 std::string SpecString(const proto::TensorSpec &s) {
   std::vector<std::string> dims;
-  for (int64_t d : s.shape())
-    dims.push_back(d < 0 ? "?" : absl::StrCat(d));
+  for (int i = 0; i < s.shape_size(); ++i) {
+    const int64_t d = s.shape(i);
+    const std::string name = i < s.dim_names_size() ? s.dim_names(i) : "";
+    dims.push_back(d >= 0 ? absl::StrCat(d) : (name.empty() ? "?" : name));
+  }
   return absl::StrCat(s.name(), ": ", DTypeName(s.dtype()), "[",
                       absl::StrJoin(dims, ", "), "]");
 }

@@ -50,6 +50,59 @@ std::vector<std::string> Model::EntryPointNames() const {
   return names;
 }
 
+namespace {
+
+// Symbolic dims (TensorSpec.dim_names): every name must have one size across
+// `specs`/`tensors`. `sizes` carries the sizes seen so far (inputs, then
+// outputs) and `seen` where each was first seen.
+absl::Status CheckDimNames(const std::string &what, const char *kind,
+                           const proto::TensorSpec &s, const Tensor &t,
+                           std::map<std::string, std::pair<int64_t, std::string>> &sizes) {
+  for (int i = 0; i < s.dim_names_size() && i < t.rank(); ++i) {
+    const std::string &n = s.dim_names(i);
+    if (n.empty())
+      continue;
+    const std::string here = absl::StrCat(kind, " '", s.name(), "' dim ", i);
+    auto [it, inserted] = sizes.emplace(n, std::make_pair(t.dim(i), here));
+    if (!inserted && it->second.first != t.dim(i))
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": ", here, " (", n, " = ", t.dim(i), ") disagrees with ",
+          it->second.second, " (", n, " = ", it->second.first, ")"));
+  }
+  return absl::OkStatus();
+}
+
+// Value ranges of the token tensors of docs/abi.md's entry points, which the
+// kernels use as indices: ids in [0, V), labels in [0, V) or -100 (ignored),
+// masks 0/1.
+absl::Status CheckTokenValues(const std::string &what, const std::string &name,
+                              const Tensor &t, int64_t vocab) {
+  if (t.dtype() != proto::I64)
+    return absl::OkStatus();
+  const bool ids = name == "input_ids", labels = name == "labels";
+  const bool mask = name == "attention_mask" || name == "block_attention_mask";
+  if (!ids && !labels && !mask)
+    return absl::OkStatus();
+  if ((ids || labels) && vocab <= 0)
+    return absl::OkStatus();
+  const int64_t *p = t.data_as<int64_t>();
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    const int64_t v = p[i];
+    bool ok = mask ? (v == 0 || v == 1)
+                   : ((v >= 0 && v < vocab) || (labels && v == -100));
+    if (!ok)
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": input '", name, "' has value ", v, " at flat index ", i,
+          ", expected ",
+          mask ? "0 or 1"
+               : absl::StrCat("a token id in [0, ", vocab, ")",
+                              labels ? " or -100" : "")));
+  }
+  return absl::OkStatus();
+}
+
+} // namespace
+
 absl::Status Model::CheckInputs(const proto::EntryPoint &ep,
                                 const TensorMap &inputs) const {
   const std::string what = absl::StrCat("entry point '", ep.name(), "'");
@@ -92,6 +145,13 @@ absl::Status Model::CheckInputs(const proto::EntryPoint &ep,
       return absl::InvalidArgumentError(
           absl::StrCat(what, ": input '", s.name(), "' has no data"));
   }
+  std::map<std::string, std::pair<int64_t, std::string>> sizes;
+  for (const proto::TensorSpec &s : ep.inputs())
+    BT_RETURN_IF_ERROR(
+        CheckDimNames(what, "input", s, inputs.at(s.name()), sizes));
+  for (const proto::TensorSpec &s : ep.inputs())
+    BT_RETURN_IF_ERROR(CheckTokenValues(what, s.name(), inputs.at(s.name()),
+                                        config().vocab_size()));
   return absl::OkStatus();
 }
 
@@ -110,6 +170,14 @@ absl::StatusOr<TensorMap> Model::Run(const std::string &entry,
     args.push_back(&inputs.at(s.name()));
   BT_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
                       CallEntryPoint(entries_.at(entry), *ep, params, args));
+  // Outputs must agree with the symbolic dims of the inputs (a kernel bug
+  // otherwise).
+  const std::string what = absl::StrCat("entry point '", entry, "'");
+  std::map<std::string, std::pair<int64_t, std::string>> sizes;
+  for (const proto::TensorSpec &s : ep->inputs())
+    BT_RETURN_IF_ERROR(CheckDimNames(what, "input", s, inputs.at(s.name()), sizes));
+  for (int i = 0; i < ep->outputs_size(); ++i)
+    BT_RETURN_IF_ERROR(CheckDimNames(what, "output", ep->outputs(i), outs[i], sizes));
   TensorMap result;
   for (int i = 0; i < ep->outputs_size(); ++i)
     result.emplace(ep->outputs(i).name(), std::move(outs[i]));

@@ -298,6 +298,11 @@ TEST(Artifact, RejectsEveryCorruption) {
          m.mutable_entry_points(0)->mutable_inputs(0)->set_shape(0, -2);
        }),
        kInvalid, "entry point 'eval' input 'input_ids' has dim -2"},
+      {"entry_dim_names_count",
+       layout([](proto::Manifest &m) {
+         m.mutable_entry_points(0)->mutable_inputs(0)->add_dim_names("B");
+       }),
+       kInvalid, "entry point 'eval' input 'input_ids' has 1 dim_names for rank 3"},
       {"entry_bad_output_dtype",
        layout([](proto::Manifest &m) {
          m.mutable_entry_points(0)->mutable_outputs(0)->set_dtype(proto::DTYPE_UNSPECIFIED);

@@ -47,8 +47,9 @@ TEST_F(CommandsTest, Info) {
   EXPECT_THAT(s, HasSubstr("target cpu (x86-64), produced by btrt-tests"));
   EXPECT_THAT(s, HasSubstr("model: " + model_->config().name()));
   EXPECT_THAT(s, HasSubstr("  eval_loss (bt_entry_eval_loss, 1 params)"));
-  EXPECT_THAT(s, HasSubstr("    in  labels: I64[?, ?]"));
-  EXPECT_THAT(s, HasSubstr("    out logits: F32[?, ?, 5]"));
+  EXPECT_THAT(s, HasSubstr("    in  labels: I64[B, T]"));
+  EXPECT_THAT(s, HasSubstr("    in  a: F32[?, 3]"));
+  EXPECT_THAT(s, HasSubstr("    out logits: F32[B, T, 5]"));
 }
 
 TEST_F(CommandsTest, EvalPicksEvalLossWhenLabelsArePresent) {

@@ -40,7 +40,7 @@ protected:
 
 TEST_F(ModelTest, OpensAndRunsEntryPointsByName) {
   EXPECT_EQ(model_->EntryPointNames(),
-            std::vector<std::string>({"eval", "eval_loss", "add"}));
+            std::vector<std::string>({"eval", "eval_loss", "add", "wrong_shape"}));
   EXPECT_EQ(model_->manifest().producer(), "btrt-tests");
   EXPECT_FALSE(model_->config().name().empty());
   auto out = model_->Run("eval", EvalInputs());
@@ -63,7 +63,7 @@ TEST_F(ModelTest, OpensAndRunsEntryPointsByName) {
 TEST_F(ModelTest, InputErrorsAreLocated) {
   EXPECT_THAT(model_->Run("train_step", {}).status(),
               StatusIs(absl::StatusCode::kNotFound,
-                       "no entry point 'train_step' (available: eval, eval_loss, add)"));
+                       "no entry point 'train_step' (available: eval, eval_loss, add, wrong_shape)"));
   TensorMap in = EvalInputs();
   in.erase("attention_mask");
   EXPECT_THAT(model_->Run("eval", in).status(),
@@ -97,6 +97,49 @@ TEST_F(ModelTest, InputErrorsAreLocated) {
   auto sum = model_->Run("add", add);
   ASSERT_THAT(sum.status(), IsOk());
   EXPECT_EQ(testing::F32Values(sum->at("sum")), std::vector<float>({11, 22, 33}));
+}
+
+TEST_F(ModelTest, NamedDimsMustAgree) {
+  TensorMap in = EvalInputs();
+  in.at("attention_mask") = testing::MakeI64({2, 2}, {1, 1, 1, 1});
+  EXPECT_THAT(model_->Run("eval", in).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "entry point 'eval': input 'attention_mask' dim 1 (T = 2) disagrees "
+                       "with input 'input_ids' dim 1 (T = 3)"));
+  // A kernel returning a size that contradicts the inputs is caught.
+  TensorMap x;
+  x.emplace("x", testing::MakeF32({2, 2}, {1, 2, 3, 4}));
+  EXPECT_THAT(model_->Run("wrong_shape", x).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "entry point 'wrong_shape': output 'y' dim 0 (N = 3) disagrees with "
+                       "input 'x' dim 0 (N = 2)"));
+}
+
+TEST_F(ModelTest, TokenValuesAreChecked) {
+  const int64_t v = model_->config().vocab_size();
+  ASSERT_GT(v, 0);
+  TensorMap in = EvalInputs();
+  in.at("input_ids") = testing::MakeI64({2, 3}, {1, 2, 3, v, 4, 5});
+  EXPECT_THAT(model_->Run("eval", in).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "entry point 'eval': input 'input_ids' has value " + std::to_string(v) +
+                           " at flat index 3, expected a token id in [0, " +
+                           std::to_string(v) + ")"));
+  in = EvalInputs();
+  in.at("input_ids") = testing::MakeI64({2, 3}, {1, -1, 3, 4, 4, 5});
+  EXPECT_THAT(model_->Run("eval", in).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "has value -1 at flat index 1"));
+  in = EvalInputs();
+  in.at("attention_mask") = testing::MakeI64({2, 3}, {1, 1, 2, 0, 0, 0});
+  EXPECT_THAT(model_->Run("eval", in).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "input 'attention_mask' has value 2 at flat index 2, expected 0 or 1"));
+  in = EvalInputs();
+  in.emplace("labels", testing::MakeI64({2, 3}, {-100, 0, v - 1, 5, -5, 1}));
+  EXPECT_THAT(model_->Run("eval_loss", in).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "input 'labels' has value -5 at flat index 4, expected a token id in "
+                       "[0, " + std::to_string(v) + ") or -100"));
 }
 
 TEST(Model, RejectsOtherTargets) {

@@ -120,12 +120,15 @@ std::vector<int64_t> I64Values(const Tensor &t) {
 }
 
 namespace {
-proto::TensorSpec Spec(const std::string &name, DType dtype, std::vector<int64_t> shape) {
+proto::TensorSpec Spec(const std::string &name, DType dtype, std::vector<int64_t> shape,
+                       std::vector<std::string> dims = {}) {
   proto::TensorSpec s;
   s.set_name(name);
   s.set_dtype(dtype);
   for (int64_t d : shape)
     s.add_shape(d);
+  for (const std::string &d : dims)
+    s.add_dim_names(d);
   return s;
 }
 } // namespace
@@ -147,14 +150,14 @@ absl::Status WriteToyArtifact(const std::string &path, const std::string &prefix
   eval->set_name("eval");
   eval->set_symbol("bt_entry_eval");
   eval->add_params("w");
-  *eval->add_inputs() = Spec("input_ids", proto::I64, {-1, -1});
-  *eval->add_inputs() = Spec("attention_mask", proto::I64, {-1, -1});
-  *eval->add_outputs() = Spec("logits", proto::F32, {-1, -1, 5});
+  *eval->add_inputs() = Spec("input_ids", proto::I64, {-1, -1}, {"B", "T"});
+  *eval->add_inputs() = Spec("attention_mask", proto::I64, {-1, -1}, {"B", "T"});
+  *eval->add_outputs() = Spec("logits", proto::F32, {-1, -1, 5}, {"B", "T", "V"});
   proto::EntryPoint *loss = m.add_entry_points();
   *loss = *eval;
   loss->set_name("eval_loss");
   loss->set_symbol("bt_entry_eval_loss");
-  *loss->add_inputs() = Spec("labels", proto::I64, {-1, -1});
+  *loss->add_inputs() = Spec("labels", proto::I64, {-1, -1}, {"B", "T"});
   *loss->add_outputs() = Spec("loss", proto::F32, {});
   proto::EntryPoint *add = m.add_entry_points();
   add->set_name("add");
@@ -162,6 +165,11 @@ absl::Status WriteToyArtifact(const std::string &path, const std::string &prefix
   *add->add_inputs() = Spec("a", proto::F32, {-1, 3});
   *add->add_inputs() = Spec("b", proto::F32, {-1, 3});
   *add->add_outputs() = Spec("sum", proto::F32, {-1, 3});
+  proto::EntryPoint *wrong = m.add_entry_points();
+  wrong->set_name("wrong_shape");
+  wrong->set_symbol("bt_entry_wrong_shape");
+  *wrong->add_inputs() = Spec("x", proto::F32, {-1, -1}, {"N", "M"});
+  *wrong->add_outputs() = Spec("y", proto::F32, {-1, -1}, {"N", "M"});
   ArtifactWriter w(m);
   w.SetKernels(ReadRaw(BT_TEST_KERNELS));
   Tensor weight = MakeF32({5}, {1, 2, 3, 4, 5});

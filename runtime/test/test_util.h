@@ -56,6 +56,8 @@ std::vector<int64_t> I64Values(const Tensor &t);
 ///   eval:      params [w]; input_ids, attention_mask I64[?, ?] -> logits F32[?, ?, 5]
 ///   eval_loss: as eval + labels I64[?, ?] -> logits, loss F32[]
 ///   add:       a, b F32[?, 3] -> sum F32[?, 3]
+///   wrong_shape: x F32[N, M] -> y F32[N, M] (the kernel returns N + 1 rows)
+/// (eval dims are named B, T, V in TensorSpec.dim_names)
 /// (toy semantics in test_kernels.c). With `prefix` (a launcher binary) the
 /// result is an executable.
 absl::Status WriteToyArtifact(const std::string &path, const std::string &prefix = "",

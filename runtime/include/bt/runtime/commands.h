@@ -22,7 +22,8 @@ namespace bt::rt {
 
 /// Prints the artifact (target, producer), the model configuration
 /// (DescribeModelConfig) and every entry point with its params count,
-/// inputs and outputs (dtype and shape, -1 = dynamic) to `out`.
+/// inputs and outputs (dtype and shape; a dynamic dim prints as its
+/// dim_names name, or '?') to `out`.
 absl::Status RunInfoCommand(const Model &model, std::ostream &out);
 
 /// The entry point `eval` picks for an inputs file: "eval_loss" if the file

@@ -60,16 +60,25 @@ public:
 
   /// Checks `inputs` against the TensorSpecs of entry `ep`: every spec'd
   /// input present, no other names, dtype equal, rank equal, static dims
-  /// (>= 0) equal. Errors: InvalidArgument such as
+  /// (>= 0) equal, dims sharing a TensorSpec.dim_names name equal across
+  /// inputs, and the values of the token tensors of docs/abi.md that kernels
+  /// index with: input_ids in [0, vocab_size), labels in [0, vocab_size) or
+  /// -100, attention_mask / block_attention_mask 0 or 1 (I64 only).
+  /// Errors: InvalidArgument such as
   ///   entry point 'eval': input 'input_ids' has shape [2, 6, 5], expected
   ///   [-1, -1, 4] (dim 2 must be 4)
+  ///   entry point 'eval': input 'attention_mask' dim 1 (N_blk = 5) disagrees
+  ///   with input 'input_ids' dim 1 (N_blk = 6)
+  ///   entry point 'eval': input 'input_ids' has value 512 at flat index 3,
+  ///   expected a token id in [0, 512)
   absl::Status CheckInputs(const proto::EntryPoint &ep,
                            const TensorMap &inputs) const;
 
   /// Runs entry point `entry` with `inputs` (CheckInputs first) and returns
   /// its outputs by name (owning tensors; CallEntryPoint). Errors:
   /// NotFound for an unknown entry (the message lists the known ones), the
-  /// errors of CheckInputs and CallEntryPoint. Thread-safe: kernels keep no
+  /// errors of CheckInputs and CallEntryPoint, and an output whose named dim
+  /// disagrees with the inputs (InvalidArgument). Thread-safe: kernels keep no
   /// state (docs/abi.md).
   absl::StatusOr<TensorMap> Run(const std::string &entry,
                                 const TensorMap &inputs) const;
