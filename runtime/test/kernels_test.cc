@@ -208,6 +208,21 @@ TEST(Kernels, FdReuseNeverReturnsAnotherLibrary) {
   }
 }
 
+// The library leaves cblas_sgemm undefined; it resolves to the OpenBLAS the
+// runtime links (global scope of this process).
+TEST(Kernels, BlasResolvesAgainstTheProcess) {
+  auto lib = LoadTestLibrary();
+  ASSERT_NE(lib, nullptr);
+  proto::EntryPoint ep = Entry("matmul",
+                               {Spec("a", proto::F32, {-1, -1}), Spec("b", proto::F32, {-1, -1})},
+                               {Spec("c", proto::F32, {-1, -1})});
+  Tensor a = testing::MakeF32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor b = testing::MakeF32({3, 2}, {1, 0, 0, 1, 1, 1});
+  auto out = lib->Call(ep, {}, {&a, &b});
+  ASSERT_THAT(out.status(), IsOk());
+  EXPECT_EQ(testing::F32Values((*out)[0]), std::vector<float>({4, 5, 10, 11}));
+}
+
 TEST(Kernels, DescriptorWords) {
   EXPECT_EQ(MemRefDescriptorWords(0), 3);
   EXPECT_EQ(MemRefDescriptorWords(3), 9);

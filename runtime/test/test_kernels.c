@@ -189,3 +189,24 @@ void bt_entry_eval_loss(void **argv) {
   out->loss.allocated = out->loss.aligned = loss;
   out->loss.offset = 0;
 }
+
+/* matmul: a f32 [N, K] x b f32 [K, M] -> c f32 [N, M] through cblas_sgemm,
+ * which this library leaves UNDEFINED: it must resolve against the global
+ * scope of the loading process (docs/abi.md, "External symbols"). */
+enum { CblasRowMajor = 101, CblasNoTrans = 111 };
+extern void cblas_sgemm(int order, int transa, int transb, int m, int n, int k,
+                        float alpha, const float *a, int lda, const float *b,
+                        int ldb, float beta, float *c, int ldc);
+
+void bt_entry_matmul(void **argv) {
+  memref2 *out = (memref2 *)argv[0];
+  const memref2 *a = (const memref2 *)argv[1];
+  const memref2 *b = (const memref2 *)argv[2];
+  int64_t n = a->sizes[0], k = a->sizes[1], m = b->sizes[1];
+  float *c = (float *)malloc(sizeof(float) * (size_t)(n * m + 1));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)m, (int)k,
+              1.0f, (const float *)a->aligned + a->offset, (int)a->strides[0],
+              (const float *)b->aligned + b->offset, (int)b->strides[0], 0.0f, c,
+              (int)m);
+  dense2(out, c, n, m);
+}
