@@ -55,12 +55,21 @@ public:
         break;
       }
     }
-    EXPECT_FALSE(src_.empty()) << "no " << kind << " fixture";
+    if (src_.empty()) {
+      ADD_FAILURE() << "no " << kind << " fixture";
+      return;
+    }
     testing::WriteRaw(dir_.File("config.yaml"), testing::ReadRaw(src_ + "/config.yaml"));
     auto f = SafetensorsFile::Open(src_ + "/model.safetensors");
     EXPECT_THAT(f.status(), IsOk());
-    for (const std::string &n : f->names())
-      tensors_.emplace(n, std::move(f->Get(n)).value());
+    if (!f.ok())
+      return;
+    for (const std::string &n : f->names()) {
+      auto t = f->Get(n);
+      EXPECT_THAT(t.status(), IsOk());
+      if (t.ok())
+        tensors_.emplace(n, std::move(t).value());
+    }
   }
   std::map<std::string, Tensor> &tensors() { return tensors_; }
   const std::string &dir() const { return dir_.path(); }
