@@ -12,6 +12,9 @@ PACKAGES=(
   # SentencePiece, JSON (safetensors headers, config.json).
   libprotobuf-dev protobuf-compiler libabsl-dev libgtest-dev libopenblas-dev
   libyaml-cpp-dev libsentencepiece-dev sentencepiece nlohmann-json3-dev
+  # Static archives for the self-contained bt-launcher (BT_STATIC_LAUNCHER):
+  # OpenBLAS needs libgfortran.a; zlib for protobuf.
+  libgfortran-12-dev zlib1g-dev
 )
 PACKAGES+=("$@")
 

@@ -1,0 +1,60 @@
+//===- commands.h - launcher commands ---------------------------*- C++ -*-===//
+//
+// The commands of a standalone executable (bt-launcher + appended artifact,
+// DESIGN.md §5), in the library so that bt-run reuses them:
+//
+//   ./model info
+//   ./model eval --inputs inputs.safetensors -o outputs.safetensors
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_RUNTIME_COMMANDS_H
+#define BT_RUNTIME_COMMANDS_H
+
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bt/runtime/model.h"
+
+namespace bt::rt {
+
+/// Prints the artifact (target, producer), the model configuration
+/// (DescribeModelConfig) and every entry point with its params count,
+/// inputs and outputs (dtype and shape; a dynamic dim prints as its
+/// dim_names name, or '?') to `out`.
+absl::Status RunInfoCommand(const Model &model, std::ostream &out);
+
+/// The entry point `eval` picks for an inputs file: "eval_loss" if the file
+/// has a `labels` tensor and the model has that entry, else "eval".
+/// Errors: NotFound if the model has neither entry needed.
+absl::StatusOr<std::string> ChooseEvalEntry(const Model &model,
+                                            bool has_labels);
+
+/// Reads the entry's inputs by name (fixture names: input_ids,
+/// attention_mask, block_attention_mask, labels) from the safetensors file
+/// `inputs_path` (other tensors are ignored, with a note on `log`), runs
+/// ChooseEvalEntry's entry, and writes its outputs (logits, loss) to
+/// `output_path` atomically as safetensors with metadata entry_point,
+/// model and producer. Scalar outputs are echoed to `log`
+/// ("loss = 6.2871").
+/// Errors: those of SafetensorsFile::Open, Model::Run (located: entry,
+/// tensor, expected dtype/shape), WriteSafetensors; NotFound naming the
+/// inputs file and tensor for a missing input.
+absl::Status RunEvalCommand(const Model &model, const std::string &inputs_path,
+                            const std::string &output_path, std::ostream &log);
+
+/// main() of bt-launcher: parses
+///   <prog> [--artifact <path>] info
+///   <prog> [--artifact <path>] eval --inputs <file> -o|--output <file>
+///   <prog> --help
+/// opens the model (default artifact: /proc/self/exe) and runs the command.
+/// Returns 0 on success, 1 on a runtime error (message on `err`), 2 on a
+/// usage error (usage on `err`).
+int LauncherMain(int argc, const char *const *argv, std::ostream &out,
+                 std::ostream &err);
+
+} // namespace bt::rt
+
+#endif // BT_RUNTIME_COMMANDS_H

@@ -1,0 +1,96 @@
+//===- model.h - a loaded artifact, ready to run ----------------*- C++ -*-===//
+//
+// A Model opens an artifact (docs/abi.md; a file, or /proc/self/exe for a
+// standalone executable), binds every entry point's params to the mmapped
+// weights (zero copy), loads the kernel library from memory and runs entry
+// points by name with named tensors (names = fixture tensor names, e.g.
+// input_ids, attention_mask, block_attention_mask, labels -> logits, loss).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_RUNTIME_MODEL_H
+#define BT_RUNTIME_MODEL_H
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bt/proto/bt.pb.h"
+#include "bt/runtime/artifact.h"
+#include "bt/runtime/kernels.h"
+#include "bt/runtime/tensor.h"
+
+namespace bt::rt {
+
+/// Named tensors (inputs or outputs of an entry point), ordered by name.
+using TensorMap = std::map<std::string, Tensor>;
+
+/// The path of the running executable, whose tail holds the artifact of a
+/// standalone executable.
+inline constexpr char kSelfExe[] = "/proc/self/exe";
+
+class Model {
+public:
+  /// Opens `artifact_path` (Artifact::Open validation), requires target
+  /// "cpu" (Unimplemented otherwise), loads the kernels section
+  /// (KernelLibrary::Load) and resolves every entry point's symbol.
+  /// Errors: those of Artifact::Open and KernelLibrary::Load; NotFound for
+  /// an entry point whose symbol the kernels do not export; InvalidArgument
+  /// for entry points without a kernels section.
+  static absl::StatusOr<std::unique_ptr<Model>>
+  Open(const std::string &artifact_path);
+
+  /// Open(kSelfExe): the artifact appended to the running executable.
+  static absl::StatusOr<std::unique_ptr<Model>> OpenSelf() {
+    return Open(kSelfExe);
+  }
+
+  const Artifact &artifact() const { return *artifact_; }
+  const proto::Manifest &manifest() const { return artifact_->manifest(); }
+  const proto::ModelConfig &config() const { return manifest().config(); }
+  /// Entry point names, in manifest order.
+  std::vector<std::string> EntryPointNames() const;
+  /// The entry point `name`, or nullptr.
+  const proto::EntryPoint *FindEntryPoint(const std::string &name) const {
+    return artifact_->FindEntryPoint(name);
+  }
+
+  /// Checks `inputs` against the TensorSpecs of entry `ep`: every spec'd
+  /// input present, no other names, dtype equal, rank equal, static dims
+  /// (>= 0) equal, dims sharing a TensorSpec.dim_names name equal across
+  /// inputs, and the values of the token tensors of docs/abi.md that kernels
+  /// index with: input_ids in [0, vocab_size), labels in [0, vocab_size) or
+  /// -100, attention_mask / block_attention_mask 0 or 1 (I64 only).
+  /// Errors: InvalidArgument such as
+  ///   entry point 'eval': input 'input_ids' has shape [2, 6, 5], expected
+  ///   [-1, -1, 4] (dim 2 must be 4)
+  ///   entry point 'eval': input 'attention_mask' dim 1 (N_blk = 5) disagrees
+  ///   with input 'input_ids' dim 1 (N_blk = 6)
+  ///   entry point 'eval': input 'input_ids' has value 512 at flat index 3,
+  ///   expected a token id in [0, 512)
+  absl::Status CheckInputs(const proto::EntryPoint &ep,
+                           const TensorMap &inputs) const;
+
+  /// Runs entry point `entry` with `inputs` (CheckInputs first) and returns
+  /// its outputs by name (owning tensors; CallEntryPoint). Errors:
+  /// NotFound for an unknown entry (the message lists the known ones), the
+  /// errors of CheckInputs and CallEntryPoint, and an output whose named dim
+  /// disagrees with the inputs (InvalidArgument). Thread-safe: kernels keep no
+  /// state (docs/abi.md).
+  absl::StatusOr<TensorMap> Run(const std::string &entry,
+                                const TensorMap &inputs) const;
+
+private:
+  Model() = default;
+  std::shared_ptr<const Artifact> artifact_;
+  std::unique_ptr<KernelLibrary> kernels_;
+  std::map<std::string, KernelEntryFn> entries_;
+  std::map<std::string, Tensor> weights_; // borrowed views into the mapping
+};
+
+} // namespace bt::rt
+
+#endif // BT_RUNTIME_MODEL_H

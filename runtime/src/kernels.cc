@@ -1,0 +1,341 @@
+//===- kernels.cc - CPU kernel libraries (docs/abi.md) --------------------===//
+
+#include "bt/runtime/kernels.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <map>
+#include <vector>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "bt/runtime/file_util.h"
+#include "bt/runtime/status_macros.h"
+#include "cblas.h"
+
+namespace bt::rt {
+namespace {
+
+// Kernel libraries leave their BLAS calls undefined and expect the loading
+// process to provide them (docs/abi.md). Referencing OpenBLAS here keeps it a
+// DT_NEEDED dependency of every binary that links btrt, even with
+// --as-needed, so its symbols are in the global scope.
+auto *volatile kKeepBlasLinked = &cblas_sgemm;
+
+absl::Status WriteAllFd(int fd, absl::string_view bytes,
+                        const std::string &what) {
+  const char *p = bytes.data();
+  size_t n = bytes.size();
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return ErrnoToStatus(errno, absl::StrCat("cannot write ", what));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return absl::OkStatus();
+}
+
+std::string DlError() {
+  const char *e = dlerror();
+  return e ? e : "unknown dlopen error";
+}
+
+} // namespace
+
+absl::StatusOr<std::unique_ptr<KernelLibrary>>
+KernelLibrary::Load(absl::string_view so_bytes, const std::string &name) {
+  if (so_bytes.empty())
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": the kernel library is empty"));
+  if (so_bytes.size() < 4 || std::memcmp(so_bytes.data(), "\x7f" "ELF", 4) != 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": the kernel library is not an ELF shared object"));
+
+  if (kKeepBlasLinked == nullptr)
+    return absl::InternalError("OpenBLAS is not linked");
+  std::unique_ptr<KernelLibrary> lib(new KernelLibrary());
+  lib->name_ = name;
+  const char *no_memfd = std::getenv("BT_KERNELS_NO_MEMFD");
+  int fd = no_memfd != nullptr && *no_memfd != '\0' && *no_memfd != '0'
+               ? -1
+               : ::memfd_create("bt-kernels", MFD_CLOEXEC);
+  std::string tmp_path;
+  if (fd >= 0) {
+    lib->load_method_ = "memfd";
+  } else {
+    // Fallback: an unlinked temporary file.
+    const char *dir = std::getenv("TMPDIR");
+    tmp_path = absl::StrCat(dir && *dir ? dir : "/tmp", "/bt-kernels-XXXXXX");
+    fd = ::mkostemp(tmp_path.data(), O_CLOEXEC);
+    if (fd < 0)
+      return ErrnoToStatus(errno,
+                           absl::StrCat(name, ": memfd_create is unavailable "
+                                              "and cannot create ",
+                                        tmp_path));
+    lib->load_method_ = "tmpfile";
+  }
+  absl::Status s = WriteAllFd(fd, so_bytes, absl::StrCat(name, " kernels"));
+  // glibc's dlopen returns an already loaded object whose name equals the
+  // path, so "/proc/self/fd/N" must not name a library still loaded (N is
+  // reused once an fd is closed). Keep our fd open while the library is
+  // loaded, and move to another fd number if N's path is taken (by a
+  // library that was never unloaded).
+  std::vector<int> spare_fds;
+  std::string path = tmp_path;
+  if (s.ok()) {
+    for (int tries = 0;; ++tries) {
+      if (tmp_path.empty())
+        path = absl::StrCat("/proc/self/fd/", fd);
+      void *existing = ::dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+      if (existing == nullptr)
+        break;
+      ::dlclose(existing);
+      if (!tmp_path.empty() || tries >= 64) {
+        s = absl::InternalError(absl::StrCat(
+            name, ": cannot find an unused path to load the kernels from"));
+        break;
+      }
+      spare_fds.push_back(fd);
+      fd = ::fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
+      if (fd < 0) {
+        s = ErrnoToStatus(errno, absl::StrCat(name, ": cannot dup the kernels fd"));
+        fd = spare_fds.back();
+        spare_fds.pop_back();
+        break;
+      }
+    }
+  }
+  if (s.ok()) {
+    lib->load_path_ = path;
+    lib->handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib->handle_ == nullptr)
+      s = absl::InvalidArgumentError(absl::StrCat(
+          name, ": cannot load the kernel library: ", DlError()));
+  }
+  for (int f : spare_fds)
+    ::close(f);
+  if (!tmp_path.empty()) {
+    ::close(fd);
+    ::unlink(tmp_path.c_str());
+  } else if (lib->handle_ != nullptr) {
+    lib->fd_ = fd; // closed after dlclose
+  } else {
+    ::close(fd);
+  }
+  if (!s.ok())
+    return s;
+
+  dlerror();
+  void *v = ::dlsym(lib->handle_, "bt_kernel_abi_version");
+  if (v == nullptr)
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": the kernel library does not export "
+                           "bt_kernel_abi_version (not a bt kernel library?)"));
+  const int32_t version = reinterpret_cast<int32_t (*)()>(v)();
+  if (version != kKernelAbiVersion)
+    return absl::FailedPreconditionError(
+        absl::StrCat(name, ": kernel ABI version ", version,
+                     ", this runtime implements version ", kKernelAbiVersion));
+  return lib;
+}
+
+KernelLibrary::~KernelLibrary() {
+  if (handle_ != nullptr)
+    ::dlclose(handle_);
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+absl::StatusOr<KernelEntryFn>
+KernelLibrary::Resolve(const std::string &symbol) const {
+  dlerror();
+  void *p = ::dlsym(handle_, symbol.c_str());
+  if (p == nullptr)
+    return absl::NotFoundError(absl::StrCat(
+        name_, ": the kernel library does not export '", symbol, "'"));
+  return reinterpret_cast<KernelEntryFn>(p);
+}
+
+absl::StatusOr<std::vector<Tensor>>
+KernelLibrary::Call(const proto::EntryPoint &ep,
+                    absl::Span<const Tensor *const> params,
+                    absl::Span<const Tensor *const> inputs) const {
+  BT_ASSIGN_OR_RETURN(KernelEntryFn fn, Resolve(ep.symbol()));
+  return CallEntryPoint(fn, ep, params, inputs);
+}
+
+namespace {
+
+// Dense row-major descriptor words for `t`.
+std::vector<int64_t> DescriptorFor(const Tensor &t) {
+  const int64_t r = t.rank();
+  std::vector<int64_t> w(MemRefDescriptorWords(r));
+  const int64_t ptr = static_cast<int64_t>(
+      reinterpret_cast<intptr_t>(const_cast<void *>(t.data())));
+  w[0] = ptr;
+  w[1] = ptr;
+  w[2] = 0;
+  int64_t stride = 1;
+  for (int64_t i = r - 1; i >= 0; --i) {
+    w[3 + i] = t.dim(i);
+    w[3 + r + i] = stride;
+    stride *= t.dim(i);
+  }
+  return w;
+}
+
+// Copies a strided view into a dense row-major buffer.
+void CopyStrided(const char *src, char *dst, size_t itemsize,
+                 const std::vector<int64_t> &sizes,
+                 const std::vector<int64_t> &strides) {
+  const size_t r = sizes.size();
+  int64_t numel = 1;
+  for (int64_t s : sizes)
+    numel *= s;
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t n = 0; n < numel; ++n) {
+    int64_t off = 0;
+    for (size_t i = 0; i < r; ++i)
+      off += idx[i] * strides[i];
+    std::memcpy(dst + n * itemsize, src + off * static_cast<int64_t>(itemsize),
+                itemsize);
+    for (size_t i = r; i-- > 0;) {
+      if (++idx[i] < sizes[i])
+        break;
+      idx[i] = 0;
+    }
+  }
+}
+
+} // namespace
+
+absl::StatusOr<std::vector<Tensor>>
+CallEntryPoint(KernelEntryFn fn, const proto::EntryPoint &ep,
+               absl::Span<const Tensor *const> params,
+               absl::Span<const Tensor *const> inputs) {
+  const std::string what = absl::StrCat("entry point '", ep.name(), "'");
+  if (fn == nullptr)
+    return absl::InvalidArgumentError(absl::StrCat(what, ": null function"));
+  if (params.size() != static_cast<size_t>(ep.params_size()))
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " takes ", ep.params_size(), " params, got ",
+                     params.size()));
+  if (inputs.size() != static_cast<size_t>(ep.inputs_size()))
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " takes ", ep.inputs_size(), " inputs, got ",
+                     inputs.size()));
+
+  std::vector<std::vector<int64_t>> args;
+  args.reserve(params.size() + inputs.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i] == nullptr || !params[i]->valid())
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": param '", ep.params(i), "' is missing"));
+    args.push_back(DescriptorFor(*params[i]));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const proto::TensorSpec &spec = ep.inputs(i);
+    const Tensor *t = inputs[i];
+    if (t == nullptr || !t->valid())
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": input '", spec.name(), "' is missing"));
+    if (t->dtype() != spec.dtype() || t->rank() != spec.shape_size())
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": input '", spec.name(), "' is ", t->DebugString(),
+          ", expected ", DTypeName(spec.dtype()), " of rank ",
+          spec.shape_size()));
+    args.push_back(DescriptorFor(*t));
+  }
+
+  size_t result_words = 0;
+  for (const proto::TensorSpec &o : ep.outputs())
+    result_words += MemRefDescriptorWords(o.shape_size());
+  std::vector<int64_t> result(result_words, 0);
+
+  std::vector<void *> argv;
+  argv.reserve(1 + args.size());
+  if (ep.outputs_size() > 0)
+    argv.push_back(result.data());
+  for (auto &a : args)
+    argv.push_back(a.data());
+  fn(argv.data());
+
+  // Take ownership of every returned buffer first, so that any error below
+  // still frees them (once, even if outputs share a buffer).
+  std::map<void *, std::shared_ptr<void>> owners;
+  size_t pos = 0;
+  for (const proto::TensorSpec &o : ep.outputs()) {
+    void *allocated = reinterpret_cast<void *>(static_cast<intptr_t>(result[pos]));
+    if (allocated != nullptr && !owners.count(allocated))
+      owners[allocated] =
+          std::shared_ptr<void>(allocated, [](void *p) { std::free(p); });
+    pos += MemRefDescriptorWords(o.shape_size());
+  }
+
+  std::vector<Tensor> outputs;
+  pos = 0;
+  for (const proto::TensorSpec &o : ep.outputs()) {
+    const int64_t r = o.shape_size();
+    const int64_t *w = result.data() + pos;
+    pos += MemRefDescriptorWords(r);
+    void *allocated = reinterpret_cast<void *>(static_cast<intptr_t>(w[0]));
+    char *aligned = reinterpret_cast<char *>(static_cast<intptr_t>(w[1]));
+    const int64_t offset = w[2];
+    std::vector<int64_t> sizes(w + 3, w + 3 + r), strides(w + 3 + r, w + 3 + 2 * r);
+    const std::string ow = absl::StrCat(what, ": output '", o.name(), "'");
+    for (int64_t i = 0; i < r; ++i) {
+      if (sizes[i] < 0)
+        return absl::InvalidArgumentError(absl::StrCat(
+            ow, " has negative size ", sizes[i], " in dim ", i));
+      if (o.shape(i) >= 0 && sizes[i] != o.shape(i))
+        return absl::InvalidArgumentError(absl::StrCat(
+            ow, " has shape ", ShapeToString(sizes), ", expected ",
+            ShapeToString(std::vector<int64_t>(o.shape().begin(), o.shape().end()))));
+    }
+    const size_t itemsize = DTypeSize(o.dtype());
+    auto numel = NumElements(sizes, itemsize);
+    if (!numel.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat(ow, ": ", numel.status().message()));
+    if (*numel > 0 && (aligned == nullptr || allocated == nullptr))
+      return absl::InvalidArgumentError(
+          absl::StrCat(ow, " has ", *numel, " elements but a null buffer"));
+    bool dense = true;
+    int64_t expect = 1;
+    for (int64_t i = r - 1; i >= 0; --i) {
+      if (sizes[i] != 1 && strides[i] != expect)
+        dense = false;
+      expect *= sizes[i];
+    }
+    char *data = aligned == nullptr
+                     ? nullptr
+                     : aligned + offset * static_cast<int64_t>(itemsize);
+    if (*numel == 0 || dense) {
+      std::shared_ptr<void> owner =
+          allocated ? owners[allocated] : std::shared_ptr<void>();
+      if (owner == nullptr) {
+        // Empty output without a buffer: give it an empty owning tensor.
+        BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(o.dtype(), sizes));
+        outputs.push_back(std::move(t));
+      } else {
+        outputs.push_back(
+            Tensor::FromShared(o.dtype(), sizes, std::move(owner), data));
+      }
+    } else {
+      BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(o.dtype(), sizes));
+      CopyStrided(data, static_cast<char *>(t.data()), itemsize, sizes, strides);
+      outputs.push_back(std::move(t));
+    }
+  }
+  return outputs;
+}
+
+} // namespace bt::rt

@@ -1,0 +1,187 @@
+//===- model.cc - a loaded artifact, ready to run -------------------------===//
+
+#include "bt/runtime/model.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "bt/runtime/status_macros.h"
+
+namespace bt::rt {
+namespace {
+
+std::string SpecShape(const proto::TensorSpec &s) {
+  return ShapeToString(std::vector<int64_t>(s.shape().begin(), s.shape().end()));
+}
+
+} // namespace
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Open(const std::string &path) {
+  std::unique_ptr<Model> m(new Model());
+  BT_ASSIGN_OR_RETURN(m->artifact_, Artifact::Open(path));
+  const proto::Manifest &man = m->artifact_->manifest();
+  if (man.target() != "cpu")
+    return absl::UnimplementedError(absl::StrCat(
+        path, ": artifact target '", man.target(),
+        "' is not supported by this runtime (it runs 'cpu' artifacts)"));
+  if (man.entry_points_size() > 0) {
+    if (man.kernels().size() == 0)
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": the artifact has entry points but no kernels section"));
+    BT_ASSIGN_OR_RETURN(m->kernels_,
+                        KernelLibrary::Load(m->artifact_->kernels(), path));
+  }
+  for (const proto::EntryPoint &ep : man.entry_points()) {
+    BT_ASSIGN_OR_RETURN(KernelEntryFn fn, m->kernels_->Resolve(ep.symbol()));
+    m->entries_[ep.name()] = fn;
+    for (const std::string &p : ep.params()) {
+      if (m->weights_.count(p))
+        continue;
+      BT_ASSIGN_OR_RETURN(Tensor t, m->artifact_->GetWeight(p));
+      m->weights_.emplace(p, std::move(t));
+    }
+  }
+  return m;
+}
+
+std::vector<std::string> Model::EntryPointNames() const {
+  std::vector<std::string> names;
+  for (const proto::EntryPoint &ep : manifest().entry_points())
+    names.push_back(ep.name());
+  return names;
+}
+
+namespace {
+
+// Symbolic dims (TensorSpec.dim_names): every name must have one size across
+// `specs`/`tensors`. `sizes` carries the sizes seen so far (inputs, then
+// outputs) and `seen` where each was first seen.
+absl::Status CheckDimNames(const std::string &what, const char *kind,
+                           const proto::TensorSpec &s, const Tensor &t,
+                           std::map<std::string, std::pair<int64_t, std::string>> &sizes) {
+  for (int i = 0; i < s.dim_names_size() && i < t.rank(); ++i) {
+    const std::string &n = s.dim_names(i);
+    if (n.empty())
+      continue;
+    const std::string here = absl::StrCat(kind, " '", s.name(), "' dim ", i);
+    auto [it, inserted] = sizes.emplace(n, std::make_pair(t.dim(i), here));
+    if (!inserted && it->second.first != t.dim(i))
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": ", here, " (", n, " = ", t.dim(i), ") disagrees with ",
+          it->second.second, " (", n, " = ", it->second.first, ")"));
+  }
+  return absl::OkStatus();
+}
+
+// Value ranges of the token tensors of docs/abi.md's entry points, which the
+// kernels use as indices: ids in [0, V), labels in [0, V) or -100 (ignored),
+// masks 0/1.
+absl::Status CheckTokenValues(const std::string &what, const std::string &name,
+                              const Tensor &t, int64_t vocab) {
+  if (t.dtype() != proto::I64)
+    return absl::OkStatus();
+  const bool ids = name == "input_ids", labels = name == "labels";
+  const bool mask = name == "attention_mask" || name == "block_attention_mask";
+  if (!ids && !labels && !mask)
+    return absl::OkStatus();
+  if ((ids || labels) && vocab <= 0)
+    return absl::OkStatus();
+  const int64_t *p = t.data_as<int64_t>();
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    const int64_t v = p[i];
+    bool ok = mask ? (v == 0 || v == 1)
+                   : ((v >= 0 && v < vocab) || (labels && v == -100));
+    if (!ok)
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": input '", name, "' has value ", v, " at flat index ", i,
+          ", expected ",
+          mask ? "0 or 1"
+               : absl::StrCat("a token id in [0, ", vocab, ")",
+                              labels ? " or -100" : "")));
+  }
+  return absl::OkStatus();
+}
+
+} // namespace
+
+absl::Status Model::CheckInputs(const proto::EntryPoint &ep,
+                                const TensorMap &inputs) const {
+  const std::string what = absl::StrCat("entry point '", ep.name(), "'");
+  std::vector<std::string> expected;
+  for (const proto::TensorSpec &s : ep.inputs())
+    expected.push_back(s.name());
+  for (const auto &[name, _] : inputs) {
+    bool known = false;
+    for (const proto::TensorSpec &s : ep.inputs())
+      known |= s.name() == name;
+    if (!known)
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": unexpected input '", name, "' (it takes ",
+          expected.empty() ? "no inputs" : absl::StrJoin(expected, ", "), ")"));
+  }
+  for (const proto::TensorSpec &s : ep.inputs()) {
+    auto it = inputs.find(s.name());
+    if (it == inputs.end())
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": missing input '", s.name(), "' (",
+                       DTypeName(s.dtype()), SpecShape(s), ")"));
+    const Tensor &t = it->second;
+    if (t.dtype() != s.dtype())
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": input '", s.name(), "' has dtype ",
+                       DTypeName(t.dtype()), ", expected ",
+                       DTypeName(s.dtype())));
+    if (t.rank() != s.shape_size())
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": input '", s.name(), "' has shape ",
+          ShapeToString(t.shape()), " of rank ", t.rank(), ", expected rank ",
+          s.shape_size(), " ", SpecShape(s)));
+    for (int i = 0; i < s.shape_size(); ++i)
+      if (s.shape(i) >= 0 && t.dim(i) != s.shape(i))
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": input '", s.name(), "' has shape ",
+            ShapeToString(t.shape()), ", expected ", SpecShape(s), " (dim ", i,
+            " must be ", s.shape(i), ")"));
+    if (t.nbytes() > 0 && t.data() == nullptr)
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": input '", s.name(), "' has no data"));
+  }
+  std::map<std::string, std::pair<int64_t, std::string>> sizes;
+  for (const proto::TensorSpec &s : ep.inputs())
+    BT_RETURN_IF_ERROR(
+        CheckDimNames(what, "input", s, inputs.at(s.name()), sizes));
+  for (const proto::TensorSpec &s : ep.inputs())
+    BT_RETURN_IF_ERROR(CheckTokenValues(what, s.name(), inputs.at(s.name()),
+                                        config().vocab_size()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorMap> Model::Run(const std::string &entry,
+                                     const TensorMap &inputs) const {
+  const proto::EntryPoint *ep = FindEntryPoint(entry);
+  if (ep == nullptr)
+    return absl::NotFoundError(absl::StrCat(
+        artifact_->path(), ": no entry point '", entry, "' (available: ",
+        absl::StrJoin(EntryPointNames(), ", "), ")"));
+  BT_RETURN_IF_ERROR(CheckInputs(*ep, inputs));
+  std::vector<const Tensor *> params, args;
+  for (const std::string &p : ep->params())
+    params.push_back(&weights_.at(p));
+  for (const proto::TensorSpec &s : ep->inputs())
+    args.push_back(&inputs.at(s.name()));
+  BT_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
+                      CallEntryPoint(entries_.at(entry), *ep, params, args));
+  // Outputs must agree with the symbolic dims of the inputs (a kernel bug
+  // otherwise).
+  const std::string what = absl::StrCat("entry point '", entry, "'");
+  std::map<std::string, std::pair<int64_t, std::string>> sizes;
+  for (const proto::TensorSpec &s : ep->inputs())
+    BT_RETURN_IF_ERROR(CheckDimNames(what, "input", s, inputs.at(s.name()), sizes));
+  for (int i = 0; i < ep->outputs_size(); ++i)
+    BT_RETURN_IF_ERROR(CheckDimNames(what, "output", ep->outputs(i), outs[i], sizes));
+  TensorMap result;
+  for (int i = 0; i < ep->outputs_size(); ++i)
+    result.emplace(ep->outputs(i).name(), std::move(outs[i]));
+  return result;
+}
+
+} // namespace bt::rt

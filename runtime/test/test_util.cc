@@ -1,0 +1,184 @@
+//===- test_util.cc - helpers for the runtime tests -----------------------===//
+
+#include "test_util.h"
+
+#include "bt/runtime/artifact.h"
+#include "bt/runtime/config.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <ftw.h>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace bt::rt::testing {
+
+std::string FixturesDir() {
+  const char *env = std::getenv("BT_FIXTURES_DIR");
+  if (env != nullptr && *env != '\0')
+    return env;
+  return BT_FIXTURES_DIR;
+}
+
+std::vector<std::string> FixtureCases() {
+  const std::string dir = FixturesDir();
+  std::vector<std::string> cases;
+  DIR *d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    ADD_FAILURE() << "fixtures directory " << dir
+                  << " is missing (set BT_FIXTURES_DIR)";
+    return cases;
+  }
+  while (dirent *e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..")
+      continue;
+    std::string p = dir + "/" + name;
+    struct stat st;
+    if (::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      cases.push_back(p);
+  }
+  ::closedir(d);
+  std::sort(cases.begin(), cases.end());
+  if (cases.empty())
+    ADD_FAILURE() << "fixtures directory " << dir << " has no case folders";
+  return cases;
+}
+
+std::string BaseName(const std::string &path) {
+  size_t s = path.rfind('/');
+  return s == std::string::npos ? path : path.substr(s + 1);
+}
+
+TempDir::TempDir() {
+  const char *t = std::getenv("TMPDIR");
+  std::string tmpl = std::string(t && *t ? t : "/tmp") + "/btrt-test-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr)
+    ADD_FAILURE() << "mkdtemp failed: " << std::strerror(errno);
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  if (path_.empty())
+    return;
+  ::nftw(
+      path_.c_str(),
+      [](const char *p, const struct stat *, int, struct FTW *) {
+        ::chmod(p, 0700);
+        return ::remove(p);
+      },
+      16, FTW_DEPTH | FTW_PHYS);
+}
+
+void WriteRaw(const std::string &path, const std::string &bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(f.good()) << "cannot write " << path;
+}
+
+std::string ReadRaw(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Tensor MakeF32(std::vector<int64_t> shape, const std::vector<float> &values) {
+  auto t = Tensor::Allocate(proto::F32, std::move(shape));
+  EXPECT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(static_cast<size_t>(t->num_elements()), values.size());
+  std::copy(values.begin(), values.end(), t->data_as<float>());
+  return std::move(t).value();
+}
+
+Tensor MakeI64(std::vector<int64_t> shape, const std::vector<int64_t> &values) {
+  auto t = Tensor::Allocate(proto::I64, std::move(shape));
+  EXPECT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(static_cast<size_t>(t->num_elements()), values.size());
+  std::copy(values.begin(), values.end(), t->data_as<int64_t>());
+  return std::move(t).value();
+}
+
+std::vector<float> F32Values(const Tensor &t) {
+  EXPECT_EQ(t.dtype(), proto::F32);
+  std::vector<float> v(static_cast<size_t>(t.num_elements()));
+  if (!v.empty())
+    std::memcpy(v.data(), t.data(), v.size() * sizeof(float));
+  return v;
+}
+
+std::vector<int64_t> I64Values(const Tensor &t) {
+  EXPECT_EQ(t.dtype(), proto::I64);
+  std::vector<int64_t> v(static_cast<size_t>(t.num_elements()));
+  if (!v.empty())
+    std::memcpy(v.data(), t.data(), v.size() * sizeof(int64_t));
+  return v;
+}
+
+namespace {
+proto::TensorSpec Spec(const std::string &name, DType dtype, std::vector<int64_t> shape,
+                       std::vector<std::string> dims = {}) {
+  proto::TensorSpec s;
+  s.set_name(name);
+  s.set_dtype(dtype);
+  for (int64_t d : shape)
+    s.add_shape(d);
+  for (const std::string &d : dims)
+    s.add_dim_names(d);
+  return s;
+}
+} // namespace
+
+absl::Status WriteToyArtifact(const std::string &path, const std::string &prefix,
+                              const std::string &target) {
+  proto::Manifest m;
+  m.set_target(target);
+  m.set_cpu("x86-64");
+  m.set_producer("btrt-tests");
+  auto cases = FixtureCases();
+  if (cases.empty())
+    return absl::NotFoundError("no fixtures");
+  auto config = LoadModelConfig(cases[0]);
+  if (!config.ok())
+    return config.status();
+  *m.mutable_config() = *config;
+  proto::EntryPoint *eval = m.add_entry_points();
+  eval->set_name("eval");
+  eval->set_symbol("bt_entry_eval");
+  eval->add_params("w");
+  *eval->add_inputs() = Spec("input_ids", proto::I64, {-1, -1}, {"B", "T"});
+  *eval->add_inputs() = Spec("attention_mask", proto::I64, {-1, -1}, {"B", "T"});
+  *eval->add_outputs() = Spec("logits", proto::F32, {-1, -1, 5}, {"B", "T", "V"});
+  proto::EntryPoint *loss = m.add_entry_points();
+  *loss = *eval;
+  loss->set_name("eval_loss");
+  loss->set_symbol("bt_entry_eval_loss");
+  *loss->add_inputs() = Spec("labels", proto::I64, {-1, -1}, {"B", "T"});
+  *loss->add_outputs() = Spec("loss", proto::F32, {});
+  proto::EntryPoint *add = m.add_entry_points();
+  add->set_name("add");
+  add->set_symbol("bt_entry_add");
+  *add->add_inputs() = Spec("a", proto::F32, {-1, 3});
+  *add->add_inputs() = Spec("b", proto::F32, {-1, 3});
+  *add->add_outputs() = Spec("sum", proto::F32, {-1, 3});
+  proto::EntryPoint *wrong = m.add_entry_points();
+  wrong->set_name("wrong_shape");
+  wrong->set_symbol("bt_entry_wrong_shape");
+  *wrong->add_inputs() = Spec("x", proto::F32, {-1, -1}, {"N", "M"});
+  *wrong->add_outputs() = Spec("y", proto::F32, {-1, -1}, {"N", "M"});
+  ArtifactWriter w(m);
+  w.SetKernels(ReadRaw(BT_TEST_KERNELS));
+  Tensor weight = MakeF32({5}, {1, 2, 3, 4, 5});
+  absl::Status s = w.AddWeight("w", weight);
+  if (!s.ok())
+    return s;
+  if (!prefix.empty())
+    w.SetPrefixFile(prefix);
+  return w.Write(path);
+}
+
+} // namespace bt::rt::testing

@@ -1,0 +1,82 @@
+//===- test_util.h - helpers for the runtime tests --------------*- C++ -*-===//
+
+#ifndef BT_RUNTIME_TEST_TEST_UTIL_H
+#define BT_RUNTIME_TEST_TEST_UTIL_H
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bt/runtime/tensor.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace bt::rt::testing {
+
+/// The official fixtures directory: $BT_FIXTURES_DIR, else the CMake cache
+/// variable BT_FIXTURES_DIR compiled in.
+std::string FixturesDir();
+
+/// The case folders under FixturesDir() (sorted full paths). Adds a fatal
+/// test failure (not a skip) when the directory is missing or has no cases.
+std::vector<std::string> FixtureCases();
+
+/// Base name of a path ("/a/b/c" -> "c").
+std::string BaseName(const std::string &path);
+
+/// A fresh temporary directory, removed (recursively) on destruction.
+class TempDir {
+public:
+  TempDir();
+  ~TempDir();
+  const std::string &path() const { return path_; }
+  std::string File(const std::string &name) const { return path_ + "/" + name; }
+
+private:
+  std::string path_;
+};
+
+/// Writes raw bytes to a file (not atomic; for building bad inputs).
+void WriteRaw(const std::string &path, const std::string &bytes);
+std::string ReadRaw(const std::string &path);
+
+/// An owning F32 tensor with the given values.
+Tensor MakeF32(std::vector<int64_t> shape, const std::vector<float> &values);
+/// An owning I64 tensor with the given values.
+Tensor MakeI64(std::vector<int64_t> shape, const std::vector<int64_t> &values);
+
+/// Values of an F32 / I64 tensor.
+std::vector<float> F32Values(const Tensor &t);
+std::vector<int64_t> I64Values(const Tensor &t);
+
+/// Writes a small CPU artifact whose kernels section is test_kernels.c's
+/// shared object (BT_TEST_KERNELS), with weight `w` = F32[5] {1..5}, the
+/// config of the first fixture case, and entry points
+///   eval:      params [w]; input_ids, attention_mask I64[?, ?] -> logits F32[?, ?, 5]
+///   eval_loss: as eval + labels I64[?, ?] -> logits, loss F32[]
+///   add:       a, b F32[?, 3] -> sum F32[?, 3]
+///   wrong_shape: x F32[N, M] -> y F32[N, M] (the kernel returns N + 1 rows)
+/// (eval dims are named B, T, V in TensorSpec.dim_names)
+/// (toy semantics in test_kernels.c). With `prefix` (a launcher binary) the
+/// result is an executable.
+absl::Status WriteToyArtifact(const std::string &path, const std::string &prefix = "",
+                              const std::string &target = "cpu");
+
+/// gtest matchers on absl::Status.
+MATCHER(IsOk, "") {
+  if (arg.ok())
+    return true;
+  *result_listener << "status: " << arg;
+  return false;
+}
+MATCHER_P2(StatusIs, code, substr, "") {
+  if (arg.code() == code && arg.message().find(substr) != std::string::npos)
+    return true;
+  *result_listener << "status: " << arg;
+  return false;
+}
+
+} // namespace bt::rt::testing
+
+#endif // BT_RUNTIME_TEST_TEST_UTIL_H
