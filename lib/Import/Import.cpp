@@ -75,9 +75,15 @@ private:
     SmallVector<OpFoldResult> strides(offsets.size(), b.getIndexAttr(1));
     return b.create<tensor::ExtractSliceOp>(l, v, offsets, sizes, strides);
   }
+  /// A named tensor of an entry point: fixture name and symbolic dim names
+  /// (docs/abi.md; "" for a dim that has no name).
+  struct Named {
+    StringRef name;
+    SmallVector<StringRef> dims;
+  };
   func::FuncOp beginFunc(StringRef name, ArrayRef<Type> inputs,
-                         ArrayRef<Type> results, ArrayRef<StringRef> argNames,
-                         ArrayRef<StringRef> resultNames);
+                         ArrayRef<Type> results, ArrayRef<Named> args,
+                         ArrayRef<Named> outs);
   Value zeroRedundantLogits(Location l, Value logits, Value blockMaskNext,
                             Value targetIds, Value targetMask);
 
@@ -88,16 +94,26 @@ private:
 };
 
 func::FuncOp Importer::beginFunc(StringRef name, ArrayRef<Type> inputs,
-                                 ArrayRef<Type> results,
-                                 ArrayRef<StringRef> argNames,
-                                 ArrayRef<StringRef> resultNames) {
+                                 ArrayRef<Type> results, ArrayRef<Named> args,
+                                 ArrayRef<Named> outs) {
   auto fn = b.create<func::FuncOp>(loc(spec.name + "." + name.str()), name,
                                    b.getFunctionType(inputs, results));
-  // Tensor names of docs/abi.md (the fixtures' names), for tools and readers.
-  for (auto [i, n] : llvm::enumerate(argNames))
-    fn.setArgAttr(i, "bt.name", b.getStringAttr(n));
-  for (auto [i, n] : llvm::enumerate(resultNames))
-    fn.setResultAttr(i, "bt.name", b.getStringAttr(n));
+  // Tensor names and symbolic dims of docs/abi.md (the fixtures' names), for
+  // the artifact manifest and for readers.
+  auto dims = [&](const Named &n) {
+    SmallVector<Attribute> d;
+    for (StringRef s : n.dims)
+      d.push_back(b.getStringAttr(s));
+    return b.getArrayAttr(d);
+  };
+  for (auto [i, n] : llvm::enumerate(args)) {
+    fn.setArgAttr(i, "bt.name", b.getStringAttr(n.name));
+    fn.setArgAttr(i, "bt.dims", dims(n));
+  }
+  for (auto [i, n] : llvm::enumerate(outs)) {
+    fn.setResultAttr(i, "bt.name", b.getStringAttr(n.name));
+    fn.setResultAttr(i, "bt.dims", dims(n));
+  }
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   return fn;
@@ -151,19 +167,21 @@ void Importer::buildBlockEval(bool withLoss) {
   Type blockMask = tensor({kDyn, kDyn}, i64);
   Type logitsType = tensor({kDyn, kDyn, lb, v}, f32);
   SmallVector<Type> inputs = {ids, ids, blockMask};
-  SmallVector<StringRef> argNames = {"input_ids", "attention_mask",
-                                     "block_attention_mask"};
+  SmallVector<Named> args = {{"input_ids", {"B", "N_blk", "L_B"}},
+                             {"attention_mask", {"B", "N_blk", "L_B"}},
+                             {"block_attention_mask", {"B", "N_blk"}}};
   SmallVector<Type> results = {logitsType};
-  SmallVector<StringRef> resultNames = {"logits"};
+  // logits has N_blk - 1 blocks, which has no name of its own.
+  SmallVector<Named> outs = {{"logits", {"B", "", "L_B", "V"}}};
   if (withLoss) {
     inputs.push_back(ids);
-    argNames.push_back("labels");
+    args.push_back({"labels", {"B", "N_blk", "L_B"}});
     results.push_back(tensor({}, f32));
-    resultNames.push_back("loss");
+    outs.push_back({"loss", {}});
   }
   OpBuilder::InsertionGuard guard(b);
   func::FuncOp fn = beginFunc(withLoss ? "eval_loss" : "eval", inputs, results,
-                              argNames, resultNames);
+                              args, outs);
   Value inputIds = fn.getArgument(0), mask = fn.getArgument(1),
         blockMaskArg = fn.getArgument(2);
 
@@ -203,16 +221,16 @@ void Importer::buildBlockEval(bool withLoss) {
                                     "token_decoder.embed_out.weight");
   Value blockMaskNext = slice(headLoc, blockMaskArg, {zero, oneAttr},
                               {batch, nPred});
-  SmallVector<Value> outs = {
+  SmallVector<Value> returned = {
       zeroRedundantLogits(headLoc, logits, blockMaskNext, targetIds, targetMask)};
   if (withLoss) {
     Location lossLoc = loc("loss");
     Value labels = slice(lossLoc, fn.getArgument(3), {zero, oneAttr, zero},
                          {batch, nPred, b.getIndexAttr(lb)});
-    outs.push_back(b.create<CrossEntropyOp>(lossLoc, tensor({}, f32), logits,
-                                            labels, -100));
+    returned.push_back(b.create<CrossEntropyOp>(lossLoc, tensor({}, f32),
+                                                logits, labels, -100));
   }
-  b.create<func::ReturnOp>(loc("return"), outs);
+  b.create<func::ReturnOp>(loc("return"), returned);
 }
 
 void Importer::buildVanillaEval(bool withLoss) {
@@ -220,18 +238,19 @@ void Importer::buildVanillaEval(bool withLoss) {
   Type ids = tensor({kDyn, kDyn}, i64);
   Type logitsType = tensor({kDyn, kDyn, v}, f32);
   SmallVector<Type> inputs = {ids, ids};
-  SmallVector<StringRef> argNames = {"input_ids", "attention_mask"};
+  SmallVector<Named> args = {{"input_ids", {"B", "T"}},
+                             {"attention_mask", {"B", "T"}}};
   SmallVector<Type> results = {logitsType};
-  SmallVector<StringRef> resultNames = {"logits"};
+  SmallVector<Named> outs = {{"logits", {"B", "T", "V"}}};
   if (withLoss) {
     inputs.push_back(ids);
-    argNames.push_back("labels");
+    args.push_back({"labels", {"B", "T"}});
     results.push_back(tensor({}, f32));
-    resultNames.push_back("loss");
+    outs.push_back({"loss", {}});
   }
   OpBuilder::InsertionGuard guard(b);
   func::FuncOp fn = beginFunc(withLoss ? "eval_loss" : "eval", inputs, results,
-                              argNames, resultNames);
+                              args, outs);
   Value inputIds = fn.getArgument(0), mask = fn.getArgument(1);
 
   // A vanilla GPT-NeoX is the L_B = 1 case: one token per "block".
@@ -248,7 +267,7 @@ void Importer::buildVanillaEval(bool withLoss) {
           .getResult();
   Location headLoc = loc("embed_out");
   Value logits = b.create<LMHeadOp>(headLoc, logitsType, hidden, "embed_out.weight");
-  SmallVector<Value> outs = {logits};
+  SmallVector<Value> returned = {logits};
   if (withLoss) {
     // HF GPTNeoXForCausalLM: logits[:, :-1] predict labels[:, 1:].
     Location lossLoc = loc("loss");
@@ -261,10 +280,10 @@ void Importer::buildVanillaEval(bool withLoss) {
                           {batch, lenPred, b.getIndexAttr(v)});
     Value labels = slice(lossLoc, fn.getArgument(2), {zero, oneAttr},
                          {batch, lenPred});
-    outs.push_back(b.create<CrossEntropyOp>(lossLoc, tensor({}, f32), shifted,
-                                            labels, -100));
+    returned.push_back(b.create<CrossEntropyOp>(lossLoc, tensor({}, f32),
+                                                shifted, labels, -100));
   }
-  b.create<func::ReturnOp>(loc("return"), outs);
+  b.create<func::ReturnOp>(loc("return"), returned);
 }
 
 } // namespace
