@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "bt/runtime/compare.h"
 #include "bt/runtime/config.h"
 #include "bt/runtime/safetensors.h"
 #include "bt/runtime/status_macros.h"
@@ -52,6 +53,11 @@ std::string Usage(const std::string &prog) {
       "labels) or 'eval'\n",
       "                                         and write the outputs (logits, "
       "loss)\n",
+      "  compare <actual> <reference> --check NAME:atol=X|NAME:rtol=X|NAME:equal ...\n",
+      "                                         check tensors of two safetensors "
+      "files against\n",
+      "                                         tolerances (rtol: max|d| / max|ref|)"
+      "\n",
       "\n",
       "The artifact is read from the end of this executable unless --artifact "
       "is given.\n");
@@ -173,6 +179,41 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
   if (i >= args.size())
     return usage_error("missing command");
   const std::string cmd = args[i++];
+
+  if (cmd == "compare") {
+    // compare <actual> <reference> --check NAME:atol=X ... (no model needed)
+    std::vector<std::string> files;
+    std::vector<TensorCheck> checks;
+    for (; i < args.size(); ++i) {
+      if (args[i] == "--check") {
+        if (i + 1 >= args.size())
+          return usage_error("--check needs NAME:atol=X, NAME:rtol=X or NAME:equal");
+        absl::StatusOr<TensorCheck> check = ParseTensorCheck(args[++i]);
+        if (!check.ok())
+          return usage_error(std::string(check.status().message()));
+        checks.push_back(*check);
+      } else if (args[i].rfind("-", 0) == 0) {
+        return usage_error(absl::StrCat("compare: unexpected option '", args[i], "'"));
+      } else {
+        files.push_back(args[i]);
+      }
+    }
+    if (files.size() != 2 || checks.empty())
+      return usage_error("compare needs <actual> <reference> and at least one --check");
+    absl::StatusOr<std::vector<TensorCheckResult>> results =
+        CompareTensors(files[0], files[1], checks, out);
+    if (!results.ok()) {
+      err << prog << ": " << results.status().message() << "\n";
+      return 1;
+    }
+    for (const TensorCheckResult &r : *results)
+      if (!r.passed) {
+        err << prog << ": compare: " << r.check.tensor
+            << " is outside its tolerance\n";
+        return 1;
+      }
+    return 0;
+  }
 
   std::string inputs, output;
   if (cmd == "info") {

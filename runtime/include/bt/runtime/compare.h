@@ -1,0 +1,61 @@
+//===- compare.h - compare tensors against a reference ----------*- C++ -*-===//
+//
+// `compare` (bt-run and standalone executables): checks named tensors of an
+// output file against a reference file (e.g. the official fixtures'
+// outputs.safetensors) with per-tensor tolerances, and prints the measured
+// errors. Used by the fixture tests and on machines without Python.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_RUNTIME_COMPARE_H
+#define BT_RUNTIME_COMPARE_H
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace bt::rt {
+
+/// One check: `tensor` of the actual file against `tensor` of the reference.
+struct TensorCheck {
+  enum class Kind {
+    kAbs,   // max |actual - ref| <= tolerance
+    kRel,   // max |actual - ref| / max |ref| <= tolerance (|Δ|/|ref| for scalars)
+    kEqual  // identical values (token ids)
+  };
+  std::string tensor;
+  Kind kind = Kind::kAbs;
+  double tolerance = 0.0;
+};
+
+/// Parses `NAME:atol=X`, `NAME:rtol=X` or `NAME:equal` (e.g. "logits:atol=1e-4",
+/// "loss:rtol=1e-5", "new_tokens:equal"); `NAME=REFNAME` is not supported.
+/// Errors: InvalidArgument naming the malformed spec.
+absl::StatusOr<TensorCheck> ParseTensorCheck(const std::string &spec);
+
+/// The measured error of one check.
+struct TensorCheckResult {
+  TensorCheck check;
+  double error = 0.0;  // max |Δ| (kAbs), relative error (kRel), #differing (kEqual)
+  double max_abs_diff = 0.0;
+  bool passed = false;
+};
+
+/// Runs `checks` of `actual_path` against `reference_path`. Both tensors
+/// must exist with equal shapes (float dtypes are compared in f64 after
+/// widening; integer dtypes exactly). Prints one line per check to `out`:
+///   logits  max|Δ| 3.278e-07  (atol 1e-04)  OK
+/// Returns the results; a failed tolerance is not an error status.
+/// Errors: those of SafetensorsFile::Open; NotFound naming the file and
+/// tensor; InvalidArgument for a shape mismatch or a kEqual check on floats
+/// with different dtypes.
+absl::StatusOr<std::vector<TensorCheckResult>>
+CompareTensors(const std::string &actual_path, const std::string &reference_path,
+               const std::vector<TensorCheck> &checks, std::ostream &out);
+
+} // namespace bt::rt
+
+#endif // BT_RUNTIME_COMPARE_H

@@ -1,0 +1,154 @@
+//===- compare.cc - compare tensors against a reference --------------------===//
+
+#include "bt/runtime/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "bt/runtime/safetensors.h"
+#include "bt/runtime/status_macros.h"
+#include "bt/runtime/tensor.h"
+
+namespace bt::rt {
+namespace {
+
+/// Widens any numeric tensor to doubles.
+absl::StatusOr<std::vector<double>> ToDoubles(const Tensor &t,
+                                              const std::string &what) {
+  const int64_t n = t.num_elements();
+  std::vector<double> v(static_cast<size_t>(n));
+  switch (t.dtype()) {
+  case DType::I64:
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = static_cast<double>(t.data_as<int64_t>()[i]);
+    return v;
+  case DType::I32:
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = t.data_as<int32_t>()[i];
+    return v;
+  case DType::F64:
+    std::copy(t.data_as<double>(), t.data_as<double>() + n, v.begin());
+    return v;
+  default: {
+    BT_ASSIGN_OR_RETURN(Tensor f, ConvertToF32(t, what));
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = f.data_as<float>()[i];
+    return v;
+  }
+  }
+}
+
+bool IsInteger(DType d) { return d == DType::I64 || d == DType::I32; }
+
+} // namespace
+
+absl::StatusOr<TensorCheck> ParseTensorCheck(const std::string &spec) {
+  size_t colon = spec.rfind(':');
+  auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bad check '", spec,
+        "': expected NAME:atol=X, NAME:rtol=X or NAME:equal"));
+  };
+  if (colon == std::string::npos || colon == 0)
+    return bad();
+  TensorCheck check;
+  check.tensor = spec.substr(0, colon);
+  std::string rule = spec.substr(colon + 1);
+  if (rule == "equal") {
+    check.kind = TensorCheck::Kind::kEqual;
+    return check;
+  }
+  size_t eq = rule.find('=');
+  if (eq == std::string::npos)
+    return bad();
+  std::string key = rule.substr(0, eq);
+  if (key == "atol")
+    check.kind = TensorCheck::Kind::kAbs;
+  else if (key == "rtol")
+    check.kind = TensorCheck::Kind::kRel;
+  else
+    return bad();
+  if (!absl::SimpleAtod(rule.substr(eq + 1), &check.tolerance) ||
+      !(check.tolerance >= 0))
+    return bad();
+  return check;
+}
+
+absl::StatusOr<std::vector<TensorCheckResult>>
+CompareTensors(const std::string &actual_path, const std::string &reference_path,
+               const std::vector<TensorCheck> &checks, std::ostream &out) {
+  BT_ASSIGN_OR_RETURN(SafetensorsFile actual, SafetensorsFile::Open(actual_path));
+  BT_ASSIGN_OR_RETURN(SafetensorsFile reference,
+                      SafetensorsFile::Open(reference_path));
+  std::vector<TensorCheckResult> results;
+  for (const TensorCheck &check : checks) {
+    auto get = [&](const SafetensorsFile &f) -> absl::StatusOr<Tensor> {
+      if (!f.contains(check.tensor))
+        return absl::NotFoundError(absl::StrCat(f.path(), ": no tensor '",
+                                                check.tensor, "'"));
+      return f.Get(check.tensor);
+    };
+    BT_ASSIGN_OR_RETURN(Tensor a, get(actual));
+    BT_ASSIGN_OR_RETURN(Tensor r, get(reference));
+    if (a.shape() != r.shape())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", check.tensor, "' has shape ", ShapeToString(a.shape()),
+          " in ", actual.path(), " but ", ShapeToString(r.shape()), " in ",
+          reference.path()));
+    if (check.kind == TensorCheck::Kind::kEqual &&
+        IsInteger(a.dtype()) != IsInteger(r.dtype()))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", check.tensor, "': an exact check needs the same kind of "
+          "dtype, got ", DTypeName(a.dtype()), " and ", DTypeName(r.dtype())));
+    BT_ASSIGN_OR_RETURN(std::vector<double> av, ToDoubles(a, check.tensor));
+    BT_ASSIGN_OR_RETURN(std::vector<double> rv, ToDoubles(r, check.tensor));
+    TensorCheckResult res;
+    res.check = check;
+    double maxRef = 0.0;
+    int64_t differing = 0;
+    bool nan = false;
+    for (size_t i = 0; i < av.size(); ++i) {
+      double d = std::fabs(av[i] - rv[i]);
+      if (std::isnan(d) && !(std::isnan(av[i]) && std::isnan(rv[i])))
+        nan = true;
+      if (av[i] != rv[i] && !(std::isnan(av[i]) && std::isnan(rv[i])))
+        ++differing;
+      if (!std::isnan(d))
+        res.max_abs_diff = std::max(res.max_abs_diff, d);
+      maxRef = std::max(maxRef, std::fabs(rv[i]));
+    }
+    std::string what;
+    switch (check.kind) {
+    case TensorCheck::Kind::kAbs:
+      res.error = res.max_abs_diff;
+      res.passed = !nan && res.error <= check.tolerance;
+      what = absl::StrFormat("max|Δ| %.3e  (atol %.0e)", res.error, check.tolerance);
+      break;
+    case TensorCheck::Kind::kRel:
+      res.error = maxRef > 0 ? res.max_abs_diff / maxRef
+                             : (res.max_abs_diff > 0 ? INFINITY : 0.0);
+      res.passed = !nan && res.error <= check.tolerance;
+      what = absl::StrFormat("rel %.3e  (rtol %.0e; max|Δ| %.3e)", res.error,
+                             check.tolerance, res.max_abs_diff);
+      break;
+    case TensorCheck::Kind::kEqual:
+      res.error = static_cast<double>(differing);
+      res.passed = differing == 0;
+      what = absl::StrFormat("%d of %d values differ", differing,
+                             static_cast<int64_t>(av.size()));
+      break;
+    }
+    if (nan)
+      what += "  (NaN where the reference has none)";
+    out << absl::StrFormat("%-24s %s  %s\n", check.tensor, what,
+                           res.passed ? "OK" : "FAIL");
+    results.push_back(res);
+  }
+  return results;
+}
+
+} // namespace bt::rt

@@ -1,0 +1,137 @@
+// Tests of bt::rt::CompareTensors and the `compare` launcher command.
+
+#include "bt/runtime/compare.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "bt/runtime/commands.h"
+#include "bt/runtime/safetensors.h"
+#include "bt/runtime/tensor.h"
+#include "gtest/gtest.h"
+
+namespace bt::rt {
+namespace {
+
+std::string TempPath(const std::string &name) {
+  return ::testing::TempDir() + "/compare_test_" + name;
+}
+
+Tensor F32(std::vector<int64_t> shape, std::vector<float> values) {
+  Tensor t = *Tensor::Allocate(DType::F32, shape);
+  std::copy(values.begin(), values.end(), t.data_as<float>());
+  return t;
+}
+
+Tensor I64(std::vector<int64_t> shape, std::vector<int64_t> values) {
+  Tensor t = *Tensor::Allocate(DType::I64, shape);
+  std::copy(values.begin(), values.end(), t.data_as<int64_t>());
+  return t;
+}
+
+/// Writes name/tensor pairs (tensors are move-only, hence the builder).
+struct Writer {
+  std::map<std::string, Tensor> tensors;
+  Writer &Add(const std::string &name, Tensor t) {
+    tensors.emplace(name, std::move(t));
+    return *this;
+  }
+  void To(const std::string &path) { ASSERT_TRUE(WriteSafetensors(path, tensors).ok()); }
+};
+
+TEST(Compare, ParsesChecks) {
+  auto a = ParseTensorCheck("logits:atol=1e-4");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->tensor, "logits");
+  EXPECT_EQ(a->kind, TensorCheck::Kind::kAbs);
+  EXPECT_DOUBLE_EQ(a->tolerance, 1e-4);
+  auto r = ParseTensorCheck("grad.a.b:rtol=1e-5");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->tensor, "grad.a.b");
+  EXPECT_EQ(r->kind, TensorCheck::Kind::kRel);
+  auto e = ParseTensorCheck("new_tokens:equal");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->kind, TensorCheck::Kind::kEqual);
+  for (const char *bad : {"logits", ":atol=1", "x:atol=", "x:tol=1", "x:atol=-1", "x:atol=abc"})
+    EXPECT_FALSE(ParseTensorCheck(bad).ok()) << bad;
+}
+
+TEST(Compare, MeasuresAbsoluteRelativeAndExactErrors) {
+  std::string a = TempPath("a.safetensors"), r = TempPath("r.safetensors");
+  Writer()
+      .Add("x", F32({2, 2}, {1.0f, 2.0f, 3.0f, 4.5f}))
+      .Add("loss", F32({}, {2.0f}))
+      .Add("ids", I64({3}, {1, 2, 3}))
+      .To(a);
+  Writer()
+      .Add("x", F32({2, 2}, {1.0f, 2.0f, 3.0f, 4.0f}))
+      .Add("loss", F32({}, {2.002f}))
+      .Add("ids", I64({3}, {1, 2, 4}))
+      .To(r);
+  std::ostringstream out;
+  auto results = CompareTensors(a, r,
+                                {*ParseTensorCheck("x:atol=0.6"),
+                                 *ParseTensorCheck("x:atol=0.4"),
+                                 *ParseTensorCheck("x:rtol=0.1"),
+                                 *ParseTensorCheck("loss:rtol=1e-5"),
+                                 *ParseTensorCheck("ids:equal")},
+                                out);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), 5u);
+  EXPECT_NEAR((*results)[0].error, 0.5, 1e-7);
+  EXPECT_TRUE((*results)[0].passed);
+  EXPECT_FALSE((*results)[1].passed);
+  EXPECT_NEAR((*results)[2].error, 0.5 / 4.0, 1e-7);  // max|Δ| / max|ref|
+  EXPECT_FALSE((*results)[2].passed);
+  EXPECT_NEAR((*results)[3].error, 0.002 / 2.002, 1e-6);
+  EXPECT_FALSE((*results)[3].passed);
+  EXPECT_EQ((*results)[4].error, 1.0);
+  EXPECT_FALSE((*results)[4].passed);
+  EXPECT_NE(out.str().find("FAIL"), std::string::npos);
+}
+
+TEST(Compare, NaNNeverPasses) {
+  std::string a = TempPath("nan_a.safetensors"), r = TempPath("nan_r.safetensors");
+  Writer().Add("x", F32({2}, {1.0f, NAN})).To(a);
+  Writer().Add("x", F32({2}, {1.0f, 2.0f})).To(r);
+  std::ostringstream out;
+  auto results = CompareTensors(a, r, {*ParseTensorCheck("x:atol=1e9")}, out);
+  ASSERT_TRUE(results.ok());
+  EXPECT_FALSE((*results)[0].passed);
+}
+
+TEST(Compare, ReportsMissingTensorsAndShapeMismatches) {
+  std::string a = TempPath("m_a.safetensors"), r = TempPath("m_r.safetensors");
+  Writer().Add("x", F32({2}, {1.0f, 2.0f})).To(a);
+  Writer().Add("x", F32({1, 2}, {1.0f, 2.0f})).Add("y", F32({1}, {0.0f})).To(r);
+  std::ostringstream out;
+  auto shape = CompareTensors(a, r, {*ParseTensorCheck("x:atol=1")}, out);
+  ASSERT_FALSE(shape.ok());
+  EXPECT_NE(shape.status().message().find("has shape [2]"), std::string::npos)
+      << shape.status();
+  auto missing = CompareTensors(a, r, {*ParseTensorCheck("y:atol=1")}, out);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("no tensor 'y'"), std::string::npos);
+}
+
+TEST(Compare, LauncherCommandExitCodes) {
+  std::string a = TempPath("l_a.safetensors"), r = TempPath("l_r.safetensors");
+  Writer().Add("x", F32({2}, {1.0f, 2.0f})).To(a);
+  Writer().Add("x", F32({2}, {1.0f, 2.5f})).To(r);
+  auto run = [&](std::vector<std::string> args) {
+    std::vector<const char *> argv = {"bt-launcher"};
+    for (auto &s : args)
+      argv.push_back(s.c_str());
+    std::ostringstream out, err;
+    return LauncherMain(static_cast<int>(argv.size()), argv.data(), out, err);
+  };
+  EXPECT_EQ(run({"compare", a, r, "--check", "x:atol=1"}), 0);
+  EXPECT_EQ(run({"compare", a, r, "--check", "x:atol=0.1"}), 1);
+  EXPECT_EQ(run({"compare", a, r}), 2);
+  EXPECT_EQ(run({"compare", a, r, "--check", "x:bad"}), 2);
+}
+
+} // namespace
+} // namespace bt::rt
