@@ -4,10 +4,13 @@
 
 #include "bt/Codegen/CPUCodegen.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -120,6 +123,15 @@ std::unique_ptr<Kernels> Kernels::compile(const std::string &source,
     return nullptr;
   }
   auto k = std::unique_ptr<Kernels>(new Kernels());
+  module->walk([&](mlir::LLVM::LLVMFuncOp f) {
+    auto attr = f->getAttrOfType<mlir::ArrayAttr>("bt.params");
+    if (!attr || f.getName().starts_with("_mlir_ciface_"))
+      return;
+    std::vector<std::string> names;
+    for (mlir::Attribute a : attr)
+      names.push_back(llvm::cast<mlir::StringAttr>(a).str());
+    k->paramOrder.push_back({f.getName().str(), names});
+  });
   k->so = std::move(*so);
   // Load from memory like the runtime (docs/abi.md).
   k->fd = memfd_create("bt-kernels", MFD_CLOEXEC);
@@ -140,6 +152,73 @@ std::unique_ptr<Kernels> Kernels::compile(const std::string &source,
 
 void *Kernels::symbol(const std::string &name) const {
   return dlsym(handle, name.c_str());
+}
+
+std::vector<std::string> Kernels::params(const std::string &name) const {
+  for (const auto &[fn, names] : paramOrder)
+    if (fn == name)
+      return names;
+  return {};
+}
+
+bool bt::test::loadSafetensors(const std::string &path,
+                               std::vector<std::pair<std::string, Array>> &out,
+                               std::string &error) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf) {
+    error = "cannot read " + path;
+    return false;
+  }
+  llvm::StringRef bytes = (*buf)->getBuffer();
+  if (bytes.size() < 8) {
+    error = "truncated " + path;
+    return false;
+  }
+  uint64_t headerSize;
+  std::memcpy(&headerSize, bytes.data(), 8);
+  if (8 + headerSize > bytes.size()) {
+    error = "bad header size in " + path;
+    return false;
+  }
+  llvm::Expected<llvm::json::Value> header =
+      llvm::json::parse(bytes.substr(8, headerSize));
+  if (!header) {
+    error = llvm::toString(header.takeError());
+    return false;
+  }
+  llvm::StringRef data = bytes.drop_front(8 + headerSize);
+  for (const auto &[key, value] : *header->getAsObject()) {
+    if (key == "__metadata__")
+      continue;
+    const llvm::json::Object *t = value.getAsObject();
+    std::optional<llvm::StringRef> dtype = t->getString("dtype");
+    const llvm::json::Array *shape = t->getArray("shape");
+    const llvm::json::Array *offsets = t->getArray("data_offsets");
+    if (!dtype || !shape || !offsets || offsets->size() != 2) {
+      error = "bad entry " + key.str();
+      return false;
+    }
+    Array a;
+    for (const llvm::json::Value &d : *shape)
+      a.shape.push_back(*d.getAsInteger());
+    int64_t begin = *(*offsets)[0].getAsInteger(), end = *(*offsets)[1].getAsInteger();
+    llvm::StringRef raw = data.slice(begin, end);
+    if (*dtype == "F32") {
+      a.dtype = DType::F32;
+      a.f.resize(raw.size() / 4);
+      std::memcpy(a.f.data(), raw.data(), raw.size());
+    } else if (*dtype == "I64") {
+      a.dtype = DType::I64;
+      a.i.resize(raw.size() / 8);
+      std::memcpy(a.i.data(), raw.data(), raw.size());
+    } else {
+      error = "unsupported dtype " + dtype->str();
+      return false;
+    }
+    out.push_back({key.str(), std::move(a)});
+  }
+  return true;
 }
 
 static size_t elementSize(DType t) {

@@ -13,6 +13,7 @@
 #include "bt/Codegen/CPUCodegen.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -74,13 +75,20 @@ public:
                            const std::vector<const Array *> &args,
                            const std::vector<ResultSpec> &results) const;
   void *symbol(const std::string &name) const;
+  /// The `bt.params` order of entry point `name` (empty if none).
+  std::vector<std::string> params(const std::string &name) const;
   const std::string &sharedObject() const { return so; }
 
 private:
   void *handle = nullptr;
   int fd = -1;
   std::string so;
+  std::vector<std::pair<std::string, std::vector<std::string>>> paramOrder;
 };
+
+/// Reads every tensor of a safetensors file (F32 / I64); false on error.
+bool loadSafetensors(const std::string &path, std::vector<std::pair<std::string, Array>> &out,
+                     std::string &error);
 
 /// |a - b| <= atol + rtol * |b| elementwise; returns a message for the first
 /// few mismatches (empty when all close).
