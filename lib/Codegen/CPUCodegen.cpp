@@ -101,7 +101,7 @@ llvm::Expected<Target> createTarget(const bt::CPUCodegenOptions &opts) {
 /// LLVM dialect → optimized llvm::Module for `target`.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateAndOptimize(ModuleOp module, llvm::LLVMContext &llvmCtx, Target &target,
-                     unsigned optLevel) {
+                     unsigned optLevel, bool unrollLoops) {
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
@@ -142,7 +142,11 @@ translateAndOptimize(ModuleOp module, llvm::LLVMContext &llvmCtx, Target &target
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
   llvm::PipelineTuningOptions tuning;
-  tuning.LoopUnrolling = optLevel > 1;
+  // LLVM's full unrolling of the static inner loops of linalg-generated nests
+  // (e.g. [H, hd] copies) creates basic blocks of thousands of scalar
+  // instructions that the vectorizers no longer touch and that the machine
+  // schedulers take seconds on; vectorization plus interleaving does better.
+  tuning.LoopUnrolling = unrollLoops;
   tuning.LoopInterleaving = optLevel > 1;
   tuning.LoopVectorization = optLevel > 1;
   tuning.SLPVectorization = optLevel > 1;
@@ -226,7 +230,8 @@ bt::compileToLLVMIR(ModuleOp module, const CPUCodegenOptions &options) {
     return target.takeError();
   llvm::LLVMContext llvmCtx;
   auto llvmModule =
-      translateAndOptimize(module, llvmCtx, *target, options.optLevel);
+      translateAndOptimize(module, llvmCtx, *target, options.optLevel,
+                           options.unrollLoops);
   if (!llvmModule)
     return llvmModule.takeError();
   std::string text;
@@ -242,7 +247,8 @@ bt::compileToSharedObject(ModuleOp module, const CPUCodegenOptions &options) {
     return target.takeError();
   llvm::LLVMContext llvmCtx;
   auto llvmModule =
-      translateAndOptimize(module, llvmCtx, *target, options.optLevel);
+      translateAndOptimize(module, llvmCtx, *target, options.optLevel,
+                           options.unrollLoops);
   if (!llvmModule)
     return llvmModule.takeError();
 

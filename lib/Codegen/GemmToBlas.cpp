@@ -16,6 +16,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace bt {
 #define GEN_PASS_DEF_BTGEMMTOBLAS
@@ -70,6 +72,38 @@ std::optional<Gemm> matchGemm(Operation *op) {
   return g;
 }
 
+/// The allocation or argument a memref view is taken from.
+Value rootOf(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// A `linalg.fill` of zero into `c` right before `gemm` (only pure ops in
+/// between) that BLAS can replace with beta = 0: `c` is a fresh allocation
+/// (or a view of one) that neither input aliases, so no input reads the
+/// zeros.
+linalg::FillOp zeroFillBefore(Operation *gemm, const Gemm &g) {
+  Value root = rootOf(g.c);
+  if (!root.getDefiningOp<memref::AllocOp>() || rootOf(g.a) == root ||
+      rootOf(g.b) == root)
+    return nullptr;
+  for (Operation *op = gemm->getPrevNode(); op; op = op->getPrevNode()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+      if (!fill.hasPureBufferSemantics() || fill.getOutputs()[0] != g.c)
+        return nullptr;
+      auto cst = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+      auto value = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
+      if (!value || !value.getValue().isZero())
+        return nullptr;
+      return fill;
+    }
+    if (!isMemoryEffectFree(op))
+      return nullptr;
+  }
+  return nullptr;
+}
+
 struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
   using BTGemmToBlasBase::BTGemmToBlasBase;
 
@@ -105,6 +139,7 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
   }
 
   void rewrite(Operation *op, const Gemm &g, func::FuncOp sgemm) {
+    linalg::FillOp zeroFill = zeroFillBefore(op, g);
     OpBuilder b(op);
     Location loc = op->getLoc();
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
@@ -146,6 +181,10 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
           transB = i32c(g.transB ? kTrans : kNoTrans);
     Value alpha = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(1.0f));
     Value beta = alpha;
+    if (zeroFill) {
+      zeroFill.erase();
+      beta = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0.0f));
+    }
     Value mI = toI32(m), nI = toI32(n), kI = toI32(k);
 
     auto emitCall = [&](OpBuilder &ob, Value aAddr, Value bAddr, Value cAddr) {

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
@@ -508,124 +509,209 @@ public:
 
   /// Causal attention over [batch..., S, H, hd] (batch = [B] or [B, N_blk]),
   /// HF eager semantics; `mask` [batch..., S] or null.
+  ///
+  /// One scf.for over the G = batch·H heads; each iteration works on the
+  /// strided [S, hd] slices of q, k, v (row stride H·hd, unit inner stride,
+  /// so BLAS reads them in place), keeps one [S, S] score buffer that the
+  /// softmax updates in place (scores → exp → probabilities) and writes its
+  /// [S, hd] result into the output slice. Peak scratch is one head's scores
+  /// instead of [G, S, S] tensors.
   Value attention(Value q, Value k, Value v, Value mask, double scale) {
     RankedTensorType qt = tensorTypeOf(q);
     unsigned n = qt.getRank();
     unsigned nb = n - 3;
     Type elt = qt.getElementType();
     Type ct = computeTypeFor(elt);
-    // [batch.., S, H, hd] -> [batch.., H, S, hd]; the permutation is an
-    // involution, so it also transposes back.
-    SmallVector<int64_t> perm;
-    for (unsigned i = 0; i < nb; ++i)
-      perm.push_back(i);
-    perm.append({nb + 1, nb, nb + 2});
-    Value qT = transpose(q, perm), kT = transpose(k, perm),
-          vT = transpose(v, perm);
-    SmallVector<OpFoldResult> ts = sizes(qT); // [batch.., H, S, hd]
-    SmallVector<ReassociationIndices> re = collapseLeading(n, nb);
-    Value qG = collapse(qT, re), kG = collapse(kT, re), vG = collapse(vT, re);
-    SmallVector<OpFoldResult> gs = sizes(qG); // [G, S, hd]
-    Value scoresInit = filledF({gs[0], gs[1], gs[1]}, elt, 0.0);
-    Value scoresG = b.create<linalg::BatchMatmulTransposeBOp>(
-                         loc, TypeRange{scoresInit.getType()}, ValueRange{qG, kG},
-                         ValueRange{scoresInit})
-                        .getResult(0);
-    SmallVector<OpFoldResult> ss(ts.begin(), ts.end() - 1); // [batch.., H, S]
-    SmallVector<OpFoldResult> rows = ss;
-    ss.push_back(ts[n - 2]); // [batch.., H, S, S]
-    Value scores = expand(scoresG, re, ss);
-
-    // Softmax over the key dim with the HF eager mask.
-    AffineMap id = AffineMap::getMultiDimIdentityMap(n, ctx);
-    AffineMap rowMap = dropLastDims(ctx, n, 1);
-    AffineMap rowId = AffineMap::getMultiDimIdentityMap(n - 1, ctx);
-    SmallVector<unsigned> maskDims;
-    for (unsigned i = 0; i < nb; ++i)
-      maskDims.push_back(i);
-    maskDims.push_back(n - 1);
-    AffineMap maskMap = selectDims(ctx, n, maskDims);
-    auto rowType = RankedTensorType::get(staticShapeOf(rows), ct);
-    auto fullType = RankedTensorType::get(staticShapeOf(ss), ct);
-
-    // v = where(t <= s, score·scale, MIN) + (1 - mask)·MIN
-    auto masked = [&, n](OpBuilder &nb2, Location l, Value score,
-                         Value maskV) -> Value {
-      Value sc = nb2.create<arith::ConstantOp>(l, nb2.getFloatAttr(ct, scale));
-      Value minV = nb2.create<arith::ConstantOp>(l, nb2.getFloatAttr(ct, kF32Min));
-      Value x = nb2.create<arith::MulFOp>(l, ext(nb2, l, score, ct), sc);
-      Value s = nb2.create<linalg::IndexOp>(l, n - 2);
-      Value t = nb2.create<linalg::IndexOp>(l, n - 1);
-      Value causal = nb2.create<arith::CmpIOp>(l, arith::CmpIPredicate::ule, t, s);
-      x = nb2.create<arith::SelectOp>(l, causal, x, minV);
-      if (maskV) {
-        Value one = nb2.create<arith::ConstantOp>(l, nb2.getFloatAttr(ct, 1.0));
-        Value m = intToFloat(nb2, l, maskV, ct);
-        Value add = nb2.create<arith::MulFOp>(
-            l, nb2.create<arith::SubFOp>(l, one, m), minV);
-        x = nb2.create<arith::AddFOp>(l, x, add);
-      }
-      return x;
-    };
-    SmallVector<Value> ins{scores};
-    SmallVector<AffineMap> insMaps{id};
-    if (mask) {
-      ins.push_back(mask);
-      insMaps.push_back(maskMap);
+    SmallVector<OpFoldResult> qs = sizes(q); // [batch.., S, H, hd]
+    OpFoldResult seq = qs[nb], hd = qs[nb + 2];
+    int64_t heads = qt.getDimSize(nb + 1);
+    // G = prod(batch) * H.
+    Value g = b.create<arith::ConstantIndexOp>(loc, heads);
+    SmallVector<Value> batchSizes;
+    for (unsigned i = 0; i < nb; ++i) {
+      batchSizes.push_back(getValueOrCreateConstantIndexOp(b, loc, qs[i]));
+      g = b.create<arith::MulIOp>(loc, g, batchSizes.back());
     }
+    Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+    Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+    Value headsV = b.create<arith::ConstantIndexOp>(loc, heads);
+    Value init = empty(qs, elt);
     bool hasMask = static_cast<bool>(mask);
-    // Row max.
-    SmallVector<AffineMap> maps = insMaps;
-    maps.push_back(rowMap);
-    Value rowMax = generic(
-        rowType, ins, filledF(rows, ct, -std::numeric_limits<double>::infinity()),
-        maps, iterators(n - 1, 1), [&](OpBuilder &nb2, Location l, ValueRange a) {
-          Value x = masked(nb2, l, a[0], hasMask ? a[1] : Value());
-          nb2.create<linalg::YieldOp>(
-              l, nb2.create<arith::MaximumFOp>(l, a.back(), x).getResult());
-        })[0];
-    // e = exp(v - max).
-    SmallVector<Value> ins2 = ins;
-    ins2.push_back(rowMax);
-    SmallVector<AffineMap> maps2 = insMaps;
-    maps2.append({rowMap, id});
-    Value e = generic(fullType, ins2, empty(ss, ct), maps2, iterators(n, 0),
-                      [&](OpBuilder &nb2, Location l, ValueRange a) {
-                        Value x = masked(nb2, l, a[0], hasMask ? a[1] : Value());
-                        Value d = nb2.create<arith::SubFOp>(l, x, a[a.size() - 2]);
-                        nb2.create<linalg::YieldOp>(
-                            l, nb2.create<math::ExpOp>(l, d).getResult());
-                      })[0];
-    // Row sum, reciprocal, normalize.
-    Value rowSum = generic(rowType, e, filledF(rows, ct, 0.0), {id, rowMap},
-                           iterators(n - 1, 1),
-                           [&](OpBuilder &nb2, Location l, ValueRange a) {
-                             nb2.create<linalg::YieldOp>(
-                                 l, nb2.create<arith::AddFOp>(l, a[1], a[0]).getResult());
-                           })[0];
-    Value rowInv = generic(rowType, rowSum, empty(rows, ct), {rowId, rowId},
-                           iterators(n - 1, 0),
-                           [&](OpBuilder &nb2, Location l, ValueRange a) {
-                             Value one = nb2.create<arith::ConstantOp>(
-                                 l, nb2.getFloatAttr(ct, 1.0));
-                             nb2.create<linalg::YieldOp>(
-                                 l, nb2.create<arith::DivFOp>(l, one, a[0]).getResult());
-                           })[0];
-    auto probType = RankedTensorType::get(staticShapeOf(ss), elt);
-    Value probs = generic(probType, ValueRange{e, rowInv}, empty(ss, elt),
-                          {id, rowMap, id}, iterators(n, 0),
-                          [&](OpBuilder &nb2, Location l, ValueRange a) {
-                            Value p = nb2.create<arith::MulFOp>(l, a[0], a[1]);
-                            nb2.create<linalg::YieldOp>(l, trunc(nb2, l, p, elt));
-                          })[0];
-    Value pG = collapse(probs, re);
-    Value outInit = filledF(gs, elt, 0.0);
-    Value oG = b.create<linalg::BatchMatmulOp>(loc, TypeRange{outInit.getType()},
-                                               ValueRange{pG, vG},
-                                               ValueRange{outInit})
-                   .getResult(0);
-    Value o = expand(oG, re, ts);
-    return transpose(o, perm, ts);
+    auto rowVecType = RankedTensorType::get(
+        {ShapedType::isDynamic(qt.getDimSize(nb)) ? ShapedType::kDynamic
+                                                  : qt.getDimSize(nb)},
+        ct);
+    int64_t sStatic = qt.getDimSize(nb);
+    auto headType = RankedTensorType::get({sStatic, qt.getDimSize(nb + 2)}, elt);
+
+    auto loop = b.create<scf::ForOp>(
+        loc, zero, g, one, ValueRange{init},
+        [&](OpBuilder &lb, Location l, Value iv, ValueRange iterArgs) {
+          Emitter e(lb, l);
+          // Delinearize iv = ((b0 * B1 + b1) * ... ) * H + h.
+          Value h = lb.create<arith::RemUIOp>(l, iv, headsV);
+          Value rest = lb.create<arith::DivUIOp>(l, iv, headsV);
+          SmallVector<Value> bIdx(nb);
+          for (int i = static_cast<int>(nb) - 1; i >= 0; --i) {
+            if (i == 0) {
+              bIdx[i] = rest;
+            } else {
+              bIdx[i] = lb.create<arith::RemUIOp>(l, rest, batchSizes[i]);
+              rest = lb.create<arith::DivUIOp>(l, rest, batchSizes[i]);
+            }
+          }
+          // Slices [b.., :, h, :] of q, k, v and the output.
+          SmallVector<OpFoldResult> offsets, sliceSizes, strides(n, lb.getIndexAttr(1));
+          for (unsigned i = 0; i < nb; ++i) {
+            offsets.push_back(bIdx[i]);
+            sliceSizes.push_back(lb.getIndexAttr(1));
+          }
+          offsets.append({lb.getIndexAttr(0), h, lb.getIndexAttr(0)});
+          sliceSizes.append({seq, lb.getIndexAttr(1), hd});
+          auto head = [&](Value t) -> Value {
+            return lb.create<tensor::ExtractSliceOp>(l, headType, t, offsets,
+                                                     sliceSizes, strides);
+          };
+          Value qh = head(q), kh = head(k), vh = head(v);
+          Value scoresInit = e.filledF({seq, seq}, elt, 0.0);
+          Value scores = lb.create<linalg::MatmulTransposeBOp>(
+                              l, TypeRange{scoresInit.getType()}, ValueRange{qh, kh},
+                              ValueRange{scoresInit})
+                             .getResult(0);
+          Value maskRow;
+          if (hasMask) {
+            SmallVector<OpFoldResult> mOff(offsets.begin(), offsets.begin() + nb);
+            SmallVector<OpFoldResult> mSizes(sliceSizes.begin(), sliceSizes.begin() + nb);
+            mOff.push_back(lb.getIndexAttr(0));
+            mSizes.push_back(seq);
+            SmallVector<OpFoldResult> mStrides(nb + 1, lb.getIndexAttr(1));
+            auto mt = RankedTensorType::get({sStatic},
+                                            tensorTypeOf(mask).getElementType());
+            maskRow = lb.create<tensor::ExtractSliceOp>(l, mt, mask, mOff, mSizes,
+                                                        mStrides);
+          }
+
+          MLIRContext *c = ctx;
+          AffineMap id2 = AffineMap::getMultiDimIdentityMap(2, c);
+          AffineMap rowMap = selectDims(c, 2, {0});
+          AffineMap colMap = selectDims(c, 2, {1});
+          AffineMap id1 = AffineMap::getMultiDimIdentityMap(1, c);
+          SmallVector<OpFoldResult> rows{seq};
+          // v = where(t <= s, score·scale, MIN) + (1 - mask[t])·MIN, in f32.
+          auto masked = [&](OpBuilder &bb, Location ll, Value score,
+                            Value maskV) -> Value {
+            Value sc = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, scale));
+            Value minV = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, kF32Min));
+            Value x = bb.create<arith::MulFOp>(ll, ext(bb, ll, score, ct), sc);
+            Value si = bb.create<linalg::IndexOp>(ll, 0);
+            Value ti = bb.create<linalg::IndexOp>(ll, 1);
+            Value causal = bb.create<arith::CmpIOp>(ll, arith::CmpIPredicate::ule, ti, si);
+            x = bb.create<arith::SelectOp>(ll, causal, x, minV);
+            if (maskV) {
+              Value onef = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, 1.0));
+              Value m = intToFloat(bb, ll, maskV, ct);
+              Value add = bb.create<arith::MulFOp>(
+                  ll, bb.create<arith::SubFOp>(ll, onef, m), minV);
+              x = bb.create<arith::AddFOp>(ll, x, add);
+            }
+            return x;
+          };
+          // Row max.
+          SmallVector<Value> ins{scores};
+          SmallVector<AffineMap> maps{id2};
+          if (hasMask) {
+            ins.push_back(maskRow);
+            maps.push_back(colMap);
+          }
+          maps.push_back(rowMap);
+          Value rowMax =
+              e.generic(rowVecType, ins,
+                        e.filledF(rows, ct, -std::numeric_limits<double>::infinity()),
+                        maps, iterators(1, 1),
+                        [&](OpBuilder &bb, Location ll, ValueRange a) {
+                          Value x = masked(bb, ll, a[0], hasMask ? a[1] : Value());
+                          bb.create<linalg::YieldOp>(
+                              ll, bb.create<arith::MaximumFOp>(ll, a.back(), x).getResult());
+                        })[0];
+          // e = exp(v - max), in place of the scores when they are f32.
+          // Like Sleef's expf (PyTorch's vectorized softmax), d < -104 gives
+          // exactly 0; clamping the argument keeps libm off its underflow path.
+          bool inPlace = elt == ct;
+          SmallVector<Value> eIns;
+          SmallVector<AffineMap> eMaps;
+          if (!inPlace) {
+            eIns.push_back(scores);
+            eMaps.push_back(id2);
+          }
+          if (hasMask) {
+            eIns.push_back(maskRow);
+            eMaps.push_back(colMap);
+          }
+          eIns.push_back(rowMax);
+          eMaps.push_back(rowMap);
+          eMaps.push_back(id2);
+          Value eInit = inPlace ? scores : e.empty({seq, seq}, ct);
+          auto fullType = RankedTensorType::get({sStatic, sStatic}, ct);
+          Value ex = e.generic(
+              fullType, eIns, eInit, eMaps, iterators(2, 0),
+              [&](OpBuilder &bb, Location ll, ValueRange a) {
+                Value score = inPlace ? a.back() : a[0];
+                Value maskV = hasMask ? a[inPlace ? 0 : 1] : Value();
+                Value mx = a[a.size() - 2];
+                Value x = masked(bb, ll, score, maskV);
+                Value d = bb.create<arith::SubFOp>(ll, x, mx);
+                Value lo = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, -104.0));
+                Value zf = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, 0.0));
+                Value under = bb.create<arith::CmpFOp>(ll, arith::CmpFPredicate::OLT, d, lo);
+                Value arg = bb.create<arith::SelectOp>(ll, under, zf, d);
+                Value ev = bb.create<math::ExpOp>(ll, arg);
+                bb.create<linalg::YieldOp>(
+                    ll, bb.create<arith::SelectOp>(ll, under, zf, ev).getResult());
+              })[0];
+          // Row sum, reciprocal, normalize (in place).
+          Value rowSum = e.generic(
+              rowVecType, ex, e.filledF(rows, ct, 0.0), {id2, rowMap}, iterators(1, 1),
+              [&](OpBuilder &bb, Location ll, ValueRange a) {
+                bb.create<linalg::YieldOp>(
+                    ll, bb.create<arith::AddFOp>(ll, a[1], a[0]).getResult());
+              })[0];
+          Value rowInv = e.generic(
+              rowVecType, rowSum, e.empty(rows, ct), {id1, id1}, iterators(1, 0),
+              [&](OpBuilder &bb, Location ll, ValueRange a) {
+                Value onef = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, 1.0));
+                bb.create<linalg::YieldOp>(
+                    ll, bb.create<arith::DivFOp>(ll, onef, a[0]).getResult());
+              })[0];
+          auto probType = RankedTensorType::get({sStatic, sStatic}, elt);
+          Value probs;
+          if (inPlace) {
+            probs = e.generic(probType, rowInv, ex, {rowMap, id2}, iterators(2, 0),
+                              [&](OpBuilder &bb, Location ll, ValueRange a) {
+                                bb.create<linalg::YieldOp>(
+                                    ll, bb.create<arith::MulFOp>(ll, a[1], a[0]).getResult());
+                              })[0];
+          } else {
+            probs = e.generic(probType, ValueRange{ex, rowInv}, e.empty({seq, seq}, elt),
+                              {id2, rowMap, id2}, iterators(2, 0),
+                              [&](OpBuilder &bb, Location ll, ValueRange a) {
+                                Value p = bb.create<arith::MulFOp>(ll, a[0], a[1]);
+                                bb.create<linalg::YieldOp>(ll, trunc(bb, ll, p, elt));
+                              })[0];
+          }
+          // out[b.., :, h, :] = probs · v_h, written into the output slice.
+          Value acc = iterArgs[0];
+          Value outSlice = head(acc);
+          Value zeroElt = lb.create<arith::ConstantOp>(l, lb.getFloatAttr(elt, 0.0));
+          Value outInit = lb.create<linalg::FillOp>(l, zeroElt, outSlice).getResult(0);
+          Value o = lb.create<linalg::MatmulOp>(l, TypeRange{outInit.getType()},
+                                                ValueRange{probs, vh},
+                                                ValueRange{outInit})
+                        .getResult(0);
+          Value updated = lb.create<tensor::InsertSliceOp>(l, o, acc, offsets,
+                                                           sliceSizes, strides);
+          lb.create<scf::YieldOp>(l, updated);
+        });
+    return loop.getResult(0);
   }
 
   /// Mean cross-entropy over labels != ignore (NaN if none).

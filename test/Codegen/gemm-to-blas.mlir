@@ -75,3 +75,35 @@ func.func @not_blas(%a: memref<8x16xf32, strided<[1, 8]>>, %b: memref<16x8xf32>,
   %r = linalg.matmul ins(%ta, %tb : tensor<8x16xf32>, tensor<16x8xf32>) outs(%tc : tensor<8x8xf32>) -> tensor<8x8xf32>
   return %r : tensor<8x8xf32>
 }
+
+// A zero fill of a fresh buffer right before the GEMM becomes beta = 0.
+// CHECK-LABEL: func.func @zero_init
+//   CHECK-NOT:   linalg.fill
+//       CHECK:   %[[ALPHA:.*]] = arith.constant 1.000000e+00 : f32
+//  CHECK-NEXT:   %[[BETA0:.*]] = arith.constant 0.000000e+00 : f32
+//       CHECK:   call @cblas_sgemm({{.*}}, %[[ALPHA]], {{.*}}, %[[BETA0]], %{{.*}}, %{{.*}})
+func.func @zero_init(%a: memref<?x37xf32>, %b: memref<29x37xf32>, %n: index) -> memref<?x29xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc(%n) : memref<?x29xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<?x29xf32>)
+  linalg.matmul_transpose_b ins(%a, %b : memref<?x37xf32>, memref<29x37xf32>) outs(%c : memref<?x29xf32>)
+  return %c : memref<?x29xf32>
+}
+
+// Not when the output is an argument (an input could alias it) or the fill
+// is not zero.
+// CHECK-LABEL: func.func @keep_fill
+//       CHECK:   linalg.fill
+//       CHECK:   call @cblas_sgemm
+//       CHECK:   linalg.fill
+//       CHECK:   call @cblas_sgemm
+func.func @keep_fill(%a: memref<?x37xf32>, %b: memref<29x37xf32>, %c: memref<?x29xf32>, %n: index) -> memref<?x29xf32> {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<?x29xf32>)
+  linalg.matmul_transpose_b ins(%a, %b : memref<?x37xf32>, memref<29x37xf32>) outs(%c : memref<?x29xf32>)
+  %d = memref.alloc(%n) : memref<?x29xf32>
+  linalg.fill ins(%one : f32) outs(%d : memref<?x29xf32>)
+  linalg.matmul_transpose_b ins(%a, %b : memref<?x37xf32>, memref<29x37xf32>) outs(%d : memref<?x29xf32>)
+  return %d : memref<?x29xf32>
+}

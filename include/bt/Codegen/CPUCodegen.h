@@ -36,6 +36,10 @@ struct CPUCodegenOptions {
   std::string features;
   /// LLVM optimization level of the IR pipeline and code generation, 0-3.
   unsigned optLevel = 3;
+  /// Let LLVM unroll loops (full and runtime unrolling). Off by default: it
+  /// fully unrolls the static inner loops of the generated nests into huge
+  /// scalar blocks (slow to compile, slower to run than the vectorized loop).
+  bool unrollLoops = false;
   /// ld.lld to use; empty: ld.lld-19, ld.lld in PATH, /usr/lib/llvm-19/bin.
   std::string linker;
   /// DT_SONAME of the shared object.

@@ -27,7 +27,7 @@ def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
     | `bt.prefix_projection` | as `bt.linear`, then the last dim `P·T` expanded to `[P, T]` |
     | `bt.split_qkv` | `tensor.expand_shape` to `[..., H, 3, hd]` and three rank-reducing `tensor.extract_slice` (views, no copy) |
     | `bt.rotary` | one cos/sin table `[positions..., r/2]` per distinct positions operand (inv_freq = 1/base^(2i/r) evaluated in f32 at compile time, angle = f32(pos)·inv_freq), then `y1 = x1·cos − x2·sin`, `y2 = x2·cos + x1·sin` on the halves of the rotated dims; other dims are copied |
-    | `bt.attention`, `bt.local_attention` | `[.., S, H, hd]` transposed to `[.., H, S, hd]`; scores by `linalg.batch_matmul_transpose_b`; HF eager masking in f32 `where(t ≤ s, q·k·scale, MIN) + (1 − key_mask)·MIN` with `MIN = finfo(f32).min`; softmax with max subtraction (`exp(v − max)`, times `1/sum`); `linalg.batch_matmul` with v; transposed back. Like HF, a query without any valid causal key is uniform over the keys whose score is exactly MIN (its masked causal keys and the valid non-causal ones; masked non-causal keys are `MIN + MIN = −inf`) |
+    | `bt.attention`, `bt.local_attention` | one `scf.for` over the B·H (B·N_blk·H) heads; per head the strided `[S, hd]` slices of q, k, v (no transposes: BLAS reads them in place), scores by `linalg.matmul_transpose_b` into one `[S, S]` buffer that the softmax updates in place; HF eager masking in f32 `where(t ≤ s, q·k·scale, MIN) + (1 − key_mask)·MIN` with `MIN = finfo(f32).min`; softmax with max subtraction (`exp(v − max)`, exactly 0 below −104 like PyTorch's Sleef expf, times `1/sum`); `linalg.matmul` with v into the output slice. Like HF, a query without any valid causal key is uniform over the keys whose score is exactly MIN (its masked causal keys and the valid non-causal ones; masked non-causal keys are `MIN + MIN = −inf`) |
     | `bt.fused_local_attention` | the unfused chain `bt.split_qkv` → `bt.rotary` (q, k; one shared table) → `bt.local_attention`, so the result is numerically identical to it |
     | `bt.cross_entropy` | per row `−((x[label] − max) − log Σ exp(x − max))` (PyTorch log_softmax order), summed in f64 over labels `≠ ignore_index`, divided by their count in f32 (`0/0 = NaN` when all are ignored) |
 
@@ -46,6 +46,7 @@ def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
     "::mlir::cf::ControlFlowDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",
   ];
 }
@@ -111,8 +112,11 @@ def BTGemmToBlas : Pass<"bt-gemm-to-blas", "::mlir::ModuleOp"> {
     `linalg.batch_matmul` and `linalg.batch_matmul_transpose_b` on f32
     memrefs into calls to `cblas_sgemm` (row-major, `CblasNoTrans` for A,
     `CblasNoTrans` or `CblasTrans` for B, `alpha = 1`, `beta = 1` since the
-    output already holds the init, e.g. the bias of `bt.linear`). Batched
-    forms become an `scf.for` over the batch with one call per matrix.
+    output already holds the init, e.g. the bias of `bt.linear`). When the
+    init is a `linalg.fill` of zero right before the GEMM into a fresh
+    allocation that no input aliases, the fill is removed and `beta = 0`.
+    Batched forms become an `scf.for` over the batch with one call per
+    matrix.
 
     Pointers are `memref.extract_aligned_pointer_as_index` plus the offset of
     `memref.extract_strided_metadata`, scaled to bytes, cast to `!llvm.ptr`;

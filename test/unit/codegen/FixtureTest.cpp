@@ -13,7 +13,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -213,5 +216,68 @@ INSTANTIATE_TEST_SUITE_P(Codegen, VanillaFixture, ::testing::Values(true, false)
                          [](const ::testing::TestParamInfo<bool> &info) {
                            return std::string(info.param ? "blas" : "loops");
                          });
+
+} // namespace
+
+namespace {
+
+/// Throughput of a pythia-410m-sized layer stack (run by hand:
+/// --gtest_also_run_disabled_tests --gtest_filter='*Bench*').
+TEST(CodegenBench, DISABLED_NeoXLayers) {
+  const int64_t layers = 2, d = 1024, heads = 16, inter = 4096, vocab = 512,
+                b = 4, t = 512;
+  CPUPipelineOptions options;
+  std::string error;
+  auto start = std::chrono::steady_clock::now();
+  std::string src = vanillaModule(layers, d, heads, inter, vocab, 16);
+  if (const char *dump = std::getenv("BT_BENCH_DUMP"))
+    std::ofstream(dump) << src;
+  auto k = Kernels::compile(src, options, error);
+  ASSERT_TRUE(k) << error;
+  double compileS = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::mt19937 rng(7);
+  std::vector<Array> weights;
+  std::vector<std::string> order = k->params("eval_loss");
+  weights.reserve(order.size());
+  for (const std::string &name : order) {
+    std::vector<int64_t> shape;
+    if (name.find("embed") != std::string::npos)
+      shape = {vocab, d};
+    else if (name.find("query_key_value.weight") != std::string::npos)
+      shape = {3 * d, d};
+    else if (name.find("query_key_value.bias") != std::string::npos)
+      shape = {3 * d};
+    else if (name.find("dense.weight") != std::string::npos)
+      shape = {d, d};
+    else if (name.find("h_to_4h.weight") != std::string::npos)
+      shape = {inter, d};
+    else if (name.find("h_to_4h.bias") != std::string::npos)
+      shape = {inter};
+    else if (name.find("4h_to_h.weight") != std::string::npos)
+      shape = {d, inter};
+    else
+      shape = {d};
+    weights.push_back(Array::random(shape, rng, -0.02f, 0.02f));
+  }
+  std::vector<int64_t> idv(b * t), maskv(b * t, 1);
+  for (auto &x : idv)
+    x = rng() % vocab;
+  Array ids = Array::i64({b, t}, idv), mask = Array::i64({b, t}, maskv);
+  std::vector<const Array *> args;
+  for (const Array &w : weights)
+    args.push_back(&w);
+  args.push_back(&ids);
+  args.push_back(&mask);
+  args.push_back(&ids);
+  k->call("eval_loss", args, {{3}, {0}}); // warm-up
+  const int reps = 3;
+  start = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i)
+    k->call("eval_loss", args, {{3}, {0}});
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps;
+  double gflop = layers * (24.0 * b * t * d * d + 4.0 * b * heads * t * t * (d / heads)) / 1e9;
+  std::printf("compile %.2f s; forward %.3f s for %lld tokens: %.0f tok/s, %.1f GFLOP/s\n",
+              compileS, s, static_cast<long long>(b * t), b * t / s, gflop / s);
+}
 
 } // namespace

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <dlfcn.h>
 #include <sstream>
@@ -133,6 +134,26 @@ std::unique_ptr<Kernels> Kernels::compile(const std::string &source,
     k->paramOrder.push_back({f.getName().str(), names});
   });
   k->so = std::move(*so);
+  // For profiling (perf cannot symbolize a memfd): BT_TEST_SO_DIR=dir
+  // writes the library there and loads it from that file.
+  if (const char *dir = std::getenv("BT_TEST_SO_DIR")) {
+    static int counter = 0;
+    std::string path = std::string(dir) + "/bt-kernels-" +
+                       std::to_string(getpid()) + "-" +
+                       std::to_string(counter++) + ".so";
+    FILE *f = std::fopen(path.c_str(), "wb");
+    if (!f || std::fwrite(k->so.data(), 1, k->so.size(), f) != k->so.size()) {
+      error = "cannot write " + path;
+      return nullptr;
+    }
+    std::fclose(f);
+    k->handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!k->handle) {
+      error = std::string("dlopen failed: ") + dlerror();
+      return nullptr;
+    }
+    return k;
+  }
   // Load from memory like the runtime (docs/abi.md).
   k->fd = memfd_create("bt-kernels", MFD_CLOEXEC);
   if (k->fd < 0 ||
