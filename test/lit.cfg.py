@@ -23,5 +23,24 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.bt_tools_dir, config.llvm_tools_dir]
-tools = [ToolSubst("bt-opt", unresolved="fatal")]
+tools = [ToolSubst("bt-opt", unresolved="fatal"), ToolSubst("mlir-cpu-runner", unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# Execution tests of the CPU pipeline (test/Codegen/run-*.mlir): mlir-cpu-runner
+# with the MLIR runner utils (printing) and OpenBLAS (cblas_sgemm).
+llvm_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+runner_utils = os.path.join(llvm_lib_dir, "libmlir_runner_utils.so")
+c_runner_utils = os.path.join(llvm_lib_dir, "libmlir_c_runner_utils.so")
+openblas = None
+for d in ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"]:
+    candidate = os.path.join(d, "libopenblas.so.0")
+    if os.path.exists(candidate):
+        openblas = candidate
+        break
+if (os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-cpu-runner"))
+        and os.path.exists(runner_utils) and os.path.exists(c_runner_utils)
+        and openblas):
+    config.available_features.add("cpu-runner")
+    config.substitutions.append(("%mlir_runner_utils", runner_utils))
+    config.substitutions.append(("%mlir_c_runner_utils", c_runner_utils))
+    config.substitutions.append(("%openblas", openblas))

@@ -3,10 +3,13 @@
 // Runs any bt or upstream pass / pipeline on .mlir files, like mlir-opt:
 //   bt-opt input.mlir --bt-verify-kv-lifetimes
 // Registers all upstream dialects, passes and extensions, the GPU → LLVM IR
-// translations (needed by gpu-module-to-binary), and the bt dialect and passes.
+// translations (needed by gpu-module-to-binary), and the bt dialect, passes
+// and pipelines (bt-cpu-pipeline).
 //
 //===----------------------------------------------------------------------===//
 
+#include "bt/Codegen/Passes.h"
+#include "bt/Codegen/Pipelines.h"
 #include "bt/Dialect/BT/IR/BTDialect.h"
 #include "bt/Transforms/Passes.h"
 
@@ -26,6 +29,8 @@ int main(int argc, char **argv) {
 
   mlir::registerAllPasses();
   bt::registerBTTransformsPasses();
+  bt::registerBTCodegenPasses();
+  bt::registerCPUPipeline();
 
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "bt optimizer driver\n", registry));

@@ -1,0 +1,190 @@
+//===- Passes.td - bt code generation passes ----------------*- tablegen -*-===//
+//
+// Passes that lower layer-level bt IR to code (DESIGN.md §2, lib/Codegen).
+// The CPU pipeline that chains them is `bt-cpu-pipeline` (see
+// include/bt/Codegen/Pipelines.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_CODEGEN_PASSES_TD
+#define BT_CODEGEN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
+  let summary = "Lower layer-level bt ops to linalg, tensor, arith and math on tensors";
+  let description = [{
+    Rewrites every layer-level bt op into destination-style ops on tensors,
+    following the op semantics of the ODS descriptions (the numerics of HF
+    GPT-NeoX in eager mode, fp32):
+
+    | op | lowering |
+    |---|---|
+    | `bt.embedding_lookup` | `linalg.generic` gather (`tensor.extract` of the table row); an id outside `[0, V)` fails a `cf.assert` |
+    | `bt.layer_norm` | row sum, row sum of squared deviations (biased variance), then `(x·rstd + (−rstd·mean))·w + b` with `rstd = 1/sqrt(var + eps)` |
+    | `bt.linear` | leading dims collapsed to `M`; `linalg.matmul_transpose_b` (`x · Wᵀ`) whose init is the bias broadcast to `[M, N]` (zero without bias), so the GEMM accumulates onto it; a Conv1d weight `[N, K, 1]` is collapsed to `[N, K]` |
+    | `bt.gelu` | `x · 0.5 · (1 + erf(x · 1/√2))` with `math.erf` |
+    | `bt.prefix_projection` | as `bt.linear`, then the last dim `P·T` expanded to `[P, T]` |
+    | `bt.split_qkv` | `tensor.expand_shape` to `[..., H, 3, hd]` and three rank-reducing `tensor.extract_slice` (views, no copy) |
+    | `bt.rotary` | one cos/sin table `[positions..., r/2]` per distinct positions operand (inv_freq = 1/base^(2i/r) evaluated in f32 at compile time, angle = f32(pos)·inv_freq), then `y1 = x1·cos − x2·sin`, `y2 = x2·cos + x1·sin` on the halves of the rotated dims; other dims are copied |
+    | `bt.attention`, `bt.local_attention` | one `scf.for` over the B·H (B·N_blk·H) heads; per head the strided `[S, hd]` slices of q, k, v (no transposes: BLAS reads them in place), scores by `linalg.matmul_transpose_b` into one `[S, S]` buffer that the softmax updates in place; HF eager masking in f32 `where(t ≤ s, q·k·scale, MIN) + (1 − key_mask)·MIN` with `MIN = finfo(f32).min`; softmax with max subtraction (`exp(v − max)`, exactly 0 below −104 like PyTorch's Sleef expf, times `1/sum`); `linalg.matmul` with v into the output slice. Like HF, a query without any valid causal key is uniform over the keys whose score is exactly MIN (its masked causal keys and the valid non-causal ones; masked non-causal keys are `MIN + MIN = −inf`) |
+    | `bt.fused_local_attention` | the unfused chain `bt.split_qkv` → `bt.rotary` (q, k; one shared table) → `bt.local_attention`, so the result is numerically identical to it |
+    | `bt.cross_entropy` | per row `−((x[label] − max) − log Σ exp(x − max))` (PyTorch log_softmax order), summed in f64 over labels `≠ ignore_index`, divided by their count in f32 (`0/0 = NaN` when all are ignored) |
+
+    Dynamic dims (batch, number of blocks, sequence) are supported; shapes are
+    read with `tensor.dim`. f16/bf16 activations are computed in f32 and
+    rounded back (matmuls stay in the element type).
+
+    `bt.param_ref` is left alone (`bt-params-to-arguments` replaces it).
+    `tensor.concat` is decomposed into `tensor.insert_slice`s so that it can
+    be bufferized. Model-level and KV-cache ops are not handled: run
+    `bt-decompose` first; any remaining bt op other than `bt.param` /
+    `bt.param_ref` is an error.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def BTParamsToArguments : Pass<"bt-params-to-arguments", "::mlir::ModuleOp"> {
+  let summary = "Turn bt.param references into leading function arguments";
+  let description = [{
+    Gives every `func.func` that reads parameters (through `bt.param_ref`,
+    directly or through the functions it calls) one extra **leading**
+    argument per parameter it needs, replaces each `bt.param_ref` by the
+    corresponding argument, passes the arguments along at `func.call` sites,
+    records the order in the function attribute
+    `bt.params = ["name", ...]`, and erases every `bt.param`.
+
+    **Order:** the parameters of a function are ordered as their `bt.param`
+    declarations appear in the module (module declaration order), restricted
+    to the ones the function uses. The runtime passes weights in this order
+    (docs/abi.md, `EntryPoint.params`). Each parameter argument carries
+    `bt.param = "name"` as an argument attribute.
+
+    Errors: a `bt.param` symbol still used by another op than `bt.param_ref`
+    (a model-level op: run `bt-decompose` first), or a function whose
+    parameter needs cannot be propagated (a call through a non-`func.call`
+    op).
+  }];
+}
+
+def BTMarkEntryPoints : Pass<"bt-mark-entry-points", "::mlir::ModuleOp"> {
+  let summary = "Prepare public functions for the kernel ABI";
+  let description = [{
+    For every public `func.func` with a body (an entry point of the kernel
+    library, docs/abi.md):
+    - sets `llvm.emit_c_interface`, so that `convert-func-to-llvm` emits the
+      `_mlir_ciface_<name>` wrapper taking pointers to memref descriptors
+      that `bt-emit-entry-wrappers` calls;
+    - marks every tensor argument `bufferization.writable = false`:
+      weights and inputs belong to the caller, and one-shot bufferization
+      must never write into them (it copies instead).
+  }];
+}
+
+def BTFuseElementwise : Pass<"bt-fuse-elementwise"> {
+  let summary = "Fuse elementwise linalg.generic producers into consumers where it pays";
+  let description = [{
+    Runs linalg's elementwise producer/consumer fusion on tensors with a
+    cost guard: a producer is fused only if
+
+    - it has a single use (no duplicated work), and
+    - the consumer reads it through a permutation map, i.e. it is not
+      broadcast; fusing a broadcast producer (e.g. per-row statistics into a
+      per-element consumer) would recompute it for every broadcast element.
+
+    Fill/generic folding and scalar-constant folding of the upstream pattern
+    set are included.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def BTGemmToBlas : Pass<"bt-gemm-to-blas", "::mlir::ModuleOp"> {
+  let summary = "Rewrite f32 GEMMs on memrefs into cblas_sgemm calls";
+  let description = [{
+    After bufferization, rewrites `linalg.matmul`, `linalg.matmul_transpose_b`,
+    `linalg.batch_matmul` and `linalg.batch_matmul_transpose_b` on f32
+    memrefs into calls to `cblas_sgemm` (row-major, `CblasNoTrans` for A,
+    `CblasNoTrans` or `CblasTrans` for B, `alpha = 1`, `beta = 1` since the
+    output already holds the init, e.g. the bias of `bt.linear`). When the
+    init is a `linalg.fill` of zero right before the GEMM into a fresh
+    allocation that no input aliases, the fill is removed and `beta = 0`.
+    Batched forms become an `scf.for` over the batch with one call per
+    matrix.
+
+    Pointers are `memref.extract_aligned_pointer_as_index` plus the offset of
+    `memref.extract_strided_metadata`, scaled to bytes, cast to `!llvm.ptr`;
+    `lda`/`ldb`/`ldc` are the row strides (at least the row length, as BLAS
+    requires). `cblas_sgemm` is declared as a private external `func.func`
+    and left undefined in the kernel library (docs/abi.md: resolved against
+    the process, which links OpenBLAS).
+
+    A GEMM is left to the loop lowering when an operand's innermost stride
+    is not statically 1, the element types are not all f32, or all of
+    M, N, K are static and `M·N·K < min-mnk` (tiny local-attention products,
+    where the call overhead dominates).
+  }];
+  let options = [
+    Option<"minMNK", "min-mnk", "int64_t", /*default=*/"4096",
+           "Static GEMMs with M*N*K below this stay loops (0: all to BLAS)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
+def BTStridedCopiesToLinalg : Pass<"bt-strided-copies-to-linalg"> {
+  let summary = "Rewrite memref.copy of non-contiguous memrefs into linalg.copy";
+  let description = [{
+    `finalize-memref-to-llvm` lowers a `memref.copy` between contiguous
+    memrefs to `llvm.memcpy`, but any other copy (e.g. a strided view cloned
+    for a function result, or a slice of `bt.split_qkv`) to a call to
+    `memrefCopy` of the MLIR C runner utils, which the kernel library must
+    not depend on (docs/abi.md: only libm and libc). This pass turns those
+    copies into `linalg.copy`, which the loop lowering expands in place.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def BTEmitEntryWrappers : Pass<"bt-emit-entry-wrappers", "::mlir::ModuleOp"> {
+  let summary = "Emit the bt_entry_<name>(argv) functions of the kernel ABI";
+  let description = [{
+    Runs on the LLVM dialect, after `convert-func-to-llvm`. For every
+    function `<name>` that has a C interface wrapper `_mlir_ciface_<name>`
+    (public functions marked `llvm.emit_c_interface`, see
+    `bt-mark-entry-points`), emits
+
+    ```c
+    void bt_entry_<name>(void **argv);
+    ```
+
+    which loads `argv[0]` (the result block: the memref descriptors of all
+    results, consecutive, filled in by the callee) if the function has
+    results, then one memref descriptor pointer per argument, and calls the
+    wrapper with them (docs/abi.md). Also emits
+    `int32_t bt_kernel_abi_version(void)` returning 1.
+
+    With `internalize` (default), every other defined function gets internal
+    linkage, so only the ABI symbols are exported and LLVM may inline freely.
+
+    Errors: a wrapper with a non-pointer parameter (a non-memref argument)
+    or a non-void return, which the ABI cannot express.
+  }];
+  let options = [
+    Option<"internalize", "internalize", "bool", /*default=*/"true",
+           "Give every defined function other than the ABI entry points internal linkage">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // BT_CODEGEN_PASSES_TD

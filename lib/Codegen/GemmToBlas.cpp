@@ -1,0 +1,239 @@
+//===- GemmToBlas.cpp - f32 GEMMs on memrefs → cblas_sgemm -----------------===//
+//
+// bt-gemm-to-blas: after bufferization, linalg matmul variants on f32 memrefs
+// with unit innermost strides become row-major cblas_sgemm calls
+// (beta = 1: the output holds the init, e.g. the bias of bt.linear).
+//
+//===----------------------------------------------------------------------===//
+
+#include "bt/Codegen/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+namespace bt {
+#define GEN_PASS_DEF_BTGEMMTOBLAS
+#include "bt/Codegen/Passes.h.inc"
+} // namespace bt
+
+using namespace mlir;
+
+namespace {
+
+constexpr StringLiteral kSgemm = "cblas_sgemm";
+// CBLAS enum values (cblas.h).
+constexpr int32_t kRowMajor = 101;
+constexpr int32_t kNoTrans = 111;
+constexpr int32_t kTrans = 112;
+
+/// A supported GEMM: C (+)= A · op(B), optionally batched over dim 0.
+struct Gemm {
+  Value a, b, c;
+  bool transB;
+  bool batched;
+};
+
+std::optional<Gemm> matchGemm(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || !linalgOp.hasPureBufferSemantics())
+    return std::nullopt;
+  Gemm g;
+  if (isa<linalg::MatmulOp>(op))
+    g = {nullptr, nullptr, nullptr, false, false};
+  else if (isa<linalg::MatmulTransposeBOp>(op))
+    g = {nullptr, nullptr, nullptr, true, false};
+  else if (isa<linalg::BatchMatmulOp>(op))
+    g = {nullptr, nullptr, nullptr, false, true};
+  else if (isa<linalg::BatchMatmulTransposeBOp>(op))
+    g = {nullptr, nullptr, nullptr, true, true};
+  else
+    return std::nullopt;
+  g.a = linalgOp.getDpsInputOperand(0)->get();
+  g.b = linalgOp.getDpsInputOperand(1)->get();
+  g.c = linalgOp.getDpsInitOperand(0)->get();
+  for (Value v : {g.a, g.b, g.c}) {
+    auto t = dyn_cast<MemRefType>(v.getType());
+    if (!t || !t.getElementType().isF32())
+      return std::nullopt;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(getStridesAndOffset(t, strides, offset)) || strides.empty() ||
+        strides.back() != 1)
+      return std::nullopt;
+  }
+  return g;
+}
+
+/// The allocation or argument a memref view is taken from.
+Value rootOf(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// A `linalg.fill` of zero into `c` right before `gemm` (only pure ops in
+/// between) that BLAS can replace with beta = 0: `c` is a fresh allocation
+/// (or a view of one) that neither input aliases, so no input reads the
+/// zeros.
+linalg::FillOp zeroFillBefore(Operation *gemm, const Gemm &g) {
+  Value root = rootOf(g.c);
+  if (!root.getDefiningOp<memref::AllocOp>() || rootOf(g.a) == root ||
+      rootOf(g.b) == root)
+    return nullptr;
+  for (Operation *op = gemm->getPrevNode(); op; op = op->getPrevNode()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+      if (!fill.hasPureBufferSemantics() || fill.getOutputs()[0] != g.c)
+        return nullptr;
+      auto cst = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+      auto value = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
+      if (!value || !value.getValue().isZero())
+        return nullptr;
+      return fill;
+    }
+    if (!isMemoryEffectFree(op))
+      return nullptr;
+  }
+  return nullptr;
+}
+
+struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
+  using BTGemmToBlasBase::BTGemmToBlasBase;
+
+  func::FuncOp getOrDeclareSgemm(ModuleOp module) {
+    if (auto f = module.lookupSymbol<func::FuncOp>(kSgemm))
+      return f;
+    MLIRContext *ctx = module.getContext();
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    Type i32 = b.getI32Type(), f32 = b.getF32Type();
+    Type ptr = LLVM::LLVMPointerType::get(ctx);
+    // void cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb,
+    //                  beta, C, ldc)
+    auto type = b.getFunctionType(
+        {i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32},
+        {});
+    auto f = b.create<func::FuncOp>(module.getLoc(), kSgemm, type);
+    f.setPrivate();
+    return f;
+  }
+
+  bool worthIt(const Gemm &g) {
+    if (minMNK <= 0)
+      return true;
+    auto at = cast<MemRefType>(g.a.getType());
+    auto ct = cast<MemRefType>(g.c.getType());
+    int64_t r = ct.getRank();
+    int64_t m = ct.getDimSize(r - 2), n = ct.getDimSize(r - 1),
+            k = at.getDimSize(r - 1);
+    if (ShapedType::isDynamic(m) || ShapedType::isDynamic(n) ||
+        ShapedType::isDynamic(k))
+      return true;
+    return m * n * k >= minMNK;
+  }
+
+  void rewrite(Operation *op, const Gemm &g, func::FuncOp sgemm) {
+    linalg::FillOp zeroFill = zeroFillBefore(op, g);
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    Type i32 = b.getI32Type(), i64 = b.getI64Type();
+    Type ptrType = LLVM::LLVMPointerType::get(b.getContext());
+    unsigned r = g.batched ? 3 : 2;
+
+    struct Operand {
+      Value base;          // aligned pointer + offset, in bytes (index)
+      ValueRange sizes;
+      ValueRange strides;
+    };
+    auto describe = [&](Value m) {
+      auto md = b.create<memref::ExtractStridedMetadataOp>(loc, m);
+      Value aligned = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, m);
+      Value four = b.create<arith::ConstantIndexOp>(loc, 4);
+      Value off = b.create<arith::MulIOp>(loc, md.getOffset(), four);
+      return Operand{b.create<arith::AddIOp>(loc, aligned, off), md.getSizes(),
+                     md.getStrides()};
+    };
+    Operand A = describe(g.a), B = describe(g.b), C = describe(g.c);
+    Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+    Value m = C.sizes[r - 2], n = C.sizes[r - 1], k = A.sizes[r - 1];
+    // BLAS requires ld >= max(1, row length) even where the row stride is
+    // irrelevant (one row).
+    auto ld = [&](const Operand &o, Value cols) -> Value {
+      Value minLd = b.create<arith::MaxSIOp>(loc, cols, one);
+      return b.create<arith::MaxSIOp>(loc, o.strides[r - 2], minLd);
+    };
+    auto toI32 = [&](Value idx) -> Value {
+      return b.create<arith::IndexCastOp>(loc, i32, idx);
+    };
+    Value lda = toI32(ld(A, k));
+    Value ldb = toI32(ld(B, g.transB ? k : n));
+    Value ldc = toI32(ld(C, n));
+    auto i32c = [&](int32_t v) -> Value {
+      return b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(v));
+    };
+    Value order = i32c(kRowMajor), transA = i32c(kNoTrans),
+          transB = i32c(g.transB ? kTrans : kNoTrans);
+    Value alpha = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(1.0f));
+    Value beta = alpha;
+    if (zeroFill) {
+      zeroFill.erase();
+      beta = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0.0f));
+    }
+    Value mI = toI32(m), nI = toI32(n), kI = toI32(k);
+
+    auto emitCall = [&](OpBuilder &ob, Value aAddr, Value bAddr, Value cAddr) {
+      auto toPtr = [&](Value idx) -> Value {
+        Value asInt = ob.create<arith::IndexCastOp>(loc, i64, idx);
+        return ob.create<LLVM::IntToPtrOp>(loc, ptrType, asInt);
+      };
+      ob.create<func::CallOp>(
+          loc, sgemm,
+          ValueRange{order, transA, transB, mI, nI, kI, alpha, toPtr(aAddr),
+                     lda, toPtr(bAddr), ldb, beta, toPtr(cAddr), ldc});
+    };
+
+    if (!g.batched) {
+      emitCall(b, A.base, B.base, C.base);
+    } else {
+      Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+      Value four = b.create<arith::ConstantIndexOp>(loc, 4);
+      auto byteStride = [&](const Operand &o) -> Value {
+        return b.create<arith::MulIOp>(loc, o.strides[0], four);
+      };
+      Value sa = byteStride(A), sb = byteStride(B), sc = byteStride(C);
+      b.create<scf::ForOp>(
+          loc, zero, C.sizes[0], one, ValueRange{},
+          [&](OpBuilder &lb, Location l, Value i, ValueRange) {
+            auto at = [&](Value base, Value stride) -> Value {
+              return lb.create<arith::AddIOp>(
+                  l, base, lb.create<arith::MulIOp>(l, i, stride));
+            };
+            emitCall(lb, at(A.base, sa), at(B.base, sb), at(C.base, sc));
+            lb.create<scf::YieldOp>(l);
+          });
+    }
+    op->erase();
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<std::pair<Operation *, Gemm>> work;
+    module.walk([&](Operation *op) {
+      if (std::optional<Gemm> g = matchGemm(op); g && worthIt(*g))
+        work.push_back({op, *g});
+    });
+    if (work.empty())
+      return;
+    func::FuncOp sgemm = getOrDeclareSgemm(module);
+    for (auto &[op, g] : work)
+      rewrite(op, g, sgemm);
+  }
+};
+
+} // namespace

@@ -1,0 +1,116 @@
+// RUN: bt-opt %s --bt-lower-to-linalg | FileCheck %s
+
+// Causal attention, HF GPT-NeoX eager numerics:
+//   v = where(t <= s, (q·k)·scale, MIN) + (1 - key_mask)·MIN   (MIN = finfo(f32).min)
+//   p = exp(v - max_t v) · (1 / Σ_t exp(v - max_t v));  out = p · v
+// One scf.for over the B·H heads: strided [S, hd] slices of q, k, v (no
+// transposes), one [S, S] score buffer updated in place, the [S, hd] result
+// written into the output slice.
+
+// CHECK-DAG: #[[ID2:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[COL:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d0)>
+
+// CHECK-LABEL: func.func @attention
+//  CHECK-SAME:   %[[Q:.*]]: tensor<?x7x2x8xf32>, %[[K:.*]]: tensor<?x7x2x8xf32>, %[[V:.*]]: tensor<?x7x2x8xf32>, %[[M:.*]]: tensor<?x7xi64>
+//   CHECK-DAG:   %[[LO:.*]] = arith.constant -1.040000e+02 : f32
+//   CHECK-DAG:   %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+//   CHECK-DAG:   %[[MIN:.*]] = arith.constant -3.40282347E+38 : f32
+//   CHECK-DAG:   %[[SCALE:.*]] = arith.constant 0.353553385 : f32
+//   CHECK-DAG:   %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+//   CHECK-DAG:   %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+//   CHECK-DAG:   %[[H:.*]] = arith.constant 2 : index
+//       CHECK:   %[[B:.*]] = tensor.dim %[[Q]]
+//       CHECK:   %[[G:.*]] = arith.muli %[[B]], %[[H]] : index
+//       CHECK:   %[[OUT:.*]] = tensor.empty(%[[B]]) : tensor<?x7x2x8xf32>
+//       CHECK:   %[[R:.*]] = scf.for %[[I:[^ ]*]] = %{{.*}} to %[[G]] step %{{.*}} iter_args(%[[ACC:.*]] = %[[OUT]]) -> (tensor<?x7x2x8xf32>) {
+//       CHECK:     %[[HI:.*]] = arith.remui %[[I]], %[[H]] : index
+//       CHECK:     %[[BI:.*]] = arith.divui %[[I]], %[[H]] : index
+//       CHECK:     %[[QH:.*]] = tensor.extract_slice %[[Q]][%[[BI]], 0, %[[HI]], 0] [1, 7, 1, 8] [1, 1, 1, 1] : tensor<?x7x2x8xf32> to tensor<7x8xf32>
+//       CHECK:     %[[KH:.*]] = tensor.extract_slice %[[K]][%[[BI]], 0, %[[HI]], 0] [1, 7, 1, 8]
+//       CHECK:     %[[VH:.*]] = tensor.extract_slice %[[V]][%[[BI]], 0, %[[HI]], 0] [1, 7, 1, 8]
+//       CHECK:     %[[S0:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<7x7xf32>)
+//       CHECK:     %[[S:.*]] = linalg.matmul_transpose_b ins(%[[QH]], %[[KH]] : tensor<7x8xf32>, tensor<7x8xf32>) outs(%[[S0]] : tensor<7x7xf32>)
+//       CHECK:     %[[MR:.*]] = tensor.extract_slice %[[M]][%[[BI]], 0] [1, 7] [1, 1] : tensor<?x7xi64> to tensor<7xi64>
+//       CHECK:     %[[MAXINIT:.*]] = linalg.fill ins(%[[NEGINF]] : f32)
+//       CHECK:     %[[MAX:.*]] = linalg.generic {indexing_maps = [#[[ID2]], #[[COL]], #[[ROW]]], iterator_types = ["parallel", "reduction"]} ins(%[[S]], %[[MR]] : tensor<7x7xf32>, tensor<7xi64>) outs(%[[MAXINIT]] : tensor<7xf32>)
+//       CHECK:       %[[X:.*]] = arith.mulf %{{.*}}, %[[SCALE]]
+//       CHECK:       %[[QI:.*]] = linalg.index 0 : index
+//       CHECK:       %[[KI:.*]] = linalg.index 1 : index
+//       CHECK:       %[[CAUSAL:.*]] = arith.cmpi ule, %[[KI]], %[[QI]] : index
+//       CHECK:       %[[W:.*]] = arith.select %[[CAUSAL]], %[[X]], %[[MIN]]
+//       CHECK:       %[[MF:.*]] = arith.sitofp %{{.*}} : i64 to f32
+//       CHECK:       %[[INV:.*]] = arith.subf %[[ONE]], %[[MF]]
+//       CHECK:       %[[ADD:.*]] = arith.mulf %[[INV]], %[[MIN]]
+//       CHECK:       %[[MASKED:.*]] = arith.addf %[[W]], %[[ADD]]
+//       CHECK:       arith.maximumf %{{.*}}, %[[MASKED]]
+// The exponentials overwrite the scores; below -104 exp is exactly 0 (Sleef).
+//       CHECK:     %[[E:.*]] = linalg.generic {indexing_maps = [#[[COL]], #[[ROW]], #[[ID2]]], iterator_types = ["parallel", "parallel"]} ins(%[[MR]], %[[MAX]] : tensor<7xi64>, tensor<7xf32>) outs(%[[S]] : tensor<7x7xf32>)
+//       CHECK:       %[[UNDER:.*]] = arith.cmpf olt, %[[D:.*]], %[[LO]] : f32
+//       CHECK:       %[[ARG:.*]] = arith.select %[[UNDER]], %[[ZERO]], %[[D]] : f32
+//       CHECK:       %[[EXP:.*]] = math.exp %[[ARG]] : f32
+//       CHECK:       arith.select %[[UNDER]], %[[ZERO]], %[[EXP]] : f32
+//       CHECK:     %[[SUM:.*]] = linalg.generic {{.*}}["parallel", "reduction"]{{.*}} ins(%[[E]] :
+//       CHECK:     %[[RINV:.*]] = linalg.generic {{.*}} ins(%[[SUM]] :
+//       CHECK:       arith.divf %[[ONE]]
+//       CHECK:     %[[P:.*]] = linalg.generic {{.*}} ins(%[[RINV]] : tensor<7xf32>) outs(%[[E]] : tensor<7x7xf32>)
+//       CHECK:     %[[OS:.*]] = tensor.extract_slice %[[ACC]][%[[BI]], 0, %[[HI]], 0] [1, 7, 1, 8]
+//       CHECK:     %[[O0:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[OS]] : tensor<7x8xf32>)
+//       CHECK:     %[[O:.*]] = linalg.matmul ins(%[[P]], %[[VH]] : tensor<7x7xf32>, tensor<7x8xf32>) outs(%[[O0]] : tensor<7x8xf32>)
+//       CHECK:     %[[UPD:.*]] = tensor.insert_slice %[[O]] into %[[ACC]][%[[BI]], 0, %[[HI]], 0] [1, 7, 1, 8]
+//       CHECK:     scf.yield %[[UPD]]
+//       CHECK:   return %[[R]]
+func.func @attention(%q: tensor<?x7x2x8xf32>, %k: tensor<?x7x2x8xf32>, %v: tensor<?x7x2x8xf32>, %m: tensor<?x7xi64>) -> tensor<?x7x2x8xf32> {
+  %o = bt.attention %q, %k, %v key_mask %m scale 0.35355339059327373 : tensor<?x7x2x8xf32>, tensor<?x7xi64> -> tensor<?x7x2x8xf32>
+  return %o : tensor<?x7x2x8xf32>
+}
+
+// Block-local attention: [B, N_blk, S, H, hd] with an i1 key mask
+// [B, N_blk, S]; the loop index is delinearized into (b, n, h).
+// CHECK-LABEL: func.func @local_attention
+//       CHECK:   scf.for %[[I:[^ ]*]] =
+//       CHECK:     %[[HI:.*]] = arith.remui %[[I]], %{{.*}}
+//       CHECK:     %[[R1:.*]] = arith.divui %[[I]], %{{.*}}
+//       CHECK:     %[[NI:.*]] = arith.remui %[[R1]], %[[N:.*]] : index
+//       CHECK:     %[[BI:.*]] = arith.divui %[[R1]], %[[N]] : index
+//       CHECK:     tensor.extract_slice %{{.*}}[%[[BI]], %[[NI]], 0, %[[HI]], 0] [1, 1, 5, 1, 8] [1, 1, 1, 1, 1] : tensor<?x?x5x2x8xf32> to tensor<5x8xf32>
+//       CHECK:     linalg.matmul_transpose_b
+//       CHECK:     tensor.extract_slice %{{.*}}[%[[BI]], %[[NI]], 0] [1, 1, 5] [1, 1, 1] : tensor<?x?x5xi1> to tensor<5xi1>
+//       CHECK:       arith.uitofp %{{.*}} : i1 to f32
+//       CHECK:     linalg.matmul
+func.func @local_attention(%q: tensor<?x?x5x2x8xf32>, %k: tensor<?x?x5x2x8xf32>, %v: tensor<?x?x5x2x8xf32>, %m: tensor<?x?x5xi1>) -> tensor<?x?x5x2x8xf32> {
+  %o = bt.local_attention %q, %k, %v key_mask %m scale 0.35355339059327373 : tensor<?x?x5x2x8xf32>, tensor<?x?x5xi1> -> tensor<?x?x5x2x8xf32>
+  return %o : tensor<?x?x5x2x8xf32>
+}
+
+// Without a key mask nothing is added to the causal scores; a dynamic
+// sequence gives dynamic [S, S] scores.
+// CHECK-LABEL: func.func @attention_no_mask
+//       CHECK:   linalg.matmul_transpose_b {{.*}} -> tensor<?x?xf32>
+//       CHECK:   linalg.generic {{.*}} ins(%{{.*}} : tensor<?x?xf32>)
+//   CHECK-NOT:     arith.sitofp
+//       CHECK:     arith.select
+//  CHECK-NEXT:     arith.maximumf
+func.func @attention_no_mask(%q: tensor<2x?x2x8xf32>, %k: tensor<2x?x2x8xf32>, %v: tensor<2x?x2x8xf32>) -> tensor<2x?x2x8xf32> {
+  %o = bt.attention %q, %k, %v scale 0.35355339059327373 : tensor<2x?x2x8xf32> -> tensor<2x?x2x8xf32>
+  return %o : tensor<2x?x2x8xf32>
+}
+
+// The fused op is the unfused chain: split views, one shared cos/sin table
+// for q and k, then the local attention.
+// CHECK-LABEL: func.func @fused_local_attention
+//       CHECK:   %[[T:.*]]:2 = linalg.generic {{.*}} outs(%{{.*}}, %{{.*}} : tensor<6x2xf32>, tensor<6x2xf32>)
+//       CHECK:   %[[E:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0], [1], [2], [3, 4, 5]] output_shape [%{{.*}}, 2, 6, 2, 3, 8]
+//       CHECK:   tensor.extract_slice %[[E]][0, 0, 0, 0, 0, 0]
+//       CHECK:   tensor.extract_slice %[[E]][0, 0, 0, 0, 1, 0]
+//       CHECK:   tensor.extract_slice %[[E]][0, 0, 0, 0, 2, 0]
+//       CHECK:   linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %[[T]]#0, %[[T]]#1 :
+//       CHECK:   linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %[[T]]#0, %[[T]]#1 :
+//   CHECK-NOT:   math.cos
+//       CHECK:   scf.for
+//       CHECK:     linalg.matmul_transpose_b
+//       CHECK:     linalg.matmul
+func.func @fused_local_attention(%qkv: tensor<?x2x6x48xf32>, %p: tensor<6xi64>) -> tensor<?x2x6x2x8xf32> {
+  %o = bt.fused_local_attention %qkv, %p heads 2 head_dim 8 rotary_dims 4 base 10000.0 scale 0.35355339059327373 : tensor<?x2x6x48xf32>, tensor<6xi64> -> tensor<?x2x6x2x8xf32>
+  return %o : tensor<?x2x6x2x8xf32>
+}

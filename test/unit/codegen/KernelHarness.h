@@ -1,0 +1,101 @@
+//===- KernelHarness.h - compile bt IR and call it through the kernel ABI -===//
+//
+// Test support for bt-codegen-tests: parses a module, runs bt-cpu-pipeline and
+// compileToSharedObject, loads the shared object from memory (memfd + dlopen,
+// as the runtime does) and calls `bt_entry_<name>(void **argv)` with memref
+// descriptors built here (docs/abi.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_TEST_UNIT_CODEGEN_KERNELHARNESS_H
+#define BT_TEST_UNIT_CODEGEN_KERNELHARNESS_H
+
+#include "bt/Codegen/CPUCodegen.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace bt::test {
+
+enum class DType { F32, I64, I32, I1 };
+
+/// A dense row-major host tensor.
+struct Array {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<float> f;   // F32
+  std::vector<int64_t> i; // I64 / I32 (stored widened)
+  // Raw storage handed to the kernel (I32 / I1 narrowed).
+  mutable std::vector<int32_t> i32;
+  mutable std::vector<uint8_t> i1;
+
+  int64_t numel() const;
+  void *data() const;
+
+  static Array f32(std::vector<int64_t> shape, std::vector<float> values);
+  static Array i64(std::vector<int64_t> shape, std::vector<int64_t> values);
+  static Array i32v(std::vector<int64_t> shape, std::vector<int64_t> values);
+  /// i1 tensors are passed as one byte per element.
+  static Array i1v(std::vector<int64_t> shape, std::vector<int64_t> values);
+  static Array random(std::vector<int64_t> shape, std::mt19937 &rng,
+                      float lo = -1.0f, float hi = 1.0f);
+};
+
+/// The layout of one result: its rank and element type.
+struct ResultSpec {
+  unsigned rank;
+  DType dtype = DType::F32;
+};
+
+/// A result as returned by the kernel, with the raw descriptor fields.
+struct Result {
+  Array value;            // copied out densely (honoring strides)
+  void *allocated = nullptr;
+  void *aligned = nullptr;
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+};
+
+/// A compiled and loaded kernel library.
+class Kernels {
+public:
+  ~Kernels();
+  /// Compiles `source` (layer-level bt IR) with `options`. On failure returns
+  /// null and sets `error` (diagnostics, linker output).
+  static std::unique_ptr<Kernels> compile(const std::string &source,
+                                          const CPUPipelineOptions &options,
+                                          std::string &error);
+  /// Calls bt_entry_<name> with dense descriptors of `args`; frees the
+  /// results after copying them out.
+  std::vector<Result> call(const std::string &name,
+                           const std::vector<const Array *> &args,
+                           const std::vector<ResultSpec> &results) const;
+  void *symbol(const std::string &name) const;
+  /// The `bt.params` order of entry point `name` (empty if none).
+  std::vector<std::string> params(const std::string &name) const;
+  const std::string &sharedObject() const { return so; }
+
+private:
+  void *handle = nullptr;
+  int fd = -1;
+  std::string so;
+  std::vector<std::pair<std::string, std::vector<std::string>>> paramOrder;
+};
+
+/// Reads every tensor of a safetensors file (F32 / I64); false on error.
+bool loadSafetensors(const std::string &path, std::vector<std::pair<std::string, Array>> &out,
+                     std::string &error);
+
+/// |a - b| <= atol + rtol * |b| elementwise; returns a message for the first
+/// few mismatches (empty when all close).
+std::string compareClose(const std::vector<float> &actual,
+                         const std::vector<double> &expected, double rtol,
+                         double atol);
+
+} // namespace bt::test
+
+#endif // BT_TEST_UNIT_CODEGEN_KERNELHARNESS_H
