@@ -1,0 +1,245 @@
+//===- RuntimeBridge.cpp - bt-run's interface to the runtime ---------------===//
+//
+// Built with the runtime's flags (exceptions, RTTI); see RuntimeBridge.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeBridge.h"
+
+#include "bt/runtime/artifact.h"
+#include "bt/runtime/checkpoint.h"
+#include "bt/runtime/commands.h"
+#include "bt/runtime/config.h"
+#include "bt/runtime/tensor.h"
+
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+namespace bt::bridge {
+
+struct Model::Impl {
+  proto::ModelConfig config;
+  ModelSpec spec;
+  std::vector<std::string> paramNames;
+  std::map<std::string, rt::Tensor> weights;
+  std::vector<std::string> notices;
+  bool hasWeights = false;
+};
+
+Model::~Model() = default;
+const ModelSpec &Model::spec() const { return impl->spec; }
+std::string Model::describe() const {
+  return rt::DescribeModelConfig(impl->config);
+}
+const std::vector<std::string> &Model::notices() const { return impl->notices; }
+bool Model::hasWeights() const { return impl->hasWeights; }
+
+namespace {
+
+StackSpec toStack(const proto::NeoXConfig &c) {
+  StackSpec s;
+  s.hidden = c.hidden_size();
+  s.layers = c.num_layers();
+  s.heads = c.num_heads();
+  s.headDim = c.head_dim();
+  s.intermediate = c.intermediate_size();
+  s.rotaryDims = c.rotary_dims();
+  s.rotaryBase = c.rotary_base();
+  s.eps = c.layer_norm_eps();
+  return s;
+}
+
+ModelSpec toSpec(const proto::ModelConfig &c) {
+  ModelSpec s;
+  s.kind = c.kind() == proto::ModelConfig::VANILLA
+               ? ModelSpec::Kind::Vanilla
+               : ModelSpec::Kind::BlockTransformer;
+  s.name = c.name();
+  s.vocab = c.vocab_size();
+  s.blockLength = c.block_length();
+  s.embedderWidth = c.embedder_width();
+  s.block = toStack(c.block_decoder());
+  s.token = toStack(c.token_decoder());
+  s.strategy = c.strategy() == proto::ModelConfig::SUMMATION
+                   ? ModelSpec::Strategy::Summation
+                   : ModelSpec::Strategy::Prefix;
+  s.prefixLength = c.prefix_length();
+  s.padTokenId = c.pad_token_id();
+  s.eosTokenId = c.eos_token_id();
+  s.bosTokenId = c.bos_token_id();
+  if (s.kind == ModelSpec::Kind::Vanilla) {
+    s.blockLength = 1;
+    s.embedderWidth = s.block.hidden;
+  }
+  return s;
+}
+
+std::unique_ptr<Model> fromConfig(proto::ModelConfig config) {
+  auto model = std::make_unique<Model>();
+  model->impl = std::make_unique<Model::Impl>();
+  model->impl->spec = toSpec(config);
+  for (const ParamSpec &p : rt::ExpectedParams(config))
+    model->impl->paramNames.push_back(p.name);
+  model->impl->config = std::move(config);
+  return model;
+}
+
+bool exists(const std::string &path) { return std::ifstream(path).good(); }
+
+rt::DType parseDType(const std::string &name) {
+  absl::StatusOr<rt::DType> d = rt::ParseDTypeName(name);
+  return d.ok() ? *d : rt::DType::DTYPE_UNSPECIFIED;
+}
+
+} // namespace
+
+std::unique_ptr<Model> loadModel(const CheckpointPaths &paths, bool withWeights,
+                                 std::string &error) {
+  std::string configPath =
+      paths.configPath.empty() ? paths.path : paths.configPath;
+  absl::StatusOr<proto::ModelConfig> config = rt::LoadModelConfig(configPath);
+  if (!config.ok()) {
+    error = std::string(config.status().message());
+    return nullptr;
+  }
+  std::unique_ptr<Model> model = fromConfig(*config);
+  if (!withWeights)
+    return model;
+  std::string weights = paths.weightsPath;
+  if (weights.empty()) {
+    // The weights sit next to the config: dir/model.safetensors.
+    std::string dir = paths.path;
+    if (!exists(dir + "/model.safetensors") && !paths.configPath.empty())
+      dir = paths.configPath.substr(0, paths.configPath.find_last_of('/'));
+    weights = dir + "/model.safetensors";
+    if (!exists(weights)) {
+      // A config file given as the checkpoint: look beside it.
+      std::string beside = paths.path.substr(0, paths.path.find_last_of('/'));
+      if (exists(beside + "/model.safetensors"))
+        weights = beside + "/model.safetensors";
+    }
+  }
+  absl::StatusOr<rt::Checkpoint> ckpt = rt::LoadCheckpoint(*config, {weights});
+  if (!ckpt.ok()) {
+    error = std::string(ckpt.status().message());
+    return nullptr;
+  }
+  model->impl->weights = std::move(ckpt->weights);
+  model->impl->paramNames = std::move(ckpt->param_names);
+  model->impl->notices = std::move(ckpt->notices);
+  model->impl->hasWeights = true;
+  return model;
+}
+
+std::unique_ptr<Model> randomModel(const std::string &configPath,
+                                   uint64_t seed, std::string &error) {
+  absl::StatusOr<proto::ModelConfig> config = rt::LoadModelConfig(configPath);
+  if (!config.ok()) {
+    error = std::string(config.status().message());
+    return nullptr;
+  }
+  std::unique_ptr<Model> model = fromConfig(*config);
+  std::mt19937_64 rng(seed);
+  const double contextWidth = static_cast<double>(config->block_decoder().hidden_size());
+  for (const ParamSpec &p : rt::ExpectedParams(*config)) {
+    absl::StatusOr<rt::Tensor> t = rt::Tensor::Allocate(rt::DType::F32, p.shape);
+    if (!t.ok()) {
+      error = std::string(t.status().message());
+      return nullptr;
+    }
+    float *data = t->data_as<float>();
+    const int64_t n = t->num_elements();
+    auto endsWith = [&](const std::string &suffix) {
+      return p.name.size() >= suffix.size() &&
+             p.name.compare(p.name.size() - suffix.size(), suffix.size(),
+                            suffix) == 0;
+    };
+    if (endsWith("layernorm.weight") || endsWith("layer_norm.weight")) {
+      std::fill(data, data + n, 1.0f);
+    } else if (p.shape.size() == 1) {
+      // Biases (zeros, as HF _init_weights); Allocate zero-fills.
+    } else {
+      // HF GPT-NeoX init: normal(0, initializer_range = 0.02); the official
+      // expansion layer: normal(0, D^-1/2) (token_decoder/base.py).
+      double std = endsWith("expansion_layer.weight") ? 1.0 / std::sqrt(contextWidth)
+                                                       : 0.02;
+      std::normal_distribution<float> dist(0.0f, static_cast<float>(std));
+      for (int64_t i = 0; i < n; ++i)
+        data[i] = dist(rng);
+    }
+    model->impl->weights.emplace(p.name, std::move(*t));
+  }
+  model->impl->notices.push_back("random initialization, seed " +
+                                 std::to_string(seed));
+  model->impl->hasWeights = true;
+  return model;
+}
+
+bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
+                   const std::string &kernels, const std::string &cpu,
+                   const std::string &launcherPath, const std::string &outPath,
+                   std::string &error) {
+  proto::Manifest manifest;
+  manifest.set_target("cpu");
+  manifest.set_cpu(cpu);
+  manifest.set_producer("bt-run");
+  *manifest.mutable_config() = model.impl->config;
+  for (const EntryInfo &e : entries) {
+    proto::EntryPoint *ep = manifest.add_entry_points();
+    ep->set_name(e.name);
+    ep->set_symbol(e.symbol);
+    for (const std::string &p : e.params)
+      ep->add_params(p);
+    auto fill = [](proto::TensorSpec *spec, const TensorInfo &t) {
+      spec->set_name(t.name);
+      spec->set_dtype(parseDType(t.dtype));
+      for (int64_t d : t.shape)
+        spec->add_shape(d);
+      for (const std::string &n : t.dimNames)
+        spec->add_dim_names(n);
+    };
+    for (const TensorInfo &t : e.inputs)
+      fill(ep->add_inputs(), t);
+    for (const TensorInfo &t : e.outputs)
+      fill(ep->add_outputs(), t);
+  }
+  rt::ArtifactWriter writer(std::move(manifest));
+  writer.SetKernels(kernels);
+  for (const std::string &name : model.impl->paramNames) {
+    auto it = model.impl->weights.find(name);
+    if (it == model.impl->weights.end()) {
+      error = "internal error: no weights for parameter " + name;
+      return false;
+    }
+    absl::Status s = writer.AddWeight(name, it->second);
+    if (!s.ok()) {
+      error = std::string(s.message());
+      return false;
+    }
+  }
+  if (!launcherPath.empty())
+    writer.SetPrefixFile(launcherPath);
+  absl::Status s = writer.Write(outPath);
+  if (!s.ok()) {
+    error = std::string(s.message());
+    return false;
+  }
+  return true;
+}
+
+bool isArtifact(const std::string &path) {
+  return rt::Artifact::Open(path).ok();
+}
+
+int runLauncher(const std::string &artifactPath,
+                const std::vector<std::string> &args) {
+  std::vector<const char *> argv = {"bt-run", "--artifact", artifactPath.c_str()};
+  for (const std::string &a : args)
+    argv.push_back(a.c_str());
+  return rt::LauncherMain(static_cast<int>(argv.size()), argv.data(), std::cout,
+                          std::cerr);
+}
+
+} // namespace bt::bridge

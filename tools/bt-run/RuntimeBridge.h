@@ -1,0 +1,94 @@
+//===- RuntimeBridge.h - bt-run's interface to the runtime ------*- C++ -*-===//
+//
+// The runtime (runtime/, protobuf + abseil, built with exceptions and RTTI)
+// and the compiler (LLVM/MLIR, built without) meet in bt-run through this
+// std-only interface. RuntimeBridge.cpp is the only bt-run file that
+// includes runtime headers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_TOOLS_BTRUN_RUNTIMEBRIDGE_H
+#define BT_TOOLS_BTRUN_RUNTIMEBRIDGE_H
+
+#include "bt/Model/ModelSpec.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bt::bridge {
+
+/// A tensor argument or result of an entry point (bt.proto TensorSpec).
+struct TensorInfo {
+  std::string name;    // fixture name: input_ids, logits, ...
+  std::string dtype;   // "F32", "I64", ...
+  std::vector<int64_t> shape;         // -1 = dynamic
+  std::vector<std::string> dimNames;  // "" = unnamed
+};
+
+/// An entry point of the kernel library (bt.proto EntryPoint).
+struct EntryInfo {
+  std::string name;
+  std::string symbol;
+  std::vector<std::string> params; // in argument order
+  std::vector<TensorInfo> inputs, outputs;
+};
+
+/// A model loaded from a checkpoint: its configuration and, when loaded
+/// with weights, its validated f32 weights.
+class Model {
+public:
+  ~Model();
+  const ModelSpec &spec() const;
+  /// Human-readable configuration (DescribeModelConfig).
+  std::string describe() const;
+  /// Notices from loading (e.g. ignored unused tensors).
+  const std::vector<std::string> &notices() const;
+  bool hasWeights() const;
+
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+/// Where a checkpoint is: a directory (config.yaml preferred over
+/// config.json, model.safetensors) or explicit files.
+struct CheckpointPaths {
+  std::string path;         // directory or config file
+  std::string configPath;   // --config: overrides the directory's config
+  std::string weightsPath;  // --weights: overrides dir/model.safetensors
+};
+
+/// Loads the configuration (and, if `withWeights`, the weights, validated
+/// against the official parameter list) of a checkpoint. On error returns
+/// null and sets `error` to a located message (file, field or tensor).
+std::unique_ptr<Model> loadModel(const CheckpointPaths &paths,
+                                 bool withWeights, std::string &error);
+
+/// Loads only a configuration file (YAML/JSON) and fills the weights with a
+/// seeded random initialization like the official one (normal(0, 0.02)
+/// linear/embedding weights, zero biases, unit LayerNorm weights, expansion
+/// layer normal(0, D^-1/2)), as the paper's throughput script does.
+std::unique_ptr<Model> randomModel(const std::string &configPath,
+                                   uint64_t seed, std::string &error);
+
+/// Writes an artifact (docs/abi.md) for `model` with the compiled kernels;
+/// with `launcherPath` non-empty, prefixes the launcher to make a standalone
+/// executable. Atomic (temp file + rename).
+bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
+                   const std::string &kernels, const std::string &cpu,
+                   const std::string &launcherPath, const std::string &outPath,
+                   std::string &error);
+
+/// True if `path` ends with a bt artifact trailer (artifact or executable).
+bool isArtifact(const std::string &path);
+
+/// Runs a launcher command (`info`, `eval --inputs X -o Y`, ...) on the
+/// artifact at `artifactPath`, exactly as the standalone executable would.
+/// Returns the process exit code.
+int runLauncher(const std::string &artifactPath,
+                const std::vector<std::string> &args);
+
+} // namespace bt::bridge
+
+#endif // BT_TOOLS_BTRUN_RUNTIMEBRIDGE_H
