@@ -97,6 +97,15 @@ SmallVector<ReassociationIndices> collapseLeading(unsigned rank,
   return re;
 }
 
+/// Fast-math flags of the additions of row reductions (LayerNorm statistics,
+/// softmax and log-sum-exp sums): `reassoc` lets LLVM vectorize them with
+/// several partial sums, as PyTorch's vectorized kernels do, instead of one
+/// serial chain (the exact order of PyTorch cannot be reproduced anyway).
+arith::FastMathFlagsAttr reassoc(OpBuilder &b) {
+  return arith::FastMathFlagsAttr::get(b.getContext(),
+                                       arith::FastMathFlags::reassoc);
+}
+
 /// Emits the tensor IR of the layer-level ops at one insertion point.
 class Emitter {
 public:
@@ -265,7 +274,7 @@ public:
                 iterators(r - 1, 1), [&](OpBuilder &nb, Location l, ValueRange a) {
                   Value v = ext(nb, l, a[0], ct);
                   nb.create<linalg::YieldOp>(
-                      l, nb.create<arith::AddFOp>(l, a[1], v).getResult());
+                      l, nb.create<arith::AddFOp>(l, a[1], v, reassoc(nb)).getResult());
                 })[0];
     Value m2 =
         generic(rowType, ValueRange{x, sum}, filledF(rows, ct, 0.0),
@@ -275,7 +284,7 @@ public:
                   Value d = nb.create<arith::SubFOp>(l, ext(nb, l, a[0], ct), mean);
                   Value sq = nb.create<arith::MulFOp>(l, d, d);
                   nb.create<linalg::YieldOp>(
-                      l, nb.create<arith::AddFOp>(l, a[2], sq).getResult());
+                      l, nb.create<arith::AddFOp>(l, a[2], sq, reassoc(nb)).getResult());
                 })[0];
     // Per-row rstd = 1/sqrt(var + eps) and shift = -rstd * mean.
     ValueRange stats = generic(
@@ -671,7 +680,7 @@ public:
               rowVecType, ex, e.filledF(rows, ct, 0.0), {id2, rowMap}, iterators(1, 1),
               [&](OpBuilder &bb, Location ll, ValueRange a) {
                 bb.create<linalg::YieldOp>(
-                    ll, bb.create<arith::AddFOp>(ll, a[1], a[0]).getResult());
+                    ll, bb.create<arith::AddFOp>(ll, a[1], a[0], reassoc(bb)).getResult());
               })[0];
           Value rowInv = e.generic(
               rowVecType, rowSum, e.empty(rows, ct), {id1, id1}, iterators(1, 0),
@@ -741,7 +750,8 @@ public:
         [&](OpBuilder &nb, Location l, ValueRange a) {
           Value d = nb.create<arith::SubFOp>(l, ext(nb, l, a[0], ct), a[1]);
           nb.create<linalg::YieldOp>(
-              l, nb.create<arith::AddFOp>(l, a[2], nb.create<math::ExpOp>(l, d))
+              l, nb.create<arith::AddFOp>(l, a[2], nb.create<math::ExpOp>(l, d),
+                                           reassoc(nb))
                      .getResult());
         })[0];
     // Total over rows: (sum of losses in f64, count in i64).
