@@ -172,30 +172,6 @@ public:
     Value shapeT = b.create<tensor::FromElementsOp>(loc, dims);
     return b.create<tensor::ReshapeOp>(loc, type, v, shapeT);
   }
-  Value transpose(Value v, ArrayRef<int64_t> perm) {
-    return transpose(v, perm, sizes(v));
-  }
-  /// As above with the sizes of `v` given (avoids tensor.dim of reshapes).
-  Value transpose(Value v, ArrayRef<int64_t> perm,
-                  ArrayRef<OpFoldResult> in) {
-    SmallVector<OpFoldResult> out;
-    for (int64_t p : perm)
-      out.push_back(in[p]);
-    Value init = empty(out, tensorTypeOf(v).getElementType());
-    return b.create<linalg::TransposeOp>(loc, v, init, perm).getResult()[0];
-  }
-  Value extractSlice(Value v, ArrayRef<OpFoldResult> offsets,
-                     ArrayRef<OpFoldResult> sizes) {
-    SmallVector<OpFoldResult> strides(offsets.size(), b.getIndexAttr(1));
-    return b.create<tensor::ExtractSliceOp>(loc, v, offsets, sizes, strides);
-  }
-  Value insertSlice(Value src, Value dest, ArrayRef<OpFoldResult> offsets,
-                    ArrayRef<OpFoldResult> sizes) {
-    SmallVector<OpFoldResult> strides(offsets.size(), b.getIndexAttr(1));
-    return b.create<tensor::InsertSliceOp>(loc, src, dest, offsets, sizes,
-                                           strides);
-  }
-
   // Scalar helpers usable inside region bodies.
   static Value ext(OpBuilder &b, Location loc, Value v, Type ct) {
     if (v.getType() == ct)
