@@ -9,6 +9,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/Support/CommandLine.h"
 
 #include <gtest/gtest.h>
 
@@ -167,6 +169,34 @@ TEST(Abi, CompileErrorsCarryTheLinkerOutput) {
   opts.cpu = "x86-64-v3";
   llvm::Expected<std::string> ok = compileToSharedObject(*module, opts);
   EXPECT_TRUE(static_cast<bool>(ok)) << llvm::toString(ok.takeError());
+}
+
+} // namespace
+
+namespace {
+
+// runCPUPipeline honors the MLIR PassManager command-line options once a
+// tool registered them (what bt-run does for --mlir-timing & co.).
+TEST(CPUPipeline, HonorsPassManagerCommandLineOptions) {
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  const char *argv[] = {"bt-codegen-tests", "--mlir-timing"};
+  ASSERT_TRUE(llvm::cl::ParseCommandLineOptions(2, argv, "", &llvm::errs()));
+  mlir::DialectRegistry registry;
+  registerCPUCodegenDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"mlir(
+    func.func @g(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+      %y = bt.gelu %x : tensor<4x8xf32>
+      return %y : tensor<4x8xf32>
+    })mlir", &ctx);
+  ASSERT_TRUE(module);
+  ::testing::internal::CaptureStderr();
+  mlir::LogicalResult result = runCPUPipeline(*module);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(mlir::succeeded(result));
+  EXPECT_NE(err.find("Execution time report"), std::string::npos) << err;
+  EXPECT_NE(err.find("BTLowerToLinalg"), std::string::npos);
 }
 
 } // namespace
