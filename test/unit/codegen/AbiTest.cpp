@@ -116,7 +116,7 @@ TEST(Abi, EntryPointsVersionAndOwnership) {
   Array in = Array::f32({2, 3}, {1, 2, 3, 4, 5, 6});
   auto id = k->call("identity", {&in}, {{2}});
   EXPECT_EQ(id[0].value.f, in.f);
-  EXPECT_NE(id[0].aligned, in.data());
+  EXPECT_NE(id[0].aligned, reinterpret_cast<uintptr_t>(in.data()));
   EXPECT_EQ(id[0].value.shape, in.shape);
 
   // A strided view is returned as a dense, owned copy.
