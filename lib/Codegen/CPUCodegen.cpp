@@ -9,6 +9,7 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -101,7 +102,7 @@ llvm::Expected<Target> createTarget(const bt::CPUCodegenOptions &opts) {
 /// LLVM dialect → optimized llvm::Module for `target`.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateAndOptimize(ModuleOp module, llvm::LLVMContext &llvmCtx, Target &target,
-                     unsigned optLevel, bool unrollLoops) {
+                     unsigned optLevel, bool unrollLoops, bool vectorMath) {
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
@@ -151,6 +152,14 @@ translateAndOptimize(ModuleOp module, llvm::LLVMContext &llvmCtx, Target &target
   tuning.LoopVectorization = optLevel > 1;
   tuning.SLPVectorization = optLevel > 1;
   llvm::PassBuilder pb(target.machine.get(), tuning);
+  // glibc's libmvec lets the loop vectorizer call vector expf/logf/sinf/cosf
+  // (e.g. _ZGVdN8v_expf) in the softmax and cross-entropy loops.
+  llvm::Triple triple(target.triple);
+  llvm::TargetLibraryInfoImpl tlii(triple);
+  if (vectorMath && triple.isX86() && triple.isOSLinux())
+    tlii.addVectorizableFunctionsFromVecLib(
+        llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -231,7 +240,7 @@ bt::compileToLLVMIR(ModuleOp module, const CPUCodegenOptions &options) {
   llvm::LLVMContext llvmCtx;
   auto llvmModule =
       translateAndOptimize(module, llvmCtx, *target, options.optLevel,
-                           options.unrollLoops);
+                           options.unrollLoops, options.vectorMath);
   if (!llvmModule)
     return llvmModule.takeError();
   std::string text;
@@ -248,7 +257,7 @@ bt::compileToSharedObject(ModuleOp module, const CPUCodegenOptions &options) {
   llvm::LLVMContext llvmCtx;
   auto llvmModule =
       translateAndOptimize(module, llvmCtx, *target, options.optLevel,
-                           options.unrollLoops);
+                           options.unrollLoops, options.vectorMath);
   if (!llvmModule)
     return llvmModule.takeError();
 
@@ -295,6 +304,16 @@ bt::compileToSharedObject(ModuleOp module, const CPUCodegenOptions &options) {
       *linker, "-shared", "--eh-frame-hdr", "-z", "noexecstack", "-z",
       "relro", "-z", "now", "--hash-style=gnu", "-O1", "-soname",
       options.soname, "-o", soPath, objPath, "--no-as-needed", *libm, *libc};
+  // libmvec (part of glibc) only when the vectorizer called into it.
+  std::string libmvecPath;
+  if (options.vectorMath) {
+    if (llvm::Expected<std::string> p = findLibrary(options, "libmvec.so.1")) {
+      libmvecPath = *p;
+      args.append({"--as-needed", libmvecPath});
+    } else {
+      llvm::consumeError(p.takeError());
+    }
+  }
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, errPath, errPath};
   std::string execError;
   int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, redirects,

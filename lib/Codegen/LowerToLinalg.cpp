@@ -97,6 +97,15 @@ SmallVector<ReassociationIndices> collapseLeading(unsigned rank,
   return re;
 }
 
+/// Fast-math flags of the additions of row reductions (LayerNorm statistics,
+/// softmax and log-sum-exp sums): `reassoc` lets LLVM vectorize them with
+/// several partial sums, as PyTorch's vectorized kernels do, instead of one
+/// serial chain (the exact order of PyTorch cannot be reproduced anyway).
+arith::FastMathFlagsAttr reassoc(OpBuilder &b) {
+  return arith::FastMathFlagsAttr::get(b.getContext(),
+                                       arith::FastMathFlags::reassoc);
+}
+
 /// Emits the tensor IR of the layer-level ops at one insertion point.
 class Emitter {
 public:
@@ -163,30 +172,6 @@ public:
     Value shapeT = b.create<tensor::FromElementsOp>(loc, dims);
     return b.create<tensor::ReshapeOp>(loc, type, v, shapeT);
   }
-  Value transpose(Value v, ArrayRef<int64_t> perm) {
-    return transpose(v, perm, sizes(v));
-  }
-  /// As above with the sizes of `v` given (avoids tensor.dim of reshapes).
-  Value transpose(Value v, ArrayRef<int64_t> perm,
-                  ArrayRef<OpFoldResult> in) {
-    SmallVector<OpFoldResult> out;
-    for (int64_t p : perm)
-      out.push_back(in[p]);
-    Value init = empty(out, tensorTypeOf(v).getElementType());
-    return b.create<linalg::TransposeOp>(loc, v, init, perm).getResult()[0];
-  }
-  Value extractSlice(Value v, ArrayRef<OpFoldResult> offsets,
-                     ArrayRef<OpFoldResult> sizes) {
-    SmallVector<OpFoldResult> strides(offsets.size(), b.getIndexAttr(1));
-    return b.create<tensor::ExtractSliceOp>(loc, v, offsets, sizes, strides);
-  }
-  Value insertSlice(Value src, Value dest, ArrayRef<OpFoldResult> offsets,
-                    ArrayRef<OpFoldResult> sizes) {
-    SmallVector<OpFoldResult> strides(offsets.size(), b.getIndexAttr(1));
-    return b.create<tensor::InsertSliceOp>(loc, src, dest, offsets, sizes,
-                                           strides);
-  }
-
   // Scalar helpers usable inside region bodies.
   static Value ext(OpBuilder &b, Location loc, Value v, Type ct) {
     if (v.getType() == ct)
@@ -265,7 +250,7 @@ public:
                 iterators(r - 1, 1), [&](OpBuilder &nb, Location l, ValueRange a) {
                   Value v = ext(nb, l, a[0], ct);
                   nb.create<linalg::YieldOp>(
-                      l, nb.create<arith::AddFOp>(l, a[1], v).getResult());
+                      l, nb.create<arith::AddFOp>(l, a[1], v, reassoc(nb)).getResult());
                 })[0];
     Value m2 =
         generic(rowType, ValueRange{x, sum}, filledF(rows, ct, 0.0),
@@ -275,7 +260,7 @@ public:
                   Value d = nb.create<arith::SubFOp>(l, ext(nb, l, a[0], ct), mean);
                   Value sq = nb.create<arith::MulFOp>(l, d, d);
                   nb.create<linalg::YieldOp>(
-                      l, nb.create<arith::AddFOp>(l, a[2], sq).getResult());
+                      l, nb.create<arith::AddFOp>(l, a[2], sq, reassoc(nb)).getResult());
                 })[0];
     // Per-row rstd = 1/sqrt(var + eps) and shift = -rstd * mean.
     ValueRange stats = generic(
@@ -306,28 +291,40 @@ public:
                    })[0];
   }
 
-  /// x · 0.5 · (1 + erf(x · 1/√2)) in PyTorch's evaluation order.
-  Value gelu(Value x) {
+  /// x · 0.5 · (1 + erf(x · 1/√2)) in PyTorch's evaluation order. When
+  /// `inPlace` (x is a temporary only the GELU reads, e.g. the MLP's first
+  /// projection) the result overwrites x instead of a new buffer.
+  Value gelu(Value x, bool inPlace) {
     RankedTensorType xt = tensorTypeOf(x);
     unsigned r = xt.getRank();
     Type elt = xt.getElementType();
     Type ct = computeTypeFor(elt);
     AffineMap id = AffineMap::getMultiDimIdentityMap(r, ctx);
+    if (inPlace)
+      return generic(xt, ValueRange{}, x, {id}, iterators(r, 0),
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       nb.create<linalg::YieldOp>(
+                           l, geluScalar(nb, l, a[0], ct, elt));
+                     })[0];
     return generic(xt, x, empty(sizes(x), elt), {id, id}, iterators(r, 0),
                    [&](OpBuilder &nb, Location l, ValueRange a) {
-                     Value v = ext(nb, l, a[0], ct);
-                     Value half = nb.create<arith::ConstantOp>(l, nb.getFloatAttr(ct, 0.5));
-                     Value one = nb.create<arith::ConstantOp>(l, nb.getFloatAttr(ct, 1.0));
-                     Value alpha = nb.create<arith::ConstantOp>(
-                         l, nb.getFloatAttr(ct, static_cast<double>(
-                                                    static_cast<float>(M_SQRT1_2))));
-                     Value e = nb.create<math::ErfOp>(
-                         l, nb.create<arith::MulFOp>(l, v, alpha));
-                     Value y = nb.create<arith::MulFOp>(
-                         l, nb.create<arith::MulFOp>(l, v, half),
-                         nb.create<arith::AddFOp>(l, one, e));
-                     nb.create<linalg::YieldOp>(l, trunc(nb, l, y, a[1].getType()));
+                     nb.create<linalg::YieldOp>(
+                         l, geluScalar(nb, l, a[0], ct, elt));
                    })[0];
+  }
+
+  static Value geluScalar(OpBuilder &nb, Location l, Value in, Type ct,
+                          Type elt) {
+    Value v = ext(nb, l, in, ct);
+    Value half = nb.create<arith::ConstantOp>(l, nb.getFloatAttr(ct, 0.5));
+    Value one = nb.create<arith::ConstantOp>(l, nb.getFloatAttr(ct, 1.0));
+    Value alpha = nb.create<arith::ConstantOp>(
+        l, nb.getFloatAttr(ct, static_cast<double>(static_cast<float>(M_SQRT1_2))));
+    Value e =
+        nb.create<math::ErfOp>(l, nb.create<arith::MulFOp>(l, v, alpha));
+    Value y = nb.create<arith::MulFOp>(l, nb.create<arith::MulFOp>(l, v, half),
+                                       nb.create<arith::AddFOp>(l, one, e));
+    return trunc(nb, l, y, elt);
   }
 
   /// result[..., e] = table[ids[...], e]; ids outside [0, V) abort.
@@ -445,66 +442,52 @@ public:
   }
 
   /// Applies the NeoX rotate-half RoPE to x [..., S, H, hd] with tables
-  /// [S, r/2] or [..., S, r/2].
+  /// [S, r/2] or [..., S, r/2], in one elementwise pass: element j < r reads
+  /// its partner x[(j + r/2) mod r] and the table at j mod r/2;
+  /// y = x·cos − partner·sin for j < r/2, x·cos + partner·sin for j < r
+  /// (HF: x·cos + rotate_half(x)·sin), y = x beyond r.
   Value rotary(Value x, Value cosT, Value sinT, int64_t rotaryDims) {
     RankedTensorType xt = tensorTypeOf(x);
     unsigned n = xt.getRank();
     Type elt = xt.getElementType();
     Type ct = computeTypeFor(elt);
-    int64_t hd = xt.getShape().back();
     int64_t half = rotaryDims / 2;
-    SmallVector<OpFoldResult> xs = sizes(x);
-    auto at = [&](int64_t off) {
-      SmallVector<OpFoldResult> o(n, b.getIndexAttr(0));
-      o[n - 1] = b.getIndexAttr(off);
-      return o;
-    };
-    auto width = [&](int64_t w) {
-      SmallVector<OpFoldResult> s = xs;
-      s[n - 1] = b.getIndexAttr(w);
-      return s;
-    };
-    Value x1 = extractSlice(x, at(0), width(half));
-    Value x2 = extractSlice(x, at(half), width(half));
-    Value dest = empty(xs, elt);
-    if (rotaryDims < hd) {
-      Value pass = extractSlice(x, at(rotaryDims), width(hd - rotaryDims));
-      dest = insertSlice(pass, dest, at(rotaryDims), width(hd - rotaryDims));
-    }
-    Value o1 = extractSlice(dest, at(0), width(half));
-    Value o2 = extractSlice(dest, at(half), width(half));
-    unsigned tr = tensorTypeOf(cosT).getRank();
-    AffineMap tableMap;
-    if (tr == 2) {
-      tableMap = selectDims(ctx, n, {n - 3, n - 1});
+    SmallVector<AffineExpr> dims;
+    for (unsigned i = 0; i < n; ++i)
+      dims.push_back(getAffineDimExpr(i, ctx));
+    AffineExpr j = dims[n - 1];
+    SmallVector<AffineExpr> partner(dims.begin(), dims.end());
+    partner[n - 1] = (j + half) % rotaryDims;
+    AffineMap partnerMap = AffineMap::get(n, 0, partner, ctx);
+    SmallVector<AffineExpr> table;
+    if (tensorTypeOf(cosT).getRank() == 2) {
+      table.push_back(dims[n - 3]);
     } else {
-      SmallVector<unsigned> dims;
       for (unsigned i = 0; i + 2 < n; ++i)
-        dims.push_back(i);
-      dims.push_back(n - 1);
-      tableMap = selectDims(ctx, n, dims);
+        table.push_back(dims[i]);
     }
+    table.push_back(j % half);
+    AffineMap tableMap = AffineMap::get(n, 0, table, ctx);
     AffineMap id = AffineMap::getMultiDimIdentityMap(n, ctx);
-    ValueRange ys = generic(
-        TypeRange{o1.getType(), o2.getType()},
-        ValueRange{x1, x2, cosT, sinT}, ValueRange{o1, o2},
-        {id, id, tableMap, tableMap, id, id}, iterators(n, 0),
+    return generic(
+        xt, ValueRange{x, x, cosT, sinT}, empty(sizes(x), elt),
+        {id, partnerMap, tableMap, tableMap, id}, iterators(n, 0),
         [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value a1 = ext(nb, l, a[0], ct), a2 = ext(nb, l, a[1], ct);
-          Value c = ext(nb, l, a[2], ct), s = ext(nb, l, a[3], ct);
-          // HF: x·cos + rotate_half(x)·sin, rotate_half([x1, x2]) = [-x2, x1].
-          Value y1 = nb.create<arith::SubFOp>(
-              l, nb.create<arith::MulFOp>(l, a1, c),
-              nb.create<arith::MulFOp>(l, a2, s));
-          Value y2 = nb.create<arith::AddFOp>(
-              l, nb.create<arith::MulFOp>(l, a2, c),
-              nb.create<arith::MulFOp>(l, a1, s));
-          nb.create<linalg::YieldOp>(
-              l, ValueRange{trunc(nb, l, y1, elt), trunc(nb, l, y2, elt)});
-        });
-    dest = insertSlice(ys[0], dest, at(0), width(half));
-    dest = insertSlice(ys[1], dest, at(half), width(half));
-    return dest;
+          Value xv = ext(nb, l, a[0], ct), xp = ext(nb, l, a[1], ct);
+          Value c = ext(nb, l, a[2], ct), sn = ext(nb, l, a[3], ct);
+          Value xc = nb.create<arith::MulFOp>(l, xv, c);
+          Value ps = nb.create<arith::MulFOp>(l, xp, sn);
+          Value first = nb.create<arith::SubFOp>(l, xc, ps);
+          Value second = nb.create<arith::AddFOp>(l, xc, ps);
+          Value jv = nb.create<linalg::IndexOp>(l, n - 1);
+          Value halfV = nb.create<arith::ConstantIndexOp>(l, half);
+          Value rV = nb.create<arith::ConstantIndexOp>(l, rotaryDims);
+          Value isFirst = nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, jv, halfV);
+          Value isRot = nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, jv, rV);
+          Value rot = nb.create<arith::SelectOp>(l, isFirst, first, second);
+          Value y = nb.create<arith::SelectOp>(l, isRot, rot, xv);
+          nb.create<linalg::YieldOp>(l, trunc(nb, l, y, elt));
+        })[0];
   }
 
   /// Causal attention over [batch..., S, H, hd] (batch = [B] or [B, N_blk]),
@@ -673,7 +656,7 @@ public:
               rowVecType, ex, e.filledF(rows, ct, 0.0), {id2, rowMap}, iterators(1, 1),
               [&](OpBuilder &bb, Location ll, ValueRange a) {
                 bb.create<linalg::YieldOp>(
-                    ll, bb.create<arith::AddFOp>(ll, a[1], a[0]).getResult());
+                    ll, bb.create<arith::AddFOp>(ll, a[1], a[0], reassoc(bb)).getResult());
               })[0];
           Value rowInv = e.generic(
               rowVecType, rowSum, e.empty(rows, ct), {id1, id1}, iterators(1, 0),
@@ -743,7 +726,8 @@ public:
         [&](OpBuilder &nb, Location l, ValueRange a) {
           Value d = nb.create<arith::SubFOp>(l, ext(nb, l, a[0], ct), a[1]);
           nb.create<linalg::YieldOp>(
-              l, nb.create<arith::AddFOp>(l, a[2], nb.create<math::ExpOp>(l, d))
+              l, nb.create<arith::AddFOp>(l, a[2], nb.create<math::ExpOp>(l, d),
+                                           reassoc(nb))
                      .getResult());
         })[0];
     // Total over rows: (sum of losses in f64, count in i64).
@@ -842,7 +826,8 @@ struct LowerToLinalgPass
     } else if (auto o = dyn_cast<LinearOp>(op)) {
       result = e.linear(o.getInput(), o.getWeight(), o.getBias());
     } else if (auto o = dyn_cast<GeluOp>(op)) {
-      result = e.gelu(o.getInput());
+      Value in = o.getInput();
+      result = e.gelu(in, in.getDefiningOp() && in.hasOneUse());
     } else if (auto o = dyn_cast<EmbeddingLookupOp>(op)) {
       result = e.embeddingLookup(o.getIds(), o.getTable(), o.getType());
     } else if (auto o = dyn_cast<PrefixProjectionOp>(op)) {

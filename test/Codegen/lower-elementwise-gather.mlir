@@ -18,6 +18,18 @@ func.func @gelu(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
   return %y : tensor<?x64xf32>
 }
 
+// A temporary read only by the GELU (the MLP's first projection) is
+// overwritten in place: the generic has no input, the value is its init.
+// CHECK-LABEL: func.func @gelu_in_place
+//       CHECK:   %[[H:.*]] = arith.addf
+//       CHECK:   linalg.generic {indexing_maps = [#{{.*}}], iterator_types = ["parallel", "parallel"]} outs(%[[H]] : tensor<4x64xf32>)
+//       CHECK:     math.erf
+func.func @gelu_in_place(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
+  %h = arith.addf %x, %x : tensor<4x64xf32>
+  %y = bt.gelu %h : tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
 // Row gather with a bounds check (an id outside [0, V) aborts).
 // CHECK-LABEL: func.func @embedding_lookup
 //  CHECK-SAME:   %[[IDS:.*]]: tensor<?x3xi64>, %[[T:.*]]: tensor<10x6xf32>

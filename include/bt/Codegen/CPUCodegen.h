@@ -40,6 +40,10 @@ struct CPUCodegenOptions {
   /// fully unrolls the static inner loops of the generated nests into huge
   /// scalar blocks (slow to compile, slower to run than the vectorized loop).
   bool unrollLoops = false;
+  /// Let the loop vectorizer call glibc's vector math library (libmvec:
+  /// expf, logf, sinf, cosf); the shared object then also needs
+  /// libmvec.so.1 (part of glibc), only if it uses it.
+  bool vectorMath = true;
   /// ld.lld to use; empty: ld.lld-19, ld.lld in PATH, /usr/lib/llvm-19/bin.
   std::string linker;
   /// DT_SONAME of the shared object.

@@ -9,6 +9,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/Support/CommandLine.h"
 
 #include <gtest/gtest.h>
 
@@ -114,7 +116,7 @@ TEST(Abi, EntryPointsVersionAndOwnership) {
   Array in = Array::f32({2, 3}, {1, 2, 3, 4, 5, 6});
   auto id = k->call("identity", {&in}, {{2}});
   EXPECT_EQ(id[0].value.f, in.f);
-  EXPECT_NE(id[0].aligned, in.data());
+  EXPECT_NE(id[0].aligned, reinterpret_cast<uintptr_t>(in.data()));
   EXPECT_EQ(id[0].value.shape, in.shape);
 
   // A strided view is returned as a dense, owned copy.
@@ -127,7 +129,7 @@ TEST(Abi, EntryPointsVersionAndOwnership) {
   EXPECT_EQ(s[0].strides, (std::vector<int64_t>{2, 1}));
 }
 
-TEST(Abi, SharedObjectLinksOnlyLibcAndLibm) {
+TEST(Abi, SharedObjectLinksOnlyGlibc) {
   CPUPipelineOptions options;
   std::string error;
   auto k = Kernels::compile(R"mlir(
@@ -140,7 +142,8 @@ TEST(Abi, SharedObjectLinksOnlyLibcAndLibm) {
   const std::string &so = k->sharedObject();
   ASSERT_GT(so.size(), 4u);
   EXPECT_EQ(so.substr(0, 4), "\x7f" "ELF");
-  // DT_NEEDED entries are in .dynstr; BLAS stays undefined (no libopenblas).
+  // DT_NEEDED entries are in .dynstr (libmvec.so.1 may join them); BLAS
+  // stays undefined (no libopenblas).
   EXPECT_NE(so.find("libm.so.6"), std::string::npos);
   EXPECT_NE(so.find("libc.so.6"), std::string::npos);
   EXPECT_NE(so.find("cblas_sgemm"), std::string::npos);
@@ -166,6 +169,34 @@ TEST(Abi, CompileErrorsCarryTheLinkerOutput) {
   opts.cpu = "x86-64-v3";
   llvm::Expected<std::string> ok = compileToSharedObject(*module, opts);
   EXPECT_TRUE(static_cast<bool>(ok)) << llvm::toString(ok.takeError());
+}
+
+} // namespace
+
+namespace {
+
+// runCPUPipeline honors the MLIR PassManager command-line options once a
+// tool registered them (what bt-run does for --mlir-timing & co.).
+TEST(CPUPipeline, HonorsPassManagerCommandLineOptions) {
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  const char *argv[] = {"bt-codegen-tests", "--mlir-timing"};
+  ASSERT_TRUE(llvm::cl::ParseCommandLineOptions(2, argv, "", &llvm::errs()));
+  mlir::DialectRegistry registry;
+  registerCPUCodegenDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"mlir(
+    func.func @g(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+      %y = bt.gelu %x : tensor<4x8xf32>
+      return %y : tensor<4x8xf32>
+    })mlir", &ctx);
+  ASSERT_TRUE(module);
+  ::testing::internal::CaptureStderr();
+  mlir::LogicalResult result = runCPUPipeline(*module);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(mlir::succeeded(result));
+  EXPECT_NE(err.find("Execution time report"), std::string::npos) << err;
+  EXPECT_NE(err.find("BTLowerToLinalg"), std::string::npos);
 }
 
 } // namespace

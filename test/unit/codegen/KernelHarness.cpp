@@ -294,8 +294,8 @@ std::vector<Result> Kernels::call(const std::string &name,
     const int64_t *d = block.data() + pos;
     pos += 3 + 2 * spec.rank;
     Result res;
-    res.allocated = reinterpret_cast<void *>(static_cast<intptr_t>(d[0]));
-    res.aligned = reinterpret_cast<void *>(static_cast<intptr_t>(d[1]));
+    res.allocated = static_cast<uintptr_t>(d[0]);
+    res.aligned = static_cast<uintptr_t>(d[1]);
     res.offset = d[2];
     res.value.dtype = spec.dtype;
     res.value.shape.assign(d + 3, d + 3 + spec.rank);
@@ -305,7 +305,7 @@ std::vector<Result> Kernels::call(const std::string &name,
       res.value.f.resize(n);
     else
       res.value.i.resize(n);
-    const char *base = static_cast<const char *>(res.aligned);
+    const char *base = reinterpret_cast<const char *>(res.aligned);
     size_t esz = elementSize(spec.dtype);
     for (int64_t lin = 0; lin < n; ++lin) {
       int64_t rem = lin, off = res.offset;
@@ -326,7 +326,7 @@ std::vector<Result> Kernels::call(const std::string &name,
         res.value.i[lin] = *reinterpret_cast<const uint8_t *>(p);
       }
     }
-    std::free(res.allocated);
+    std::free(reinterpret_cast<void *>(res.allocated));
     out.push_back(std::move(res));
   }
   return out;

@@ -54,8 +54,9 @@ struct ResultSpec {
 /// A result as returned by the kernel, with the raw descriptor fields.
 struct Result {
   Array value;            // copied out densely (honoring strides)
-  void *allocated = nullptr;
-  void *aligned = nullptr;
+  // Descriptor pointers as numbers: the buffer is freed after the copy.
+  uintptr_t allocated = 0;
+  uintptr_t aligned = 0;
   int64_t offset = 0;
   std::vector<int64_t> strides;
 };
