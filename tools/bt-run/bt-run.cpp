@@ -127,13 +127,10 @@ bt::bridge::TensorInfo tensorInfo(Type type, DictionaryAttr attrs) {
   return info;
 }
 
-/// The entry points of a decomposed module: the parameters each public
-/// function reads, in module declaration order (the order
-/// bt-params-to-arguments gives them), and its named inputs and outputs.
+/// The entry points of an imported module: each public function's named
+/// inputs and outputs. Parameters are filled in by setEntryParams once the
+/// pipeline has fixed their order.
 std::vector<bt::bridge::EntryInfo> collectEntries(ModuleOp module) {
-  llvm::StringMap<unsigned> declOrder;
-  for (auto param : module.getOps<bt::ParamOp>())
-    declOrder.try_emplace(param.getSymName(), declOrder.size());
   std::vector<bt::bridge::EntryInfo> entries;
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (!fn.isPublic() || fn.isExternal())
@@ -141,15 +138,6 @@ std::vector<bt::bridge::EntryInfo> collectEntries(ModuleOp module) {
     bt::bridge::EntryInfo e;
     e.name = fn.getSymName().str();
     e.symbol = "bt_entry_" + e.name;
-    llvm::SmallVector<std::pair<unsigned, std::string>> used;
-    llvm::StringSet<> seen;
-    fn.walk([&](bt::ParamRefOp ref) {
-      if (seen.insert(ref.getName()).second)
-        used.push_back({declOrder.lookup(ref.getName()), ref.getName().str()});
-    });
-    llvm::sort(used);
-    for (auto &[order, name] : used)
-      e.params.push_back(name);
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
       e.inputs.push_back(tensorInfo(fn.getArgumentTypes()[i], fn.getArgAttrDict(i)));
     for (unsigned i = 0; i < fn.getNumResults(); ++i)
@@ -157,6 +145,25 @@ std::vector<bt::bridge::EntryInfo> collectEntries(ModuleOp module) {
     entries.push_back(std::move(e));
   }
   return entries;
+}
+
+/// Copies each entry's parameter order from the `bt.params` attribute that
+/// bt-params-to-arguments leaves on the lowered function (the order in which
+/// the kernels take their weights, docs/abi.md).
+LogicalResult setEntryParams(ModuleOp lowered,
+                             std::vector<bt::bridge::EntryInfo> &entries) {
+  for (bt::bridge::EntryInfo &e : entries) {
+    Operation *fn = SymbolTable::lookupSymbolIn(lowered, e.name);
+    auto params = fn ? fn->getAttrOfType<ArrayAttr>("bt.params") : ArrayAttr();
+    if (!params) {
+      fail("internal error: lowered entry point '" + e.name +
+           "' has no bt.params attribute");
+      return failure();
+    }
+    for (Attribute p : params)
+      e.params.push_back(llvm::cast<StringAttr>(p).str());
+  }
+  return success();
 }
 
 LogicalResult writeText(const std::string &path, llvm::function_ref<void(llvm::raw_ostream &)> fn) {
@@ -235,7 +242,8 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
   std::vector<bt::bridge::EntryInfo> entries = collectEntries(*module);
   bt::CPUPipelineOptions pipelineOptions;
   pipelineOptions.blas = !noBlas;
-  if (failed(bt::runCPUPipeline(*module, pipelineOptions)))
+  if (failed(bt::runCPUPipeline(*module, pipelineOptions)) ||
+      failed(setEntryParams(*module, entries)))
     return failure();
   bt::CPUCodegenOptions codegenOptions;
   // Files may travel to other machines; in-process runs use this one.
