@@ -5,8 +5,9 @@
 set -euo pipefail
 
 PACKAGES=(
-  # Compiler toolchain: LLVM/MLIR 19 (libMLIR.so, mlir-tblgen, FileCheck, lit).
-  llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19 lld
+  # Compiler toolchain: LLVM/MLIR 19 (libMLIR.so, mlir-tblgen, FileCheck, lit);
+  # lld links the tools (ld.lld) and lld-19 the generated kernel libraries.
+  llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19 lld lld-19
   cmake ninja-build python3 g++
   # Runtime and tools: protobuf, abseil, GoogleTest, OpenBLAS, yaml-cpp,
   # SentencePiece, JSON (safetensors headers, config.json).
