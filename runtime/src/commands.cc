@@ -53,7 +53,7 @@ std::string Usage(const std::string &prog) {
       "labels) or 'eval'\n",
       "                                         and write the outputs (logits, "
       "loss)\n",
-      "  compare <actual> <reference> --check NAME:atol=X|NAME:rtol=X|NAME:equal ...\n",
+      "  compare <actual> <reference> --check NAME[=REFNAME]:atol=X|rtol=X|equal ...\n",
       "                                         check tensors of two safetensors "
       "files against\n",
       "                                         tolerances (rtol: max|d| / max|ref|)"
