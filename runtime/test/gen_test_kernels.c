@@ -305,3 +305,126 @@ void bt_entry_vanilla_decode_step(void **argv) {
   vanilla_append(ids, NULL, pos, kv, valid, l);
   vanilla_logits((memref2f *)argv[0], peak->aligned[peak->offset], kv, valid, l);
 }
+
+/* ---- replay model --------------------------------------------------------
+ * Replays recorded next-token logits (e.g. a fixture's official.step_logits)
+ * through the block entry points, so that the runtime's loop, sampler and
+ * EOS semantics can be compared with the recorded generation itself.
+ * Params: replay.logits F32 [N, B0, V] (step, original row, vocab) and
+ * replay.shape F32 [2] = {L_B, P}. Cache entry e of row b: k = (row id, e),
+ * v = (number of prompt blocks, 1); decode_block copies the row id and the
+ * prompt length from entry 0 of the row (so a row moved by compaction keeps
+ * its identity only if its cache moved with it). Context = (row id, last
+ * entry, prompt blocks, 0). decode_tokens step k of generated block g feeds
+ * the sampler replay.logits[g * L_B + k, row id] (zeros past N).
+ */
+
+typedef struct {
+  const memref3f *logits;
+  int64_t lb;
+} replay_params;
+
+static replay_params replay_get(void **argv) {
+  const memref3f *lg = (const memref3f *)argv[1];
+  const memref1f *shape = (const memref1f *)argv[2];
+  replay_params p = {lg, (int64_t)shape->aligned[shape->offset]};
+  return p;
+}
+
+static void replay_context(memref2f *out, const memref6f *kv, int64_t last) {
+  int64_t B = kv->sizes[0];
+  float *buf = (float *)malloc(sizeof(float) * (size_t)(B * D + 1));
+  for (int64_t b = 0; b < B; ++b) {
+    buf[b * D + 0] = *kv_at(kv, b, 0, 0, 0);
+    buf[b * D + 1] = (float)last;
+    buf[b * D + 2] = *kv_at(kv, b, 1, 0, 0);
+    buf[b * D + 3] = 0;
+    for (int64_t e = 0; e <= last; ++e)
+      if (*kv_at(kv, b, 0, e, 1) != (float)e || *kv_at(kv, b, 1, e, 1) != 1.0f ||
+          *kv_at(kv, b, 0, e, 0) != buf[b * D + 0])
+        buf[b * D + 0] = NAN;
+  }
+  out->allocated = out->aligned = buf;
+  out->offset = 0;
+  out->sizes[0] = B;
+  out->sizes[1] = D;
+  out->strides[0] = D;
+  out->strides[1] = 1;
+}
+
+/* prefill(replay.logits, replay.shape; input_ids [B, N, L],
+ *         block_attention_mask [B, N], kv INOUT, valid INOUT, cache_length) */
+void bt_entry_replay_prefill(void **argv) {
+  const memref3i *ids = (const memref3i *)argv[3];
+  const memref2i *mask = (const memref2i *)argv[4];
+  const memref6f *kv = (const memref6f *)argv[5];
+  const memref2i *valid = (const memref2i *)argv[6];
+  const memref0i *len = (const memref0i *)argv[7];
+  int64_t l = len->aligned[len->offset], n = ids->sizes[1];
+  for (int64_t b = 0; b < ids->sizes[0]; ++b)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t e = l + j;
+      *kv_at(kv, b, 0, e, 0) = (float)b;
+      *kv_at(kv, b, 0, e, 1) = (float)e;
+      *kv_at(kv, b, 1, e, 0) = (float)(l + n);
+      *kv_at(kv, b, 1, e, 1) = 1.0f;
+      *i2_at(valid, b, e) = *i2_at(mask, b, j);
+    }
+  replay_context((memref2f *)argv[0], kv, l + n - 1);
+}
+
+/* decode_block(replay...; input_ids [B, 1, L], kv INOUT, valid INOUT,
+ *              cache_length) */
+void bt_entry_replay_decode_block(void **argv) {
+  const memref3i *ids = (const memref3i *)argv[3];
+  const memref6f *kv = (const memref6f *)argv[4];
+  const memref2i *valid = (const memref2i *)argv[5];
+  const memref0i *len = (const memref0i *)argv[6];
+  int64_t e = len->aligned[len->offset];
+  for (int64_t b = 0; b < ids->sizes[0]; ++b) {
+    *kv_at(kv, b, 0, e, 0) = *kv_at(kv, b, 0, 0, 0);
+    *kv_at(kv, b, 0, e, 1) = (float)e;
+    *kv_at(kv, b, 1, e, 0) = *kv_at(kv, b, 1, 0, 0);
+    *kv_at(kv, b, 1, e, 1) = 1.0f;
+    *i2_at(valid, b, e) = 1;
+  }
+  replay_context((memref2f *)argv[0], kv, e);
+}
+
+/* decode_tokens(replay...; context [B, D], positions, sampler)
+ *   -> tokens [B, L], step_logits [B, L, V] */
+void bt_entry_replay_decode_tokens(void **argv) {
+  struct {
+    memref2i tokens;
+    memref3f logits;
+  } *out = argv[0];
+  replay_params rp = replay_get(argv);
+  const memref2f *ctx = (const memref2f *)argv[3];
+  const memref0i *sampler = (const memref0i *)argv[5];
+  int64_t B = ctx->sizes[0], L = rp.lb, N = rp.logits->sizes[0],
+          B0 = rp.logits->sizes[1], Vr = rp.logits->sizes[2];
+  int64_t *tok = (int64_t *)calloc((size_t)(B * L + 1), sizeof(int64_t));
+  float *lg = (float *)calloc((size_t)(B * L * Vr + 1), sizeof(float));
+  for (int64_t k = 0; k < L; ++k) {
+    for (int64_t b = 0; b < B; ++b) {
+      const float *c = ctx->aligned + ctx->offset + b * ctx->strides[0];
+      float id = c[0], last = c[ctx->strides[1]], nprompt = c[2 * ctx->strides[1]];
+      int64_t g = (int64_t)last - (int64_t)nprompt + 1, step = g * L + k;
+      for (int64_t v = 0; v < Vr; ++v) {
+        float x = 0.0f;
+        if (isnan(id) || id < 0 || (int64_t)id >= B0)
+          x = NAN;
+        else if (step < N)
+          x = rp.logits->aligned[rp.logits->offset + step * rp.logits->strides[0] +
+                                 (int64_t)id * rp.logits->strides[1] +
+                                 v * rp.logits->strides[2]];
+        lg[(b * L + k) * Vr + v] = x;
+      }
+    }
+    memref2f lv = {lg, lg, k * Vr, {B, Vr}, {L * Vr, 1}};
+    memref1i tv = {tok, tok, k, {B}, {L}};
+    _mlir_ciface_bt_rt_sample(sampler->aligned[sampler->offset], &lv, &tv);
+  }
+  out->tokens = (memref2i){tok, tok, 0, {B, L}, {L, 1}};
+  out->logits = (memref3f){lg, lg, 0, {B, L, Vr}, {L * Vr, Vr, 1}};
+}

@@ -12,6 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "bt/runtime/config.h"
+#include "bt/runtime/safetensors.h"
 #include "test_util.h"
 
 namespace bt::rt {
@@ -451,6 +453,54 @@ TEST_F(GenerateTest, ArtifactsWithoutTheEntryPointsOrWithBrokenKernels) {
   EXPECT_THAT(Generate(**toy, ids, Tensor(), Greedy(4)).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "it has no prefill, decode_tokens, decode_block entry points"));
+}
+
+// The official generations of the fixtures, replayed: decode_tokens feeds
+// the recorded next-token logits of each row (identified through its cache
+// row, so compaction must move it) to the runtime's sampler. The loop must
+// reproduce the recorded tokens and logits exactly; generate_eos.safetensors
+// checks the official EOS semantics (row 1 emits EOS first: the rest of its
+// block is the generation pad 1, later blocks pad 0 with zero logits, and
+// the next block is decoded for row 0 only).
+TEST_F(GenerateTest, ReplaysTheOfficialGenerations) {
+  int checked = 0;
+  for (const std::string &dir : testing::FixtureCases()) {
+    auto config = LoadModelConfig(dir);
+    ASSERT_THAT(config.status(), IsOk()) << dir;
+    if (config->kind() != proto::ModelConfig::BLOCK_TRANSFORMER)
+      continue;
+    for (const std::string &file : {"generate", "generate_eos"})
+      for (const std::string &mode : {"trainpos", "official"}) {
+        auto g = SafetensorsFile::Open(dir + "/" + file + ".safetensors");
+        if (!g.ok() || !g->contains(mode + ".new_tokens"))
+          continue;
+        SCOPED_TRACE(dir + " " + file + " " + mode);
+        auto logits = g->Get(mode + ".step_logits");
+        auto expected_tokens = g->Get(mode + ".new_tokens");
+        ASSERT_THAT(logits.status(), IsOk());
+        ASSERT_THAT(expected_tokens.status(), IsOk());
+        const std::string art = dir_.File(absl::StrCat("replay", checked, ".btart"));
+        ASSERT_THAT(testing::WriteReplayArtifact(art, *config, *logits), IsOk());
+        auto model = Model::Open(art);
+        ASSERT_THAT(model.status(), IsOk());
+        GenerateOptions o = Greedy(expected_tokens->dim(1), mode == "official");
+        auto r = Generate(**model, *g->Get("prompt.input_ids"),
+                          *g->Get("prompt.attention_mask"), o);
+        ASSERT_THAT(r.status(), IsOk());
+        EXPECT_EQ(testing::I64Values(r->new_tokens),
+                  testing::I64Values(*expected_tokens));
+        EXPECT_EQ(testing::F32Values(r->step_logits), testing::F32Values(*logits));
+        if (file == "generate_eos") {
+          EXPECT_EQ(r->finished, std::vector<bool>({false, true}));
+          EXPECT_EQ(r->lengths, std::vector<int64_t>({12, 1}));
+          EXPECT_EQ(r->counters.rows_compacted, 1);
+          EXPECT_EQ(r->counters.token_decoder_rows,
+                    2 * config->block_length() + 1 * config->block_length());
+        }
+        ++checked;
+      }
+  }
+  EXPECT_GE(checked, 4); // block_tiny x2, block_tiny_b8 x2, its EOS file
 }
 
 // Model::Run with in-out arguments (TensorSpec.inout).

@@ -270,4 +270,58 @@ absl::Status WriteGenArtifact(const std::string &path,
   return w.Write(path);
 }
 
+absl::Status WriteReplayArtifact(const std::string &path,
+                                 const proto::ModelConfig &config,
+                                 const Tensor &logits) {
+  proto::Manifest m;
+  m.set_target("cpu");
+  m.set_producer("btrt-tests");
+  *m.mutable_config() = config;
+  const int64_t L = config.block_length(), P = config.prefix_length();
+  const int64_t V = config.vocab_size();
+  auto kv = [](proto::EntryPoint *ep) {
+    proto::TensorSpec s = Spec("kv_cache", proto::F32, {-1, 1, 2, 1, -1, 2},
+                               {"B", "", "", "", "C", ""});
+    s.set_inout(true);
+    *ep->add_inputs() = s;
+    s = Spec("kv_valid", proto::I64, {-1, -1}, {"B", "C"});
+    s.set_inout(true);
+    *ep->add_inputs() = s;
+    *ep->add_inputs() = Spec("cache_length", proto::I64, {});
+  };
+  auto entry = [&](const std::string &name) {
+    proto::EntryPoint *ep = m.add_entry_points();
+    ep->set_name(name);
+    ep->set_symbol("bt_entry_replay_" + name);
+    ep->add_params("replay.logits");
+    ep->add_params("replay.shape");
+    return ep;
+  };
+  proto::EntryPoint *ep = entry("prefill");
+  *ep->add_inputs() = Spec("input_ids", proto::I64, {-1, -1, L}, {"B", "N_blk", "L_B"});
+  *ep->add_inputs() = Spec("block_attention_mask", proto::I64, {-1, -1}, {"B", "N_blk"});
+  kv(ep);
+  *ep->add_outputs() = Spec("context", proto::F32, {-1, 4}, {"B", "D"});
+  ep = entry("decode_tokens");
+  *ep->add_inputs() = Spec("context", proto::F32, {-1, 4}, {"B", "D"});
+  *ep->add_inputs() = Spec("positions", proto::I64, {P + L - 1});
+  *ep->add_inputs() = Spec("sampler", proto::I64, {});
+  *ep->add_outputs() = Spec("tokens", proto::I64, {-1, L}, {"B", "L_B"});
+  *ep->add_outputs() = Spec("step_logits", proto::F32, {-1, L, V}, {"B", "L_B", "V"});
+  ep = entry("decode_block");
+  *ep->add_inputs() = Spec("input_ids", proto::I64, {-1, 1, L}, {"B", "", "L_B"});
+  kv(ep);
+  *ep->add_outputs() = Spec("context", proto::F32, {-1, 4}, {"B", "D"});
+  ArtifactWriter w(m);
+  w.SetKernels(ReadRaw(BT_TEST_GEN_KERNELS));
+  absl::Status s = w.AddWeight("replay.logits", logits);
+  if (!s.ok())
+    return s;
+  Tensor shape = MakeF32({2}, {static_cast<float>(L), static_cast<float>(P)});
+  s = w.AddWeight("replay.shape", shape);
+  if (!s.ok())
+    return s;
+  return w.Write(path);
+}
+
 } // namespace bt::rt::testing

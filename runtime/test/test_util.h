@@ -90,6 +90,14 @@ inline constexpr float kFakePeak = 3.0f;
 absl::Status WriteGenArtifact(const std::string &path,
                               const GenArtifactOptions &options = {});
 
+/// Writes an artifact whose block entry points (prefill, decode_tokens,
+/// decode_block) replay recorded next-token logits `logits` F32 [N, B, V]
+/// (gen_test_kernels.c, "replay model") for a model with configuration
+/// `config` (block length and vocabulary taken from it).
+absl::Status WriteReplayArtifact(const std::string &path,
+                                 const proto::ModelConfig &config,
+                                 const Tensor &logits);
+
 /// gtest matchers on absl::Status.
 MATCHER(IsOk, "") {
   if (arg.ok())
