@@ -288,6 +288,10 @@ Artifact::Open(const std::string &path) {
             return bad(absl::StrCat(what, " ", kind, " '", s.name(),
                                     "' has dim ", d,
                                     " (expected >= 0, or -1 for dynamic)"));
+        if (s.inout() && std::string(kind) == "output")
+          return bad(absl::StrCat(what, " output '", s.name(),
+                                  "' is marked inout (in-out arguments are "
+                                  "inputs and are not returned)"));
         if (s.dim_names_size() != 0 && s.dim_names_size() != s.shape_size())
           return bad(absl::StrCat(what, " ", kind, " '", s.name(), "' has ",
                                   s.dim_names_size(), " dim_names for rank ",

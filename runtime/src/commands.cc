@@ -2,7 +2,11 @@
 
 #include "bt/runtime/commands.h"
 
+#include <map>
+#include <type_traits>
 #include <vector>
+
+#include "absl/strings/numbers.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -11,6 +15,7 @@
 #include "bt/runtime/config.h"
 #include "bt/runtime/safetensors.h"
 #include "bt/runtime/status_macros.h"
+#include "bt/runtime/tokenizer.h"
 
 namespace bt::rt {
 namespace {
@@ -53,7 +58,16 @@ std::string Usage(const std::string &prog) {
       "labels) or 'eval'\n",
       "                                         and write the outputs (logits, "
       "loss)\n",
-      "  compare <actual> <reference> --check NAME:atol=X|NAME:rtol=X|NAME:equal ...\n",
+      "  generate (--inputs <prompt.safetensors> | --prompt TEXT...) [-o <out.safetensors>]\n",
+      "           [--max-new-tokens N] [--greedy | --temperature T --top-k K --top-p P --seed S]\n",
+      "           [--official-generate-positions] [--ignore-eos]\n",
+      "                                         generate N tokens per prompt (default 32, greedy):\n",
+      "                                         --inputs reads prompt.input_ids and\n",
+      "                                         prompt.attention_mask (left padding = 0) and -o\n",
+      "                                         writes new_tokens [B, N] and step_logits [N, B, V];\n",
+      "                                         --prompt tokenizes with the artifact's SentencePiece\n",
+      "                                         model and prints the text\n",
+      "  compare <actual> <reference> --check NAME[=REFNAME]:atol=X|rtol=X|equal ...\n",
       "                                         check tensors of two safetensors "
       "files against\n",
       "                                         tolerances (rtol: max|d| / max|ref|)"
@@ -152,6 +166,204 @@ absl::Status RunEvalCommand(const Model &model, const std::string &inputs_path,
   return absl::OkStatus();
 }
 
+absl::StatusOr<GenerateCommandOptions>
+ParseGenerateArgs(const std::vector<std::string> &args) {
+  GenerateCommandOptions o;
+  auto bad = [](const std::string &m) {
+    return absl::InvalidArgumentError(absl::StrCat("generate: ", m));
+  };
+  bool greedy_flag = false, sampling = false, seed_given = false;
+  double temperature = 1.0;
+  bool temperature_given = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    auto value = [&]() -> absl::StatusOr<std::string> {
+      if (i + 1 >= args.size())
+        return bad(absl::StrCat(a, " needs a value"));
+      return args[++i];
+    };
+    auto number = [&](auto *x) -> absl::Status {
+      BT_ASSIGN_OR_RETURN(std::string v, value());
+      bool ok;
+      if constexpr (std::is_same_v<std::remove_pointer_t<decltype(x)>, double>)
+        ok = absl::SimpleAtod(v, x);
+      else if constexpr (std::is_same_v<std::remove_pointer_t<decltype(x)>, uint64_t>)
+        ok = absl::SimpleAtoi(v, x);
+      else
+        ok = absl::SimpleAtoi(v, x);
+      if (!ok)
+        return bad(absl::StrCat(a, ": '", v, "' is not a number"));
+      return absl::OkStatus();
+    };
+    if (a == "--inputs") {
+      BT_ASSIGN_OR_RETURN(o.inputs_path, value());
+    } else if (a == "--prompt") {
+      BT_ASSIGN_OR_RETURN(std::string p, value());
+      o.prompts.push_back(p);
+    } else if (a == "-o" || a == "--output") {
+      BT_ASSIGN_OR_RETURN(o.output_path, value());
+    } else if (a == "--max-new-tokens") {
+      BT_RETURN_IF_ERROR(number(&o.generate.max_new_tokens));
+      if (o.generate.max_new_tokens < 0)
+        return bad("--max-new-tokens must be >= 0");
+    } else if (a == "--greedy") {
+      greedy_flag = true;
+    } else if (a == "--temperature") {
+      BT_RETURN_IF_ERROR(number(&temperature));
+      temperature_given = true;
+      if (!(temperature >= 0))
+        return bad("--temperature must be >= 0 (0 = greedy)");
+    } else if (a == "--top-k") {
+      BT_RETURN_IF_ERROR(number(&o.generate.sampling.top_k));
+      sampling = true;
+    } else if (a == "--top-p") {
+      BT_RETURN_IF_ERROR(number(&o.generate.sampling.top_p));
+      sampling = true;
+    } else if (a == "--seed") {
+      BT_RETURN_IF_ERROR(number(&o.generate.sampling.seed));
+      seed_given = true;
+    } else if (a == "--official-generate-positions") {
+      o.generate.official_generate_positions = true;
+    } else if (a == "--ignore-eos") {
+      o.generate.stop_at_eos = false;
+    } else {
+      return bad(absl::StrCat("unexpected argument '", a, "'"));
+    }
+  }
+  if (o.inputs_path.empty() == o.prompts.empty())
+    return bad("give either --inputs <prompt.safetensors> or --prompt TEXT");
+  if (!o.inputs_path.empty() && o.output_path.empty())
+    return bad("--inputs needs -o <out.safetensors>");
+  if (temperature_given && temperature > 0)
+    sampling = true;
+  if (temperature_given && temperature == 0 && sampling)
+    return bad("--temperature 0 (greedy) contradicts --top-k / --top-p");
+  if (greedy_flag && (sampling || seed_given || temperature_given))
+    return bad("--greedy contradicts --temperature / --top-k / --top-p / --seed");
+  if (seed_given && !sampling)
+    return bad("--seed needs sampling (--temperature, --top-k or --top-p)");
+  o.generate.sampling.greedy = !sampling;
+  o.generate.sampling.temperature = temperature_given && temperature > 0 ? temperature : 1.0;
+  if (absl::Status v = ValidateSamplingOptions(o.generate.sampling); !v.ok())
+    return bad(std::string(v.message()));
+  return o;
+}
+
+absl::Status RunGenerateCommand(const Model &model,
+                                const GenerateCommandOptions &options,
+                                std::ostream &out, std::ostream &log) {
+  const proto::ModelConfig &cfg = model.config();
+  Tensor ids, mask;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::vector<std::vector<int64_t>> prompt_ids;
+  if (!options.inputs_path.empty()) {
+    BT_ASSIGN_OR_RETURN(SafetensorsFile in, SafetensorsFile::Open(options.inputs_path));
+    const bool prefixed = in.contains("prompt.input_ids");
+    const std::string ids_name = prefixed ? "prompt.input_ids" : "input_ids";
+    const std::string mask_name = prefixed ? "prompt.attention_mask" : "attention_mask";
+    if (!in.contains(ids_name))
+      return absl::NotFoundError(absl::StrCat(
+          options.inputs_path, ": no tensor 'prompt.input_ids' (or 'input_ids'): "
+                               "the prompt token ids I64[B, T]"));
+    BT_ASSIGN_OR_RETURN(ids, in.Get(ids_name));
+    if (in.contains(mask_name)) {
+      BT_ASSIGN_OR_RETURN(mask, in.Get(mask_name));
+    }
+    if (ids.rank() != 2)
+      return absl::InvalidArgumentError(absl::StrCat(
+          options.inputs_path, ": '", ids_name, "' is ", ids.DebugString(),
+          ", expected I64[B, T]"));
+  } else {
+    if (model.artifact().tokenizer().empty())
+      return absl::FailedPreconditionError(absl::StrCat(
+          model.artifact().path(),
+          " has no tokenizer: compile it with `bt-run compile --tokenizer "
+          "<spm.model>`, or pass token ids with --inputs"));
+    BT_ASSIGN_OR_RETURN(tokenizer,
+                        Tokenizer::LoadSentencePiece(model.artifact().tokenizer()));
+    if (tokenizer->vocab_size() > cfg.vocab_size())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the tokenizer has ", tokenizer->vocab_size(),
+          " pieces, more than the model's vocabulary (", cfg.vocab_size(), ")"));
+    for (const std::string &p : options.prompts) {
+      BT_ASSIGN_OR_RETURN(std::vector<int64_t> t, tokenizer->Encode(p));
+      if (t.empty())
+        return absl::InvalidArgumentError(
+            absl::StrCat("the prompt '", p, "' has no tokens"));
+      prompt_ids.push_back(std::move(t));
+    }
+    BT_ASSIGN_OR_RETURN(auto padded, LeftPadPrompts(prompt_ids, cfg.pad_token_id()));
+    ids = std::move(padded.first);
+    mask = std::move(padded.second);
+  }
+
+  BT_ASSIGN_OR_RETURN(GenerateResult r,
+                      Generate(model, ids, mask, options.generate));
+  log << FormatCounters(r.counters);
+
+  if (tokenizer != nullptr) {
+    const int64_t N = r.new_tokens.dim(1);
+    for (size_t b = 0; b < prompt_ids.size(); ++b) {
+      std::vector<int64_t> all = prompt_ids[b];
+      const int64_t *row = r.new_tokens.data_as<int64_t>() + b * N;
+      const int64_t n = r.finished[b] ? r.lengths[b] - 1 : r.lengths[b]; // no EOS
+      all.insert(all.end(), row, row + n);
+      BT_ASSIGN_OR_RETURN(std::string text, tokenizer->Decode(all));
+      if (prompt_ids.size() > 1)
+        out << "[" << b << "] ";
+      out << text << "\n";
+    }
+  }
+  if (!options.output_path.empty()) {
+    const int64_t B = r.new_tokens.dim(0);
+    BT_ASSIGN_OR_RETURN(Tensor finished, Tensor::Allocate(proto::I64, {B}));
+    BT_ASSIGN_OR_RETURN(Tensor lengths, Tensor::Allocate(proto::I64, {B}));
+    for (int64_t b = 0; b < B; ++b) {
+      finished.data_as<int64_t>()[b] = r.finished[b] ? 1 : 0;
+      lengths.data_as<int64_t>()[b] = r.lengths[b];
+    }
+    const SamplingOptions &so = options.generate.sampling;
+    const GenerateCounters &c = r.counters;
+    std::map<std::string, std::string> metadata = {
+        {"command", "generate"},
+        {"model", cfg.name()},
+        {"max_new_tokens", absl::StrCat(options.generate.max_new_tokens)},
+        {"sampling", so.greedy ? "greedy"
+                               : absl::StrCat("temperature ", so.temperature,
+                                              ", top-k ", so.top_k, ", top-p ",
+                                              so.top_p, ", seed ", so.seed)},
+        {"positions", cfg.kind() == proto::ModelConfig::VANILLA
+                          ? "hf"
+                          : options.generate.official_generate_positions
+                                ? "official-generate"
+                                : "training"},
+        {"stop_at_eos", options.generate.stop_at_eos ? "true" : "false"},
+        {"counters",
+         absl::StrCat("blocks_prefilled=", c.blocks_prefilled,
+                      " decode_tokens_calls=", c.decode_tokens_calls,
+                      " token_decoder_steps=", c.token_decoder_steps,
+                      " token_decoder_rows=", c.token_decoder_rows,
+                      " decode_block_calls=", c.decode_block_calls,
+                      " decode_block_rows=", c.decode_block_rows,
+                      " decode_step_calls=", c.decode_step_calls,
+                      " decode_step_rows=", c.decode_step_rows,
+                      " rows_compacted=", c.rows_compacted)}};
+    if (!model.manifest().producer().empty())
+      metadata["producer"] = model.manifest().producer();
+    BT_RETURN_IF_ERROR(WriteSafetensors(
+        options.output_path,
+        {{"new_tokens", &r.new_tokens},
+         {"step_logits", &r.step_logits},
+         {"finished", &finished},
+         {"lengths", &lengths}},
+        metadata));
+    log << "wrote new_tokens " << ShapeToString(r.new_tokens.shape())
+        << " and step_logits " << ShapeToString(r.step_logits.shape()) << " to "
+        << options.output_path << "\n";
+  }
+  return absl::OkStatus();
+}
+
 int LauncherMain(int argc, const char *const *argv, std::ostream &out,
                  std::ostream &err) {
   std::string prog = argc > 0 && argv[0] ? argv[0] : "bt-launcher";
@@ -216,7 +428,19 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
   }
 
   std::string inputs, output;
-  if (cmd == "info") {
+  GenerateCommandOptions gen;
+  if (cmd == "generate") {
+    std::vector<std::string> rest(args.begin() + i, args.end());
+    for (const std::string &a : rest)
+      if (a == "-h" || a == "--help") {
+        out << Usage(prog);
+        return 0;
+      }
+    absl::StatusOr<GenerateCommandOptions> parsed = ParseGenerateArgs(rest);
+    if (!parsed.ok())
+      return usage_error(std::string(parsed.status().message()));
+    gen = std::move(parsed).value();
+  } else if (cmd == "info") {
     if (i < args.size())
       return usage_error(absl::StrCat("info takes no arguments, got '",
                                       args[i], "'"));
@@ -248,8 +472,9 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     err << prog << ": " << model.status().message() << "\n";
     return 1;
   }
-  absl::Status s = cmd == "info" ? RunInfoCommand(**model, out)
-                                 : RunEvalCommand(**model, inputs, output, err);
+  absl::Status s = cmd == "info"       ? RunInfoCommand(**model, out)
+                   : cmd == "generate" ? RunGenerateCommand(**model, gen, out, err)
+                                       : RunEvalCommand(**model, inputs, output, err);
   if (!s.ok()) {
     err << prog << ": " << s.message() << "\n";
     return 1;

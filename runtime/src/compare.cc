@@ -57,6 +57,12 @@ absl::StatusOr<TensorCheck> ParseTensorCheck(const std::string &spec) {
     return bad();
   TensorCheck check;
   check.tensor = spec.substr(0, colon);
+  if (size_t eq = check.tensor.find('='); eq != std::string::npos) {
+    check.reference = check.tensor.substr(eq + 1);
+    check.tensor = check.tensor.substr(0, eq);
+    if (check.tensor.empty() || check.reference.empty())
+      return bad();
+  }
   std::string rule = spec.substr(colon + 1);
   if (rule == "equal") {
     check.kind = TensorCheck::Kind::kEqual;
@@ -86,19 +92,22 @@ CompareTensors(const std::string &actual_path, const std::string &reference_path
                       SafetensorsFile::Open(reference_path));
   std::vector<TensorCheckResult> results;
   for (const TensorCheck &check : checks) {
-    auto get = [&](const SafetensorsFile &f) -> absl::StatusOr<Tensor> {
-      if (!f.contains(check.tensor))
-        return absl::NotFoundError(absl::StrCat(f.path(), ": no tensor '",
-                                                check.tensor, "'"));
-      return f.Get(check.tensor);
+    auto get = [&](const SafetensorsFile &f,
+                   const std::string &name) -> absl::StatusOr<Tensor> {
+      if (!f.contains(name))
+        return absl::NotFoundError(
+            absl::StrCat(f.path(), ": no tensor '", name, "'"));
+      return f.Get(name);
     };
-    BT_ASSIGN_OR_RETURN(Tensor a, get(actual));
-    BT_ASSIGN_OR_RETURN(Tensor r, get(reference));
+    const std::string &ref_name = check.reference_name();
+    BT_ASSIGN_OR_RETURN(Tensor a, get(actual, check.tensor));
+    BT_ASSIGN_OR_RETURN(Tensor r, get(reference, ref_name));
     if (a.shape() != r.shape())
       return absl::InvalidArgumentError(absl::StrCat(
           "tensor '", check.tensor, "' has shape ", ShapeToString(a.shape()),
-          " in ", actual.path(), " but ", ShapeToString(r.shape()), " in ",
-          reference.path()));
+          " in ", actual.path(), " but ",
+          ref_name == check.tensor ? "" : absl::StrCat("'", ref_name, "' has "),
+          ShapeToString(r.shape()), " in ", reference.path()));
     if (check.kind == TensorCheck::Kind::kEqual &&
         IsInteger(a.dtype()) != IsInteger(r.dtype()))
       return absl::InvalidArgumentError(absl::StrCat(
@@ -144,7 +153,10 @@ CompareTensors(const std::string &actual_path, const std::string &reference_path
     }
     if (nan)
       what += "  (NaN where the reference has none)";
-    out << absl::StrFormat("%-24s %s  %s\n", check.tensor, what,
+    const std::string label =
+        ref_name == check.tensor ? check.tensor
+                                 : absl::StrCat(check.tensor, " = ", ref_name);
+    out << absl::StrFormat("%-24s %s  %s\n", label, what,
                            res.passed ? "OK" : "FAIL");
     results.push_back(res);
   }

@@ -12,8 +12,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bt/runtime/file_util.h"
+#include "shared_object.h"
 #include "bt/runtime/status_macros.h"
 #include "cblas.h"
 
@@ -50,26 +52,20 @@ std::string DlError() {
 
 } // namespace
 
-absl::StatusOr<std::unique_ptr<KernelLibrary>>
-KernelLibrary::Load(absl::string_view so_bytes, const std::string &name) {
-  if (so_bytes.empty())
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": the kernel library is empty"));
+absl::StatusOr<LoadedSharedObject>
+LoadSharedObjectFromMemory(absl::string_view so_bytes, const std::string &name,
+                           int dlopen_flags) {
   if (so_bytes.size() < 4 || std::memcmp(so_bytes.data(), "\x7f" "ELF", 4) != 0)
     return absl::InvalidArgumentError(
-        absl::StrCat(name, ": the kernel library is not an ELF shared object"));
-
-  if (kKeepBlasLinked == nullptr)
-    return absl::InternalError("OpenBLAS is not linked");
-  std::unique_ptr<KernelLibrary> lib(new KernelLibrary());
-  lib->name_ = name;
+        absl::StrCat(name, ": not an ELF shared object"));
+  LoadedSharedObject lib;
   const char *no_memfd = std::getenv("BT_KERNELS_NO_MEMFD");
   int fd = no_memfd != nullptr && *no_memfd != '\0' && *no_memfd != '0'
                ? -1
                : ::memfd_create("bt-kernels", MFD_CLOEXEC);
   std::string tmp_path;
   if (fd >= 0) {
-    lib->load_method_ = "memfd";
+    lib.method = "memfd";
   } else {
     // Fallback: an unlinked temporary file.
     const char *dir = std::getenv("TMPDIR");
@@ -80,9 +76,9 @@ KernelLibrary::Load(absl::string_view so_bytes, const std::string &name) {
                            absl::StrCat(name, ": memfd_create is unavailable "
                                               "and cannot create ",
                                         tmp_path));
-    lib->load_method_ = "tmpfile";
+    lib.method = "tmpfile";
   }
-  absl::Status s = WriteAllFd(fd, so_bytes, absl::StrCat(name, " kernels"));
+  absl::Status s = WriteAllFd(fd, so_bytes, name);
   // glibc's dlopen returns an already loaded object whose name equals the
   // path, so "/proc/self/fd/N" must not name a library still loaded (N is
   // reused once an fd is closed). Keep our fd open while the library is
@@ -100,13 +96,13 @@ KernelLibrary::Load(absl::string_view so_bytes, const std::string &name) {
       ::dlclose(existing);
       if (!tmp_path.empty() || tries >= 64) {
         s = absl::InternalError(absl::StrCat(
-            name, ": cannot find an unused path to load the kernels from"));
+            name, ": cannot find an unused path to load the library from"));
         break;
       }
       spare_fds.push_back(fd);
       fd = ::fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
       if (fd < 0) {
-        s = ErrnoToStatus(errno, absl::StrCat(name, ": cannot dup the kernels fd"));
+        s = ErrnoToStatus(errno, absl::StrCat(name, ": cannot dup the library fd"));
         fd = spare_fds.back();
         spare_fds.pop_back();
         break;
@@ -114,24 +110,55 @@ KernelLibrary::Load(absl::string_view so_bytes, const std::string &name) {
     }
   }
   if (s.ok()) {
-    lib->load_path_ = path;
-    lib->handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib->handle_ == nullptr)
-      s = absl::InvalidArgumentError(absl::StrCat(
-          name, ": cannot load the kernel library: ", DlError()));
+    lib.path = path;
+    lib.handle = ::dlopen(path.c_str(), dlopen_flags);
+    if (lib.handle == nullptr)
+      s = absl::InvalidArgumentError(
+          absl::StrCat(name, ": cannot load: ", DlError()));
   }
   for (int f : spare_fds)
     ::close(f);
   if (!tmp_path.empty()) {
     ::close(fd);
     ::unlink(tmp_path.c_str());
-  } else if (lib->handle_ != nullptr) {
-    lib->fd_ = fd; // closed after dlclose
+  } else if (lib.handle != nullptr) {
+    lib.fd = fd; // closed after dlclose
   } else {
     ::close(fd);
   }
   if (!s.ok())
     return s;
+  return lib;
+}
+
+absl::StatusOr<std::unique_ptr<KernelLibrary>>
+KernelLibrary::Load(absl::string_view so_bytes, const std::string &name) {
+  if (so_bytes.empty())
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": the kernel library is empty"));
+  if (so_bytes.size() < 4 || std::memcmp(so_bytes.data(), "\x7f" "ELF", 4) != 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": the kernel library is not an ELF shared object"));
+
+  if (kKeepBlasLinked == nullptr)
+    return absl::InternalError("OpenBLAS is not linked");
+  absl::StatusOr<LoadedSharedObject> loaded = LoadSharedObjectFromMemory(
+      so_bytes, absl::StrCat(name, " kernels"), RTLD_NOW | RTLD_LOCAL);
+  if (!loaded.ok()) {
+    absl::string_view msg = loaded.status().message();
+    const std::string prefix = absl::StrCat(name, " kernels: cannot load: ");
+    if (absl::StartsWith(msg, prefix))
+      return absl::Status(loaded.status().code(),
+                          absl::StrCat(name, ": cannot load the kernel library: ",
+                                       msg.substr(prefix.size())));
+    return loaded.status();
+  }
+  std::unique_ptr<KernelLibrary> lib(new KernelLibrary());
+  lib->name_ = name;
+  lib->handle_ = loaded->handle;
+  lib->fd_ = loaded->fd;
+  lib->load_method_ = loaded->method;
+  lib->load_path_ = loaded->path;
 
   dlerror();
   void *v = ::dlsym(lib->handle_, "bt_kernel_abi_version");

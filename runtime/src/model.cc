@@ -124,79 +124,173 @@ absl::Status CheckTokenValues(const std::string &what, const std::string &name,
 
 } // namespace
 
+namespace {
+
+// The argument of spec `s` in `inputs` or `inouts`, or nullptr.
+const Tensor *FindArg(const proto::TensorSpec &s, const TensorMap &inputs,
+                      const TensorMap *inouts) {
+  const TensorMap *m = s.inout() ? inouts : &inputs;
+  if (m == nullptr)
+    return nullptr;
+  auto it = m->find(s.name());
+  return it == m->end() ? nullptr : &it->second;
+}
+
+const char *ArgKind(const proto::TensorSpec &s) {
+  return s.inout() ? "in-out" : "input";
+}
+
+} // namespace
+
 absl::Status Model::CheckInputs(const proto::EntryPoint &ep,
-                                const TensorMap &inputs) const {
+                                const TensorMap &inputs,
+                                const TensorMap *inouts) const {
   const std::string what = absl::StrCat("entry point '", ep.name(), "'");
   std::vector<std::string> expected;
   for (const proto::TensorSpec &s : ep.inputs())
     expected.push_back(s.name());
-  for (const auto &[name, _] : inputs) {
-    bool known = false;
+  auto find_spec = [&](const std::string &name) -> const proto::TensorSpec * {
     for (const proto::TensorSpec &s : ep.inputs())
-      known |= s.name() == name;
-    if (!known)
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": unexpected input '", name, "' (it takes ",
-          expected.empty() ? "no inputs" : absl::StrJoin(expected, ", "), ")"));
+      if (s.name() == name)
+        return &s;
+    return nullptr;
+  };
+  for (bool inout : {false, true}) {
+    const TensorMap *m = inout ? inouts : &inputs;
+    if (m == nullptr)
+      continue;
+    for (const auto &[name, _] : *m) {
+      const proto::TensorSpec *s = find_spec(name);
+      if (s == nullptr)
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": unexpected ", inout ? "in-out argument" : "input", " '",
+            name, "' (it takes ",
+            expected.empty() ? "no inputs" : absl::StrJoin(expected, ", "),
+            ")"));
+      if (s->inout() != inout)
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": '", name, "' is ",
+            s->inout() ? "an in-out argument (a writable buffer the kernel "
+                         "updates in place); pass it as one"
+                       : "a read-only input, not an in-out argument"));
+    }
   }
   for (const proto::TensorSpec &s : ep.inputs()) {
-    auto it = inputs.find(s.name());
-    if (it == inputs.end())
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": missing input '", s.name(), "' (",
-                       DTypeName(s.dtype()), SpecShape(s), ")"));
-    const Tensor &t = it->second;
-    if (t.dtype() != s.dtype())
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": input '", s.name(), "' has dtype ",
-                       DTypeName(t.dtype()), ", expected ",
-                       DTypeName(s.dtype())));
-    if (t.rank() != s.shape_size())
+    const Tensor *t = FindArg(s, inputs, inouts);
+    const std::string arg = absl::StrCat(ArgKind(s), " '", s.name(), "'");
+    if (t == nullptr)
       return absl::InvalidArgumentError(absl::StrCat(
-          what, ": input '", s.name(), "' has shape ",
-          ShapeToString(t.shape()), " of rank ", t.rank(), ", expected rank ",
-          s.shape_size(), " ", SpecShape(s)));
-    for (int i = 0; i < s.shape_size(); ++i)
-      if (s.shape(i) >= 0 && t.dim(i) != s.shape(i))
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": input '", s.name(), "' has shape ",
-            ShapeToString(t.shape()), ", expected ", SpecShape(s), " (dim ", i,
-            " must be ", s.shape(i), ")"));
-    if (t.nbytes() > 0 && t.data() == nullptr)
+          what, ": missing ", s.inout() ? "in-out argument" : "input", " '",
+          s.name(), "' (", DTypeName(s.dtype()), SpecShape(s),
+          s.inout() ? "; a writable buffer owned by the caller" : "", ")"));
+    if (t->dtype() != s.dtype())
       return absl::InvalidArgumentError(
-          absl::StrCat(what, ": input '", s.name(), "' has no data"));
+          absl::StrCat(what, ": ", arg, " has dtype ", DTypeName(t->dtype()),
+                       ", expected ", DTypeName(s.dtype())));
+    if (t->rank() != s.shape_size())
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": ", arg, " has shape ", ShapeToString(t->shape()),
+          " of rank ", t->rank(), ", expected rank ", s.shape_size(), " ",
+          SpecShape(s)));
+    for (int i = 0; i < s.shape_size(); ++i)
+      if (s.shape(i) >= 0 && t->dim(i) != s.shape(i))
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": ", arg, " has shape ", ShapeToString(t->shape()),
+            ", expected ", SpecShape(s), " (dim ", i, " must be ", s.shape(i),
+            ")"));
+    if (t->nbytes() > 0 && t->data() == nullptr)
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": ", arg, " has no data"));
   }
   std::map<std::string, std::pair<int64_t, std::string>> sizes;
   for (const proto::TensorSpec &s : ep.inputs())
-    BT_RETURN_IF_ERROR(
-        CheckDimNames(what, "input", s, inputs.at(s.name()), sizes));
+    BT_RETURN_IF_ERROR(CheckDimNames(what, ArgKind(s), s,
+                                     *FindArg(s, inputs, inouts), sizes));
   for (const proto::TensorSpec &s : ep.inputs())
-    BT_RETURN_IF_ERROR(CheckTokenValues(what, s.name(), inputs.at(s.name()),
-                                        config().vocab_size()));
+    if (!s.inout())
+      BT_RETURN_IF_ERROR(CheckTokenValues(what, s.name(), inputs.at(s.name()),
+                                          config().vocab_size()));
+
+  // In-out buffers are written: they must not overlap another argument.
+  for (const proto::TensorSpec &s : ep.inputs()) {
+    if (!s.inout())
+      continue;
+    const Tensor &io = inouts->at(s.name());
+    const char *b = static_cast<const char *>(io.data());
+    for (const proto::TensorSpec &o : ep.inputs()) {
+      if (&o == &s)
+        continue;
+      const Tensor &t = *FindArg(o, inputs, inouts);
+      const char *c = static_cast<const char *>(t.data());
+      if (io.nbytes() > 0 && t.nbytes() > 0 && b < c + t.nbytes() &&
+          c < b + io.nbytes())
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": in-out argument '", s.name(), "' overlaps ", ArgKind(o),
+            " '", o.name(), "' (in-out buffers must not alias other arguments)"));
+    }
+  }
+
+  // Cache bounds: the call writes entries [cache_length, cache_length + S).
+  const proto::TensorSpec *len_spec = find_spec("cache_length");
+  if (len_spec != nullptr && !len_spec->inout() &&
+      len_spec->dtype() == proto::I64 && len_spec->shape_size() == 0) {
+    const int64_t len = *inputs.at("cache_length").data_as<int64_t>();
+    int64_t appended = 0;
+    auto ids = inputs.find("input_ids");
+    if (ids != inputs.end() && ids->second.rank() >= 2)
+      appended = ids->second.dim(1);
+    if (len < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": cache_length is ", len, ", expected >= 0"));
+    for (const proto::TensorSpec &s : ep.inputs()) {
+      if (!s.inout())
+        continue;
+      const Tensor &t = inouts->at(s.name());
+      int cap_dim = -1;
+      for (int i = 0; i < s.dim_names_size(); ++i)
+        if (s.dim_names(i) == "C")
+          cap_dim = i;
+      if (s.dim_names_size() == 0) {
+        if (s.name() == "kv_valid" && t.rank() >= 2)
+          cap_dim = 1;
+        else if (s.name() == "kv_cache" && t.rank() >= 2)
+          cap_dim = static_cast<int>(t.rank()) - 2;
+      }
+      if (cap_dim < 0)
+        continue;
+      if (len + appended > t.dim(cap_dim))
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": cache_length ", len, " + ", appended,
+            " new entries exceed in-out '", s.name(), "' capacity C = ",
+            t.dim(cap_dim)));
+    }
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<TensorMap> Model::Run(const std::string &entry,
-                                     const TensorMap &inputs) const {
+                                     const TensorMap &inputs,
+                                     TensorMap *inouts) const {
   const proto::EntryPoint *ep = FindEntryPoint(entry);
   if (ep == nullptr)
     return absl::NotFoundError(absl::StrCat(
         artifact_->path(), ": no entry point '", entry, "' (available: ",
         absl::StrJoin(EntryPointNames(), ", "), ")"));
-  BT_RETURN_IF_ERROR(CheckInputs(*ep, inputs));
+  BT_RETURN_IF_ERROR(CheckInputs(*ep, inputs, inouts));
   std::vector<const Tensor *> params, args;
   for (const std::string &p : ep->params())
     params.push_back(&weights_.at(p));
   for (const proto::TensorSpec &s : ep->inputs())
-    args.push_back(&inputs.at(s.name()));
+    args.push_back(FindArg(s, inputs, inouts));
   BT_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
                       CallEntryPoint(entries_.at(entry), *ep, params, args));
-  // Outputs must agree with the symbolic dims of the inputs (a kernel bug
+  // Outputs must agree with the symbolic dims of the arguments (a kernel bug
   // otherwise).
   const std::string what = absl::StrCat("entry point '", entry, "'");
   std::map<std::string, std::pair<int64_t, std::string>> sizes;
   for (const proto::TensorSpec &s : ep->inputs())
-    BT_RETURN_IF_ERROR(CheckDimNames(what, "input", s, inputs.at(s.name()), sizes));
+    BT_RETURN_IF_ERROR(CheckDimNames(what, ArgKind(s), s,
+                                     *FindArg(s, inputs, inouts), sizes));
   for (int i = 0; i < ep->outputs_size(); ++i)
     BT_RETURN_IF_ERROR(CheckDimNames(what, "output", ep->outputs(i), outs[i], sizes));
   TensorMap result;

@@ -232,6 +232,20 @@ absl::StatusOr<Tensor> Tensor::Reshaped(std::vector<int64_t> shape) const {
   return t;
 }
 
+absl::StatusOr<Tensor> Tensor::SliceRows(int64_t begin, int64_t end) const {
+  if (rank() == 0 || begin < 0 || begin > end || end > dim(0))
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot take rows [", begin, ", ", end, ") of ",
+                     DebugString()));
+  Tensor t = Share();
+  t.shape_[0] = end - begin;
+  const size_t row_bytes =
+      dim(0) == 0 ? 0 : nbytes() / static_cast<size_t>(dim(0));
+  if (data_ != nullptr)
+    t.data_ = static_cast<char *>(data_) + static_cast<size_t>(begin) * row_bytes;
+  return t;
+}
+
 std::string Tensor::DebugString() const {
   return absl::StrCat(DTypeName(dtype_), ShapeToString(shape_));
 }

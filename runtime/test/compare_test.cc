@@ -54,7 +54,13 @@ TEST(Compare, ParsesChecks) {
   auto e = ParseTensorCheck("new_tokens:equal");
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->kind, TensorCheck::Kind::kEqual);
-  for (const char *bad : {"logits", ":atol=1", "x:atol=", "x:tol=1", "x:atol=-1", "x:atol=abc"})
+  EXPECT_EQ(e->reference_name(), "new_tokens");
+  auto renamed = ParseTensorCheck("new_tokens=trainpos.new_tokens:equal");
+  ASSERT_TRUE(renamed.ok());
+  EXPECT_EQ(renamed->tensor, "new_tokens");
+  EXPECT_EQ(renamed->reference_name(), "trainpos.new_tokens");
+  for (const char *bad : {"logits", ":atol=1", "x:atol=", "x:tol=1", "x:atol=-1", "x:atol=abc",
+                          "=y:equal", "x=:equal"})
     EXPECT_FALSE(ParseTensorCheck(bad).ok()) << bad;
 }
 
@@ -114,6 +120,30 @@ TEST(Compare, ReportsMissingTensorsAndShapeMismatches) {
   auto missing = CompareTensors(a, r, {*ParseTensorCheck("y:atol=1")}, out);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("no tensor 'y'"), std::string::npos);
+}
+
+TEST(Compare, ComparesDifferentlyNamedTensors) {
+  std::string a = TempPath("n_a.safetensors"), r = TempPath("n_r.safetensors");
+  Writer().Add("new_tokens", I64({2}, {5, 6})).Add("x", F32({2}, {1.0f, 2.0f})).To(a);
+  Writer()
+      .Add("official.new_tokens", I64({2}, {5, 6}))
+      .Add("trainpos.new_tokens", I64({2}, {5, 7}))
+      .Add("ref.x", F32({3}, {1.0f, 2.0f, 3.0f}))
+      .To(r);
+  std::ostringstream out;
+  auto results = CompareTensors(a, r,
+                                {*ParseTensorCheck("new_tokens=official.new_tokens:equal"),
+                                 *ParseTensorCheck("new_tokens=trainpos.new_tokens:equal")},
+                                out);
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_TRUE((*results)[0].passed);
+  EXPECT_FALSE((*results)[1].passed);
+  EXPECT_NE(out.str().find("new_tokens = official.new_tokens"), std::string::npos) << out.str();
+  auto missing = CompareTensors(a, r, {*ParseTensorCheck("x=y:atol=1")}, out);
+  EXPECT_NE(missing.status().message().find("no tensor 'y'"), std::string::npos);
+  auto shape = CompareTensors(a, r, {*ParseTensorCheck("x=ref.x:atol=1")}, out);
+  EXPECT_NE(shape.status().message().find("but 'ref.x' has [3]"), std::string::npos)
+      << shape.status();
 }
 
 TEST(Compare, LauncherCommandExitCodes) {

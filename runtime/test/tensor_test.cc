@@ -85,6 +85,19 @@ TEST(Tensor, ShareCloneReshapeBorrow) {
   EXPECT_EQ(r->data(), a.data());
   EXPECT_THAT(a.Reshaped({3}).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, "element counts"));
+  // a is F32[2, 2] {9, 2, 3, 4}.
+  auto rows = a.SliceRows(1, 2);
+  ASSERT_THAT(rows.status(), IsOk());
+  EXPECT_EQ(rows->shape(), std::vector<int64_t>({1, 2}));
+  EXPECT_EQ(rows->data_as<float>(), a.data_as<float>() + 2);
+  EXPECT_TRUE(rows->has_owner());
+  auto none = a.SliceRows(2, 2);
+  ASSERT_THAT(none.status(), IsOk());
+  EXPECT_EQ(none->shape(), std::vector<int64_t>({0, 2}));
+  EXPECT_THAT(a.SliceRows(1, 3).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "cannot take rows [1, 3)"));
+  EXPECT_THAT(testing::MakeF32({}, {1}).SliceRows(0, 0).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "F32[]"));
 
   float raw[3] = {1, 2, 3};
   Tensor b = Tensor::Borrow(proto::F32, {3}, raw);

@@ -181,4 +181,147 @@ absl::Status WriteToyArtifact(const std::string &path, const std::string &prefix
   return w.Write(path);
 }
 
+absl::Status WriteGenArtifact(const std::string &path,
+                              const GenArtifactOptions &o) {
+  proto::Manifest m;
+  m.set_target("cpu");
+  m.set_cpu("x86-64");
+  m.set_producer("btrt-tests");
+  proto::ModelConfig &c = *m.mutable_config();
+  c.set_kind(o.vanilla ? proto::ModelConfig::VANILLA
+                       : proto::ModelConfig::BLOCK_TRANSFORMER);
+  c.set_name(o.vanilla ? "fake_vanilla" : "fake_block");
+  c.set_vocab_size(kFakeVocab);
+  c.set_block_length(o.vanilla ? 1 : kFakeBlock);
+  c.set_prefix_length(o.vanilla ? 0 : kFakePrefix);
+  c.set_embedder_width(1);
+  for (proto::NeoXConfig *n : {c.mutable_block_decoder(), c.mutable_token_decoder()}) {
+    n->set_hidden_size(4);
+    n->set_num_layers(1);
+    n->set_num_heads(1);
+    n->set_head_dim(2);
+  }
+  c.set_pad_token_id(0);
+  c.set_eos_token_id(0);
+  c.set_bos_token_id(0);
+  c.set_generation_pad_token_id(o.vanilla ? 0 : 1);
+
+  auto kv = [](proto::EntryPoint *ep) {
+    proto::TensorSpec s = Spec("kv_cache", proto::F32, {-1, 1, 2, 1, -1, 2},
+                               {"B", "", "", "", "C", ""});
+    s.set_inout(true);
+    *ep->add_inputs() = s;
+    s = Spec("kv_valid", proto::I64, {-1, -1}, {"B", "C"});
+    s.set_inout(true);
+    *ep->add_inputs() = s;
+    *ep->add_inputs() = Spec("cache_length", proto::I64, {});
+  };
+  const std::string pre = o.vanilla ? "bt_entry_vanilla_" : "bt_entry_block_";
+  auto entry = [&](const std::string &name, const std::string &symbol) {
+    proto::EntryPoint *ep = m.add_entry_points();
+    ep->set_name(name);
+    ep->set_symbol(pre + symbol);
+    ep->add_params("peak");
+    return ep;
+  };
+  if (!o.vanilla) {
+    proto::EntryPoint *ep = entry("prefill", "prefill");
+    *ep->add_inputs() = Spec("input_ids", proto::I64, {-1, -1, 4}, {"B", "N_blk", "L_B"});
+    *ep->add_inputs() = Spec("block_attention_mask", proto::I64, {-1, -1}, {"B", "N_blk"});
+    kv(ep);
+    *ep->add_outputs() = Spec("context", proto::F32, {-1, 4}, {"B", "D"});
+    ep = entry("decode_tokens",
+               o.short_decode_tokens ? "decode_tokens_short" : "decode_tokens");
+    *ep->add_inputs() = Spec("context", proto::F32, {-1, 4}, {"B", "D"});
+    *ep->add_inputs() = Spec("positions", proto::I64, {kFakePrefix + kFakeBlock - 1});
+    *ep->add_inputs() = Spec("sampler", proto::I64, {});
+    *ep->add_outputs() = Spec("tokens", proto::I64, {-1, 4}, {"B", "L_B"});
+    *ep->add_outputs() = Spec("step_logits", proto::F32, {-1, 4, kFakeVocab}, {"B", "L_B", "V"});
+    if (!o.without_decode) {
+      ep = entry("decode_block", "decode_block");
+      *ep->add_inputs() = Spec("input_ids", proto::I64, {-1, 1, 4}, {"B", "", "L_B"});
+      kv(ep);
+      *ep->add_outputs() = Spec("context", proto::F32, {-1, 4}, {"B", "D"});
+    }
+  } else {
+    proto::EntryPoint *ep = entry("prefill", "prefill");
+    for (const char *n : {"input_ids", "attention_mask", "positions"})
+      *ep->add_inputs() = Spec(n, proto::I64, {-1, -1}, {"B", "T"});
+    kv(ep);
+    *ep->add_outputs() = Spec("logits", proto::F32, {-1, kFakeVocab}, {"B", "V"});
+    if (!o.without_decode) {
+      ep = entry("decode_step", "decode_step");
+      for (const char *n : {"input_ids", "positions"})
+        *ep->add_inputs() = Spec(n, proto::I64, {-1, 1}, {"B", ""});
+      kv(ep);
+      *ep->add_outputs() = Spec("logits", proto::F32, {-1, kFakeVocab}, {"B", "V"});
+    }
+  }
+  ArtifactWriter w(m);
+  w.SetKernels(ReadRaw(BT_TEST_GEN_KERNELS));
+  if (!o.tokenizer.empty())
+    w.SetTokenizer(o.tokenizer);
+  Tensor peak = MakeF32({1}, {kFakePeak});
+  absl::Status s = w.AddWeight("peak", peak);
+  if (!s.ok())
+    return s;
+  if (!o.prefix.empty())
+    w.SetPrefixFile(o.prefix);
+  return w.Write(path);
+}
+
+absl::Status WriteReplayArtifact(const std::string &path,
+                                 const proto::ModelConfig &config,
+                                 const Tensor &logits) {
+  proto::Manifest m;
+  m.set_target("cpu");
+  m.set_producer("btrt-tests");
+  *m.mutable_config() = config;
+  const int64_t L = config.block_length(), P = config.prefix_length();
+  const int64_t V = config.vocab_size();
+  auto kv = [](proto::EntryPoint *ep) {
+    proto::TensorSpec s = Spec("kv_cache", proto::F32, {-1, 1, 2, 1, -1, 2},
+                               {"B", "", "", "", "C", ""});
+    s.set_inout(true);
+    *ep->add_inputs() = s;
+    s = Spec("kv_valid", proto::I64, {-1, -1}, {"B", "C"});
+    s.set_inout(true);
+    *ep->add_inputs() = s;
+    *ep->add_inputs() = Spec("cache_length", proto::I64, {});
+  };
+  auto entry = [&](const std::string &name) {
+    proto::EntryPoint *ep = m.add_entry_points();
+    ep->set_name(name);
+    ep->set_symbol("bt_entry_replay_" + name);
+    ep->add_params("replay.logits");
+    ep->add_params("replay.shape");
+    return ep;
+  };
+  proto::EntryPoint *ep = entry("prefill");
+  *ep->add_inputs() = Spec("input_ids", proto::I64, {-1, -1, L}, {"B", "N_blk", "L_B"});
+  *ep->add_inputs() = Spec("block_attention_mask", proto::I64, {-1, -1}, {"B", "N_blk"});
+  kv(ep);
+  *ep->add_outputs() = Spec("context", proto::F32, {-1, 4}, {"B", "D"});
+  ep = entry("decode_tokens");
+  *ep->add_inputs() = Spec("context", proto::F32, {-1, 4}, {"B", "D"});
+  *ep->add_inputs() = Spec("positions", proto::I64, {P + L - 1});
+  *ep->add_inputs() = Spec("sampler", proto::I64, {});
+  *ep->add_outputs() = Spec("tokens", proto::I64, {-1, L}, {"B", "L_B"});
+  *ep->add_outputs() = Spec("step_logits", proto::F32, {-1, L, V}, {"B", "L_B", "V"});
+  ep = entry("decode_block");
+  *ep->add_inputs() = Spec("input_ids", proto::I64, {-1, 1, L}, {"B", "", "L_B"});
+  kv(ep);
+  *ep->add_outputs() = Spec("context", proto::F32, {-1, 4}, {"B", "D"});
+  ArtifactWriter w(m);
+  w.SetKernels(ReadRaw(BT_TEST_GEN_KERNELS));
+  absl::Status s = w.AddWeight("replay.logits", logits);
+  if (!s.ok())
+    return s;
+  Tensor shape = MakeF32({2}, {static_cast<float>(L), static_cast<float>(P)});
+  s = w.AddWeight("replay.shape", shape);
+  if (!s.ok())
+    return s;
+  return w.Write(path);
+}
+
 } // namespace bt::rt::testing

@@ -63,6 +63,41 @@ std::vector<int64_t> I64Values(const Tensor &t);
 absl::Status WriteToyArtifact(const std::string &path, const std::string &prefix = "",
                               const std::string &target = "cpu");
 
+/// Which fake model WriteGenArtifact writes (gen_test_kernels.c).
+struct GenArtifactOptions {
+  bool vanilla = false;
+  /// decode_tokens is the broken kernel that calls the sampler once.
+  bool short_decode_tokens = false;
+  /// Leave out decode_block (block) / decode_step (vanilla).
+  bool without_decode = false;
+  /// Tokenizer section (a SentencePiece model proto), or none.
+  std::string tokenizer;
+  /// A launcher binary to prefix (an executable), or none.
+  std::string prefix;
+};
+
+/// Vocabulary, block length and prefix length of the fake models.
+inline constexpr int64_t kFakeVocab = 16;
+inline constexpr int64_t kFakeBlock = 4;
+inline constexpr int64_t kFakePrefix = 2;
+inline constexpr float kFakePeak = 3.0f;
+
+/// Writes an artifact whose kernels are gen_test_kernels.c's shared object
+/// (BT_TEST_GEN_KERNELS): the fake Block Transformer (V 16, L_B 4, P 2;
+/// entry points prefill, decode_tokens, decode_block of docs/generation.md,
+/// pad 0, eos 0, generation pad 1) or the fake vanilla model (prefill,
+/// decode_step; generation pad 0), with param `peak` = F32[1] {3}.
+absl::Status WriteGenArtifact(const std::string &path,
+                              const GenArtifactOptions &options = {});
+
+/// Writes an artifact whose block entry points (prefill, decode_tokens,
+/// decode_block) replay recorded next-token logits `logits` F32 [N, B, V]
+/// (gen_test_kernels.c, "replay model") for a model with configuration
+/// `config` (block length and vocabulary taken from it).
+absl::Status WriteReplayArtifact(const std::string &path,
+                                 const proto::ModelConfig &config,
+                                 const Tensor &logits);
+
 /// gtest matchers on absl::Status.
 MATCHER(IsOk, "") {
   if (arg.ok())

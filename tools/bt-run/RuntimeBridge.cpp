@@ -11,9 +11,11 @@
 #include "bt/runtime/commands.h"
 #include "bt/runtime/config.h"
 #include "bt/runtime/tensor.h"
+#include "bt/runtime/tokenizer.h"
 
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <random>
 
@@ -180,7 +182,7 @@ std::unique_ptr<Model> randomModel(const std::string &configPath,
 bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
                    const std::string &kernels, const std::string &cpu,
                    const std::string &launcherPath, const std::string &outPath,
-                   std::string &error) {
+                   std::string &error, const std::string &tokenizer) {
   proto::Manifest manifest;
   manifest.set_target("cpu");
   manifest.set_cpu(cpu);
@@ -199,6 +201,7 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
         spec->add_shape(d);
       for (const std::string &n : t.dimNames)
         spec->add_dim_names(n);
+      spec->set_inout(t.inout);
     };
     for (const TensorInfo &t : e.inputs)
       fill(ep->add_inputs(), t);
@@ -207,6 +210,8 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
   }
   rt::ArtifactWriter writer(std::move(manifest));
   writer.SetKernels(kernels);
+  if (!tokenizer.empty())
+    writer.SetTokenizer(tokenizer);
   for (const std::string &name : model.impl->paramNames) {
     auto it = model.impl->weights.find(name);
     if (it == model.impl->weights.end()) {
@@ -224,6 +229,30 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
   absl::Status s = writer.Write(outPath);
   if (!s.ok()) {
     error = std::string(s.message());
+    return false;
+  }
+  return true;
+}
+
+bool readTokenizer(const Model &model, const std::string &path,
+                   std::string &bytes, std::string &error) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    error = "cannot read the tokenizer " + path;
+    return false;
+  }
+  bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  absl::StatusOr<std::unique_ptr<rt::Tokenizer>> t =
+      rt::Tokenizer::LoadSentencePiece(bytes);
+  if (!t.ok()) {
+    error = path + ": " + std::string(t.status().message());
+    return false;
+  }
+  const int64_t vocab = model.impl->config.vocab_size();
+  if ((*t)->vocab_size() > vocab) {
+    error = path + ": the tokenizer has " + std::to_string((*t)->vocab_size()) +
+            " pieces, more than the model's vocabulary (" + std::to_string(vocab) +
+            ")";
     return false;
   }
   return true;

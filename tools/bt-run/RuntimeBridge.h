@@ -25,6 +25,9 @@ struct TensorInfo {
   std::string dtype;   // "F32", "I64", ...
   std::vector<int64_t> shape;         // -1 = dynamic
   std::vector<std::string> dimNames;  // "" = unnamed
+  /// In-out argument (inputs only; TensorSpec.inout): a runtime-owned buffer
+  /// the kernel updates in place (kv_cache, kv_valid; docs/generation.md).
+  bool inout = false;
 };
 
 /// An entry point of the kernel library (bt.proto EntryPoint).
@@ -74,11 +77,18 @@ std::unique_ptr<Model> randomModel(const std::string &configPath,
 
 /// Writes an artifact (docs/abi.md) for `model` with the compiled kernels;
 /// with `launcherPath` non-empty, prefixes the launcher to make a standalone
-/// executable. Atomic (temp file + rename).
+/// executable; `tokenizer` (a SentencePiece model proto, see readTokenizer)
+/// becomes the tokenizer section. Atomic (temp file + rename).
 bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
                    const std::string &kernels, const std::string &cpu,
                    const std::string &launcherPath, const std::string &outPath,
-                   std::string &error);
+                   std::string &error, const std::string &tokenizer = "");
+
+/// Reads a SentencePiece model file (spm_train's .model) into `bytes` and
+/// checks it: it loads with libsentencepiece and has at most the model's
+/// vocabulary size of pieces. On error returns false with `error` set.
+bool readTokenizer(const Model &model, const std::string &path,
+                   std::string &bytes, std::string &error);
 
 /// True if `path` ends with a bt artifact trailer (artifact or executable).
 bool isArtifact(const std::string &path);

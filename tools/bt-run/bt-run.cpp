@@ -3,11 +3,17 @@
 //   bt-run compile <checkpoint> [--emit bt|bt-layer|llvm|artifact|executable]
 //                  [--target cpu] [--cpu NAME] [-o OUT]
 //   bt-run eval <checkpoint|artifact|executable> --inputs IN -o OUT
+//   bt-run generate <checkpoint|artifact|executable>
+//                  (--inputs PROMPT.safetensors -o OUT | --prompt TEXT...)
+//                  [--max-new-tokens N] [--greedy | --temperature T --top-k K
+//                  --top-p P --seed S] [--official-generate-positions]
+//                  [--ignore-eos]
 //   bt-run info <checkpoint|artifact|executable>
 //
 // A checkpoint is a directory with the official trainer YAML (config.yaml)
 // or a resolved config.json, and model.safetensors (official tensor names);
-// --config / --weights name the files explicitly. The pipeline
+// --config / --weights name the files explicitly; compile --tokenizer embeds a
+// SentencePiece model (for generate --prompt). The pipeline
 // (DESIGN.md §2): import → bt-decompose → bt-cpu-pipeline → LLVM → shared
 // object → artifact (docs/abi.md), optionally prefixed by the runtime
 // launcher to make a standalone executable. MLIR's pass-manager options
@@ -80,10 +86,12 @@ cl::opt<bool> randomInit("random-init",
                          cl::desc("Random weights instead of the checkpoint's "
                                   "(needs only a config)"),
                          cl::cat(btCategory));
-cl::opt<uint64_t> seed("seed", cl::desc("Seed of --random-init"), cl::init(0),
-                       cl::cat(btCategory));
+cl::opt<uint64_t> seed("seed",
+                       cl::desc("Seed of --random-init, and of generate's "
+                                "sampling (with --temperature/--top-k/--top-p)"),
+                       cl::init(0), cl::cat(btCategory));
 cl::opt<std::string> inputsPath("inputs",
-                                cl::desc("eval: input tensors (safetensors)"),
+                                cl::desc("eval / generate: input tensors (safetensors)"),
                                 cl::cat(btCategory));
 cl::opt<std::string> launcherPath(
     "launcher", cl::desc("bt-launcher binary for --emit executable (default: "
@@ -91,12 +99,50 @@ cl::opt<std::string> launcherPath(
     cl::cat(btCategory));
 cl::opt<bool> noBlas("no-blas", cl::desc("Keep GEMMs as generated loops"),
                      cl::cat(btCategory));
+cl::opt<std::string> tokenizerPath(
+    "tokenizer",
+    cl::desc("compile / generate: SentencePiece model (.model) to embed in the "
+             "artifact (for generate --prompt)"),
+    cl::value_desc("spm.model"), cl::cat(btCategory));
+
+// generate (passed on to the runtime's command, bt/runtime/commands.h).
+cl::list<std::string> prompts("prompt",
+                              cl::desc("generate: a text prompt (repeatable)"),
+                              cl::cat(btCategory));
+cl::opt<std::string> maxNewTokens("max-new-tokens",
+                                  cl::desc("generate: new tokens per prompt "
+                                           "(default 32)"),
+                                  cl::cat(btCategory));
+cl::opt<bool> greedy("greedy", cl::desc("generate: argmax decoding (default)"),
+                     cl::cat(btCategory));
+cl::opt<std::string> temperature("temperature",
+                                 cl::desc("generate: sample at this temperature "
+                                          "(0 = greedy)"),
+                                 cl::cat(btCategory));
+cl::opt<std::string> topK("top-k", cl::desc("generate: sample among the K most "
+                                            "likely tokens"),
+                          cl::cat(btCategory));
+cl::opt<std::string> topP("top-p", cl::desc("generate: nucleus sampling mass"),
+                          cl::cat(btCategory));
+cl::opt<bool> officialPositions(
+    "official-generate-positions",
+    cl::desc("generate: token-decoder positions of the official generate "
+             "([0]*P, 1, 2, ..) instead of the training ones"),
+    cl::cat(btCategory));
+cl::opt<bool> ignoreEos("ignore-eos",
+                        cl::desc("generate: do not stop sequences at EOS"),
+                        cl::cat(btCategory));
 
 constexpr const char *kUsage =
     "bt-run: compile and run Block Transformer checkpoints\n\n"
     "  bt-run compile <checkpoint> [--emit bt|bt-layer|llvm|artifact|executable]"
     " [-o OUT]\n"
     "  bt-run eval <checkpoint|artifact|executable> --inputs IN -o OUT\n"
+    "  bt-run generate <checkpoint|artifact|executable>\n"
+    "         (--inputs PROMPT.safetensors -o OUT | --prompt TEXT...) "
+    "[--max-new-tokens N]\n"
+    "         [--greedy | --temperature T --top-k K --top-p P --seed S]\n"
+    "         [--official-generate-positions] [--ignore-eos]\n"
     "  bt-run info <checkpoint|artifact|executable>\n";
 
 int fail(const llvm::Twine &message) {
@@ -124,6 +170,10 @@ bt::bridge::TensorInfo tensorInfo(Type type, DictionaryAttr attrs) {
   if (auto dims = attrs ? attrs.getAs<ArrayAttr>("bt.dims") : ArrayAttr())
     for (Attribute d : dims)
       info.dimNames.push_back(llvm::cast<StringAttr>(d).str());
+  // In-out arguments (TensorSpec.inout; KV caches of the generation entry
+  // points): a unit attribute, or a bool attribute that is true.
+  if (Attribute io = attrs ? attrs.get("bt.inout") : Attribute())
+    info.inout = !llvm::isa<BoolAttr>(io) || llvm::cast<BoolAttr>(io).getValue();
   return info;
 }
 
@@ -276,9 +326,14 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
       return failure();
     }
   }
-  std::string error;
+  std::string error, tokenizer;
+  if (!tokenizerPath.empty() &&
+      !bt::bridge::readTokenizer(model, tokenizerPath, tokenizer, error)) {
+    fail(error);
+    return failure();
+  }
   if (!bt::bridge::writeArtifact(model, entries, *so, cpu, launcher, outPath,
-                                 error)) {
+                                 error, tokenizer)) {
     fail(error);
     return failure();
   }
@@ -354,6 +409,41 @@ int main(int argc, char **argv) {
       return usage("eval needs --inputs <file> and -o <file>");
     return runOnModel(context, input, {"eval", "--inputs", inputsPath, "-o", outputPath},
                       argv[0]);
+  }
+  if (command == "generate") {
+    std::vector<std::string> args = {"generate"};
+    if (!inputsPath.empty())
+      args.insert(args.end(), {"--inputs", inputsPath});
+    for (const std::string &p : prompts)
+      args.insert(args.end(), {"--prompt", p});
+    if (!outputPath.empty())
+      args.insert(args.end(), {"-o", outputPath});
+    if (!maxNewTokens.empty())
+      args.insert(args.end(), {"--max-new-tokens", maxNewTokens});
+    if (greedy)
+      args.push_back("--greedy");
+    const bool sampling = temperature.getNumOccurrences() > 0 ||
+                          topK.getNumOccurrences() > 0 ||
+                          topP.getNumOccurrences() > 0;
+    if (temperature.getNumOccurrences())
+      args.insert(args.end(), {"--temperature", temperature});
+    if (topK.getNumOccurrences())
+      args.insert(args.end(), {"--top-k", topK});
+    if (topP.getNumOccurrences())
+      args.insert(args.end(), {"--top-p", topP});
+    if (sampling && seed.getNumOccurrences())
+      args.insert(args.end(), {"--seed", std::to_string(seed)});
+    if (officialPositions)
+      args.push_back("--official-generate-positions");
+    if (ignoreEos)
+      args.push_back("--ignore-eos");
+    if (!prompts.empty() && tokenizerPath.empty() &&
+        !bt::bridge::isArtifact(input))
+      return usage("generate --prompt on a checkpoint needs --tokenizer <spm.model>");
+    if (!tokenizerPath.empty() && bt::bridge::isArtifact(input))
+      return usage("--tokenizer applies when compiling a checkpoint; " + input +
+                   " is already compiled");
+    return runOnModel(context, input, args, argv[0]);
   }
   if (command == "info") {
     if (bt::bridge::isArtifact(input))

@@ -103,7 +103,7 @@ public:
   ///    section, overlapping another weight, or a duplicate name;
   ///  - an entry point with an empty or duplicate name, an empty symbol, a
   ///    param that is not a weight, or a tensor spec with an unspecified
-  ///    dtype, a dim < -1, or a duplicate name.
+  ///    dtype, a dim < -1, a duplicate name, or an output marked inout.
   static absl::StatusOr<std::shared_ptr<const Artifact>>
   Open(const std::string &path);
 

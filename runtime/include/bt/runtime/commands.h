@@ -5,6 +5,8 @@
 //
 //   ./model info
 //   ./model eval --inputs inputs.safetensors -o outputs.safetensors
+//   ./model generate --inputs prompt.safetensors --max-new-tokens 32 -o out.safetensors
+//   ./model generate --prompt "In the beginning" --temperature 0.8 --top-p 0.95
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "bt/runtime/generate.h"
 #include "bt/runtime/model.h"
 
 namespace bt::rt {
@@ -45,9 +48,47 @@ absl::StatusOr<std::string> ChooseEvalEntry(const Model &model,
 absl::Status RunEvalCommand(const Model &model, const std::string &inputs_path,
                             const std::string &output_path, std::ostream &log);
 
+/// What `generate` does: token ids from a file, or text prompts.
+struct GenerateCommandOptions {
+  /// --inputs: a safetensors file with `prompt.input_ids` I64 [B, T] and
+  /// optionally `prompt.attention_mask` (left padding = 0); without the
+  /// `prompt.` names, `input_ids` / `attention_mask` of rank 2.
+  std::string inputs_path;
+  /// --prompt (repeatable): texts, tokenized with the artifact's
+  /// SentencePiece model and left-padded into one batch.
+  std::vector<std::string> prompts;
+  /// -o: writes new_tokens I64 [B, N], step_logits F32 [N, B, V] (the
+  /// fixtures' names), finished I64 [B] and lengths I64 [B]. Required with
+  /// --inputs, optional with --prompt.
+  std::string output_path;
+  GenerateOptions generate;
+};
+
+/// Parses the arguments after `generate`:
+///   (--inputs FILE | --prompt TEXT...) [-o FILE] [--max-new-tokens N]
+///   [--greedy | [--temperature T] [--top-k K] [--top-p P] [--seed S]]
+///   [--official-generate-positions] [--ignore-eos]
+/// Greedy unless --temperature (> 0), --top-k or --top-p asks for sampling
+/// (--temperature 0 is greedy); --seed needs sampling. Default
+/// --max-new-tokens: 32. Errors: InvalidArgument with a usage message.
+absl::StatusOr<GenerateCommandOptions>
+ParseGenerateArgs(const std::vector<std::string> &args);
+
+/// Runs Generate on the command's prompts. With --prompt, prints each prompt
+/// followed by its continuation (up to EOS) to `out` ("[i] " before each
+/// when there are several). Prints the work counters (FormatCounters) to
+/// `log`. Errors: those of SafetensorsFile::Open, Tokenizer (FailedPrecondition
+/// when the artifact has no tokenizer section), Generate and WriteSafetensors;
+/// NotFound naming the inputs file for missing prompt tensors.
+absl::Status RunGenerateCommand(const Model &model,
+                                const GenerateCommandOptions &options,
+                                std::ostream &out, std::ostream &log);
+
 /// main() of bt-launcher: parses
 ///   <prog> [--artifact <path>] info
 ///   <prog> [--artifact <path>] eval --inputs <file> -o|--output <file>
+///   <prog> [--artifact <path>] generate ... (ParseGenerateArgs)
+///   <prog> compare <actual> <reference> --check ...
 ///   <prog> --help
 /// opens the model (default artifact: /proc/self/exe) and runs the command.
 /// Returns 0 on success, 1 on a runtime error (message on `err`), 2 on a

@@ -19,7 +19,8 @@
 
 namespace bt::rt {
 
-/// One check: `tensor` of the actual file against `tensor` of the reference.
+/// One check: `tensor` of the actual file against `reference` (default: the
+/// same name) of the reference file.
 struct TensorCheck {
   enum class Kind {
     kAbs,   // max |actual - ref| <= tolerance
@@ -27,12 +28,18 @@ struct TensorCheck {
     kEqual  // identical values (token ids)
   };
   std::string tensor;
+  std::string reference; // empty: same as `tensor`
   Kind kind = Kind::kAbs;
+  const std::string &reference_name() const {
+    return reference.empty() ? tensor : reference;
+  }
   double tolerance = 0.0;
 };
 
 /// Parses `NAME:atol=X`, `NAME:rtol=X` or `NAME:equal` (e.g. "logits:atol=1e-4",
-/// "loss:rtol=1e-5", "new_tokens:equal"); `NAME=REFNAME` is not supported.
+/// "loss:rtol=1e-5", "new_tokens:equal"), where NAME may be `NAME=REFNAME` to
+/// compare tensor NAME of the actual file with REFNAME of the reference (e.g.
+/// "new_tokens=trainpos.new_tokens:equal").
 /// Errors: InvalidArgument naming the malformed spec.
 absl::StatusOr<TensorCheck> ParseTensorCheck(const std::string &spec);
 

@@ -89,7 +89,11 @@ private:
 
 /// Calls `fn` for entry point `ep` with `params` (in ep.params() order) and
 /// `inputs` (in ep.inputs() order), per docs/abi.md. Arguments are passed as
-/// dense row-major descriptors (allocated = aligned = data, offset 0).
+/// dense row-major descriptors (allocated = aligned = data, offset 0). An
+/// input whose spec is `inout` (TensorSpec.inout) is passed the same way but
+/// the kernel writes it in place: it must be a writable buffer the caller
+/// owns that aliases no other argument (Model::Run checks this); it has no
+/// slot in the result block.
 /// Returns the outputs in ep.outputs() order, each an owning Tensor that
 /// takes ownership of the kernel's malloc'ed `allocated` buffer (data at
 /// aligned + offset); an output that is not dense row-major is copied into a

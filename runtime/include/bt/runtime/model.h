@@ -58,12 +58,21 @@ public:
     return artifact_->FindEntryPoint(name);
   }
 
-  /// Checks `inputs` against the TensorSpecs of entry `ep`: every spec'd
-  /// input present, no other names, dtype equal, rank equal, static dims
-  /// (>= 0) equal, dims sharing a TensorSpec.dim_names name equal across
-  /// inputs, and the values of the token tensors of docs/abi.md that kernels
-  /// index with: input_ids in [0, vocab_size), labels in [0, vocab_size) or
-  /// -100, attention_mask / block_attention_mask 0 or 1 (I64 only).
+  /// Checks the arguments of entry `ep`: `inputs` holds the read-only
+  /// inputs, `inouts` the in-out ones (TensorSpec.inout: buffers the caller
+  /// owns and the kernel updates in place, e.g. kv_cache / kv_valid of the
+  /// generation entry points, docs/generation.md). Every spec'd argument
+  /// present in the right map, no other names, dtype equal, rank equal,
+  /// static dims (>= 0) equal, dims sharing a TensorSpec.dim_names name equal
+  /// across all arguments, and the values of the token tensors of
+  /// docs/abi.md that kernels index with: input_ids in [0, vocab_size),
+  /// labels in [0, vocab_size) or -100, attention_mask /
+  /// block_attention_mask 0 or 1 (I64 only). In-out buffers must not overlap
+  /// any other argument. When the entry takes `cache_length` (I64 scalar)
+  /// and in-out caches, 0 <= cache_length and cache_length + S <= C, where
+  /// S = input_ids dim 1 (the entries the call appends: blocks or tokens)
+  /// and C is every in-out dim named "C" (without dim names: kv_valid dim 1,
+  /// kv_cache dim rank-2), so a kernel never writes past a cache.
   /// Errors: InvalidArgument such as
   ///   entry point 'eval': input 'input_ids' has shape [2, 6, 5], expected
   ///   [-1, -1, 4] (dim 2 must be 4)
@@ -71,17 +80,25 @@ public:
   ///   with input 'input_ids' dim 1 (N_blk = 6)
   ///   entry point 'eval': input 'input_ids' has value 512 at flat index 3,
   ///   expected a token id in [0, 512)
-  absl::Status CheckInputs(const proto::EntryPoint &ep,
-                           const TensorMap &inputs) const;
+  ///   entry point 'prefill': missing in-out argument 'kv_cache' (F32[-1, 2,
+  ///   2, 2, -1, 32]; a writable buffer owned by the caller)
+  ///   entry point 'decode_block': cache_length 7 + 1 new entries exceed
+  ///   in-out 'kv_valid' capacity C = 7
+  absl::Status CheckInputs(const proto::EntryPoint &ep, const TensorMap &inputs,
+                           const TensorMap *inouts = nullptr) const;
 
-  /// Runs entry point `entry` with `inputs` (CheckInputs first) and returns
-  /// its outputs by name (owning tensors; CallEntryPoint). Errors:
-  /// NotFound for an unknown entry (the message lists the known ones), the
-  /// errors of CheckInputs and CallEntryPoint, and an output whose named dim
-  /// disagrees with the inputs (InvalidArgument). Thread-safe: kernels keep no
-  /// state (docs/abi.md).
+  /// Runs entry point `entry` with `inputs` and, for entries with in-out
+  /// arguments, `inouts` (CheckInputs first; the in-out buffers are updated
+  /// in place and are not among the returned outputs) and returns its
+  /// outputs by name (owning tensors; CallEntryPoint). Errors: NotFound for
+  /// an unknown entry (the message lists the known ones), the errors of
+  /// CheckInputs and CallEntryPoint, and an output whose named dim disagrees
+  /// with the arguments (InvalidArgument). Thread-safe: kernels keep no state
+  /// (docs/abi.md); in-out buffers must not be shared between concurrent
+  /// calls.
   absl::StatusOr<TensorMap> Run(const std::string &entry,
-                                const TensorMap &inputs) const;
+                                const TensorMap &inputs,
+                                TensorMap *inouts = nullptr) const;
 
 private:
   Model() = default;

@@ -130,6 +130,11 @@ public:
   /// Same data viewed with another shape of the same element count.
   /// Errors: InvalidArgument if the element counts differ.
   absl::StatusOr<Tensor> Reshaped(std::vector<int64_t> shape) const;
+  /// Rows [begin, end) of dim 0 as a view sharing this tensor's buffer (and
+  /// owner): shape [end - begin, dims 1..]. E.g. the live rows of a
+  /// batch-major KV cache. Errors: InvalidArgument for a scalar or a range
+  /// outside [0, dim(0)].
+  absl::StatusOr<Tensor> SliceRows(int64_t begin, int64_t end) const;
 
   /// "F32[2, 6, 4]".
   std::string DebugString() const;
