@@ -125,4 +125,89 @@ def BTDecompose : Pass<"bt-decompose", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def BTEliminateDeadPrefill : Pass<"bt-eliminate-dead-prefill"> {
+  let summary = "Remove the token-decoder work of blocks whose outputs are unused";
+  let description = [{
+    Paper §2.4 ("the prefill stage [can] be skipped entirely — except for the
+    most recent block"), DESIGN.md §4. Given a naive form in which the token
+    decoder runs over every prompt block (as in the training graph) and only
+    some blocks' outputs are used, removes the work of every other block, at
+    model level (`bt.embedder`, `bt.token_decoder`, `bt.lm_head`) and at layer
+    level (every layer op implements `BlockLocalOpInterface`).
+
+    **Narrowing.** An op whose results are only read through
+    `tensor.extract_slice`, `tensor.extract` (and `tensor.dim`) is recomputed
+    on the hull of the ranges its users read along each of its block dims
+    (`isBlockLocalAlong`): every operand partitioned along that dim
+    (`getOperandBlockDim`) is sliced, shared operands (weights, 1-D
+    positions) are left alone, and the users re-slice the narrowed result.
+    Besides the interface ops, the upstream ops `bt-decompose` emits between
+    them are narrowed with their own block structure: elementwise `arith` /
+    `math` ops on tensors (every dim), `tensor.cast` (every dim),
+    `tensor.concat` (every dim but the concatenated one),
+    `tensor.collapse_shape` / `tensor.expand_shape` (the dims that are not
+    merged or split). Applied greedily, slices move from the used outputs up
+    to the first op that is not block-local (the block decoder, whose global
+    attention needs every block; a function argument), and everything they
+    no longer read is erased as dead. Consecutive slices are merged, slices
+    of splat constants / `tensor.splat` / `tensor.empty` are folded, a slice
+    that reads all of its source is removed.
+
+    The hull along a dim is the min/max of the users' ranges when they are
+    static, the common range when every user reads the same (dynamic)
+    offset and size, and otherwise the whole dim (nothing is narrowed).
+    Strided reads, and offsets/sizes that do not dominate the op, keep the
+    whole dim. Leading dims other than B and N_blk are block dims of
+    row-wise ops as well: at layer level the positions a token decoder
+    discards (its first P-1 outputs) are not computed after its last
+    attention, and the block decoder's last block is not normalized when
+    only blocks 0 .. N-2 are read (eval).
+
+    **Dead caches.** A KV-cache chain `bt.kv_alloc → (bt.kv_append |
+    bt.block_decoder with cache)* → bt.kv_release` whose reads
+    (`bt.kv_attend`, `bt.kv_length`, the block decoder's tensor result) are
+    all unused is erased, and with it the work that only fed its appends. A
+    chain that flows into anything else (a loop, a terminator, a call) is
+    kept.
+
+    **Report.** Per function: ops rewritten; token-decoder blocks removed
+    and remaining (B · N_blk of each `bt.token_decoder`, or of each
+    `bt.prefix_projection` at layer level, static shapes only); rewrites of
+    token decoders with dynamic shapes; local and global caches removed; ops
+    removed (net). They are pass statistics (`--mlir-pass-statistics`) and,
+    with `report`, a remark on each function:
+
+    ```
+    remark: bt-eliminate-dead-prefill: 2 ops rewritten; token-decoder blocks:
+      14 removed, 2 remaining, 0 dynamic rewrites; KV caches removed: 0 local,
+      0 global; 1 ops removed
+    ```
+
+    (LLVM release builds without `LLVM_ENABLE_STATS`, such as Debian's
+    LLVM 19, print no pass statistics at all; `report` works everywhere.)
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark per function with what was removed">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numRewritten", "rewritten",
+              "Ops rewritten to compute only the blocks their users read">,
+    Statistic<"numRemovedBlocks", "removed-blocks",
+              "Token-decoder blocks removed (B*N_blk, static shapes)">,
+    Statistic<"numRemainingBlocks", "remaining-blocks",
+              "Token-decoder blocks computed after the pass (B*N_blk, static shapes)">,
+    Statistic<"numDynamicRewrites", "dynamic-rewrites",
+              "Token decoders narrowed with dynamic block counts">,
+    Statistic<"numLocalCachesRemoved", "removed-local-caches",
+              "Local KV caches removed (chains feeding nothing live)">,
+    Statistic<"numGlobalCachesRemoved", "removed-global-caches",
+              "Global KV caches removed (chains feeding nothing live)">,
+    Statistic<"numOpsRemoved", "removed-ops",
+              "Ops removed (net: erased minus created)">,
+  ];
+}
+
 #endif // BT_TRANSFORMS_PASSES_TD
