@@ -210,4 +210,40 @@ def BTEliminateDeadPrefill : Pass<"bt-eliminate-dead-prefill"> {
   ];
 }
 
+def BTFuseLocalAttention : Pass<"bt-fuse-local-attention"> {
+  let summary = "Fuse split_qkv → rotary → local_attention into bt.fused_local_attention";
+  let description = [{
+    DESIGN.md §4 ("Local attention fusion"). Rewrites the token decoder's
+    attention chain, as `bt-decompose` emits it,
+
+    ```mlir
+    %q, %k, %v = bt.split_qkv %qkv heads H head_dim hd
+    %qr = bt.rotary %q, %pos rotary_dims r base θ
+    %kr = bt.rotary %k, %pos rotary_dims r base θ
+    %o = bt.local_attention %qr, %kr, %v [key_mask %m] scale s
+    ```
+
+    into `%o = bt.fused_local_attention %qkv, %pos [key_mask %m] heads H
+    head_dim hd rotary_dims r base θ scale s`, which the code generators
+    lower to one kernel per (block, head) that reads the fused QKV
+    projection directly (no rotated q/k tensors in memory).
+
+    Matched exactly: q, k and v are the results of one `bt.split_qkv` whose
+    input has rank 4 (`[B, N_blk, S, H·3·hd]`) and are used as q (rotated),
+    k (rotated) and v (not rotated) of the attention, in these roles; q and
+    k are rotated by two `bt.rotary` ops with the same positions value, the
+    same `rotary_dims` and the same base; none of the split's results or
+    the rotaries' results has another use. Heads, head_dim, key mask and
+    scale are carried over. Anything else — no rotary (rotary_dims = 0),
+    one operand not rotated, q/k swapped, different positions, dims or
+    base, a rotated v, global `bt.attention`, an intermediate that is also
+    used elsewhere — is left alone.
+
+    Statistic: `fused`, the number of attentions fused.
+  }];
+  let statistics = [
+    Statistic<"numFused", "fused", "Local attentions fused">,
+  ];
+}
+
 #endif // BT_TRANSFORMS_PASSES_TD
