@@ -91,6 +91,11 @@ cl::opt<std::string> launcherPath(
     cl::cat(btCategory));
 cl::opt<bool> noBlas("no-blas", cl::desc("Keep GEMMs as generated loops"),
                      cl::cat(btCategory));
+cl::opt<bool> fuseLocalAttention(
+    "fuse-local-attention",
+    cl::desc("Fuse the token decoder's QKV split, rotary and local attention "
+             "into one kernel (bt-fuse-local-attention; default on)"),
+    cl::init(true), cl::cat(btCategory));
 
 constexpr const char *kUsage =
     "bt-run: compile and run Block Transformer checkpoints\n\n"
@@ -242,6 +247,7 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
   std::vector<bt::bridge::EntryInfo> entries = collectEntries(*module);
   bt::CPUPipelineOptions pipelineOptions;
   pipelineOptions.blas = !noBlas;
+  pipelineOptions.fuseLocalAttention = static_cast<bool>(fuseLocalAttention);
   if (failed(bt::runCPUPipeline(*module, pipelineOptions)) ||
       failed(setEntryParams(*module, entries)))
     return failure();
