@@ -246,4 +246,53 @@ def BTFuseLocalAttention : Pass<"bt-fuse-local-attention"> {
   ];
 }
 
+def BTPlanKVMemory : Pass<"bt-plan-kv-memory", "::mlir::ModuleOp"> {
+  let summary = "Plan KV-cache memory: bytes per sequence and the largest batch";
+  let description = [{
+    DESIGN.md §3. Computes the memory plan of the module and attaches it as
+    the module attribute `bt.kv_plan = {...}` (i64 entries, sizes in bytes);
+    the same computation is the C++ API `bt::computeKVPlan`
+    (include/bt/Transforms/KVPlan.h), which `bt-run plan` prints.
+
+    - **Cache geometry** from the lifetimes of the `!bt.kv_cache` values of
+      the module's functions (allocations, arguments, results): the global
+      cache's layers, heads, head dim and element type, and the local
+      caches' peak — the largest total of local caches live at the same
+      time, allocation to release, per sequence. Without any cache value
+      (no generation function yet), from the configs of the model-level
+      `bt.block_decoder` and `bt.token_decoder`. L_B comes from `bt.embedder`
+      (or `bt.token_decoder`), P from `bt.token_decoder`.
+    - **Global cache per sequence**: `C · layers · 2 · H · hd · sizeof(elt)`
+      with `C = ceil(prompt / L_B) + ceil(gen / L_B)` blocks.
+    - **Local scratch per sequence**: `2 · layers_T · H_T · (P + L_B) · hd_T ·
+      sizeof(elt)` for one local cache (bounded: independent of the length).
+    - **Weights**: the elements of every `bt.param`.
+    - **Max batch**: `floor((memory − weights) / (global + local))`.
+
+    Attribute entries: `source`, `block_length`, `prefix_length`,
+    `element_bytes`, `global_{layers,heads,head_dim}`,
+    `global_bytes_per_block` (all layers), `global_blocks` (C),
+    `global_bytes_per_sequence`, `local_{layers,heads,head_dim}`,
+    `local_capacity` (P + L_B), `local_bytes_per_sequence`,
+    `bytes_per_sequence`, `weight_bytes`, `prompt_tokens`, `gen_tokens`;
+    with a budget `memory_bytes`, `max_batch`; with a batch `batch`,
+    `batch_bytes` (weights + batch · bytes_per_sequence).
+
+    Errors: no block length, or neither a global cache nor a block decoder;
+    a malformed `memory`.
+  }];
+  let options = [
+    Option<"promptTokens", "prompt-tokens", "int64_t", /*default=*/"0",
+           "Prompt length in tokens">,
+    Option<"genTokens", "gen-tokens", "int64_t", /*default=*/"0",
+           "Number of tokens to generate">,
+    Option<"memory", "memory", "std::string", /*default=*/"\"\"",
+           "Memory budget, e.g. 80GiB (binary), 80GB (decimal), or bytes">,
+    Option<"batch", "batch", "int64_t", /*default=*/"0",
+           "A batch size to check against the budget">,
+    Option<"elementBytes", "element-bytes", "int64_t", /*default=*/"0",
+           "Element size of weights and caches (0: the IR's)">,
+  ];
+}
+
 #endif // BT_TRANSFORMS_PASSES_TD
