@@ -183,11 +183,10 @@ FailureOr<KVPlan> bt::computeKVPlan(ModuleOp module,
   plan.genBlocks = ceilDiv(request.genTokens, blockLength);
   plan.globalBlocks = plan.promptBlocks + plan.genBlocks;
   plan.globalBytesPerSequence = plan.globalBlocks * plan.global.bytesPerEntry();
-  if (caches.hasLocal)
-    plan.localBytesPerSequence =
-        caches.localPeak > 0 && request.eltBytes == 0
-            ? caches.localPeak
-            : plan.localCapacity * plan.local.bytesPerEntry();
+  if (caches.hasLocal && caches.localPeak > 0)
+    // The peak of the live local caches, at the requested element size.
+    plan.localBytesPerSequence = caches.localPeak / caches.local.eltBytes *
+                                 plan.local.eltBytes;
   else
     plan.localBytesPerSequence = plan.localCapacity * plan.local.bytesPerEntry();
   plan.bytesPerSequence = plan.globalBytesPerSequence + plan.localBytesPerSequence;

@@ -260,6 +260,14 @@ TEST_F(KVPlanTest, FromLifetimes) {
   // Two local caches live at once in the loop.
   EXPECT_EQ(plan->localBytesPerSequence, 2 * (2 * 2 * 2 * 6 * 8 * 2));
   EXPECT_EQ(plan->maxBatch, -1); // no budget
+
+  // The same in f32: sizes double.
+  request.eltBytes = 4;
+  FailureOr<KVPlan> f32 = computeKVPlan(*module, request);
+  ASSERT_TRUE(succeeded(f32));
+  EXPECT_EQ(f32->globalBytesPerSequence, 2 * plan->globalBytesPerSequence);
+  EXPECT_EQ(f32->localBytesPerSequence, 2 * plan->localBytesPerSequence);
+  EXPECT_EQ(f32->weightBytes, 2 * plan->weightBytes);
 }
 
 TEST_F(KVPlanTest, PassAttachesPlan) {
