@@ -12,13 +12,16 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -473,21 +476,218 @@ public:
         xt, ValueRange{x, x, cosT, sinT}, empty(sizes(x), elt),
         {id, partnerMap, tableMap, tableMap, id}, iterators(n, 0),
         [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value xv = ext(nb, l, a[0], ct), xp = ext(nb, l, a[1], ct);
-          Value c = ext(nb, l, a[2], ct), sn = ext(nb, l, a[3], ct);
-          Value xc = nb.create<arith::MulFOp>(l, xv, c);
-          Value ps = nb.create<arith::MulFOp>(l, xp, sn);
-          Value first = nb.create<arith::SubFOp>(l, xc, ps);
-          Value second = nb.create<arith::AddFOp>(l, xc, ps);
-          Value jv = nb.create<linalg::IndexOp>(l, n - 1);
-          Value halfV = nb.create<arith::ConstantIndexOp>(l, half);
-          Value rV = nb.create<arith::ConstantIndexOp>(l, rotaryDims);
-          Value isFirst = nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, jv, halfV);
-          Value isRot = nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, jv, rV);
-          Value rot = nb.create<arith::SelectOp>(l, isFirst, first, second);
-          Value y = nb.create<arith::SelectOp>(l, isRot, rot, xv);
-          nb.create<linalg::YieldOp>(l, trunc(nb, l, y, elt));
+          nb.create<linalg::YieldOp>(
+              l, rotaryPayload(nb, l, a[0], a[1], a[2], a[3], n - 1, half,
+                               rotaryDims, ct, elt));
         })[0];
+  }
+
+  /// The rotary of one element x (index j on dim `jDim` of the iteration
+  /// space) with its partner x[(j + r/2) mod r] and the table entries.
+  static Value rotaryPayload(OpBuilder &nb, Location l, Value x, Value partner,
+                             Value cosV, Value sinV, unsigned jDim,
+                             int64_t half, int64_t rotaryDims, Type ct,
+                             Type elt) {
+    Value xv = ext(nb, l, x, ct), xp = ext(nb, l, partner, ct);
+    Value c = ext(nb, l, cosV, ct), sn = ext(nb, l, sinV, ct);
+    Value xc = nb.create<arith::MulFOp>(l, xv, c);
+    Value ps = nb.create<arith::MulFOp>(l, xp, sn);
+    Value first = nb.create<arith::SubFOp>(l, xc, ps);
+    Value second = nb.create<arith::AddFOp>(l, xc, ps);
+    Value jv = nb.create<linalg::IndexOp>(l, jDim);
+    Value halfV = nb.create<arith::ConstantIndexOp>(l, half);
+    Value rV = nb.create<arith::ConstantIndexOp>(l, rotaryDims);
+    Value isFirst =
+        nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, jv, halfV);
+    Value isRot = nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, jv, rV);
+    Value rot = nb.create<arith::SelectOp>(l, isFirst, first, second);
+    Value y = nb.create<arith::SelectOp>(l, isRot, rot, xv);
+    return trunc(nb, l, y, elt);
+  }
+
+  /// One head's rows x [S, hd] (a strided view) rotated into the buffer
+  /// `buf` [S, hd] with tables [S, r/2]: x is first copied into the buffer,
+  /// then rotated in place (each element reads its own copy and its
+  /// partner in the view), so that the buffer stays the destination of
+  /// both (an unread `outs` would be replaced by a fresh tensor by
+  /// elementwise fusion).
+  Value rotaryRowsInto(Value x, Value cosT, Value sinT, int64_t rotaryDims,
+                       Value buf) {
+    RankedTensorType xt = tensorTypeOf(x);
+    Type elt = xt.getElementType();
+    Type ct = computeTypeFor(elt);
+    int64_t half = rotaryDims / 2;
+    AffineExpr s = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx);
+    AffineMap partnerMap =
+        AffineMap::get(2, 0, {s, (j + half) % rotaryDims}, ctx);
+    AffineMap tableMap = AffineMap::get(2, 0, {s, j % half}, ctx);
+    AffineMap id = AffineMap::getMultiDimIdentityMap(2, ctx);
+    Value copied = b.create<linalg::CopyOp>(loc, x, buf).getResult(0);
+    return generic(xt, ValueRange{x, cosT, sinT}, copied,
+                   {partnerMap, tableMap, tableMap, id}, iterators(2, 0),
+                   [&](OpBuilder &nb, Location l, ValueRange a) {
+                     nb.create<linalg::YieldOp>(
+                         l, rotaryPayload(nb, l, a[3], a[0], a[1], a[2], 1,
+                                          half, rotaryDims, ct, elt));
+                   })[0];
+  }
+
+  /// Scratch tensors of one head's attention (null: fresh tensors): the
+  /// [S, S] scores (element type) and the [S] row max and sum (compute
+  /// type; the reciprocal of the sums overwrites them).
+  struct HeadScratch {
+    Value scores, rowMax, rowSum;
+  };
+
+  /// `t` filled with `v` (linalg.fill).
+  Value fill(Value t, Type elt, double v) {
+    return b.create<linalg::FillOp>(loc, floatConst(elt, v), t).getResult(0);
+  }
+
+  /// One head of causal attention, HF eager semantics: qh, kh, vh [S, hd]
+  /// (kh, vh may be strided views), `maskRow()` the key mask [S] (null
+  /// function: no mask). Scores by `linalg.matmul_transpose_b`, the softmax
+  /// in place of the scores, and probs · v by `linalg.matmul` into
+  /// `outSlice()` [S, hd], which is returned. (The mask and output slices are
+  /// built where the attention needs them.)
+  Value attendHead(Value qh, Value kh, Value vh,
+                   function_ref<Value()> maskRowFn,
+                   function_ref<Value()> outSliceFn, OpFoldResult seq,
+                   double scale, const HeadScratch &scratch = {}) {
+    Type elt = tensorTypeOf(qh).getElementType();
+    Type ct = computeTypeFor(elt);
+    int64_t sStatic = tensorTypeOf(qh).getDimSize(0);
+    auto rowVecType = RankedTensorType::get({sStatic}, ct);
+    bool hasMask = static_cast<bool>(maskRowFn);
+    Value scoresInit = scratch.scores ? fill(scratch.scores, elt, 0.0)
+                                      : filledF({seq, seq}, elt, 0.0);
+    Value scores = b.create<linalg::MatmulTransposeBOp>(
+                        loc, TypeRange{scoresInit.getType()}, ValueRange{qh, kh},
+                        ValueRange{scoresInit})
+                       .getResult(0);
+    Value maskRow = hasMask ? maskRowFn() : Value();
+    MLIRContext *c = ctx;
+    AffineMap id2 = AffineMap::getMultiDimIdentityMap(2, c);
+    AffineMap rowMap = selectDims(c, 2, {0});
+    AffineMap colMap = selectDims(c, 2, {1});
+    AffineMap id1 = AffineMap::getMultiDimIdentityMap(1, c);
+    SmallVector<OpFoldResult> rows{seq};
+    // v = where(t <= s, score·scale, MIN) + (1 - mask[t])·MIN, in f32.
+    auto masked = [&](OpBuilder &bb, Location ll, Value score,
+                      Value maskV) -> Value {
+      Value sc = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, scale));
+      Value minV = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, kF32Min));
+      Value x = bb.create<arith::MulFOp>(ll, ext(bb, ll, score, ct), sc);
+      Value si = bb.create<linalg::IndexOp>(ll, 0);
+      Value ti = bb.create<linalg::IndexOp>(ll, 1);
+      Value causal = bb.create<arith::CmpIOp>(ll, arith::CmpIPredicate::ule, ti, si);
+      x = bb.create<arith::SelectOp>(ll, causal, x, minV);
+      if (maskV) {
+        Value onef = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, 1.0));
+        Value m = intToFloat(bb, ll, maskV, ct);
+        Value add = bb.create<arith::MulFOp>(
+            ll, bb.create<arith::SubFOp>(ll, onef, m), minV);
+        x = bb.create<arith::AddFOp>(ll, x, add);
+      }
+      return x;
+    };
+    // Row max.
+    SmallVector<Value> ins{scores};
+    SmallVector<AffineMap> maps{id2};
+    if (hasMask) {
+      ins.push_back(maskRow);
+      maps.push_back(colMap);
+    }
+    maps.push_back(rowMap);
+    double negInf = -std::numeric_limits<double>::infinity();
+    Value rowMaxInit = scratch.rowMax ? fill(scratch.rowMax, ct, negInf)
+                                      : filledF(rows, ct, negInf);
+    Value rowMax =
+        generic(rowVecType, ins, rowMaxInit, maps, iterators(1, 1),
+                [&](OpBuilder &bb, Location ll, ValueRange a) {
+                  Value x = masked(bb, ll, a[0], hasMask ? a[1] : Value());
+                  bb.create<linalg::YieldOp>(
+                      ll, bb.create<arith::MaximumFOp>(ll, a.back(), x).getResult());
+                })[0];
+    // e = exp(v - max), in place of the scores when they are f32.
+    // Like Sleef's expf (PyTorch's vectorized softmax), d < -104 gives
+    // exactly 0; clamping the argument keeps libm off its underflow path.
+    bool inPlace = elt == ct;
+    SmallVector<Value> eIns;
+    SmallVector<AffineMap> eMaps;
+    if (!inPlace) {
+      eIns.push_back(scores);
+      eMaps.push_back(id2);
+    }
+    if (hasMask) {
+      eIns.push_back(maskRow);
+      eMaps.push_back(colMap);
+    }
+    eIns.push_back(rowMax);
+    eMaps.push_back(rowMap);
+    eMaps.push_back(id2);
+    Value eInit = inPlace ? scores : empty({seq, seq}, ct);
+    auto fullType = RankedTensorType::get({sStatic, sStatic}, ct);
+    Value ex = generic(
+        fullType, eIns, eInit, eMaps, iterators(2, 0),
+        [&](OpBuilder &bb, Location ll, ValueRange a) {
+          Value score = inPlace ? a.back() : a[0];
+          Value maskV = hasMask ? a[inPlace ? 0 : 1] : Value();
+          Value mx = a[a.size() - 2];
+          Value x = masked(bb, ll, score, maskV);
+          Value d = bb.create<arith::SubFOp>(ll, x, mx);
+          Value lo = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, -104.0));
+          Value zf = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, 0.0));
+          Value under = bb.create<arith::CmpFOp>(ll, arith::CmpFPredicate::OLT, d, lo);
+          Value arg = bb.create<arith::SelectOp>(ll, under, zf, d);
+          Value ev = bb.create<math::ExpOp>(ll, arg);
+          bb.create<linalg::YieldOp>(
+              ll, bb.create<arith::SelectOp>(ll, under, zf, ev).getResult());
+        })[0];
+    // Row sum, reciprocal, normalize (in place).
+    Value rowSumInit =
+        scratch.rowSum ? fill(scratch.rowSum, ct, 0.0) : filledF(rows, ct, 0.0);
+    Value rowSum = generic(
+        rowVecType, ex, rowSumInit, {id2, rowMap}, iterators(1, 1),
+        [&](OpBuilder &bb, Location ll, ValueRange a) {
+          bb.create<linalg::YieldOp>(
+              ll, bb.create<arith::AddFOp>(ll, a[1], a[0], reassoc(bb)).getResult());
+        })[0];
+    // The reciprocal, in place of the sums with scratch buffers.
+    auto reciprocal = [&](OpBuilder &bb, Location ll, ValueRange a) {
+      Value onef = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, 1.0));
+      bb.create<linalg::YieldOp>(
+          ll, bb.create<arith::DivFOp>(ll, onef, a[0]).getResult());
+    };
+    Value rowInv =
+        scratch.rowSum
+            ? generic(rowVecType, ValueRange{}, rowSum, {id1}, iterators(1, 0),
+                      reciprocal)[0]
+            : generic(rowVecType, rowSum, empty(rows, ct), {id1, id1},
+                      iterators(1, 0), reciprocal)[0];
+    auto probType = RankedTensorType::get({sStatic, sStatic}, elt);
+    Value probs;
+    if (inPlace) {
+      probs = generic(probType, rowInv, ex, {rowMap, id2}, iterators(2, 0),
+                      [&](OpBuilder &bb, Location ll, ValueRange a) {
+                        bb.create<linalg::YieldOp>(
+                            ll, bb.create<arith::MulFOp>(ll, a[1], a[0]).getResult());
+                      })[0];
+    } else {
+      probs = generic(probType, ValueRange{ex, rowInv}, empty({seq, seq}, elt),
+                      {id2, rowMap, id2}, iterators(2, 0),
+                      [&](OpBuilder &bb, Location ll, ValueRange a) {
+                        Value p = bb.create<arith::MulFOp>(ll, a[0], a[1]);
+                        bb.create<linalg::YieldOp>(ll, trunc(bb, ll, p, elt));
+                      })[0];
+    }
+    // out[b.., :, h, :] = probs · v_h, written into the output slice.
+    Value zeroElt = b.create<arith::ConstantOp>(loc, b.getFloatAttr(elt, 0.0));
+    Value outInit =
+        b.create<linalg::FillOp>(loc, zeroElt, outSliceFn()).getResult(0);
+    return b.create<linalg::MatmulOp>(loc, TypeRange{outInit.getType()},
+                                      ValueRange{probs, vh}, ValueRange{outInit})
+        .getResult(0);
   }
 
   /// Causal attention over [batch..., S, H, hd] (batch = [B] or [B, N_blk]),
@@ -504,7 +704,6 @@ public:
     unsigned n = qt.getRank();
     unsigned nb = n - 3;
     Type elt = qt.getElementType();
-    Type ct = computeTypeFor(elt);
     SmallVector<OpFoldResult> qs = sizes(q); // [batch.., S, H, hd]
     OpFoldResult seq = qs[nb], hd = qs[nb + 2];
     int64_t heads = qt.getDimSize(nb + 1);
@@ -520,10 +719,6 @@ public:
     Value headsV = b.create<arith::ConstantIndexOp>(loc, heads);
     Value init = empty(qs, elt);
     bool hasMask = static_cast<bool>(mask);
-    auto rowVecType = RankedTensorType::get(
-        {ShapedType::isDynamic(qt.getDimSize(nb)) ? ShapedType::kDynamic
-                                                  : qt.getDimSize(nb)},
-        ct);
     int64_t sStatic = qt.getDimSize(nb);
     auto headType = RankedTensorType::get({sStatic, qt.getDimSize(nb + 2)}, elt);
 
@@ -556,13 +751,7 @@ public:
                                                      sliceSizes, strides);
           };
           Value qh = head(q), kh = head(k), vh = head(v);
-          Value scoresInit = e.filledF({seq, seq}, elt, 0.0);
-          Value scores = lb.create<linalg::MatmulTransposeBOp>(
-                              l, TypeRange{scoresInit.getType()}, ValueRange{qh, kh},
-                              ValueRange{scoresInit})
-                             .getResult(0);
-          Value maskRow;
-          if (hasMask) {
+          auto maskRow = [&]() -> Value {
             SmallVector<OpFoldResult> mOff(offsets.begin(), offsets.begin() + nb);
             SmallVector<OpFoldResult> mSizes(sliceSizes.begin(), sliceSizes.begin() + nb);
             mOff.push_back(lb.getIndexAttr(0));
@@ -570,128 +759,142 @@ public:
             SmallVector<OpFoldResult> mStrides(nb + 1, lb.getIndexAttr(1));
             auto mt = RankedTensorType::get({sStatic},
                                             tensorTypeOf(mask).getElementType());
-            maskRow = lb.create<tensor::ExtractSliceOp>(l, mt, mask, mOff, mSizes,
-                                                        mStrides);
-          }
-
-          MLIRContext *c = ctx;
-          AffineMap id2 = AffineMap::getMultiDimIdentityMap(2, c);
-          AffineMap rowMap = selectDims(c, 2, {0});
-          AffineMap colMap = selectDims(c, 2, {1});
-          AffineMap id1 = AffineMap::getMultiDimIdentityMap(1, c);
-          SmallVector<OpFoldResult> rows{seq};
-          // v = where(t <= s, score·scale, MIN) + (1 - mask[t])·MIN, in f32.
-          auto masked = [&](OpBuilder &bb, Location ll, Value score,
-                            Value maskV) -> Value {
-            Value sc = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, scale));
-            Value minV = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, kF32Min));
-            Value x = bb.create<arith::MulFOp>(ll, ext(bb, ll, score, ct), sc);
-            Value si = bb.create<linalg::IndexOp>(ll, 0);
-            Value ti = bb.create<linalg::IndexOp>(ll, 1);
-            Value causal = bb.create<arith::CmpIOp>(ll, arith::CmpIPredicate::ule, ti, si);
-            x = bb.create<arith::SelectOp>(ll, causal, x, minV);
-            if (maskV) {
-              Value onef = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, 1.0));
-              Value m = intToFloat(bb, ll, maskV, ct);
-              Value add = bb.create<arith::MulFOp>(
-                  ll, bb.create<arith::SubFOp>(ll, onef, m), minV);
-              x = bb.create<arith::AddFOp>(ll, x, add);
-            }
-            return x;
+            return lb.create<tensor::ExtractSliceOp>(l, mt, mask, mOff, mSizes,
+                                                     mStrides);
           };
-          // Row max.
-          SmallVector<Value> ins{scores};
-          SmallVector<AffineMap> maps{id2};
-          if (hasMask) {
-            ins.push_back(maskRow);
-            maps.push_back(colMap);
-          }
-          maps.push_back(rowMap);
-          Value rowMax =
-              e.generic(rowVecType, ins,
-                        e.filledF(rows, ct, -std::numeric_limits<double>::infinity()),
-                        maps, iterators(1, 1),
-                        [&](OpBuilder &bb, Location ll, ValueRange a) {
-                          Value x = masked(bb, ll, a[0], hasMask ? a[1] : Value());
-                          bb.create<linalg::YieldOp>(
-                              ll, bb.create<arith::MaximumFOp>(ll, a.back(), x).getResult());
-                        })[0];
-          // e = exp(v - max), in place of the scores when they are f32.
-          // Like Sleef's expf (PyTorch's vectorized softmax), d < -104 gives
-          // exactly 0; clamping the argument keeps libm off its underflow path.
-          bool inPlace = elt == ct;
-          SmallVector<Value> eIns;
-          SmallVector<AffineMap> eMaps;
-          if (!inPlace) {
-            eIns.push_back(scores);
-            eMaps.push_back(id2);
-          }
-          if (hasMask) {
-            eIns.push_back(maskRow);
-            eMaps.push_back(colMap);
-          }
-          eIns.push_back(rowMax);
-          eMaps.push_back(rowMap);
-          eMaps.push_back(id2);
-          Value eInit = inPlace ? scores : e.empty({seq, seq}, ct);
-          auto fullType = RankedTensorType::get({sStatic, sStatic}, ct);
-          Value ex = e.generic(
-              fullType, eIns, eInit, eMaps, iterators(2, 0),
-              [&](OpBuilder &bb, Location ll, ValueRange a) {
-                Value score = inPlace ? a.back() : a[0];
-                Value maskV = hasMask ? a[inPlace ? 0 : 1] : Value();
-                Value mx = a[a.size() - 2];
-                Value x = masked(bb, ll, score, maskV);
-                Value d = bb.create<arith::SubFOp>(ll, x, mx);
-                Value lo = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, -104.0));
-                Value zf = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, 0.0));
-                Value under = bb.create<arith::CmpFOp>(ll, arith::CmpFPredicate::OLT, d, lo);
-                Value arg = bb.create<arith::SelectOp>(ll, under, zf, d);
-                Value ev = bb.create<math::ExpOp>(ll, arg);
-                bb.create<linalg::YieldOp>(
-                    ll, bb.create<arith::SelectOp>(ll, under, zf, ev).getResult());
-              })[0];
-          // Row sum, reciprocal, normalize (in place).
-          Value rowSum = e.generic(
-              rowVecType, ex, e.filledF(rows, ct, 0.0), {id2, rowMap}, iterators(1, 1),
-              [&](OpBuilder &bb, Location ll, ValueRange a) {
-                bb.create<linalg::YieldOp>(
-                    ll, bb.create<arith::AddFOp>(ll, a[1], a[0], reassoc(bb)).getResult());
-              })[0];
-          Value rowInv = e.generic(
-              rowVecType, rowSum, e.empty(rows, ct), {id1, id1}, iterators(1, 0),
-              [&](OpBuilder &bb, Location ll, ValueRange a) {
-                Value onef = bb.create<arith::ConstantOp>(ll, bb.getFloatAttr(ct, 1.0));
-                bb.create<linalg::YieldOp>(
-                    ll, bb.create<arith::DivFOp>(ll, onef, a[0]).getResult());
-              })[0];
-          auto probType = RankedTensorType::get({sStatic, sStatic}, elt);
-          Value probs;
-          if (inPlace) {
-            probs = e.generic(probType, rowInv, ex, {rowMap, id2}, iterators(2, 0),
-                              [&](OpBuilder &bb, Location ll, ValueRange a) {
-                                bb.create<linalg::YieldOp>(
-                                    ll, bb.create<arith::MulFOp>(ll, a[1], a[0]).getResult());
-                              })[0];
-          } else {
-            probs = e.generic(probType, ValueRange{ex, rowInv}, e.empty({seq, seq}, elt),
-                              {id2, rowMap, id2}, iterators(2, 0),
-                              [&](OpBuilder &bb, Location ll, ValueRange a) {
-                                Value p = bb.create<arith::MulFOp>(ll, a[0], a[1]);
-                                bb.create<linalg::YieldOp>(ll, trunc(bb, ll, p, elt));
-                              })[0];
-          }
-          // out[b.., :, h, :] = probs · v_h, written into the output slice.
           Value acc = iterArgs[0];
-          Value outSlice = head(acc);
-          Value zeroElt = lb.create<arith::ConstantOp>(l, lb.getFloatAttr(elt, 0.0));
-          Value outInit = lb.create<linalg::FillOp>(l, zeroElt, outSlice).getResult(0);
-          Value o = lb.create<linalg::MatmulOp>(l, TypeRange{outInit.getType()},
-                                                ValueRange{probs, vh},
-                                                ValueRange{outInit})
-                        .getResult(0);
+          Value o = e.attendHead(
+              qh, kh, vh,
+              hasMask ? function_ref<Value()>(maskRow) : function_ref<Value()>(),
+              [&] { return head(acc); }, seq, scale);
           Value updated = lb.create<tensor::InsertSliceOp>(l, o, acc, offsets,
                                                            sliceSizes, strides);
+          lb.create<scf::YieldOp>(l, updated);
+        });
+    return loop.getResult(0);
+  }
+
+  /// bt.fused_local_attention as one kernel: one scf.for over the
+  /// B·N_blk·H heads of the blocks; an iteration reads the head's S ≤ P + L_B
+  /// rows of q, k and v directly from the fused QKV projection (strided
+  /// views of `qkv` [B, N_blk, S, H·3·hd], no split copies), rotates q and k
+  /// into [S, hd] stack buffers, and runs the head's attention
+  /// (attendHead) with its scores and row statistics in stack buffers too;
+  /// only the [S, hd] result is written to memory. The stack buffers are
+  /// `memref.alloca`s at the entry of the enclosing function (static
+  /// shapes: S and hd must be static), seen as tensors through
+  /// `bufferization.to_tensor restrict writable` in each iteration. The
+  /// arithmetic is exactly the unfused chain's (same rotary payload and
+  /// table, same attendHead), so the results are identical.
+  Value fusedLocalAttention(FusedLocalAttentionOp op, Value cosT, Value sinT,
+                            Block *allocaBlock) {
+    Value qkv = op.getQkv();
+    Value mask = op.getKeyMask();
+    RankedTensorType qt = tensorTypeOf(qkv);
+    Type elt = qt.getElementType();
+    Type ct = computeTypeFor(elt);
+    int64_t heads = op.getHeads(), hd = op.getHeadDim();
+    int64_t s = qt.getDimSize(2);
+    int64_t r = op.getRotaryDims();
+    double scale = op.getScale().convertToDouble();
+    SmallVector<OpFoldResult> qs = sizes(qkv);
+    OpFoldResult seq = b.getIndexAttr(s);
+    // [B, N, S, H, 3, hd] view of the projection.
+    Value qkv6 = expand(qkv, {{0}, {1}, {2}, {3, 4, 5}},
+                        {qs[0], qs[1], qs[2], b.getIndexAttr(heads),
+                         b.getIndexAttr(3), b.getIndexAttr(hd)});
+    Value init = empty({qs[0], qs[1], qs[2], b.getIndexAttr(heads),
+                        b.getIndexAttr(hd)},
+                       elt);
+
+    // Stack buffers, allocated once at the entry of the function.
+    auto stackBuffer = [&](ArrayRef<int64_t> shape, Type t) -> Value {
+      OpBuilder ab(ctx);
+      ab.setInsertionPointToStart(allocaBlock);
+      return ab.create<memref::AllocaOp>(loc, MemRefType::get(shape, t),
+                                         ab.getI64IntegerAttr(64));
+    };
+    Value qBuf = stackBuffer({s, hd}, elt), kBuf = stackBuffer({s, hd}, elt);
+    Value scoresBuf = stackBuffer({s, s}, elt);
+    Value maxBuf = stackBuffer({s}, ct), sumBuf = stackBuffer({s}, ct);
+
+    Value g = b.create<arith::ConstantIndexOp>(loc, heads);
+    Value bSize = getValueOrCreateConstantIndexOp(b, loc, qs[0]);
+    Value nSize = getValueOrCreateConstantIndexOp(b, loc, qs[1]);
+    g = b.create<arith::MulIOp>(loc, g, bSize);
+    g = b.create<arith::MulIOp>(loc, g, nSize);
+    Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+    Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+    Value headsV = b.create<arith::ConstantIndexOp>(loc, heads);
+    auto rowsType = RankedTensorType::get({s, hd}, elt);
+    int64_t half = r / 2;
+    auto tableRowsType = RankedTensorType::get({s, half}, b.getF32Type());
+
+    auto loop = b.create<scf::ForOp>(
+        loc, zero, g, one, ValueRange{init},
+        [&](OpBuilder &lb, Location l, Value iv, ValueRange iterArgs) {
+          Emitter e(lb, l);
+          OpFoldResult i0 = lb.getIndexAttr(0), i1 = lb.getIndexAttr(1);
+          // iv = (b * N + n) * H + h.
+          Value h = lb.create<arith::RemUIOp>(l, iv, headsV);
+          Value rest = lb.create<arith::DivUIOp>(l, iv, headsV);
+          Value n = lb.create<arith::RemUIOp>(l, rest, nSize);
+          Value bi = lb.create<arith::DivUIOp>(l, rest, nSize);
+          auto toTensor = [&](Value buf) -> Value {
+            auto mt = cast<MemRefType>(buf.getType());
+            return lb.create<bufferization::ToTensorOp>(
+                l, RankedTensorType::get(mt.getShape(), mt.getElementType()),
+                buf, /*restrict=*/true, /*writable=*/true);
+          };
+          // Rows [b, n, :, h, which, :] of the projection (views).
+          auto rows = [&](int64_t which) -> Value {
+            SmallVector<OpFoldResult> offsets{bi, n, i0, h,
+                                              lb.getIndexAttr(which), i0};
+            SmallVector<OpFoldResult> sz{i1, i1, seq, i1, i1,
+                                         lb.getIndexAttr(hd)};
+            SmallVector<OpFoldResult> strides(6, i1);
+            return lb.create<tensor::ExtractSliceOp>(l, rowsType, qkv6, offsets,
+                                                     sz, strides);
+          };
+          // cos/sin rows of the block: [S, r/2].
+          auto tableRows = [&](Value t) -> Value {
+            if (tensorTypeOf(t).getRank() == 2)
+              return t;
+            SmallVector<OpFoldResult> offsets{bi, n, i0, i0};
+            SmallVector<OpFoldResult> sz{i1, i1, seq, lb.getIndexAttr(half)};
+            SmallVector<OpFoldResult> strides(4, i1);
+            return lb.create<tensor::ExtractSliceOp>(l, tableRowsType, t,
+                                                     offsets, sz, strides);
+          };
+          Value c = tableRows(cosT), sn = tableRows(sinT);
+          Value qh = e.rotaryRowsInto(rows(0), c, sn, r, toTensor(qBuf));
+          Value kh = e.rotaryRowsInto(rows(1), c, sn, r, toTensor(kBuf));
+          Value vh = rows(2);
+          auto maskRow = [&]() -> Value {
+            auto mt = RankedTensorType::get(
+                {s}, tensorTypeOf(mask).getElementType());
+            SmallVector<OpFoldResult> offsets{bi, n, i0}, sz{i1, i1, seq},
+                strides(3, i1);
+            return lb.create<tensor::ExtractSliceOp>(l, mt, mask, offsets, sz,
+                                                     strides);
+          };
+          // Output rows [b, n, :, h, :].
+          Value acc = iterArgs[0];
+          SmallVector<OpFoldResult> offsets{bi, n, i0, h, i0};
+          SmallVector<OpFoldResult> sz{i1, i1, seq, i1, lb.getIndexAttr(hd)};
+          SmallVector<OpFoldResult> strides(5, i1);
+          auto outSlice = [&]() -> Value {
+            return lb.create<tensor::ExtractSliceOp>(l, rowsType, acc, offsets,
+                                                     sz, strides);
+          };
+          HeadScratch scratch{toTensor(scoresBuf), toTensor(maxBuf),
+                              toTensor(sumBuf)};
+          Value o = e.attendHead(
+              qh, kh, vh,
+              mask ? function_ref<Value()>(maskRow) : function_ref<Value()>(),
+              outSlice, seq, scale, scratch);
+          Value updated = lb.create<tensor::InsertSliceOp>(l, o, acc, offsets,
+                                                           sz, strides);
           lb.create<scf::YieldOp>(l, updated);
         });
     return loop.getResult(0);
@@ -850,13 +1053,21 @@ struct LowerToLinalgPass
       result = e.attention(o.getQ(), o.getK(), o.getV(), o.getKeyMask(),
                            o.getScale().convertToDouble());
     } else if (auto o = dyn_cast<FusedLocalAttentionOp>(op)) {
-      auto [q, k, v] = e.splitQKV(o.getQkv(), o.getHeads(), o.getHeadDim());
       auto [c, s] = getTable(o.getPositions(), o.getRotaryDims(),
                              o.getBase().convertToDouble());
-      Value qr = e.rotary(q, c, s, o.getRotaryDims());
-      Value kr = e.rotary(k, c, s, o.getRotaryDims());
-      result = e.attention(qr, kr, v, o.getKeyMask(),
-                           o.getScale().convertToDouble());
+      RankedTensorType qkvType = tensorTypeOf(o.getQkv());
+      auto fn = op->getParentOfType<FunctionOpInterface>();
+      if (fusedKernel && fn && !qkvType.isDynamicDim(2) &&
+          !qkvType.isDynamicDim(3)) {
+        result = e.fusedLocalAttention(o, c, s, &fn.getFunctionBody().front());
+      } else {
+        // The unfused chain (fused-kernel=false, or S or hd dynamic).
+        auto [q, k, v] = e.splitQKV(o.getQkv(), o.getHeads(), o.getHeadDim());
+        Value qr = e.rotary(q, c, s, o.getRotaryDims());
+        Value kr = e.rotary(k, c, s, o.getRotaryDims());
+        result = e.attention(qr, kr, v, o.getKeyMask(),
+                             o.getScale().convertToDouble());
+      }
     } else if (auto o = dyn_cast<CrossEntropyOp>(op)) {
       result = e.crossEntropy(o.getLogits(), o.getLabels(), o.getIgnoreIndex(),
                               o.getType());

@@ -8,6 +8,7 @@
 #include "bt/Codegen/Passes.h"
 #include "bt/Codegen/Pipelines.h"
 #include "bt/Dialect/BT/IR/BTDialect.h"
+#include "bt/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -51,6 +52,9 @@
 using namespace mlir;
 
 void bt::buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options) {
+  // The token decoder's attention chain → one fused op (one kernel).
+  if (options.fuseLocalAttention)
+    pm.addPass(createBTFuseLocalAttention());
   // Layer-level bt → linalg on tensors; weights become leading arguments.
   pm.addPass(createBTLowerToLinalg());
   pm.addPass(createBTParamsToArguments());

@@ -1,4 +1,5 @@
 // RUN: bt-opt %s --bt-lower-to-linalg | FileCheck %s
+// RUN: bt-opt %s --bt-lower-to-linalg=fused-kernel=false | FileCheck %s --check-prefix=CHAIN
 
 // Causal attention, HF GPT-NeoX eager numerics:
 //   v = where(t <= s, (q·k)·scale, MIN) + (1 - key_mask)·MIN   (MIN = finfo(f32).min)
@@ -96,20 +97,62 @@ func.func @attention_no_mask(%q: tensor<2x?x2x8xf32>, %k: tensor<2x?x2x8xf32>, %
   return %o : tensor<2x?x2x8xf32>
 }
 
-// The fused op is the unfused chain: split views, one shared cos/sin table
-// for q and k, then the local attention.
+// The fused op is one kernel: one loop over the B·N_blk·H heads; per head the
+// q, k, v rows are views of the QKV projection (no split copies), q and k are
+// copied into [S, hd] stack buffers and rotated in place (one shared cos/sin
+// table), the scores and row statistics use stack buffers too; only the
+// [S, hd] result is written to the output.
 // CHECK-LABEL: func.func @fused_local_attention
+//       CHECK:   %[[SUM:.*]] = memref.alloca() {alignment = 64 : i64} : memref<6xf32>
+//       CHECK:   %[[MAX:.*]] = memref.alloca() {alignment = 64 : i64} : memref<6xf32>
+//       CHECK:   %[[SC:.*]] = memref.alloca() {alignment = 64 : i64} : memref<6x6xf32>
+//       CHECK:   %[[KB:.*]] = memref.alloca() {alignment = 64 : i64} : memref<6x8xf32>
+//       CHECK:   %[[QB:.*]] = memref.alloca() {alignment = 64 : i64} : memref<6x8xf32>
 //       CHECK:   %[[T:.*]]:2 = linalg.generic {{.*}} outs(%{{.*}}, %{{.*}} : tensor<6x2xf32>, tensor<6x2xf32>)
 //       CHECK:   %[[E:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0], [1], [2], [3, 4, 5]] output_shape [%{{.*}}, 2, 6, 2, 3, 8]
-//       CHECK:   tensor.extract_slice %[[E]][0, 0, 0, 0, 0, 0]
-//       CHECK:   tensor.extract_slice %[[E]][0, 0, 0, 0, 1, 0]
-//       CHECK:   tensor.extract_slice %[[E]][0, 0, 0, 0, 2, 0]
-//       CHECK:   linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %[[T]]#0, %[[T]]#1 :
-//       CHECK:   linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %[[T]]#0, %[[T]]#1 :
+//       CHECK:   scf.for %[[I:[^ ]*]] = {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (tensor<?x2x6x2x8xf32>) {
+//       CHECK:     %[[HI:.*]] = arith.remui %[[I]]
+//       CHECK:     %[[R:.*]] = arith.divui %[[I]]
+//       CHECK:     %[[NI:.*]] = arith.remui %[[R]]
+//       CHECK:     %[[BI:.*]] = arith.divui %[[R]]
+//       CHECK:     %[[QT:.*]] = bufferization.to_tensor %[[QB]] restrict writable : memref<6x8xf32>
+//       CHECK:     %[[QV:.*]] = tensor.extract_slice %[[E]][%[[BI]], %[[NI]], 0, %[[HI]], 0, 0] [1, 1, 6, 1, 1, 8] [1, 1, 1, 1, 1, 1] : tensor<?x2x6x2x3x8xf32> to tensor<6x8xf32>
+//       CHECK:     %[[QC:.*]] = linalg.copy ins(%[[QV]] : tensor<6x8xf32>) outs(%[[QT]] : tensor<6x8xf32>)
+//       CHECK:     %[[QR:.*]] = linalg.generic {{.*}} ins(%[[QV]], %[[T]]#0, %[[T]]#1 : tensor<6x8xf32>, tensor<6x2xf32>, tensor<6x2xf32>) outs(%[[QC]] : tensor<6x8xf32>)
+//       CHECK:     %[[KT:.*]] = bufferization.to_tensor %[[KB]] restrict writable
+//       CHECK:     %[[KV:.*]] = tensor.extract_slice %[[E]][%[[BI]], %[[NI]], 0, %[[HI]], 1, 0]
+//       CHECK:     %[[KC:.*]] = linalg.copy ins(%[[KV]] : tensor<6x8xf32>) outs(%[[KT]] : tensor<6x8xf32>)
+//       CHECK:     %[[KR:.*]] = linalg.generic {{.*}} outs(%[[KC]] : tensor<6x8xf32>)
+//       CHECK:     %[[VV:.*]] = tensor.extract_slice %[[E]][%[[BI]], %[[NI]], 0, %[[HI]], 2, 0]
+//       CHECK:     %[[SCT:.*]] = bufferization.to_tensor %[[SC]] restrict writable : memref<6x6xf32>
+//       CHECK:     %[[S0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[SCT]] : tensor<6x6xf32>)
+//       CHECK:     %[[S:.*]] = linalg.matmul_transpose_b ins(%[[QR]], %[[KR]] : tensor<6x8xf32>, tensor<6x8xf32>) outs(%[[S0]] : tensor<6x6xf32>)
+//       CHECK:       math.exp
+// The reciprocal of the row sums overwrites them.
+//       CHECK:     %[[RS:.*]] = linalg.generic {{.*}}["parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<6xf32>)
+//       CHECK:     %[[RINV:.*]] = linalg.generic {{.*}}iterator_types = ["parallel"]} outs(%[[RS]] : tensor<6xf32>)
+//       CHECK:       arith.divf
+//       CHECK:     %[[P:.*]] = linalg.generic {{.*}} ins(%[[RINV]] : tensor<6xf32>)
+//       CHECK:     %[[OS:.*]] = tensor.extract_slice %[[ACC]][%[[BI]], %[[NI]], 0, %[[HI]], 0] [1, 1, 6, 1, 8]
+//       CHECK:     %[[O0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[OS]] : tensor<6x8xf32>)
+//       CHECK:     %[[O:.*]] = linalg.matmul ins(%[[P]], %[[VV]] : tensor<6x6xf32>, tensor<6x8xf32>) outs(%[[O0]] : tensor<6x8xf32>)
+//       CHECK:     tensor.insert_slice %[[O]] into %[[ACC]][%[[BI]], %[[NI]], 0, %[[HI]], 0] [1, 1, 6, 1, 8]
 //   CHECK-NOT:   math.cos
-//       CHECK:   scf.for
-//       CHECK:     linalg.matmul_transpose_b
-//       CHECK:     linalg.matmul
+//       CHECK:   return
+// With fused-kernel=false: the unfused chain (split views, one shared
+// cos/sin table for q and k, then the local attention).
+// CHAIN-LABEL: func.func @fused_local_attention
+//   CHAIN-NOT:   memref.alloca
+//       CHAIN:   %[[T:.*]]:2 = linalg.generic {{.*}} outs(%{{.*}}, %{{.*}} : tensor<6x2xf32>, tensor<6x2xf32>)
+//       CHAIN:   %[[E:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0], [1], [2], [3, 4, 5]] output_shape [%{{.*}}, 2, 6, 2, 3, 8]
+//       CHAIN:   tensor.extract_slice %[[E]][0, 0, 0, 0, 0, 0]
+//       CHAIN:   tensor.extract_slice %[[E]][0, 0, 0, 0, 1, 0]
+//       CHAIN:   tensor.extract_slice %[[E]][0, 0, 0, 0, 2, 0]
+//       CHAIN:   linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %[[T]]#0, %[[T]]#1 :
+//       CHAIN:   linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %[[T]]#0, %[[T]]#1 :
+//       CHAIN:   scf.for
+//       CHAIN:     linalg.matmul_transpose_b
+//       CHAIN:     linalg.matmul
 func.func @fused_local_attention(%qkv: tensor<?x2x6x48xf32>, %p: tensor<6xi64>) -> tensor<?x2x6x2x8xf32> {
   %o = bt.fused_local_attention %qkv, %p heads 2 head_dim 8 rotary_dims 4 base 10000.0 scale 0.35355339059327373 : tensor<?x2x6x48xf32>, tensor<6xi64> -> tensor<?x2x6x2x8xf32>
   return %o : tensor<?x2x6x2x8xf32>

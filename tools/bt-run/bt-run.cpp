@@ -9,6 +9,8 @@
 //                  --top-p P --seed S] [--official-generate-positions]
 //                  [--ignore-eos]
 //   bt-run info <checkpoint|artifact|executable>
+//   bt-run plan <checkpoint|--config FILE> [--memory 80GiB] [--prompt 2048]
+//               [--gen 128] [--batch N] [--dtype f32|bf16|f16]
 //
 // A checkpoint is a directory with the official trainer YAML (config.yaml)
 // or a resolved config.json, and model.safetensors (official tensor names);
@@ -28,6 +30,7 @@
 #include "bt/Codegen/Pipelines.h"
 #include "bt/Dialect/BT/IR/BTOps.h"
 #include "bt/Import/Import.h"
+#include "bt/Transforms/KVPlan.h"
 #include "bt/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -132,6 +135,25 @@ cl::opt<bool> officialPositions(
 cl::opt<bool> ignoreEos("ignore-eos",
                         cl::desc("generate: do not stop sequences at EOS"),
                         cl::cat(btCategory));
+cl::opt<bool> fuseLocalAttention(
+    "fuse-local-attention",
+    cl::desc("Fuse the token decoder's QKV split, rotary and local attention "
+             "into one kernel (bt-fuse-local-attention; default on)"),
+    cl::init(true), cl::cat(btCategory));
+cl::opt<std::string> memoryBudget(
+    "memory", cl::desc("plan: device memory budget, e.g. 80GiB (binary), "
+                       "80GB (decimal), or bytes"),
+    cl::cat(btCategory));
+cl::opt<int64_t> genTokens("gen", cl::desc("plan: tokens to generate"),
+                           cl::init(128), cl::cat(btCategory));
+cl::opt<int64_t> planBatch("batch",
+                           cl::desc("plan: a batch size to check against --memory"),
+                           cl::init(0), cl::cat(btCategory));
+cl::opt<std::string> planDType(
+    "dtype",
+    cl::desc("plan: element type of weights and caches: f32 (the compiled "
+             "IR's, default), bf16, f16"),
+    cl::init("f32"), cl::cat(btCategory));
 
 constexpr const char *kUsage =
     "bt-run: compile and run Block Transformer checkpoints\n\n"
@@ -143,7 +165,9 @@ constexpr const char *kUsage =
     "[--max-new-tokens N]\n"
     "         [--greedy | --temperature T --top-k K --top-p P --seed S]\n"
     "         [--official-generate-positions] [--ignore-eos]\n"
-    "  bt-run info <checkpoint|artifact|executable>\n";
+    "  bt-run info <checkpoint|artifact|executable>\n"
+    "  bt-run plan <checkpoint|--config FILE> [--memory 80GiB] [--prompt 2048]"
+    " [--gen 128] [--batch N] [--dtype f32|bf16|f16]\n";
 
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "bt-run") << message << "\n";
@@ -292,6 +316,7 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
   std::vector<bt::bridge::EntryInfo> entries = collectEntries(*module);
   bt::CPUPipelineOptions pipelineOptions;
   pipelineOptions.blas = !noBlas;
+  pipelineOptions.fuseLocalAttention = static_cast<bool>(fuseLocalAttention);
   if (failed(bt::runCPUPipeline(*module, pipelineOptions)) ||
       failed(setEntryParams(*module, entries)))
     return failure();
@@ -366,6 +391,41 @@ int runOnModel(MLIRContext &context, const std::string &input,
   return rc;
 }
 
+/// `bt-run plan`: the KV-cache memory plan (bt-plan-kv-memory) of a model.
+int plan(MLIRContext &context, const std::string &input) {
+  bt::KVPlanRequest request;
+  // `--prompt` is shared with generate (text there); plan takes a token count.
+  int64_t promptTokens = 2048;
+  if (prompts.size() > 1 ||
+      (prompts.size() == 1 &&
+       llvm::StringRef(prompts[0]).getAsInteger(10, promptTokens)))
+    return usage("plan: --prompt takes one token count, e.g. --prompt 2048");
+  request.promptTokens = promptTokens;
+  request.genTokens = genTokens;
+  request.batch = planBatch;
+  if (promptTokens < 0 || genTokens < 0 || planBatch < 0)
+    return usage("--prompt, --gen and --batch must be >= 0");
+  if (!memoryBudget.empty() &&
+      !bt::parseByteSize(memoryBudget, request.memoryBytes))
+    return usage("--memory " + memoryBudget +
+                 ": expected a size such as 80GiB, 80GB or 1073741824");
+  if (planDType == "bf16" || planDType == "f16")
+    request.eltBytes = 2;
+  else if (planDType != "f32")
+    return usage("--dtype " + planDType + ": expected f32, bf16 or f16");
+  std::unique_ptr<bt::bridge::Model> model = loadModel(input, false);
+  if (!model)
+    return 1;
+  OwningOpRef<ModuleOp> module = bt::importModel(&context, model->spec());
+  if (!module)
+    return 1;
+  FailureOr<bt::KVPlan> kvPlan = bt::computeKVPlan(*module, request);
+  if (failed(kvPlan))
+    return 1;
+  bt::printKVPlan(llvm::outs(), *kvPlan, model->spec().name);
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -382,9 +442,12 @@ int main(int argc, char **argv) {
   if (positional.empty())
     return usage("missing command");
   std::string command = positional[0];
-  if (positional.size() != 2)
+  // `plan --config FILE` needs no checkpoint.
+  bool configOnly =
+      command == "plan" && positional.size() == 1 && !configPath.empty();
+  if (positional.size() != 2 && !configOnly)
     return usage("'" + command + "' takes exactly one input");
-  std::string input = positional[1];
+  std::string input = configOnly ? std::string(configPath) : positional[1];
 
   DialectRegistry registry;
   registry.insert<bt::BTDialect>();
@@ -454,5 +517,7 @@ int main(int argc, char **argv) {
     llvm::outs() << model->describe() << "\n";
     return 0;
   }
+  if (command == "plan")
+    return plan(context, input);
   return usage("unknown command '" + command + "'");
 }

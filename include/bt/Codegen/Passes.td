@@ -28,7 +28,7 @@ def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
     | `bt.split_qkv` | `tensor.expand_shape` to `[..., H, 3, hd]` and three rank-reducing `tensor.extract_slice` (views, no copy) |
     | `bt.rotary` | one cos/sin table `[positions..., r/2]` per distinct positions operand (inv_freq = 1/base^(2i/r) evaluated in f32 at compile time, angle = f32(pos)·inv_freq), then one elementwise pass: element `j < r` reads its partner `x[(j + r/2) mod r]` and the table at `j mod r/2`, `y = x·cos − partner·sin` (`j < r/2`), `x·cos + partner·sin` (`j < r`), `y = x` beyond `r` |
     | `bt.attention`, `bt.local_attention` | one `scf.for` over the B·H (B·N_blk·H) heads; per head the strided `[S, hd]` slices of q, k, v (no transposes: BLAS reads them in place), scores by `linalg.matmul_transpose_b` into one `[S, S]` buffer that the softmax updates in place; HF eager masking in f32 `where(t ≤ s, q·k·scale, MIN) + (1 − key_mask)·MIN` with `MIN = finfo(f32).min`; softmax with max subtraction (`exp(v − max)`, exactly 0 below −104 like PyTorch's Sleef expf, times `1/sum`); `linalg.matmul` with v into the output slice. Like HF, a query without any valid causal key is uniform over the keys whose score is exactly MIN (its masked causal keys and the valid non-causal ones; masked non-causal keys are `MIN + MIN = −inf`) |
-    | `bt.fused_local_attention` | the unfused chain `bt.split_qkv` → `bt.rotary` (q, k; one shared table) → `bt.local_attention`, so the result is numerically identical to it |
+    | `bt.fused_local_attention` | one kernel: one `scf.for` over the B·N_blk·H heads; per head, the S rows of q, k, v are strided views of the QKV projection (no split), q and k are rotated (the `bt.rotary` payload and table) into `[S, hd]` stack buffers, the scores `[S, S]` and the row max and sum `[S]` (the reciprocal overwrites the sum) live in stack buffers (`memref.alloca` at the function entry, used through `bufferization.to_tensor restrict writable`), softmax and `· v` as for `bt.local_attention`, and only the `[S, hd]` result is written. The same arithmetic as the unfused chain (results may differ in the last bits where LLVM vectorizes the exp loops differently). With `fused-kernel=false`, or S or hd dynamic: the unfused chain `bt.split_qkv` → `bt.rotary` (q, k; one shared table) → `bt.local_attention` |
     | `bt.cross_entropy` | per row `−((x[label] − max) − log Σ exp(x − max))` (PyTorch log_softmax order), summed in f64 over labels `≠ ignore_index`, divided by their count in f32 (`0/0 = NaN` when all are ignored) |
 
     Dynamic dims (batch, number of blocks, sequence) are supported; shapes are
@@ -41,10 +41,16 @@ def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
     `bt-decompose` first; any remaining bt op other than `bt.param` /
     `bt.param_ref` is an error.
   }];
+  let options = [
+    Option<"fusedKernel", "fused-kernel", "bool", /*default=*/"true",
+           "Lower bt.fused_local_attention to one kernel (false: the unfused chain)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
     "::mlir::cf::ControlFlowDialect",
     "::mlir::linalg::LinalgDialect",
+    "::mlir::memref::MemRefDialect",
     "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",

@@ -28,6 +28,12 @@ struct CPUPipelineOptions : public mlir::PassPipelineOptions<CPUPipelineOptions>
       *this, "blas-min-mnk",
       llvm::cl::desc("Static GEMMs with M*N*K below this stay loops"),
       llvm::cl::init(4096)};
+  Option<bool> fuseLocalAttention{
+      *this, "fuse-local-attention",
+      llvm::cl::desc("Fuse split_qkv -> rotary -> local_attention into "
+                     "bt.fused_local_attention (bt-fuse-local-attention), "
+                     "lowered to one kernel per block and head"),
+      llvm::cl::init(true)};
   Option<bool> fuse{*this, "fuse-elementwise",
                     llvm::cl::desc("Run bt-fuse-elementwise"),
                     llvm::cl::init(true)};

@@ -125,4 +125,174 @@ def BTDecompose : Pass<"bt-decompose", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def BTEliminateDeadPrefill : Pass<"bt-eliminate-dead-prefill"> {
+  let summary = "Remove the token-decoder work of blocks whose outputs are unused";
+  let description = [{
+    Paper §2.4 ("the prefill stage [can] be skipped entirely — except for the
+    most recent block"), DESIGN.md §4. Given a naive form in which the token
+    decoder runs over every prompt block (as in the training graph) and only
+    some blocks' outputs are used, removes the work of every other block, at
+    model level (`bt.embedder`, `bt.token_decoder`, `bt.lm_head`) and at layer
+    level (every layer op implements `BlockLocalOpInterface`).
+
+    **Narrowing.** An op whose results are only read through
+    `tensor.extract_slice`, `tensor.extract` (and `tensor.dim`) is recomputed
+    on the hull of the ranges its users read along each of its block dims
+    (`isBlockLocalAlong`): every operand partitioned along that dim
+    (`getOperandBlockDim`) is sliced, shared operands (weights, 1-D
+    positions) are left alone, and the users re-slice the narrowed result.
+    Besides the interface ops, the upstream ops `bt-decompose` emits between
+    them are narrowed with their own block structure: elementwise `arith` /
+    `math` ops on tensors (every dim), `tensor.cast` (every dim),
+    `tensor.concat` (every dim but the concatenated one),
+    `tensor.collapse_shape` / `tensor.expand_shape` (the dims that are not
+    merged or split). Applied greedily, slices move from the used outputs up
+    to the first op that is not block-local (the block decoder, whose global
+    attention needs every block; a function argument), and everything they
+    no longer read is erased as dead. Consecutive slices are merged, slices
+    of splat constants / `tensor.splat` / `tensor.empty` are folded, a slice
+    that reads all of its source is removed.
+
+    The hull along a dim is the min/max of the users' ranges when they are
+    static, the common range when every user reads the same (dynamic)
+    offset and size, and otherwise the whole dim (nothing is narrowed).
+    Strided reads, and offsets/sizes that do not dominate the op, keep the
+    whole dim. Leading dims other than B and N_blk are block dims of
+    row-wise ops as well: at layer level the positions a token decoder
+    discards (its first P-1 outputs) are not computed after its last
+    attention, and the block decoder's last block is not normalized when
+    only blocks 0 .. N-2 are read (eval).
+
+    **Dead caches.** A KV-cache chain `bt.kv_alloc → (bt.kv_append |
+    bt.block_decoder with cache)* → bt.kv_release` whose reads
+    (`bt.kv_attend`, `bt.kv_length`, the block decoder's tensor result) are
+    all unused is erased, and with it the work that only fed its appends. A
+    chain that flows into anything else (a loop, a terminator, a call) is
+    kept.
+
+    **Report.** Per function: ops rewritten; token-decoder blocks removed
+    and remaining (B · N_blk of each `bt.token_decoder`, or of each
+    `bt.prefix_projection` at layer level, static shapes only); rewrites of
+    token decoders with dynamic shapes; local and global caches removed; ops
+    removed (net). They are pass statistics (`--mlir-pass-statistics`) and,
+    with `report`, a remark on each function:
+
+    ```
+    remark: bt-eliminate-dead-prefill: 2 ops rewritten; token-decoder blocks:
+      14 removed, 2 remaining, 0 dynamic rewrites; KV caches removed: 0 local,
+      0 global; 1 ops removed
+    ```
+
+    (LLVM release builds without `LLVM_ENABLE_STATS`, such as Debian's
+    LLVM 19, print no pass statistics at all; `report` works everywhere.)
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark per function with what was removed">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numRewritten", "rewritten",
+              "Ops rewritten to compute only the blocks their users read">,
+    Statistic<"numRemovedBlocks", "removed-blocks",
+              "Token-decoder blocks removed (B*N_blk, static shapes)">,
+    Statistic<"numRemainingBlocks", "remaining-blocks",
+              "Token-decoder blocks computed after the pass (B*N_blk, static shapes)">,
+    Statistic<"numDynamicRewrites", "dynamic-rewrites",
+              "Token decoders narrowed with dynamic block counts">,
+    Statistic<"numLocalCachesRemoved", "removed-local-caches",
+              "Local KV caches removed (chains feeding nothing live)">,
+    Statistic<"numGlobalCachesRemoved", "removed-global-caches",
+              "Global KV caches removed (chains feeding nothing live)">,
+    Statistic<"numOpsRemoved", "removed-ops",
+              "Ops removed (net: erased minus created)">,
+  ];
+}
+
+def BTFuseLocalAttention : Pass<"bt-fuse-local-attention"> {
+  let summary = "Fuse split_qkv → rotary → local_attention into bt.fused_local_attention";
+  let description = [{
+    DESIGN.md §4 ("Local attention fusion"). Rewrites the token decoder's
+    attention chain, as `bt-decompose` emits it,
+
+    ```mlir
+    %q, %k, %v = bt.split_qkv %qkv heads H head_dim hd
+    %qr = bt.rotary %q, %pos rotary_dims r base θ
+    %kr = bt.rotary %k, %pos rotary_dims r base θ
+    %o = bt.local_attention %qr, %kr, %v [key_mask %m] scale s
+    ```
+
+    into `%o = bt.fused_local_attention %qkv, %pos [key_mask %m] heads H
+    head_dim hd rotary_dims r base θ scale s`, which the code generators
+    lower to one kernel per (block, head) that reads the fused QKV
+    projection directly (no rotated q/k tensors in memory).
+
+    Matched exactly: q, k and v are the results of one `bt.split_qkv` whose
+    input has rank 4 (`[B, N_blk, S, H·3·hd]`) and are used as q (rotated),
+    k (rotated) and v (not rotated) of the attention, in these roles; q and
+    k are rotated by two `bt.rotary` ops with the same positions value, the
+    same `rotary_dims` and the same base; none of the split's results or
+    the rotaries' results has another use. Heads, head_dim, key mask and
+    scale are carried over. Anything else — no rotary (rotary_dims = 0),
+    one operand not rotated, q/k swapped, different positions, dims or
+    base, a rotated v, global `bt.attention`, an intermediate that is also
+    used elsewhere — is left alone.
+
+    Statistic: `fused`, the number of attentions fused.
+  }];
+  let statistics = [
+    Statistic<"numFused", "fused", "Local attentions fused">,
+  ];
+}
+
+def BTPlanKVMemory : Pass<"bt-plan-kv-memory", "::mlir::ModuleOp"> {
+  let summary = "Plan KV-cache memory: bytes per sequence and the largest batch";
+  let description = [{
+    DESIGN.md §3. Computes the memory plan of the module and attaches it as
+    the module attribute `bt.kv_plan = {...}` (i64 entries, sizes in bytes);
+    the same computation is the C++ API `bt::computeKVPlan`
+    (include/bt/Transforms/KVPlan.h), which `bt-run plan` prints.
+
+    - **Cache geometry** from the lifetimes of the `!bt.kv_cache` values of
+      the module's functions (allocations, arguments, results): the global
+      cache's layers, heads, head dim and element type, and the local
+      caches' peak — the largest total of local caches live at the same
+      time, allocation to release, per sequence. Without any cache value
+      (no generation function yet), from the configs of the model-level
+      `bt.block_decoder` and `bt.token_decoder`. L_B comes from `bt.embedder`
+      (or `bt.token_decoder`), P from `bt.token_decoder`.
+    - **Global cache per sequence**: `C · layers · 2 · H · hd · sizeof(elt)`
+      with `C = ceil(prompt / L_B) + ceil(gen / L_B)` blocks.
+    - **Local scratch per sequence**: `2 · layers_T · H_T · (P + L_B) · hd_T ·
+      sizeof(elt)` for one local cache (bounded: independent of the length).
+    - **Weights**: the elements of every `bt.param`.
+    - **Max batch**: `floor((memory − weights) / (global + local))`.
+
+    Attribute entries: `source`, `block_length`, `prefix_length`,
+    `element_bytes`, `global_{layers,heads,head_dim}`,
+    `global_bytes_per_block` (all layers), `global_blocks` (C),
+    `global_bytes_per_sequence`, `local_{layers,heads,head_dim}`,
+    `local_capacity` (P + L_B), `local_bytes_per_sequence`,
+    `bytes_per_sequence`, `weight_bytes`, `prompt_tokens`, `gen_tokens`;
+    with a budget `memory_bytes`, `max_batch`; with a batch `batch`,
+    `batch_bytes` (weights + batch · bytes_per_sequence).
+
+    Errors: no block length, or neither a global cache nor a block decoder;
+    a malformed `memory`.
+  }];
+  let options = [
+    Option<"promptTokens", "prompt-tokens", "int64_t", /*default=*/"0",
+           "Prompt length in tokens">,
+    Option<"genTokens", "gen-tokens", "int64_t", /*default=*/"0",
+           "Number of tokens to generate">,
+    Option<"memory", "memory", "std::string", /*default=*/"\"\"",
+           "Memory budget, e.g. 80GiB (binary), 80GB (decimal), or bytes">,
+    Option<"batch", "batch", "int64_t", /*default=*/"0",
+           "A batch size to check against the budget">,
+    Option<"elementBytes", "element-bytes", "int64_t", /*default=*/"0",
+           "Element size of weights and caches (0: the IR's)">,
+  ];
+}
+
 #endif // BT_TRANSFORMS_PASSES_TD

@@ -281,3 +281,49 @@ TEST(CodegenBench, DISABLED_NeoXLayers) {
 }
 
 } // namespace
+
+namespace {
+
+/// The token decoder's local attention of block_main_b4_85 (12 heads of 64,
+/// rotary 16, S = P + L_B - 1 = 5) over B·N_blk = 1024 blocks: the fused kernel
+/// against the unfused chain (run by hand: --gtest_also_run_disabled_tests
+/// --gtest_filter='*Bench*').
+TEST(CodegenBench, DISABLED_FusedLocalAttention) {
+  const int64_t b = 8, n = 128, s = 5, h = 12, hd = 64;
+  std::string t = "tensor<" + std::to_string(b) + "x" + std::to_string(n) + "x5x12x64xf32>";
+  std::string qkvT = "tensor<" + std::to_string(b) + "x" + std::to_string(n) + "x5x2304xf32>";
+  std::string src =
+      "func.func @attn(%qkv: " + qkvT + ", %p: tensor<5xi64>) -> " + t + " {\n"
+      "  %q, %k, %v = bt.split_qkv %qkv heads 12 head_dim 64 : " + qkvT + " -> " + t + ", " + t + ", " + t + "\n"
+      "  %qr = bt.rotary %q, %p rotary_dims 16 base 10000.0 : " + t + ", tensor<5xi64> -> " + t + "\n"
+      "  %kr = bt.rotary %k, %p rotary_dims 16 base 10000.0 : " + t + ", tensor<5xi64> -> " + t + "\n"
+      "  %o = bt.local_attention %qr, %kr, %v scale 0.125 : " + t + " -> " + t + "\n"
+      "  return %o : " + t + "\n}\n";
+  std::mt19937 rng(7);
+  Array qkv = Array::random({b, n, s, 3 * h * hd}, rng);
+  Array p = Array::i64({5}, {0, 1, 2, 3, 4});
+  std::vector<float> results[2];
+  for (bool fused : {false, true}) {
+    CPUPipelineOptions options;
+    options.fuseLocalAttention = fused;
+    std::string error;
+    auto k = Kernels::compile(src, options, error);
+    ASSERT_TRUE(k) << error;
+    results[fused] = k->call("attn", {&qkv, &p}, {{5}})[0].value.f; // warm-up
+    const int reps = 20;
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i)
+      k->call("attn", {&qkv, &p}, {{5}});
+    double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps;
+    std::printf("%s: %.2f ms per call (%lld blocks x %lld heads)\n",
+                fused ? "fused kernel " : "unfused chain", sec * 1e3,
+                static_cast<long long>(b * n), static_cast<long long>(h));
+  }
+  double maxDiff = 0;
+  for (size_t i = 0; i < results[0].size(); ++i)
+    maxDiff = std::max(maxDiff, std::fabs(static_cast<double>(results[0][i]) - results[1][i]));
+  std::printf("max|fused - unfused| = %.3g\n", maxDiff);
+  EXPECT_LE(maxDiff, 1e-5);
+}
+
+} // namespace

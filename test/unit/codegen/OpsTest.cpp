@@ -460,6 +460,39 @@ TEST_P(OpsTest, FusedLocalAttentionMatchesChain) {
   EXPECT_CLOSE(fused[0].value.f, refAttention(qr, kr, v, &m, 0.35355339059327373));
 }
 
+// The single-kernel lowering of bt.fused_local_attention against the chain
+// with per-block positions [B, N_blk, S], an i1 key mask with a fully masked
+// block, dynamic B and N_blk, 3 heads and S = 15 (P + L_B - 1 for P = L_B = 8:
+// S·S·hd = 7200 ≥ blas-min-mnk, so the score GEMMs go to BLAS in blas mode).
+TEST_P(OpsTest, FusedLocalAttentionPerBlockPositions) {
+  auto k = compile(R"mlir(
+    func.func @fused(%qkv: tensor<?x?x15x288xf32>, %p: tensor<?x?x15xi64>, %m: tensor<?x?x15xi1>) -> tensor<?x?x15x3x32xf32> {
+      %o = bt.fused_local_attention %qkv, %p key_mask %m heads 3 head_dim 32 rotary_dims 8 base 10000.0 scale 0.17677669529663687 : tensor<?x?x15x288xf32>, tensor<?x?x15xi64>, tensor<?x?x15xi1> -> tensor<?x?x15x3x32xf32>
+      return %o : tensor<?x?x15x3x32xf32>
+    }
+    func.func @chain(%qkv: tensor<?x?x15x288xf32>, %p: tensor<?x?x15xi64>, %m: tensor<?x?x15xi1>) -> tensor<?x?x15x3x32xf32> {
+      %q, %k, %v = bt.split_qkv %qkv heads 3 head_dim 32 : tensor<?x?x15x288xf32> -> tensor<?x?x15x3x32xf32>, tensor<?x?x15x3x32xf32>, tensor<?x?x15x3x32xf32>
+      %qr = bt.rotary %q, %p rotary_dims 8 base 10000.0 : tensor<?x?x15x3x32xf32>, tensor<?x?x15xi64> -> tensor<?x?x15x3x32xf32>
+      %kr = bt.rotary %k, %p rotary_dims 8 base 10000.0 : tensor<?x?x15x3x32xf32>, tensor<?x?x15xi64> -> tensor<?x?x15x3x32xf32>
+      %o = bt.local_attention %qr, %kr, %v key_mask %m scale 0.17677669529663687 : tensor<?x?x15x3x32xf32>, tensor<?x?x15xi1> -> tensor<?x?x15x3x32xf32>
+      return %o : tensor<?x?x15x3x32xf32>
+    })mlir");
+  ASSERT_TRUE(k);
+  Array qkv = Array::random({2, 3, 15, 288}, rng);
+  std::vector<int64_t> pv(90), mv(90, 1);
+  for (int64_t i = 0; i < 90; ++i)
+    pv[i] = (i % 15) + 7 * (i / 15); // a different offset per block
+  mv[3] = mv[4] = 0;
+  for (int i = 75; i < 90; ++i)
+    mv[i] = 0; // block (1, 2) fully padded
+  Array p = Array::i64({2, 3, 15}, pv);
+  Array m = Array::i1v({2, 3, 15}, mv);
+  auto fused = k->call("fused", {&qkv, &p, &m}, {{5}});
+  auto chain = k->call("chain", {&qkv, &p, &m}, {{5}});
+  ASSERT_EQ(fused[0].value.f.size(), chain[0].value.f.size());
+  EXPECT_EQ(fused[0].value.f, chain[0].value.f) << "fused and unfused differ";
+}
+
 TEST_P(OpsTest, CrossEntropyIgnoredLabelsAndNaN) {
   auto k = compile(R"mlir(
     func.func @ce(%l: tensor<?x4x11xf32>, %y: tensor<?x4xi64>) -> tensor<f32> {

@@ -1,0 +1,451 @@
+//===- PlanKVMemory.cpp - bt-plan-kv-memory --------------------------------===//
+//
+// The KV-cache memory plan (DESIGN.md §3, include/bt/Transforms/KVPlan.h):
+// global cache bytes per sequence, the bounded local scratch, and the
+// largest batch that fits a memory budget next to the weights.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bt/Transforms/KVPlan.h"
+
+#include "bt/Dialect/BT/IR/BTOps.h"
+#include "bt/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace bt {
+#define GEN_PASS_DEF_BTPLANKVMEMORY
+#include "bt/Transforms/Passes.h.inc"
+} // namespace bt
+
+using namespace mlir;
+using namespace bt;
+
+namespace {
+
+int64_t bytesOf(Type elt) {
+  return std::max<int64_t>(1, elt.getIntOrFloatBitWidth() / 8);
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+
+KVStackGeometry geometryOf(KVCacheType t) {
+  return {t.getLayers(), t.getHeads(), t.getHeadDim(),
+          bytesOf(t.getElementType())};
+}
+
+KVStackGeometry geometryOf(NeoXConfigAttr c, Type elt) {
+  return {c.getLayers(), c.getHeads(), c.getHeadDim(), bytesOf(elt)};
+}
+
+/// The caches of a module, from their lifetimes.
+struct CacheScan {
+  KVStackGeometry global, local;
+  bool hasGlobal = false, hasLocal = false;
+  int64_t localCapacity = 0;
+  /// Peak bytes (per sequence) of the local caches live at the same time.
+  int64_t localPeak = 0;
+
+  void note(KVCacheType t) {
+    KVStackGeometry g = geometryOf(t);
+    if (t.isGlobal()) {
+      if (!hasGlobal || g.bytesPerEntry() > global.bytesPerEntry())
+        global = g;
+      hasGlobal = true;
+    } else {
+      if (!hasLocal || t.getBytesPerSequence() > local.bytesPerEntry() * localCapacity) {
+        local = g;
+        localCapacity = t.getCapacity();
+      }
+      hasLocal = true;
+    }
+  }
+
+  void scan(ModuleOp module) {
+    module.walk([&](FunctionOpInterface fn) {
+      for (Type t : fn.getArgumentTypes())
+        if (auto c = llvm::dyn_cast<KVCacheType>(t))
+          note(c);
+      for (Type t : fn.getResultTypes())
+        if (auto c = llvm::dyn_cast<KVCacheType>(t))
+          note(c);
+      // Program order over structured control flow: a local cache is live
+      // from its allocation to its release (appends update it in place).
+      int64_t live = 0;
+      fn->walk<WalkOrder::PreOrder>([&](Operation *op) {
+        if (auto alloc = dyn_cast<KVAllocOp>(op)) {
+          auto t = llvm::cast<KVCacheType>(alloc.getType());
+          note(t);
+          if (t.isLocal()) {
+            live += t.getBytesPerSequence();
+            localPeak = std::max(localPeak, live);
+          }
+        } else if (auto release = dyn_cast<KVReleaseOp>(op)) {
+          auto t = llvm::cast<KVCacheType>(release.getCache().getType());
+          if (t.isLocal())
+            live -= t.getBytesPerSequence();
+        }
+      });
+    });
+  }
+};
+
+} // namespace
+
+FailureOr<KVPlan> bt::computeKVPlan(ModuleOp module,
+                                    const KVPlanRequest &request) {
+  KVPlan plan;
+  // Model structure: L_B, P and the stacks' configs.
+  BlockDecoderOp blockDecoder;
+  TokenDecoderOp tokenDecoder;
+  EmbedderOp embedder;
+  module.walk([&](Operation *op) {
+    if (auto o = dyn_cast<BlockDecoderOp>(op); o && !blockDecoder)
+      blockDecoder = o;
+    if (auto o = dyn_cast<TokenDecoderOp>(op); o && !tokenDecoder)
+      tokenDecoder = o;
+    if (auto o = dyn_cast<EmbedderOp>(op); o && !embedder)
+      embedder = o;
+  });
+  int64_t blockLength = 0;
+  if (embedder)
+    blockLength = llvm::cast<RankedTensorType>(embedder.getIds().getType())
+                      .getDimSize(2);
+  else if (tokenDecoder)
+    blockLength = llvm::cast<RankedTensorType>(tokenDecoder.getIds().getType())
+                      .getDimSize(2);
+  if (blockLength <= 0)
+    return module.emitError(
+        "bt-plan-kv-memory: no bt.embedder or bt.token_decoder gives the "
+        "block length L_B");
+  plan.blockLength = blockLength;
+  if (tokenDecoder)
+    plan.prefixLength = tokenDecoder.getPrefixLengthAttr().getInt();
+
+  CacheScan caches;
+  caches.scan(module);
+  if (caches.hasGlobal || caches.hasLocal) {
+    plan.source = "kv-cache lifetimes";
+    plan.global = caches.global;
+    plan.local = caches.local;
+    plan.localCapacity = caches.localCapacity;
+    if (!tokenDecoder && caches.hasLocal)
+      plan.prefixLength = caches.localCapacity - blockLength;
+  } else {
+    plan.source = "model ops";
+  }
+  if (!caches.hasGlobal) {
+    if (!blockDecoder)
+      return module.emitError("bt-plan-kv-memory: the module has no global "
+                              "KV cache and no bt.block_decoder");
+    plan.global = geometryOf(
+        blockDecoder.getConfig(),
+        llvm::cast<RankedTensorType>(blockDecoder.getInput().getType())
+            .getElementType());
+  }
+  if (!caches.hasLocal && tokenDecoder) {
+    plan.local = geometryOf(
+        tokenDecoder.getConfig(),
+        llvm::cast<RankedTensorType>(tokenDecoder.getContextEmbedding().getType())
+            .getElementType());
+    plan.localCapacity = plan.prefixLength + blockLength;
+  }
+  plan.vanilla = plan.local.empty();
+
+  // Element size: the IR's, unless the request overrides it.
+  plan.eltBytes = request.eltBytes > 0 ? request.eltBytes : plan.global.eltBytes;
+  if (request.eltBytes > 0) {
+    plan.global.eltBytes = request.eltBytes;
+    plan.local.eltBytes = request.eltBytes;
+  }
+
+  // Weights.
+  for (ParamOp p : module.getOps<ParamOp>()) {
+    RankedTensorType t = p.getTensorType();
+    plan.weightParams += t.getNumElements();
+    plan.weightBytes +=
+        t.getNumElements() * (request.eltBytes > 0 ? request.eltBytes
+                                                   : bytesOf(t.getElementType()));
+  }
+
+  // Per sequence.
+  plan.promptTokens = request.promptTokens;
+  plan.genTokens = request.genTokens;
+  plan.promptBlocks = ceilDiv(request.promptTokens, blockLength);
+  plan.genBlocks = ceilDiv(request.genTokens, blockLength);
+  plan.globalBlocks = plan.promptBlocks + plan.genBlocks;
+  plan.globalBytesPerSequence = plan.globalBlocks * plan.global.bytesPerEntry();
+  if (caches.hasLocal && caches.localPeak > 0)
+    // The peak of the live local caches, at the requested element size.
+    plan.localBytesPerSequence = caches.localPeak / caches.local.eltBytes *
+                                 plan.local.eltBytes;
+  else
+    plan.localBytesPerSequence = plan.localCapacity * plan.local.bytesPerEntry();
+  plan.bytesPerSequence = plan.globalBytesPerSequence + plan.localBytesPerSequence;
+
+  // Batch.
+  plan.memoryBytes = request.memoryBytes;
+  auto maxBatch = [&](int64_t perSequence) -> int64_t {
+    if (request.memoryBytes <= 0)
+      return -1;
+    int64_t available = request.memoryBytes - plan.weightBytes;
+    if (available <= 0)
+      return 0;
+    if (perSequence <= 0)
+      return std::numeric_limits<int64_t>::max();
+    return available / perSequence;
+  };
+  plan.maxBatch = maxBatch(plan.bytesPerSequence);
+  plan.batch = request.batch;
+  plan.batchBytes = plan.weightBytes + request.batch * plan.bytesPerSequence;
+
+  // A vanilla model of the same total size caches every token in every layer.
+  plan.vanillaLayers = plan.global.layers + plan.local.layers;
+  plan.vanillaTokens = request.promptTokens + request.genTokens;
+  plan.vanillaBytesPerSequence = plan.vanillaTokens * plan.vanillaLayers *
+                                 plan.global.bytesPerEntryPerLayer();
+  plan.vanillaMaxBatch = maxBatch(plan.vanillaBytesPerSequence);
+  return plan;
+}
+
+DictionaryAttr bt::kvPlanToAttr(MLIRContext *context, const KVPlan &plan) {
+  Builder b(context);
+  SmallVector<NamedAttribute> entries;
+  auto add = [&](StringRef name, int64_t v) {
+    entries.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(v)));
+  };
+  entries.push_back(b.getNamedAttr("source", b.getStringAttr(plan.source)));
+  add("block_length", plan.blockLength);
+  add("prefix_length", plan.prefixLength);
+  add("element_bytes", plan.eltBytes);
+  add("global_layers", plan.global.layers);
+  add("global_heads", plan.global.heads);
+  add("global_head_dim", plan.global.headDim);
+  add("global_bytes_per_block", plan.global.bytesPerEntry());
+  add("global_blocks", plan.globalBlocks);
+  add("global_bytes_per_sequence", plan.globalBytesPerSequence);
+  add("local_layers", plan.local.layers);
+  add("local_heads", plan.local.heads);
+  add("local_head_dim", plan.local.headDim);
+  add("local_capacity", plan.localCapacity);
+  add("local_bytes_per_sequence", plan.localBytesPerSequence);
+  add("bytes_per_sequence", plan.bytesPerSequence);
+  add("weight_bytes", plan.weightBytes);
+  add("prompt_tokens", plan.promptTokens);
+  add("gen_tokens", plan.genTokens);
+  if (plan.memoryBytes > 0) {
+    add("memory_bytes", plan.memoryBytes);
+    add("max_batch", plan.maxBatch);
+  }
+  if (plan.batch > 0) {
+    add("batch", plan.batch);
+    add("batch_bytes", plan.batchBytes);
+  }
+  return b.getDictionaryAttr(entries);
+}
+
+std::string bt::formatBytes(int64_t bytes) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (std::fabs(v) >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    ++u;
+  }
+  if (u == 0)
+    return llvm::formatv("{0} B", bytes).str();
+  return llvm::formatv("{0:F2} {1}", v, units[u]).str();
+}
+
+bool bt::parseByteSize(StringRef text, int64_t &bytes) {
+  text = text.trim();
+  size_t numEnd = 0;
+  while (numEnd < text.size() &&
+         (llvm::isDigit(text[numEnd]) || text[numEnd] == '.'))
+    ++numEnd;
+  StringRef number = text.take_front(numEnd);
+  StringRef unit = text.drop_front(numEnd).trim();
+  double value;
+  if (number.empty() || number.getAsDouble(value) || value < 0)
+    return false;
+  std::string u = unit.lower();
+  double scale = 1;
+  if (!u.empty()) {
+    static const char prefixes[] = "kmgtp";
+    const char *p = std::strchr(prefixes, u[0]);
+    if (!p)
+      return false;
+    int power = static_cast<int>(p - prefixes) + 1;
+    std::string rest = u.substr(1);
+    double base;
+    if (rest.empty() || rest == "ib" || rest == "i")
+      base = 1024.0;
+    else if (rest == "b")
+      base = 1000.0;
+    else
+      return false;
+    scale = std::pow(base, power);
+  }
+  double total = value * scale;
+  if (total > 9.0e18)
+    return false;
+  bytes = static_cast<int64_t>(total);
+  return true;
+}
+
+/// "173,164,032".
+static std::string withCommas(int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+void bt::printKVPlan(llvm::raw_ostream &os, const KVPlan &plan,
+                     StringRef modelName) {
+  const KVStackGeometry &g = plan.global, &l = plan.local;
+  // One line: a formula, then its value right-aligned.
+  auto row = [&](const Twine &text, const std::string &value) {
+    std::string t = text.str();
+    os << llvm::formatv("  {0,-66} {1,14}\n", t, value);
+  };
+  auto bytes = [](int64_t b) { return formatBytes(b); };
+  std::string elt = plan.eltBytes == 4   ? "f32"
+                    : plan.eltBytes == 2 ? "bf16/f16"
+                                         : std::to_string(plan.eltBytes * 8) + "-bit";
+  os << "KV-cache memory plan";
+  if (!modelName.empty())
+    os << " for " << modelName;
+  os << " (" << (plan.vanilla ? "vanilla GPT-NeoX" : "Block Transformer")
+     << ", L_B = " << plan.blockLength;
+  if (!plan.vanilla)
+    os << ", P = " << plan.prefixLength;
+  os << ", " << elt << ": " << plan.eltBytes << " B per element; geometry from "
+     << plan.source << ")\n";
+  row("weights: " + withCommas(plan.weightParams) + " parameters * " +
+          Twine(plan.eltBytes) + " B",
+      bytes(plan.weightBytes));
+  if (plan.vanilla)
+    row("sequence: " + Twine(plan.promptTokens) + " prompt + " +
+            Twine(plan.genTokens) + " generated tokens",
+        "C = " + std::to_string(plan.globalBlocks));
+  else
+    row("sequence: " + Twine(plan.promptTokens) + " prompt + " +
+            Twine(plan.genTokens) + " generated tokens = " +
+            Twine(plan.promptBlocks) + " + " + Twine(plan.genBlocks) +
+            " blocks of L_B = " + Twine(plan.blockLength),
+        "C = " + std::to_string(plan.globalBlocks));
+  const char *unit = plan.vanilla ? "token" : "block";
+  os << (plan.vanilla ? "  KV cache (one entry per token and layer), per sequence:\n"
+                      : "  global cache (block decoder: one entry per block and "
+                        "layer), per sequence:\n");
+  row("  2 * H * hd * sizeof = 2 * " + Twine(g.heads) + " * " +
+          Twine(g.headDim) + " * " + Twine(g.eltBytes) + " B, per " + unit +
+          " per layer",
+      bytes(g.bytesPerEntryPerLayer()));
+  row("  * " + Twine(g.layers) + " layers, per " + unit,
+      bytes(g.bytesPerEntry()));
+  row("  * C = " + Twine(plan.globalBlocks) + " " + unit + "s",
+      bytes(plan.globalBytesPerSequence));
+  if (!plan.vanilla) {
+    os << "  local scratch (token decoder: <= P + L_B entries, one block at a "
+          "time), per sequence:\n";
+    os << "    2 * layers_T * H_T * (P + L_B) * hd_T * sizeof\n";
+    row("    = 2 * " + Twine(l.layers) + " * " + Twine(l.heads) + " * " +
+            Twine(plan.localCapacity) + " * " + Twine(l.headDim) + " * " +
+            Twine(l.eltBytes) + " B",
+        bytes(plan.localBytesPerSequence));
+  }
+  row(plan.vanilla ? "per sequence" : "per sequence: global + local",
+      bytes(plan.bytesPerSequence));
+  if (plan.memoryBytes > 0) {
+    int64_t available = plan.memoryBytes - plan.weightBytes;
+    row("memory budget " + bytes(plan.memoryBytes) + " - weights " +
+            bytes(plan.weightBytes) + ", for caches",
+        bytes(std::max<int64_t>(available, 0)));
+    row("max batch = floor(" + bytes(std::max<int64_t>(available, 0)) + " / " +
+            bytes(plan.bytesPerSequence) + ")",
+        std::to_string(plan.maxBatch));
+  }
+  if (plan.batch > 0) {
+    std::string verdict;
+    if (plan.memoryBytes > 0)
+      verdict = plan.batchBytes <= plan.memoryBytes ? " (fits)" : " (does NOT fit)";
+    row("batch " + Twine(plan.batch) + ": weights + " + Twine(plan.batch) +
+            " * " + bytes(plan.bytesPerSequence) + verdict,
+        bytes(plan.batchBytes));
+  }
+  if (plan.memoryBytes > 0 || plan.batch > 0)
+    os << "  (caches and weights only: activations and workspace come on top)\n";
+  if (plan.vanilla)
+    return;
+  os << "  vanilla GPT-NeoX of the same total size (" << g.layers << " + "
+     << l.layers << " = " << plan.vanillaLayers << " layers, H " << g.heads
+     << ", hd " << g.headDim << "), one entry per token and layer:\n";
+  row("  " + Twine(plan.vanillaTokens) + " tokens * " +
+          Twine(plan.vanillaLayers) + " layers * " +
+          bytes(g.bytesPerEntryPerLayer()) + ", per sequence",
+      bytes(plan.vanillaBytesPerSequence));
+  if (plan.memoryBytes > 0)
+    row("  max batch (same weights)", std::to_string(plan.vanillaMaxBatch));
+  if (plan.globalBlocks > 0 && plan.bytesPerSequence > 0) {
+    row("global cache per layer: " + Twine(plan.globalBlocks) + " blocks vs " +
+            Twine(plan.vanillaTokens) + " tokens (L_B, paper 2.3)",
+        llvm::formatv("{0:F2}x smaller",
+                      static_cast<double>(plan.vanillaTokens) /
+                          static_cast<double>(plan.globalBlocks))
+            .str());
+    row("local cache per layer: " + Twine(plan.localCapacity) +
+            " entries vs " + Twine(plan.vanillaTokens) +
+            " tokens (L / L_B, paper 2.4)",
+        llvm::formatv("{0:F1}x smaller",
+                      static_cast<double>(plan.vanillaTokens) /
+                          static_cast<double>(
+                              std::max<int64_t>(plan.localCapacity, 1)))
+            .str());
+    row("whole model per sequence: " + bytes(plan.bytesPerSequence) + " vs " +
+            bytes(plan.vanillaBytesPerSequence),
+        llvm::formatv("{0:F2}x smaller",
+                      static_cast<double>(plan.vanillaBytesPerSequence) /
+                          static_cast<double>(plan.bytesPerSequence))
+            .str());
+  }
+}
+
+namespace {
+
+struct PlanKVMemoryPass
+    : public bt::impl::BTPlanKVMemoryBase<PlanKVMemoryPass> {
+  using BTPlanKVMemoryBase::BTPlanKVMemoryBase;
+
+  void runOnOperation() override {
+    KVPlanRequest request;
+    request.promptTokens = promptTokens;
+    request.genTokens = genTokens;
+    request.batch = batch;
+    request.eltBytes = elementBytes;
+    if (!memory.empty() && !parseByteSize(memory, request.memoryBytes)) {
+      getOperation().emitError() << "bt-plan-kv-memory: cannot parse memory='"
+                                 << memory << "'";
+      return signalPassFailure();
+    }
+    FailureOr<KVPlan> plan = computeKVPlan(getOperation(), request);
+    if (failed(plan))
+      return signalPassFailure();
+    getOperation()->setAttr("bt.kv_plan",
+                            kvPlanToAttr(&getContext(), *plan));
+  }
+};
+
+} // namespace
