@@ -5,6 +5,7 @@
 //
 //   ./model info
 //   ./model eval --inputs inputs.safetensors -o outputs.safetensors
+//   ./model bench [--batch 1,8] [--tokens 512] [--baseline torch|none] ...
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +49,13 @@ absl::Status RunEvalCommand(const Model &model, const std::string &inputs_path,
 /// main() of bt-launcher: parses
 ///   <prog> [--artifact <path>] info
 ///   <prog> [--artifact <path>] eval --inputs <file> -o|--output <file>
+///   <prog> [--artifact <path>] compare <actual> <reference> --check ...
+///   <prog> [--artifact <path>] bench [--device cpu] [--batch 1,8]
+///          [--seq-blocks N | --tokens N] [--iters K] [--warmup W]
+///          [--threads T] [--csv F] [--baseline torch|none]
+///          [--torch-script F] [--python F] [--seed S]
+///          (RunBenchCommand, bt/runtime/bench.h; default 512 tokens per
+///          row, batches 1 and 8, 5 timed calls after 1 warmup, 2 threads)
 ///   <prog> --help
 /// opens the model (default artifact: /proc/self/exe) and runs the command.
 /// Returns 0 on success, 1 on a runtime error (message on `err`), 2 on a

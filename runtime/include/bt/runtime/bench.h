@@ -1,0 +1,173 @@
+//===- bench.h - throughput benchmarks of a compiled model ------*- C++ -*-===//
+//
+// The timing harness behind `./model bench` and `bt-run bench` (DESIGN.md
+// §5): runs benchmark *settings* on a loaded Model, and optionally the same
+// settings on our PyTorch Block Transformer (bench/bt_torch.py --bench) as a
+// baseline in a child process, with the same weights and thread count.
+//
+// A setting is a workload: a name, a batch size and per-row prompt and
+// generation lengths. Implemented here:
+//   "forward"  the `eval` entry point (logits of a whole sequence) on
+//              [batch, prompt_tokens] tokens; tokens per call =
+//              batch * prompt_tokens (= B * N_blk * L_B).
+// Generation settings ("prefill-heavy" 2048/128, "decode-heavy" 128/2048,
+// paper §3) use the same structs and are added with the generate entry
+// points (docs/generation.md); until then they are Unimplemented.
+//
+// Timing: `warmup` untimed calls, then `iters` timed calls; the result is
+// the median call time. Peak memory is the process's peak resident set while
+// the setting ran (VmHWM, reset per setting through /proc/self/clear_refs).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_RUNTIME_BENCH_H
+#define BT_RUNTIME_BENCH_H
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bt/runtime/model.h"
+
+namespace bt::rt {
+
+/// Name of the forward (`eval`) setting.
+inline constexpr char kForwardSetting[] = "forward";
+
+/// One workload.
+struct BenchSetting {
+  std::string name = kForwardSetting; // "forward", "prefill-heavy", ...
+  int64_t batch = 1;
+  /// Tokens per row fed to the model: the sequence of a forward, the
+  /// prompt of a generation.
+  int64_t prompt_tokens = 0;
+  /// Tokens generated per row (0 for a forward).
+  int64_t gen_tokens = 0;
+};
+
+/// The measurement of one setting by one implementation.
+struct BenchResult {
+  BenchSetting setting;
+  std::string impl;   // "bt" | "torch"
+  std::string device; // "cpu"
+  std::string model;  // ModelConfig.name
+  /// Tokens counted per call (forward: batch * prompt_tokens).
+  int64_t tokens = 0;
+  /// Median seconds per call over the timed runs.
+  double seconds = 0;
+  double tokens_per_s = 0;
+  /// Peak resident set of the process during the setting, MiB (0: unknown).
+  double peak_rss_mb = 0;
+  /// Every timed call, seconds, in run order.
+  std::vector<double> run_seconds;
+};
+
+struct BenchOptions {
+  std::string device = "cpu";
+  std::vector<BenchSetting> settings;
+  int iters = 5;
+  int warmup = 1;
+  /// BLAS / intra-op threads of both implementations.
+  int threads = 2;
+  /// Seed of the random token ids.
+  uint64_t seed = 0;
+  /// "torch" or "none".
+  std::string baseline = "torch";
+  /// bench/bt_torch.py; empty: $BT_TORCH_SCRIPT, then ./bench/bt_torch.py.
+  std::string torch_script;
+  /// Interpreter with torch (default /usr/bin/python3, or $BT_PYTHON).
+  std::string python;
+  /// Write the result rows as CSV here (empty: no CSV).
+  std::string csv_path;
+};
+
+/// Median of `values` (mean of the two middle ones for an even count; 0 for
+/// none).
+double Median(std::vector<double> values);
+
+/// Forward settings for each batch size, `tokens` tokens per row.
+/// Errors: InvalidArgument if a batch is < 1, `tokens` is not a multiple of
+/// the block length L_B, or gives fewer than 2 blocks (the first block is
+/// never predicted, so `eval` needs N_blk >= 2); vanilla models need
+/// tokens >= 1.
+absl::StatusOr<std::vector<BenchSetting>>
+ForwardSettings(const proto::ModelConfig &config,
+                const std::vector<int64_t> &batches, int64_t tokens);
+
+/// Inputs of `eval` for a forward setting: input_ids uniform in
+/// [2, vocab_size) from `seed` (ids 0 and 1 are pad/EOS), every mask 1.
+/// Block models: input_ids / attention_mask [B, N_blk, L_B],
+/// block_attention_mask [B, N_blk]; vanilla: [B, T].
+absl::StatusOr<TensorMap> ForwardInputs(const proto::ModelConfig &config,
+                                        const BenchSetting &setting,
+                                        uint64_t seed);
+
+/// Sets the BLAS thread count of this process (OpenBLAS) and returns the
+/// count OpenBLAS reports afterwards.
+int SetBenchThreads(int threads);
+
+/// Runs one setting on `model` (progress lines on `progress`). When
+/// `keep_outputs` is given, the outputs of the last timed call are moved
+/// there (the logits check against the baseline).
+/// Errors: Unimplemented for a setting other than "forward"; NotFound if
+/// the model has no `eval` entry; the errors of Model::Run.
+absl::StatusOr<BenchResult> RunBtSetting(const Model &model,
+                                         const BenchSetting &setting,
+                                         const BenchOptions &opts,
+                                         std::ostream &progress,
+                                         TensorMap *keep_outputs = nullptr);
+
+/// What the PyTorch baseline produced.
+struct TorchBaseline {
+  std::vector<BenchResult> results;
+  /// max |bt - torch| over the logits of `check_inputs`, when computed.
+  std::optional<double> logits_max_abs_diff;
+  /// max |logits| of bt's check logits (scale of the difference).
+  double logits_max_abs = 0;
+};
+
+/// Runs bench/bt_torch.py --bench in a child process (OMP_NUM_THREADS,
+/// OPENBLAS_NUM_THREADS, MKL_NUM_THREADS = threads, OMP_WAIT_POLICY=PASSIVE;
+/// torch.set_num_threads(threads)) on `model`'s configuration and weights,
+/// which it writes to a temporary directory (removed afterwards): config as
+/// bt.proto ModelConfig JSON, weights as model.safetensors under their
+/// official names. With `check_inputs`/`check_logits` non-null, the script
+/// also runs the forward on `check_inputs` and the result is compared with
+/// `check_logits`. Errors: Unavailable (with the reason) when the script,
+/// the interpreter, torch or numpy cannot be found; Internal for a failed
+/// or malformed run.
+absl::StatusOr<TorchBaseline> RunTorchBaseline(const Model &model,
+                                               const BenchOptions &opts,
+                                               const TensorMap *check_inputs,
+                                               const Tensor *check_logits,
+                                               std::ostream &progress);
+
+/// The side-by-side table: one line per setting with bt and torch tokens/s,
+/// the ratio bt/torch, seconds per call and peak memory (torch columns "-"
+/// without a baseline).
+std::string FormatBenchTable(const std::vector<BenchResult> &bt,
+                             const std::vector<BenchResult> &torch);
+
+/// CSV with header
+///   setting,device,model,batch,tokens,seconds,tokens_per_s,impl,
+///   ratio_vs_torch,peak_rss_mb
+/// one row per result (bt rows, then torch rows); ratio_vs_torch is
+/// tokens_per_s / torch tokens_per_s of the same setting and batch (1 for
+/// torch rows, empty without a baseline). Atomic write.
+absl::Status WriteBenchCsv(const std::string &path,
+                           const std::vector<BenchResult> &bt,
+                           const std::vector<BenchResult> &torch);
+
+/// The whole `bench` command: threads, every setting on bt, the baseline
+/// (a missing torch is reported on `err` and the command continues with bt
+/// only), the table on `out`, the CSV. Progress goes to `err`.
+absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
+                             std::ostream &out, std::ostream &err);
+
+} // namespace bt::rt
+
+#endif // BT_RUNTIME_BENCH_H
