@@ -420,8 +420,8 @@ int main(int argc, char **argv) {
     return usage("missing command");
   std::string command = positional[0];
   std::string input;
-  if (command == "bench" && positional.size() == 1 && !configPath.empty()) {
-    // bench --config C [--random-init]: the config is the model.
+  if (positional.size() == 1 && !configPath.empty()) {
+    // --config C [--random-init] [--weights W]: the config names the model.
   } else if (positional.size() != 2) {
     return usage("'" + command + "' takes exactly one input");
   } else {
