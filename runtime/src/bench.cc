@@ -422,6 +422,10 @@ absl::StatusOr<TorchBaseline> RunTorchBaseline(const Model &model,
       {"MKL_NUM_THREADS", threads},
       {"OMP_WAIT_POLICY", "PASSIVE"},
       {"PYTHONUNBUFFERED", "1"}};
+  if (opts.torch_malloc == "tuned") {
+    env["MALLOC_MMAP_MAX_"] = "0";
+    env["MALLOC_TRIM_THRESHOLD_"] = "18446744073709551615";
+  }
   std::string captured;
   BT_ASSIGN_OR_RETURN(int rc, RunChild(argv, env, captured));
 
@@ -554,6 +558,10 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
   if (opts.baseline != "torch" && opts.baseline != "none")
     return absl::InvalidArgumentError(absl::StrCat(
         "bench --baseline ", opts.baseline, ": expected 'torch' or 'none'"));
+  if (opts.torch_malloc != "tuned" && opts.torch_malloc != "default")
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench --torch-malloc ", opts.torch_malloc,
+        ": expected 'tuned' or 'default'"));
   if (opts.iters < 1 || opts.warmup < 0)
     return absl::InvalidArgumentError(
         "bench: --iters must be >= 1 and --warmup >= 0");
@@ -565,8 +573,14 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
       "timed call(s) per setting, median\n",
       model.config().name(), opts.device,
       model.manifest().cpu().empty() ? "cpu" : model.manifest().cpu(), threads,
-      opts.warmup, opts.iters)
-      << std::flush;
+      opts.warmup, opts.iters);
+  if (opts.baseline == "torch")
+    out << (opts.torch_malloc == "tuned"
+                ? "torch baseline: fp32, no_grad, same weights and threads, "
+                  "glibc malloc tuned as bt's (no mmap, no trim)\n"
+                : "torch baseline: fp32, no_grad, same weights and threads, "
+                  "glibc malloc defaults\n");
+  out << std::flush;
 
   // bt first, keeping the logits of the smallest batch for the check.
   size_t check_index = 0;

@@ -66,7 +66,7 @@ std::string Usage(const std::string &prog) {
       "  bench [--device cpu] [--batch 1,8] [--seq-blocks N | --tokens N]\n"
       "        [--iters K] [--warmup W] [--threads T] [--csv out.csv]\n"
       "        [--baseline torch|none] [--torch-script bt_torch.py] [--python PATH]\n"
-      "        [--seed S]\n",
+      "        [--seed S] [--torch-malloc tuned|default]\n",
       "                                         forward ('eval') throughput in "
       "tokens/s per batch\n",
       "                                         size (median of K calls after W "
@@ -245,7 +245,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
       static const std::set<std::string> kValued = {
           "--device", "--batch", "--seq-blocks", "--tokens", "--iters",
           "--warmup", "--threads", "--csv", "--baseline", "--torch-script",
-          "--python", "--seed"};
+          "--python", "--seed", "--torch-malloc"};
       if (!kValued.count(a))
         return usage_error(absl::StrCat("bench: unexpected argument '", a, "'"));
       if (i + 1 >= args.size())
@@ -273,6 +273,10 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
         opts.torch_script = v;
       } else if (a == "--python") {
         opts.python = v;
+      } else if (a == "--torch-malloc") {
+        if (v != "tuned" && v != "default")
+          return usage_error(absl::StrCat("--torch-malloc ", v, ": expected tuned or default"));
+        opts.torch_malloc = v;
       } else if (!absl::SimpleAtoi(v, &n) || n < 0 ||
                  (n == 0 && a != "--warmup" && a != "--seed")) {
         return usage_error(absl::StrCat(a, " ", v, ": expected a ",

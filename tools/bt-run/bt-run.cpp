@@ -128,6 +128,11 @@ cl::opt<std::string> baseline("baseline",
 cl::opt<std::string> torchScript(
     "torch-script", cl::desc("bench: the PyTorch baseline script"),
     cl::init(BT_SOURCE_DIR "/bench/bt_torch.py"), cl::cat(btCategory));
+cl::opt<std::string> torchMalloc(
+    "torch-malloc",
+    cl::desc("bench: glibc malloc of the PyTorch baseline: tuned (as bt's "
+             "runtime: no mmap, no trim) or default"),
+    cl::init("tuned"), cl::cat(btCategory));
 cl::opt<std::string> pythonPath(
     "python", cl::desc("bench: Python with torch for the baseline (default "
                        "/usr/bin/python3, or $BT_PYTHON)"),
@@ -460,7 +465,8 @@ int main(int argc, char **argv) {
         std::to_string(warmup),     "--threads",
         std::to_string(threads),    "--baseline",
         baseline,      "--torch-script", torchScript,
-        "--seed",      std::to_string(seed)};
+        "--seed",      std::to_string(seed),
+        "--torch-malloc", torchMalloc};
     if (seqBlocks && tokens)
       return usage("bench: give --seq-blocks or --tokens, not both");
     if (seqBlocks)

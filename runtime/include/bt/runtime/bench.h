@@ -81,6 +81,13 @@ struct BenchOptions {
   std::string torch_script;
   /// Interpreter with torch (default /usr/bin/python3, or $BT_PYTHON).
   std::string python;
+  /// glibc malloc of the baseline process: "tuned" gives it the settings the
+  /// bt runtime uses for itself (Model::Open: never mmap, never trim;
+  /// MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=SIZE_MAX), "default" leaves
+  /// glibc's defaults (every large tensor a fresh mmap: on the 2-core VM
+  /// PyTorch 1.13 then spends most of a block_main_b4_5 forward in page
+  /// faults, 2.3 s instead of 0.45 s at batch 1 x 512 tokens).
+  std::string torch_malloc = "tuned";
   /// Write the result rows as CSV here (empty: no CSV).
   std::string csv_path;
 };
@@ -132,7 +139,8 @@ struct TorchBaseline {
 
 /// Runs bench/bt_torch.py --bench in a child process (OMP_NUM_THREADS,
 /// OPENBLAS_NUM_THREADS, MKL_NUM_THREADS = threads, OMP_WAIT_POLICY=PASSIVE;
-/// torch.set_num_threads(threads)) on `model`'s configuration and weights,
+/// torch.set_num_threads(threads); malloc per `torch_malloc`) on `model`'s
+/// configuration and weights,
 /// which it writes to a temporary directory (removed afterwards): config as
 /// bt.proto ModelConfig JSON, weights as model.safetensors under their
 /// official names. With `check_inputs`/`check_logits` non-null, the script

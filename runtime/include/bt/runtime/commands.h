@@ -54,6 +54,7 @@ absl::Status RunEvalCommand(const Model &model, const std::string &inputs_path,
 ///          [--seq-blocks N | --tokens N] [--iters K] [--warmup W]
 ///          [--threads T] [--csv F] [--baseline torch|none]
 ///          [--torch-script F] [--python F] [--seed S]
+///          [--torch-malloc tuned|default]
 ///          (RunBenchCommand, bt/runtime/bench.h; default 512 tokens per
 ///          row, batches 1 and 8, 5 timed calls after 1 warmup, 2 threads)
 ///   <prog> --help
