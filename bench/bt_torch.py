@@ -6,13 +6,22 @@ is the PyTorch baseline that `bt-run bench` measures against, and an
 independent numerical reference. Runs on Debian's python3-torch (1.13, CPU):
     /usr/bin/python3 bench/bt_torch.py --check ../shared/fixtures/official
 
-`--bench` is the baseline half of `bt-run bench` (runtime/include/bt/runtime/bench.h), which
-writes the model (bt_config.json: bt.proto ModelConfig as JSON; model.safetensors: official
-names) to a directory and runs, with OMP_WAIT_POLICY=PASSIVE and the thread variables set:
+The PyTorch baseline of `bt-run bench` (runtime/include/bt/runtime/bench.h). bt writes the model
+(bt_config.json: bt.proto ModelConfig as JSON; model.safetensors: official names) to a directory
+and starts, with OMP_WAIT_POLICY=PASSIVE and the thread variables set,
+    bt_torch.py --serve --model-dir DIR --threads 2
+which answers one JSON request per stdin line with one JSON line on stdout, so that bt and torch
+can take turns call by call:
+    (start)                                        -> {"ready": true, "description": "torch ..."}
+    {"cmd": "prepare", "setting": "forward", "batch": B, "prompt_tokens": T, "gen_tokens": 0}
+                                                   -> {"ok": true}   (inputs built, peak RSS reset)
+    {"cmd": "call"}                                -> {"seconds": s} (one forward, no_grad, fp32)
+    {"cmd": "peak"}                                -> {"peak_rss_mb": m}
+    {"cmd": "logits", "inputs": F, "output": G}    -> {"ok": true}   (forward on F, logits to G)
+    errors                                         -> {"error": message}; EOF ends the process.
+`--bench` runs the same forward settings on its own and prints one JSON result per setting:
     bt_torch.py --bench --model-dir DIR --batch 1,8 --tokens 512 --iters 5 --warmup 1 --threads 2
-It prints one JSON object per setting on stdout (setting, batch, prompt_tokens, gen_tokens,
-tokens, seconds = median call time, tokens_per_s, peak_rss_mb, run_seconds), progress on stderr,
-and {"unavailable": reason} with exit status 3 when torch or numpy cannot be imported.
+Both print {"unavailable": reason} and exit with status 3 when torch or numpy cannot be imported.
 
 Shapes: B batch, N blocks, L = L_B block length, D block width, T token width,
 P prefix length, V vocabulary, H heads, hd head dim.
@@ -34,7 +43,7 @@ try:
 except ImportError as e:
     # bt-run bench reads this line and continues without the baseline.
     _msg = f"{sys.executable} cannot import torch/numpy ({e})"
-    if "--bench" in sys.argv:
+    if "--bench" in sys.argv or "--serve" in sys.argv:
         print(json.dumps({"unavailable": _msg}), flush=True)
     print(f"bt_torch.py: {_msg}", file=sys.stderr)
     sys.exit(3)
@@ -481,7 +490,7 @@ def median(values):
     return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
 
 
-def bench(args):
+def load_bench_model(args):
     torch.set_num_threads(args.threads)
     cfg = json.load(open(os.path.join(args.model_dir, "bt_config.json")))
     model = model_from_bt_config(cfg)
@@ -489,9 +498,69 @@ def bench(args):
     model.load(w)
     del w
     model.eval()
+    desc = f"torch {torch.__version__}, {torch.get_num_threads()} thread(s)"
+    print(f"[torch] {desc}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')}",
+          file=sys.stderr, flush=True)
+    return model, desc
+
+
+def run_forward(model, inputs):
+    """The forward bt's `eval` computes (labels=None): logits."""
+    return model(*inputs)[0]
+
+
+def eval_inputs(model, path):
+    inp, _ = read_safetensors(path)
+    t = {k: torch.from_numpy(v) for k, v in inp.items()}
+    if isinstance(model, BlockTransformer):
+        return (t["input_ids"], t["attention_mask"], t["block_attention_mask"])
+    return (t["input_ids"], t["attention_mask"])
+
+
+def serve(args):
+    """The request loop of --serve (protocol in the module docstring)."""
+    model, desc = load_bench_model(args)
     gen = torch.Generator().manual_seed(args.seed)
-    print(f"[torch] torch {torch.__version__}, {torch.get_num_threads()} thread(s), "
-          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')}", file=sys.stderr, flush=True)
+    inputs = None
+    print(json.dumps({"ready": True, "description": desc}), flush=True)
+    with torch.no_grad():
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                req = json.loads(line)
+                cmd = req["cmd"]
+                if cmd == "prepare":
+                    if req["setting"] != "forward":
+                        raise ValueError(f"setting {req['setting']!r} is not implemented")
+                    inputs = None
+                    inputs = forward_inputs(model, int(req["batch"]), int(req["prompt_tokens"]), gen)
+                    _reset_peak_rss()
+                    reply = {"ok": True}
+                elif cmd == "call":
+                    if inputs is None:
+                        raise ValueError("call before prepare")
+                    t0 = time.perf_counter()
+                    out = run_forward(model, inputs)
+                    reply = {"seconds": time.perf_counter() - t0}
+                    del out
+                elif cmd == "peak":
+                    reply = {"peak_rss_mb": _peak_rss_mb()}
+                elif cmd == "logits":
+                    logits = run_forward(model, eval_inputs(model, req["inputs"]))
+                    write_safetensors(req["output"], {"logits": logits.numpy()})
+                    del logits
+                    reply = {"ok": True}
+                else:
+                    raise ValueError(f"unknown command {cmd!r}")
+            except Exception as e:  # reported to bt, which drops the baseline
+                reply = {"error": f"{type(e).__name__}: {e}"}
+            print(json.dumps(reply), flush=True)
+
+
+def bench(args):
+    model, _ = load_bench_model(args)
+    gen = torch.Generator().manual_seed(args.seed)
     with torch.no_grad():
         for batch in [int(b) for b in args.batch.split(",")]:
             inputs = forward_inputs(model, batch, args.tokens, gen)
@@ -500,7 +569,7 @@ def bench(args):
             runs = []
             for i in range(args.warmup + args.iters):
                 t0 = time.perf_counter()
-                out = model(*inputs)
+                out = run_forward(model, inputs)
                 dt = time.perf_counter() - t0
                 del out
                 if i < args.warmup:
@@ -516,20 +585,16 @@ def bench(args):
                               "seconds": med, "tokens_per_s": tokens / med,
                               "peak_rss_mb": _peak_rss_mb(), "run_seconds": runs}), flush=True)
         if args.check_inputs:
-            inp, _ = read_safetensors(args.check_inputs)
-            t = {k: torch.from_numpy(v) for k, v in inp.items()}
-            if isinstance(model, BlockTransformer):
-                logits, _ = model(t["input_ids"], t["attention_mask"], t["block_attention_mask"])
-            else:
-                logits, _ = model(t["input_ids"], t["attention_mask"])
+            logits = run_forward(model, eval_inputs(model, args.check_inputs))
             write_safetensors(args.check_output, {"logits": logits.numpy()})
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", metavar="FIXTURES_DIR", help="compare with every official fixture case")
-    ap.add_argument("--bench", action="store_true", help="time the forward (the baseline of bt-run bench)")
-    ap.add_argument("--model-dir", help="--bench: directory with bt_config.json and model.safetensors")
+    ap.add_argument("--bench", action="store_true", help="time the forward per batch size")
+    ap.add_argument("--serve", action="store_true", help="answer bt-run bench's requests on stdin")
+    ap.add_argument("--model-dir", help="--bench/--serve: directory with bt_config.json and model.safetensors")
     ap.add_argument("--batch", default="1,8", help="--bench: batch sizes, comma-separated")
     ap.add_argument("--tokens", type=int, default=512, help="--bench: tokens per row")
     ap.add_argument("--iters", type=int, default=5, help="--bench: timed calls per setting")
@@ -542,10 +607,10 @@ def main():
     torch.manual_seed(0)
     if args.check:
         sys.exit(0 if check_fixtures(args.check) else 1)
-    if args.bench:
+    if args.bench or args.serve:
         if not args.model_dir:
-            ap.error("--bench needs --model-dir")
-        bench(args)
+            ap.error("--bench/--serve need --model-dir")
+        serve(args) if args.serve else bench(args)
         return
     ap.print_help()
 

@@ -2,8 +2,10 @@
 
 #include "bt/runtime/bench.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +19,8 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -49,7 +53,7 @@ void ResetPeakRss() {
 }
 
 /// VmHWM of this process in MiB, or 0 if unknown.
-double PeakRssMb() {
+double ProcessPeakRssMb() {
   std::ifstream f("/proc/self/status");
   std::string line;
   while (std::getline(f, line))
@@ -58,22 +62,8 @@ double PeakRssMb() {
   return 0;
 }
 
-const proto::TensorSpec *FindInput(const proto::EntryPoint &ep,
-                                   const std::string &name) {
-  for (const proto::TensorSpec &s : ep.inputs())
-    if (s.name() == name)
-      return &s;
-  return nullptr;
-}
-
-std::string BatchesOf(const std::vector<BenchSetting> &settings) {
-  std::vector<int64_t> b;
-  for (const BenchSetting &s : settings)
-    b.push_back(s.batch);
-  return absl::StrJoin(b, ",");
-}
-
-/// A temporary directory, removed with its content on destruction.
+/// A temporary directory, removed with its content on destruction unless
+/// released.
 class ScratchDir {
 public:
   static absl::StatusOr<ScratchDir> Create() {
@@ -96,20 +86,26 @@ public:
       std::filesystem::remove_all(path_, ec);
     }
   }
-  std::string File(const std::string &name) const {
-    return path_ + "/" + name;
-  }
+  /// The path; the caller now removes the directory.
+  std::string Release() { return std::exchange(path_, std::string()); }
 
 private:
   std::string path_;
 };
 
-/// Runs `argv` with `env_overrides` added to this process's environment;
-/// the child's stdout is returned in `captured`, its stderr is ours.
-/// Returns the exit status (128 + signal for a killed child).
-absl::StatusOr<int> RunChild(const std::vector<std::string> &argv,
-                             const std::map<std::string, std::string> &env_overrides,
-                             std::string &captured) {
+/// A child process: we write its stdin (a socket, so that writing to an
+/// exited child is an error, not SIGPIPE) and read its stdout; its stderr
+/// is ours.
+struct Child {
+  pid_t pid = -1;
+  int to_child = -1;
+  FILE *from_child = nullptr;
+};
+
+/// Starts `argv` (a bare argv[0] is looked up in $PATH) with
+/// `env_overrides` added to this process's environment.
+absl::StatusOr<Child> SpawnChild(const std::vector<std::string> &argv,
+                                 const std::map<std::string, std::string> &env_overrides) {
   std::vector<std::string> env;
   for (char **e = environ; e && *e; ++e) {
     std::string kv = *e;
@@ -127,37 +123,64 @@ absl::StatusOr<int> RunChild(const std::vector<std::string> &argv,
     cenv.push_back(const_cast<char *>(e.c_str()));
   cenv.push_back(nullptr);
 
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0)
-    return ErrnoToStatus(errno, "pipe");
+  int in[2], out[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0)
+    return ErrnoToStatus(errno, "socketpair");
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    const int e = errno;
+    close(in[0]);
+    close(in[1]);
+    return ErrnoToStatus(e, "pipe");
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, in[1], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(),
-                       cenv.data());
+  int rc = posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(),
+                        cenv.data());
   posix_spawn_file_actions_destroy(&actions);
-  close(fds[1]);
+  close(in[1]);
+  close(out[1]);
   if (rc != 0) {
-    close(fds[0]);
+    close(in[0]);
+    close(out[0]);
     return ErrnoToStatus(rc, absl::StrCat("cannot run ", argv[0]));
   }
-  char buf[4096];
+  Child c;
+  c.pid = pid;
+  c.to_child = in[0];
+  c.from_child = fdopen(out[0], "r");
+  if (c.from_child == nullptr) {
+    const int e = errno;
+    close(out[0]);
+    close(in[0]);
+    waitpid(pid, nullptr, 0);
+    return ErrnoToStatus(e, "fdopen");
+  }
+  return c;
+}
+
+/// The next line from `f` that starts with '{' (a JSON reply; other lines
+/// are skipped), without the newline. Errors: OutOfRange at end of file.
+absl::StatusOr<std::string> ReadLine(FILE *f) {
+  std::string line;
   for (;;) {
-    ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n > 0) {
-      captured.append(buf, static_cast<size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      break;
+    int c = fgetc(f);
+    if (c == EOF && ferror(f) && errno == EINTR) {
+      clearerr(f);
+      continue;
     }
+    if (c == EOF || c == '\n') {
+      if (!line.empty() && line[0] == '{')
+        return line;
+      if (c == EOF)
+        return absl::OutOfRangeError("end of the child's output");
+      line.clear();
+      continue;
+    }
+    line += static_cast<char>(c);
   }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status))
-    return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
 bool IsExecutable(const std::string &path) {
@@ -284,97 +307,81 @@ int SetBenchThreads(int threads) {
   return openblas_get_num_threads();
 }
 
-absl::StatusOr<BenchResult> RunBtSetting(const Model &model,
-                                         const BenchSetting &setting,
-                                         const BenchOptions &opts,
-                                         std::ostream &progress,
-                                         TensorMap *keep_outputs) {
+// --- bt ----------------------------------------------------------------------
+
+absl::Status BtRunner::Prepare(const BenchSetting &setting) {
+  inputs_.clear();
+  outputs_.clear();
   if (setting.name != kForwardSetting)
     return absl::UnimplementedError(absl::StrCat(
         "bench setting '", setting.name, "' needs the generation entry points "
         "(docs/generation.md); this version measures '", kForwardSetting, "'"));
-  const proto::EntryPoint *ep = model.FindEntryPoint("eval");
+  const proto::EntryPoint *ep = model_.FindEntryPoint("eval");
   if (ep == nullptr)
     return absl::NotFoundError(absl::StrCat(
-        model.artifact().path(), ": no 'eval' entry point to benchmark (it has: ",
-        absl::StrJoin(model.EntryPointNames(), ", "), ")"));
+        model_.artifact().path(), ": no 'eval' entry point to benchmark (it has: ",
+        absl::StrJoin(model_.EntryPointNames(), ", "), ")"));
   BT_ASSIGN_OR_RETURN(TensorMap all,
-                      ForwardInputs(model.config(), setting, opts.seed));
+                      ForwardInputs(model_.config(), setting, seed_));
   // Exactly the entry's inputs (a vanilla entry has no block mask).
-  TensorMap inputs;
   for (const proto::TensorSpec &s : ep->inputs()) {
     auto it = all.find(s.name());
-    if (it == all.end())
+    if (it == all.end()) {
+      inputs_.clear();
       return absl::InvalidArgumentError(absl::StrCat(
           "bench: entry point 'eval' takes '", s.name(),
           "', which the forward benchmark does not provide"));
-    inputs.emplace(s.name(), std::move(it->second));
-  }
-
-  BenchResult r;
-  r.setting = setting;
-  r.impl = "bt";
-  r.device = opts.device;
-  r.model = model.config().name();
-  r.tokens = setting.batch * setting.prompt_tokens;
-  progress << absl::StrFormat("[bt]    %s batch %d x %d tokens: ", setting.name,
-                              setting.batch, setting.prompt_tokens)
-           << std::flush;
-  ResetPeakRss();
-  TensorMap last;
-  for (int i = 0; i < opts.warmup + opts.iters; ++i) {
-    last.clear(); // free the previous outputs before the next call
-    const auto t0 = Clock::now();
-    BT_ASSIGN_OR_RETURN(last, model.Run("eval", inputs));
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (i < opts.warmup) {
-      progress << absl::StrFormat("warmup %.3gs, ", s) << std::flush;
-    } else {
-      r.run_seconds.push_back(s);
-      progress << absl::StrFormat("%.3gs ", s) << std::flush;
     }
+    inputs_.emplace(s.name(), std::move(it->second));
   }
-  r.peak_rss_mb = PeakRssMb();
-  r.seconds = Median(r.run_seconds);
-  r.tokens_per_s = r.seconds > 0 ? r.tokens / r.seconds : 0;
-  progress << absl::StrFormat("-> %.1f tok/s\n", r.tokens_per_s) << std::flush;
-  if (keep_outputs != nullptr)
-    *keep_outputs = std::move(last);
-  return r;
+  entry_ = "eval";
+  ResetPeakRss();
+  return absl::OkStatus();
 }
 
-absl::StatusOr<TorchBaseline> RunTorchBaseline(const Model &model,
-                                               const BenchOptions &opts,
-                                               const TensorMap *check_inputs,
-                                               const Tensor *check_logits,
-                                               std::ostream &progress) {
+absl::StatusOr<double> BtRunner::Call() {
+  if (entry_.empty())
+    return absl::FailedPreconditionError("bench: Call() before Prepare()");
+  outputs_.clear(); // free the previous outputs before the next call
+  const auto t0 = Clock::now();
+  BT_ASSIGN_OR_RETURN(outputs_, model_.Run(entry_, inputs_));
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+absl::StatusOr<double> BtRunner::PeakRssMb() { return ProcessPeakRssMb(); }
+
+// --- torch -------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<TorchRunner>>
+TorchRunner::Start(const Model &model, const BenchOptions &opts,
+                   std::ostream &progress) {
   const std::string script = ResolveTorchScript(opts);
   const std::string python = ResolvePython(opts);
   if (!IsReadable(script))
     return absl::UnavailableError(absl::StrCat(
         "the PyTorch baseline script ", script,
         " is not readable (pass --torch-script <bench/bt_torch.py>)"));
-  if (!IsExecutable(python))
+  if (python.find('/') != std::string::npos && !IsExecutable(python))
     return absl::UnavailableError(absl::StrCat(
         "no Python interpreter at ", python, " (pass --python)"));
-  for (const BenchSetting &s : opts.settings)
-    if (s.name != kForwardSetting)
-      return absl::UnimplementedError(absl::StrCat(
-          "the PyTorch baseline of setting '", s.name, "' is not implemented"));
 
-  BT_ASSIGN_OR_RETURN(ScratchDir dir, ScratchDir::Create());
+  std::unique_ptr<TorchRunner> r(new TorchRunner());
+  {
+    BT_ASSIGN_OR_RETURN(ScratchDir dir, ScratchDir::Create());
+    r->dir_ = dir.Release();
+  }
+  auto file = [&](const char *name) { return r->dir_ + "/" + name; };
   // Configuration (bt.proto ModelConfig as JSON) and weights.
   std::string config_json;
   google::protobuf::util::JsonPrintOptions jopts;
   jopts.preserve_proto_field_names = true;
   jopts.always_print_primitive_fields = true;
-  jopts.always_print_enums_as_ints = false;
   auto js = google::protobuf::util::MessageToJsonString(model.config(),
                                                         &config_json, jopts);
   if (!js.ok())
     return absl::InternalError(
         absl::StrCat("cannot serialize the model config: ", js.ToString()));
-  BT_RETURN_IF_ERROR(WriteFileAtomically(dir.File("bt_config.json"), config_json));
+  BT_RETURN_IF_ERROR(WriteFileAtomically(file("bt_config.json"), config_json));
   progress << "[torch] writing the model's weights for the baseline ... "
            << std::flush;
   {
@@ -387,34 +394,10 @@ absl::StatusOr<TorchBaseline> RunTorchBaseline(const Model &model,
     }
     for (int i = 0; i < model.manifest().weights_size(); ++i)
       refs.emplace_back(model.manifest().weights(i).name(), &held[i]);
-    BT_RETURN_IF_ERROR(WriteSafetensors(dir.File("model.safetensors"), refs));
+    BT_RETURN_IF_ERROR(WriteSafetensors(file("model.safetensors"), refs));
   }
   progress << "done\n" << std::flush;
-  const bool check = check_inputs != nullptr && check_logits != nullptr;
-  if (check)
-    BT_RETURN_IF_ERROR(
-        WriteSafetensors(dir.File("check_inputs.safetensors"), *check_inputs));
 
-  int64_t tokens = opts.settings.empty() ? 0 : opts.settings[0].prompt_tokens;
-  for (const BenchSetting &s : opts.settings)
-    if (s.prompt_tokens != tokens)
-      return absl::UnimplementedError(
-          "the PyTorch baseline runs one sequence length per call");
-  std::vector<std::string> argv = {
-      python, script, "--bench",
-      "--model-dir", dir.File(""),
-      "--batch", BatchesOf(opts.settings),
-      "--tokens", absl::StrCat(tokens),
-      "--iters", absl::StrCat(opts.iters),
-      "--warmup", absl::StrCat(opts.warmup),
-      "--threads", absl::StrCat(opts.threads),
-      "--seed", absl::StrCat(opts.seed)};
-  if (check) {
-    argv.push_back("--check-inputs");
-    argv.push_back(dir.File("check_inputs.safetensors"));
-    argv.push_back("--check-output");
-    argv.push_back(dir.File("check_logits.safetensors"));
-  }
   const std::string threads = absl::StrCat(opts.threads);
   std::map<std::string, std::string> env = {
       {"OMP_NUM_THREADS", threads},
@@ -426,78 +409,202 @@ absl::StatusOr<TorchBaseline> RunTorchBaseline(const Model &model,
     env["MALLOC_MMAP_MAX_"] = "0";
     env["MALLOC_TRIM_THRESHOLD_"] = "18446744073709551615";
   }
-  std::string captured;
-  BT_ASSIGN_OR_RETURN(int rc, RunChild(argv, env, captured));
-
-  TorchBaseline out;
-  std::string unavailable;
-  std::istringstream lines(captured);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.empty() || line[0] != '{')
-      continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
-      continue;
-    if (j.contains("unavailable")) {
-      unavailable = j["unavailable"].is_string()
-                        ? j["unavailable"].get<std::string>()
-                        : j["unavailable"].dump();
-      continue;
-    }
-    if (!j.contains("tokens_per_s"))
-      continue;
-    try {
-      BenchResult r;
-      r.impl = "torch";
-      r.device = opts.device;
-      r.model = model.config().name();
-      r.setting.name = j.at("setting").get<std::string>();
-      r.setting.batch = j.at("batch").get<int64_t>();
-      r.setting.prompt_tokens = j.at("prompt_tokens").get<int64_t>();
-      r.setting.gen_tokens = j.value("gen_tokens", int64_t{0});
-      r.tokens = j.at("tokens").get<int64_t>();
-      r.seconds = j.at("seconds").get<double>();
-      r.tokens_per_s = j.at("tokens_per_s").get<double>();
-      r.peak_rss_mb = j.value("peak_rss_mb", 0.0);
-      if (j.contains("run_seconds"))
-        r.run_seconds = j["run_seconds"].get<std::vector<double>>();
-      out.results.push_back(std::move(r));
-    } catch (const nlohmann::json::exception &e) {
-      return absl::InternalError(absl::StrCat(
-          script, ": malformed result line '", line, "': ", e.what()));
-    }
-  }
-  if (!unavailable.empty())
-    return absl::UnavailableError(unavailable);
-  if (rc != 0)
-    return absl::InternalError(
-        absl::StrCat(python, " ", script, " --bench exited with status ", rc));
-  if (out.results.size() != opts.settings.size())
+  std::vector<std::string> argv = {python,        script,
+                                   "--serve",     "--model-dir",
+                                   r->dir_,       "--threads",
+                                   threads,       "--seed",
+                                   absl::StrCat(opts.seed)};
+  absl::StatusOr<Child> child = SpawnChild(argv, env);
+  if (!child.ok())
+    return absl::UnavailableError(std::string(child.status().message()));
+  r->pid_ = child->pid;
+  r->to_child_ = child->to_child;
+  r->from_child_ = child->from_child;
+  // The first line: {"ready": ...} or {"unavailable": ...}.
+  absl::StatusOr<std::string> hello = ReadLine(r->from_child_);
+  if (!hello.ok())
+    return absl::UnavailableError(absl::StrCat(
+        python, " ", script, " --serve exited before it was ready"));
+  nlohmann::json j = nlohmann::json::parse(*hello, nullptr, false);
+  if (j.is_object() && j.contains("unavailable"))
+    return absl::UnavailableError(j["unavailable"].is_string()
+                                      ? j["unavailable"].get<std::string>()
+                                      : j["unavailable"].dump());
+  if (!j.is_object() || !j.contains("ready"))
     return absl::InternalError(absl::StrCat(
-        script, " --bench reported ", out.results.size(), " result(s) for ",
-        opts.settings.size(), " setting(s)"));
-  if (check) {
-    BT_ASSIGN_OR_RETURN(SafetensorsFile f,
-                        SafetensorsFile::Open(dir.File("check_logits.safetensors")));
-    BT_ASSIGN_OR_RETURN(Tensor torch_logits, f.Get("logits"));
-    if (torch_logits.dtype() != proto::F32 ||
-        torch_logits.shape() != check_logits->shape())
-      return absl::InternalError(absl::StrCat(
-          "the baseline's check logits are ", torch_logits.DebugString(),
-          ", bt's are ", check_logits->DebugString()));
-    const float *a = check_logits->data_as<float>();
-    const float *b = torch_logits.data_as<float>();
-    double diff = 0, scale = 0;
-    for (int64_t i = 0; i < check_logits->num_elements(); ++i) {
-      const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
-      diff = std::isnan(d) || d > diff ? d : diff;
-      scale = std::max(scale, std::fabs(static_cast<double>(a[i])));
+        script, " --serve: unexpected first line '", *hello, "'"));
+  r->description_ = j.value("description", std::string("torch"));
+  return r;
+}
+
+TorchRunner::~TorchRunner() {
+  if (to_child_ >= 0)
+    close(to_child_); // EOF: the script exits
+  if (from_child_ != nullptr)
+    fclose(from_child_);
+  if (pid_ > 0) {
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
-    out.logits_max_abs_diff = diff;
-    out.logits_max_abs = scale;
   }
-  return out;
+  if (!dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+}
+
+absl::StatusOr<std::string> TorchRunner::Request(const std::string &line) {
+  if (to_child_ < 0)
+    return absl::FailedPreconditionError("the PyTorch baseline is not running");
+  const std::string msg = line + "\n";
+  size_t done = 0;
+  while (done < msg.size()) {
+    ssize_t n = send(to_child_, msg.data() + done, msg.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return absl::InternalError("the PyTorch baseline process has exited");
+    done += static_cast<size_t>(n);
+  }
+  absl::StatusOr<std::string> reply = ReadLine(from_child_);
+  if (!reply.ok())
+    return absl::InternalError(
+        "the PyTorch baseline process exited during a request (see its "
+        "messages above)");
+  nlohmann::json j = nlohmann::json::parse(*reply, nullptr, false);
+  if (j.is_object() && j.contains("error"))
+    return absl::InternalError(absl::StrCat("PyTorch baseline: ",
+                                            j["error"].get<std::string>()));
+  return *reply;
+}
+
+namespace {
+absl::StatusOr<double> NumberField(const std::string &reply, const char *key) {
+  nlohmann::json j = nlohmann::json::parse(reply, nullptr, false);
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number())
+    return absl::InternalError(absl::StrCat(
+        "PyTorch baseline: expected a reply with '", key, "', got '", reply, "'"));
+  return j[key].get<double>();
+}
+} // namespace
+
+absl::Status TorchRunner::Prepare(const BenchSetting &setting) {
+  nlohmann::json req = {{"cmd", "prepare"},
+                        {"setting", setting.name},
+                        {"batch", setting.batch},
+                        {"prompt_tokens", setting.prompt_tokens},
+                        {"gen_tokens", setting.gen_tokens}};
+  BT_ASSIGN_OR_RETURN(std::string reply, Request(req.dump()));
+  (void)reply;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> TorchRunner::Call() {
+  BT_ASSIGN_OR_RETURN(std::string reply, Request(R"({"cmd": "call"})"));
+  return NumberField(reply, "seconds");
+}
+
+absl::StatusOr<double> TorchRunner::PeakRssMb() {
+  BT_ASSIGN_OR_RETURN(std::string reply, Request(R"({"cmd": "peak"})"));
+  return NumberField(reply, "peak_rss_mb");
+}
+
+absl::StatusOr<Tensor> TorchRunner::Logits(const TensorMap &inputs) {
+  const std::string in = dir_ + "/check_inputs.safetensors";
+  const std::string out = dir_ + "/check_logits.safetensors";
+  BT_RETURN_IF_ERROR(WriteSafetensors(in, inputs));
+  nlohmann::json req = {{"cmd", "logits"}, {"inputs", in}, {"output", out}};
+  BT_ASSIGN_OR_RETURN(std::string reply, Request(req.dump()));
+  (void)reply;
+  BT_ASSIGN_OR_RETURN(SafetensorsFile f, SafetensorsFile::Open(out));
+  BT_ASSIGN_OR_RETURN(Tensor t, f.Get("logits"));
+  return t.Clone(); // the file is overwritten by the next request
+}
+
+// --- the timing loop ---------------------------------------------------------
+
+absl::StatusOr<std::vector<std::vector<BenchResult>>>
+RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
+            const std::string &model_name, std::ostream &progress,
+            absl::Status *secondary_error) {
+  std::vector<std::vector<BenchResult>> results(runners.size());
+  std::vector<bool> alive(runners.size(), true);
+  auto drop = [&](size_t k, const absl::Status &s) -> absl::Status {
+    if (k == 0)
+      return s;
+    progress << "\n[" << runners[k]->impl() << "] failed: " << s.message()
+             << "; continuing without it\n";
+    if (secondary_error != nullptr && secondary_error->ok())
+      *secondary_error = s;
+    alive[k] = false;
+    return absl::OkStatus();
+  };
+  const bool turns = runners.size() > 1;
+  for (const BenchSetting &setting : opts.settings) {
+    std::vector<BenchResult> current(runners.size());
+    for (size_t k = 0; k < runners.size(); ++k) {
+      if (!alive[k])
+        continue;
+      BenchResult &r = current[k];
+      r.setting = setting;
+      r.impl = runners[k]->impl();
+      r.device = opts.device;
+      r.model = model_name;
+      r.tokens = setting.batch * (setting.prompt_tokens + setting.gen_tokens);
+      if (setting.name == kForwardSetting)
+        r.tokens = setting.batch * setting.prompt_tokens;
+      absl::Status s = runners[k]->Prepare(setting);
+      if (!s.ok())
+        BT_RETURN_IF_ERROR(drop(k, s));
+    }
+    progress << absl::StrFormat("%s batch %d x %d tokens", setting.name,
+                                setting.batch, setting.prompt_tokens);
+    if (setting.gen_tokens > 0)
+      progress << absl::StrFormat(" + %d generated", setting.gen_tokens);
+    progress << ":\n" << std::flush;
+    for (int i = 0; i < opts.warmup + opts.iters; ++i) {
+      const bool warm = i < opts.warmup;
+      progress << (warm ? absl::StrFormat("  warmup %d/%d:", i + 1, opts.warmup)
+                        : absl::StrFormat("  call %d/%d:", i - opts.warmup + 1,
+                                          opts.iters))
+               << std::flush;
+      for (size_t k = 0; k < runners.size(); ++k) {
+        if (!alive[k])
+          continue;
+        if (turns)
+          std::this_thread::sleep_for(
+              std::chrono::duration<double>(opts.switch_pause));
+        absl::StatusOr<double> t = runners[k]->Call();
+        if (!t.ok()) {
+          BT_RETURN_IF_ERROR(drop(k, t.status()));
+          continue;
+        }
+        if (!warm)
+          current[k].run_seconds.push_back(*t);
+        progress << absl::StrFormat(" %s %.3gs", runners[k]->impl(), *t)
+                 << std::flush;
+      }
+      progress << "\n" << std::flush;
+    }
+    for (size_t k = 0; k < runners.size(); ++k) {
+      if (!alive[k])
+        continue;
+      BenchResult &r = current[k];
+      absl::StatusOr<double> peak = runners[k]->PeakRssMb();
+      if (!peak.ok()) {
+        BT_RETURN_IF_ERROR(drop(k, peak.status()));
+        continue;
+      }
+      r.peak_rss_mb = *peak;
+      r.seconds = Median(r.run_seconds);
+      r.tokens_per_s = r.seconds > 0 ? r.tokens / r.seconds : 0;
+      progress << absl::StrFormat("  %-6s %.1f tok/s (median %.4g s)\n",
+                                  r.impl, r.tokens_per_s, r.seconds);
+      results[k].push_back(std::move(r));
+    }
+    progress << std::flush;
+  }
+  return results;
 }
 
 std::string FormatBenchTable(const std::vector<BenchResult> &bt,
@@ -574,70 +681,94 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
       model.config().name(), opts.device,
       model.manifest().cpu().empty() ? "cpu" : model.manifest().cpu(), threads,
       opts.warmup, opts.iters);
-  if (opts.baseline == "torch")
-    out << (opts.torch_malloc == "tuned"
-                ? "torch baseline: fp32, no_grad, same weights and threads, "
-                  "glibc malloc tuned as bt's (no mmap, no trim)\n"
-                : "torch baseline: fp32, no_grad, same weights and threads, "
-                  "glibc malloc defaults\n");
   out << std::flush;
 
-  // bt first, keeping the logits of the smallest batch for the check.
-  size_t check_index = 0;
-  for (size_t i = 1; i < opts.settings.size(); ++i)
-    if (opts.settings[i].batch < opts.settings[check_index].batch)
-      check_index = i;
-  std::vector<BenchResult> bt;
-  TensorMap check_outputs;
-  for (size_t i = 0; i < opts.settings.size(); ++i) {
-    BT_ASSIGN_OR_RETURN(
-        BenchResult r,
-        RunBtSetting(model, opts.settings[i], opts, err,
-                     i == check_index && opts.baseline == "torch" ? &check_outputs
-                                                                  : nullptr));
-    bt.push_back(std::move(r));
-  }
-
-  TorchBaseline torch;
-  absl::Status torch_status = absl::OkStatus();
+  BtRunner bt(model, opts.seed);
+  std::unique_ptr<TorchRunner> torch;
   if (opts.baseline == "torch") {
-    const BenchSetting &cs = opts.settings[check_index];
-    absl::StatusOr<TensorMap> check_inputs = ForwardInputs(model.config(), cs, opts.seed);
-    auto logits = check_outputs.find("logits");
-    const bool can_check = check_inputs.ok() && logits != check_outputs.end();
-    if (can_check) {
-      // Exactly the inputs bt ran on (a vanilla eval has no block mask).
-      const proto::EntryPoint *ep = model.FindEntryPoint("eval");
-      for (auto it = check_inputs->begin(); it != check_inputs->end();)
-        it = ep && !FindInput(*ep, it->first) ? check_inputs->erase(it) : std::next(it);
-    }
-    absl::StatusOr<TorchBaseline> t = RunTorchBaseline(
-        model, opts, can_check ? &*check_inputs : nullptr,
-        can_check ? &logits->second : nullptr, err);
+    absl::StatusOr<std::unique_ptr<TorchRunner>> t =
+        TorchRunner::Start(model, opts, err);
     if (t.ok()) {
       torch = std::move(*t);
+      out << "torch baseline: " << torch->description()
+          << ", fp32, no_grad, same weights, "
+          << (opts.torch_malloc == "tuned"
+                  ? "glibc malloc tuned as bt's (no mmap, no trim)"
+                  : "glibc malloc defaults")
+          << "; bt and torch take turns call by call\n"
+          << std::flush;
     } else if (absl::IsUnavailable(t.status())) {
       err << "bench: PyTorch baseline unavailable: " << t.status().message()
           << "\nbench: continuing with bt-only numbers (--baseline none skips "
              "the baseline)\n";
       out << "torch baseline: unavailable (" << t.status().message() << ")\n";
     } else {
-      torch_status = t.status();
-      err << "bench: PyTorch baseline failed: " << t.status().message() << "\n";
+      return t.status();
     }
   }
+  std::vector<BenchRunner *> runners = {&bt};
+  if (torch)
+    runners.push_back(torch.get());
+  absl::Status torch_status;
+  BT_ASSIGN_OR_RETURN(
+      std::vector<std::vector<BenchResult>> results,
+      RunSettings(runners, opts, model.config().name(), err, &torch_status));
+  std::vector<BenchResult> torch_results;
+  if (torch && torch_status.ok())
+    torch_results = std::move(results[1]);
 
-  out << "\n" << FormatBenchTable(bt, torch.results);
-  if (torch.logits_max_abs_diff)
+  // Logits check on the smallest-batch forward setting.
+  std::optional<double> diff;
+  double scale = 0;
+  int64_t check_batch = 0;
+  if (torch && torch_status.ok()) {
+    const BenchSetting *cs = nullptr;
+    for (const BenchSetting &s : opts.settings)
+      if (s.name == kForwardSetting && (cs == nullptr || s.batch < cs->batch))
+        cs = &s;
+    if (cs != nullptr) {
+      err << "logits check: batch " << cs->batch << " on both sides ... "
+          << std::flush;
+      BT_RETURN_IF_ERROR(bt.Prepare(*cs));
+      BT_RETURN_IF_ERROR(bt.Call().status());
+      absl::StatusOr<Tensor> theirs = torch->Logits(bt.inputs());
+      auto mine = bt.outputs().find("logits");
+      if (!theirs.ok()) {
+        torch_status = theirs.status();
+      } else if (mine == bt.outputs().end() || theirs->dtype() != proto::F32 ||
+                 theirs->shape() != mine->second.shape()) {
+        torch_status = absl::InternalError(absl::StrCat(
+            "the baseline's logits are ", theirs->DebugString(), ", bt's are ",
+            mine == bt.outputs().end() ? std::string("missing")
+                                       : mine->second.DebugString()));
+      } else {
+        const float *a = mine->second.data_as<float>();
+        const float *b = theirs->data_as<float>();
+        double d = 0;
+        for (int64_t i = 0; i < mine->second.num_elements(); ++i) {
+          const double x = std::fabs(static_cast<double>(a[i]) - b[i]);
+          d = std::isnan(x) || x > d ? x : d;
+          scale = std::max(scale, std::fabs(static_cast<double>(a[i])));
+        }
+        diff = d;
+        check_batch = cs->batch;
+      }
+      err << "done\n";
+    }
+  }
+  if (!torch_status.ok())
+    err << "bench: PyTorch baseline failed: " << torch_status.message() << "\n";
+
+  out << "\n" << FormatBenchTable(results[0], torch_results);
+  if (diff)
     out << absl::StrFormat(
         "logits check (batch %d): max|bt - torch| = %.3g (max|logits| %.3g)\n",
-        opts.settings[check_index].batch, *torch.logits_max_abs_diff,
-        torch.logits_max_abs);
+        check_batch, *diff, scale);
   out << std::flush;
   if (!opts.csv_path.empty()) {
-    BT_RETURN_IF_ERROR(WriteBenchCsv(opts.csv_path, bt, torch.results));
-    out << "wrote " << (bt.size() + torch.results.size()) << " row(s) to "
-        << opts.csv_path << "\n";
+    BT_RETURN_IF_ERROR(WriteBenchCsv(opts.csv_path, results[0], torch_results));
+    out << "wrote " << (results[0].size() + torch_results.size())
+        << " row(s) to " << opts.csv_path << "\n";
   }
   return torch_status;
 }

@@ -112,44 +112,96 @@ TEST(BenchInputs, Shapes) {
   EXPECT_EQ(vanilla->count("block_attention_mask"), 0u);
 }
 
-TEST_F(BenchTest, RunsTheForwardAndKeepsOutputs) {
-  BenchOptions opts;
-  opts.iters = 3;
-  opts.warmup = 1;
+TEST_F(BenchTest, BtRunnerRunsTheForward) {
+  BtRunner bt(*model_, 0);
+  EXPECT_EQ(bt.impl(), "bt");
+  EXPECT_THAT(bt.Call().status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "before Prepare"));
   BenchSetting s;
   s.batch = 2;
   s.prompt_tokens = 6;
-  std::ostringstream progress;
-  TensorMap kept;
-  auto r = RunBtSetting(*model_, s, opts, progress, &kept);
-  ASSERT_THAT(r.status(), IsOk());
-  EXPECT_EQ(r->impl, "bt");
-  EXPECT_EQ(r->device, "cpu");
-  EXPECT_EQ(r->model, "vanilla_tiny");
-  EXPECT_EQ(r->tokens, 12);
-  EXPECT_EQ(r->run_seconds.size(), 3u);
-  EXPECT_GT(r->tokens_per_s, 0);
-  EXPECT_EQ(r->seconds, Median(r->run_seconds));
-  EXPECT_THAT(progress.str(), HasSubstr("forward batch 2 x 6 tokens: warmup"));
-  ASSERT_EQ(kept.count("logits"), 1u);
-  EXPECT_EQ(kept.at("logits").shape(), (std::vector<int64_t>{2, 6, 5}));
+  ASSERT_THAT(bt.Prepare(s), IsOk());
+  EXPECT_EQ(bt.inputs().at("input_ids").shape(), (std::vector<int64_t>{2, 6}));
+  EXPECT_EQ(bt.inputs().count("block_attention_mask"), 0u); // not an eval input
+  auto t = bt.Call();
+  ASSERT_THAT(t.status(), IsOk());
+  EXPECT_GE(*t, 0);
+  ASSERT_EQ(bt.outputs().count("logits"), 1u);
+  EXPECT_EQ(bt.outputs().at("logits").shape(), (std::vector<int64_t>{2, 6, 5}));
+  auto peak = bt.PeakRssMb();
+  ASSERT_THAT(peak.status(), IsOk());
+  EXPECT_GT(*peak, 0);
 
   s.name = "decode-heavy";
-  EXPECT_THAT(RunBtSetting(*model_, s, opts, progress).status(),
-              StatusIs(absl::StatusCode::kUnimplemented, "decode-heavy"));
+  EXPECT_THAT(bt.Prepare(s), StatusIs(absl::StatusCode::kUnimplemented, "decode-heavy"));
+}
+
+/// A runner that fails its second call (for RunSettings' error handling).
+class FlakyRunner : public BenchRunner {
+public:
+  std::string impl() const override { return "flaky"; }
+  absl::Status Prepare(const BenchSetting &) override { return absl::OkStatus(); }
+  absl::StatusOr<double> Call() override {
+    if (++calls_ == 2)
+      return absl::InternalError("flaky broke");
+    return 0.5;
+  }
+  absl::StatusOr<double> PeakRssMb() override { return 1.0; }
+  int calls_ = 0;
+};
+
+TEST_F(BenchTest, RunSettingsTakesTurnsAndDropsAFailingBaseline) {
+  BenchOptions opts;
+  opts.settings = *ForwardSettings(model_->config(), {1, 2}, 4);
+  opts.iters = 3;
+  opts.warmup = 1;
+  opts.switch_pause = 0.001;
+  BtRunner bt(*model_, 0);
+  FlakyRunner flaky;
+  std::ostringstream progress;
+  absl::Status secondary;
+  auto r = RunSettings({&bt, &flaky}, opts, "m", progress, &secondary);
+  ASSERT_THAT(r.status(), IsOk());
+  ASSERT_EQ(r->size(), 2u);
+  ASSERT_EQ((*r)[0].size(), 2u); // bt: both settings
+  EXPECT_EQ((*r)[1].size(), 0u); // flaky: dropped during the first
+  EXPECT_THAT(secondary, StatusIs(absl::StatusCode::kInternal, "flaky broke"));
+  const BenchResult &b = (*r)[0][1];
+  EXPECT_EQ(b.impl, "bt");
+  EXPECT_EQ(b.model, "m");
+  EXPECT_EQ(b.tokens, 8);
+  EXPECT_EQ(b.run_seconds.size(), 3u);
+  EXPECT_EQ(b.seconds, Median(b.run_seconds));
+  EXPECT_GT(b.tokens_per_s, 0);
+  EXPECT_THAT(progress.str(), HasSubstr("forward batch 1 x 4 tokens:\n  warmup 1/1: bt "));
+  EXPECT_THAT(progress.str(), HasSubstr(" flaky 0.5s\n  call 1/3: bt "));
+  EXPECT_THAT(progress.str(), HasSubstr("[flaky] failed: flaky broke; continuing without it"));
+
+  // A failure of the first runner is the result.
+  FlakyRunner first;
+  EXPECT_THAT(RunSettings({&first, &bt}, opts, "m", progress).status(),
+              StatusIs(absl::StatusCode::kInternal, "flaky broke"));
 }
 
 TEST_F(BenchTest, MissingInterpreterIsUnavailable) {
   BenchOptions opts;
-  opts.settings = *ForwardSettings(model_->config(), {1}, 4);
   opts.python = dir_.File("no-python");
   opts.torch_script = dir_.File("missing.py");
   std::ostringstream progress;
-  EXPECT_THAT(RunTorchBaseline(*model_, opts, nullptr, nullptr, progress).status(),
+  EXPECT_THAT(TorchRunner::Start(*model_, opts, progress).status(),
               StatusIs(absl::StatusCode::kUnavailable, "missing.py"));
   testing::WriteRaw(opts.torch_script, "");
-  EXPECT_THAT(RunTorchBaseline(*model_, opts, nullptr, nullptr, progress).status(),
+  EXPECT_THAT(TorchRunner::Start(*model_, opts, progress).status(),
               StatusIs(absl::StatusCode::kUnavailable, "no Python interpreter"));
+  // A bare name is looked up in $PATH.
+  opts.python = "bt-no-such-python-anywhere";
+  EXPECT_THAT(TorchRunner::Start(*model_, opts, progress).status(),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       "cannot run bt-no-such-python-anywhere"));
+  // An interpreter that exits at once.
+  opts.python = "/bin/true";
+  EXPECT_THAT(TorchRunner::Start(*model_, opts, progress).status(),
+              StatusIs(absl::StatusCode::kUnavailable, "exited before it was ready"));
 }
 
 TEST_F(BenchTest, CommandWithoutBaseline) {

@@ -15,8 +15,10 @@
 // points (docs/generation.md); until then they are Unimplemented.
 //
 // Timing: `warmup` untimed calls, then `iters` timed calls; the result is
-// the median call time. Peak memory is the process's peak resident set while
-// the setting ran (VmHWM, reset per setting through /proc/self/clear_refs).
+// the median call time. With the baseline, bt and torch take turns call by
+// call (RunSettings), so a shared machine's load affects both alike. Peak
+// memory is each process's peak resident set while the setting ran (VmHWM,
+// reset per setting through /proc/self/clear_refs).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +26,8 @@
 #define BT_RUNTIME_BENCH_H
 
 #include <cstdint>
+#include <cstdio>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -90,6 +94,8 @@ struct BenchOptions {
   std::string torch_malloc = "tuned";
   /// Write the result rows as CSV here (empty: no CSV).
   std::string csv_path;
+  /// Seconds between calls of different runners (RunSettings).
+  double switch_pause = 0.3;
 };
 
 /// Median of `values` (mean of the two middle ones for an even count; 0 for
@@ -117,42 +123,96 @@ absl::StatusOr<TensorMap> ForwardInputs(const proto::ModelConfig &config,
 /// count OpenBLAS reports afterwards.
 int SetBenchThreads(int threads);
 
-/// Runs one setting on `model` (progress lines on `progress`). When
-/// `keep_outputs` is given, the outputs of the last timed call are moved
-/// there (the logits check against the baseline).
-/// Errors: Unimplemented for a setting other than "forward"; NotFound if
-/// the model has no `eval` entry; the errors of Model::Run.
-absl::StatusOr<BenchResult> RunBtSetting(const Model &model,
-                                         const BenchSetting &setting,
-                                         const BenchOptions &opts,
-                                         std::ostream &progress,
-                                         TensorMap *keep_outputs = nullptr);
-
-/// What the PyTorch baseline produced.
-struct TorchBaseline {
-  std::vector<BenchResult> results;
-  /// max |bt - torch| over the logits of `check_inputs`, when computed.
-  std::optional<double> logits_max_abs_diff;
-  /// max |logits| of bt's check logits (scale of the difference).
-  double logits_max_abs = 0;
+/// One implementation under test. A setting is prepared once, then timed
+/// one call at a time, so that several runners can take turns (RunSettings).
+class BenchRunner {
+public:
+  virtual ~BenchRunner() = default;
+  /// "bt" | "torch".
+  virtual std::string impl() const = 0;
+  /// Builds the inputs of `setting` (ForwardInputs for "forward") and resets
+  /// the peak-memory mark. Errors: Unimplemented for a setting the runner
+  /// cannot run.
+  virtual absl::Status Prepare(const BenchSetting &setting) = 0;
+  /// One call of the prepared setting; its wall time in seconds.
+  virtual absl::StatusOr<double> Call() = 0;
+  /// Peak resident set of the runner's process since Prepare, MiB (0:
+  /// unknown).
+  virtual absl::StatusOr<double> PeakRssMb() = 0;
 };
 
-/// Runs bench/bt_torch.py --bench in a child process (OMP_NUM_THREADS,
-/// OPENBLAS_NUM_THREADS, MKL_NUM_THREADS = threads, OMP_WAIT_POLICY=PASSIVE;
-/// torch.set_num_threads(threads); malloc per `torch_malloc`) on `model`'s
-/// configuration and weights,
-/// which it writes to a temporary directory (removed afterwards): config as
-/// bt.proto ModelConfig JSON, weights as model.safetensors under their
-/// official names. With `check_inputs`/`check_logits` non-null, the script
-/// also runs the forward on `check_inputs` and the result is compared with
-/// `check_logits`. Errors: Unavailable (with the reason) when the script,
-/// the interpreter, torch or numpy cannot be found; Internal for a failed
-/// or malformed run.
-absl::StatusOr<TorchBaseline> RunTorchBaseline(const Model &model,
-                                               const BenchOptions &opts,
-                                               const TensorMap *check_inputs,
-                                               const Tensor *check_logits,
-                                               std::ostream &progress);
+/// bt: the model's compiled kernels in this process.
+class BtRunner : public BenchRunner {
+public:
+  BtRunner(const Model &model, uint64_t seed) : model_(model), seed_(seed) {}
+  std::string impl() const override { return "bt"; }
+  /// "forward": the `eval` entry point. Errors: Unimplemented for other
+  /// settings (generation entry points, docs/generation.md); NotFound if the
+  /// model has no `eval`; InvalidArgument if `eval` takes an input the
+  /// forward benchmark does not make.
+  absl::Status Prepare(const BenchSetting &setting) override;
+  absl::StatusOr<double> Call() override;
+  absl::StatusOr<double> PeakRssMb() override;
+  /// The inputs of the prepared setting and the outputs of its last call.
+  const TensorMap &inputs() const { return inputs_; }
+  const TensorMap &outputs() const { return outputs_; }
+
+private:
+  const Model &model_;
+  uint64_t seed_;
+  std::string entry_;
+  TensorMap inputs_, outputs_;
+};
+
+/// The PyTorch baseline: bench/bt_torch.py --serve in a child process that
+/// answers one JSON request per line (protocol in bt_torch.py). Start()
+/// writes `model`'s configuration (bt.proto ModelConfig as JSON) and weights
+/// (model.safetensors, official names) to a temporary directory, removed by
+/// the destructor, and starts the script with OMP_NUM_THREADS,
+/// OPENBLAS_NUM_THREADS, MKL_NUM_THREADS = opts.threads,
+/// OMP_WAIT_POLICY=PASSIVE (torch.set_num_threads(threads) in the script) and
+/// malloc per opts.torch_malloc.
+class TorchRunner : public BenchRunner {
+public:
+  /// Errors: Unavailable (with the reason) when the script, the interpreter,
+  /// torch or numpy cannot be found or started; Internal for a child that
+  /// fails otherwise.
+  static absl::StatusOr<std::unique_ptr<TorchRunner>>
+  Start(const Model &model, const BenchOptions &opts, std::ostream &progress);
+  ~TorchRunner() override;
+  std::string impl() const override { return "torch"; }
+  absl::Status Prepare(const BenchSetting &setting) override;
+  absl::StatusOr<double> Call() override;
+  absl::StatusOr<double> PeakRssMb() override;
+  /// The forward of the baseline on `inputs` (eval's inputs by name); its
+  /// logits.
+  absl::StatusOr<Tensor> Logits(const TensorMap &inputs);
+  /// "torch 1.13.0a0, 2 thread(s)".
+  const std::string &description() const { return description_; }
+
+private:
+  TorchRunner() = default;
+  absl::StatusOr<std::string> Request(const std::string &json_line);
+  std::string dir_;
+  int pid_ = -1, to_child_ = -1;
+  FILE *from_child_ = nullptr;
+  std::string description_;
+};
+
+/// Runs every setting on every runner and returns the results per runner
+/// (same order as `runners`). The runners take turns call by call: for each
+/// setting, `warmup + iters` rounds of one call per runner, so that all of
+/// them see the same machine load (the benchmark machine may be shared).
+/// With several runners, each call waits opts.switch_pause seconds first, so
+/// that the BLAS threads of the previous runner, which spin for a while
+/// after a call (OpenBLAS: 2^28 cycles, ~0.1 s), are asleep. Failures
+/// of runners other than the first are reported on `progress`, that runner
+/// is dropped (its results stop), and the first such error is returned in
+/// `secondary_error`; a failure of the first runner is the result.
+absl::StatusOr<std::vector<std::vector<BenchResult>>>
+RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
+            const std::string &model_name, std::ostream &progress,
+            absl::Status *secondary_error = nullptr);
 
 /// The side-by-side table: one line per setting with bt and torch tokens/s,
 /// the ratio bt/torch, seconds per call and peak memory (torch columns "-"
@@ -170,9 +230,11 @@ absl::Status WriteBenchCsv(const std::string &path,
                            const std::vector<BenchResult> &bt,
                            const std::vector<BenchResult> &torch);
 
-/// The whole `bench` command: threads, every setting on bt, the baseline
-/// (a missing torch is reported on `err` and the command continues with bt
-/// only), the table on `out`, the CSV. Progress goes to `err`.
+/// The whole `bench` command: threads, the baseline process (a missing
+/// torch is reported on `err` and the command continues with bt only), every
+/// setting on bt and torch in turns (RunSettings), the logits of the
+/// smallest-batch setting compared between the two, the table on `out`, the
+/// CSV. Progress goes to `err`.
 absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
                              std::ostream &out, std::ostream &err);
 
