@@ -6,6 +6,23 @@ is the PyTorch baseline that `bt-run bench` measures against, and an
 independent numerical reference. Runs on Debian's python3-torch (1.13, CPU):
     /usr/bin/python3 bench/bt_torch.py --check ../shared/fixtures/official
 
+The PyTorch baseline of `bt-run bench` (runtime/include/bt/runtime/bench.h). bt writes the model
+(bt_config.json: bt.proto ModelConfig as JSON; model.safetensors: official names) to a directory
+and starts, with OMP_WAIT_POLICY=PASSIVE and the thread variables set,
+    bt_torch.py --serve --model-dir DIR --threads 2
+which answers one JSON request per stdin line with one JSON line on stdout, so that bt and torch
+can take turns call by call:
+    (start)                                        -> {"ready": true, "description": "torch ..."}
+    {"cmd": "prepare", "setting": "forward", "batch": B, "prompt_tokens": T, "gen_tokens": 0}
+                                                   -> {"ok": true}   (inputs built, peak RSS reset)
+    {"cmd": "call"}                                -> {"seconds": s} (one forward, no_grad, fp32)
+    {"cmd": "peak"}                                -> {"peak_rss_mb": m}
+    {"cmd": "logits", "inputs": F, "output": G}    -> {"ok": true}   (forward on F, logits to G)
+    errors                                         -> {"error": message}; EOF ends the process.
+`--bench` runs the same forward settings on its own and prints one JSON result per setting:
+    bt_torch.py --bench --model-dir DIR --batch 1,8 --tokens 512 --iters 5 --warmup 1 --threads 2
+Both print {"unavailable": reason} and exit with status 3 when torch or numpy cannot be imported.
+
 Shapes: B batch, N blocks, L = L_B block length, D block width, T token width,
 P prefix length, V vocabulary, H heads, hd head dim.
 """
@@ -16,11 +33,20 @@ import math
 import os
 import struct
 import sys
+import time
 
-import numpy as np
-import torch
-import torch.nn.functional as F
-from torch import nn
+try:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+except ImportError as e:
+    # bt-run bench reads this line and continues without the baseline.
+    _msg = f"{sys.executable} cannot import torch/numpy ({e})"
+    if "--bench" in sys.argv or "--serve" in sys.argv:
+        print(json.dumps({"unavailable": _msg}), flush=True)
+    print(f"bt_torch.py: {_msg}", file=sys.stderr)
+    sys.exit(3)
 
 # --------------------------------------------------------------------------
 # safetensors (the format is tiny; no extra package needed)
@@ -28,6 +54,25 @@ from torch import nn
 
 _DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32,
            "F16": np.float16, "U8": np.uint8, "I8": np.int8, "BOOL": np.bool_}
+
+
+def write_safetensors(path, tensors):
+    """Writes {name: np.ndarray} (F32/I64/...) as safetensors (sorted, header padded to 8)."""
+    names = {np.dtype(v): k for k, v in _DTYPES.items()}
+    header, offset, blobs = {}, 0, []
+    for name in sorted(tensors):
+        a = np.ascontiguousarray(tensors[name])
+        raw = a.tobytes()
+        header[name] = {"dtype": names[a.dtype], "shape": list(a.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
+        blobs.append(raw)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h)
+        for b in blobs:
+            f.write(b)
 
 
 def read_safetensors(path):
@@ -388,13 +433,185 @@ def check_fixtures(root):
     return ok
 
 
+# --------------------------------------------------------------------------
+# Benchmark (the baseline of `bt-run bench`)
+# --------------------------------------------------------------------------
+
+def stack_from_bt(s):
+    """A Stack from a bt.proto NeoXConfig as JSON (int64 fields are strings in proto3 JSON)."""
+    return Stack(int(s["hidden_size"]), int(s["num_layers"]), int(s["num_heads"]),
+                 int(s["intermediate_size"]), int(s["rotary_dims"]), float(s["rotary_base"]),
+                 float(s["layer_norm_eps"]))
+
+
+def model_from_bt_config(cfg):
+    """Builds a model from bt.proto ModelConfig JSON (bt_config.json of `bt-run bench`)."""
+    if cfg["kind"] == "VANILLA":
+        return VanillaNeoX(int(cfg["vocab_size"]), stack_from_bt(cfg["block_decoder"]))
+    if cfg.get("strategy", "PREFIX") != "PREFIX":
+        raise SystemExit(f"bt_torch.py: strategy {cfg['strategy']} is not implemented")
+    return BlockTransformer(int(cfg["vocab_size"]), int(cfg["block_length"]), int(cfg["embedder_width"]),
+                            stack_from_bt(cfg["block_decoder"]), stack_from_bt(cfg["token_decoder"]),
+                            int(cfg["prefix_length"]), int(cfg["pad_token_id"]), int(cfg["eos_token_id"]))
+
+
+def forward_inputs(model, batch, tokens, gen):
+    """Random ids in [2, V) and all-ones masks in the shapes of the bt forward."""
+    if isinstance(model, BlockTransformer):
+        shape = (batch, tokens // model.L, model.L)
+        ids = torch.randint(2, model.vocab, shape, generator=gen)
+        return (ids, torch.ones(shape, dtype=torch.long), torch.ones(shape[:2], dtype=torch.long))
+    ids = torch.randint(2, model.vocab, (batch, tokens), generator=gen)
+    return (ids, torch.ones(ids.shape, dtype=torch.long))
+
+
+def _reset_peak_rss():
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def _peak_rss_mb():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def load_bench_model(args):
+    torch.set_num_threads(args.threads)
+    cfg = json.load(open(os.path.join(args.model_dir, "bt_config.json")))
+    model = model_from_bt_config(cfg)
+    w, _ = read_safetensors(os.path.join(args.model_dir, "model.safetensors"))
+    model.load(w)
+    del w
+    model.eval()
+    desc = f"torch {torch.__version__}, {torch.get_num_threads()} thread(s)"
+    print(f"[torch] {desc}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')}",
+          file=sys.stderr, flush=True)
+    return model, desc
+
+
+def run_forward(model, inputs):
+    """The forward bt's `eval` computes (labels=None): logits."""
+    return model(*inputs)[0]
+
+
+def eval_inputs(model, path):
+    inp, _ = read_safetensors(path)
+    t = {k: torch.from_numpy(v) for k, v in inp.items()}
+    if isinstance(model, BlockTransformer):
+        return (t["input_ids"], t["attention_mask"], t["block_attention_mask"])
+    return (t["input_ids"], t["attention_mask"])
+
+
+def serve(args):
+    """The request loop of --serve (protocol in the module docstring)."""
+    model, desc = load_bench_model(args)
+    gen = torch.Generator().manual_seed(args.seed)
+    inputs = None
+    print(json.dumps({"ready": True, "description": desc}), flush=True)
+    with torch.no_grad():
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                req = json.loads(line)
+                cmd = req["cmd"]
+                if cmd == "prepare":
+                    if req["setting"] != "forward":
+                        raise ValueError(f"setting {req['setting']!r} is not implemented")
+                    inputs = None
+                    inputs = forward_inputs(model, int(req["batch"]), int(req["prompt_tokens"]), gen)
+                    _reset_peak_rss()
+                    reply = {"ok": True}
+                elif cmd == "call":
+                    if inputs is None:
+                        raise ValueError("call before prepare")
+                    t0 = time.perf_counter()
+                    out = run_forward(model, inputs)
+                    reply = {"seconds": time.perf_counter() - t0}
+                    del out
+                elif cmd == "peak":
+                    reply = {"peak_rss_mb": _peak_rss_mb()}
+                elif cmd == "logits":
+                    logits = run_forward(model, eval_inputs(model, req["inputs"]))
+                    write_safetensors(req["output"], {"logits": logits.numpy()})
+                    del logits
+                    reply = {"ok": True}
+                else:
+                    raise ValueError(f"unknown command {cmd!r}")
+            except Exception as e:  # reported to bt, which drops the baseline
+                reply = {"error": f"{type(e).__name__}: {e}"}
+            print(json.dumps(reply), flush=True)
+
+
+def bench(args):
+    model, _ = load_bench_model(args)
+    gen = torch.Generator().manual_seed(args.seed)
+    with torch.no_grad():
+        for batch in [int(b) for b in args.batch.split(",")]:
+            inputs = forward_inputs(model, batch, args.tokens, gen)
+            print(f"[torch] forward batch {batch} x {args.tokens} tokens: ", end="", file=sys.stderr, flush=True)
+            _reset_peak_rss()
+            runs = []
+            for i in range(args.warmup + args.iters):
+                t0 = time.perf_counter()
+                out = run_forward(model, inputs)
+                dt = time.perf_counter() - t0
+                del out
+                if i < args.warmup:
+                    print(f"warmup {dt:.3g}s, ", end="", file=sys.stderr, flush=True)
+                else:
+                    runs.append(dt)
+                    print(f"{dt:.3g}s ", end="", file=sys.stderr, flush=True)
+            med = median(runs)
+            tokens = batch * args.tokens
+            print(f"-> {tokens / med:.1f} tok/s", file=sys.stderr, flush=True)
+            print(json.dumps({"setting": "forward", "impl": "torch", "batch": batch,
+                              "prompt_tokens": args.tokens, "gen_tokens": 0, "tokens": tokens,
+                              "seconds": med, "tokens_per_s": tokens / med,
+                              "peak_rss_mb": _peak_rss_mb(), "run_seconds": runs}), flush=True)
+        if args.check_inputs:
+            logits = run_forward(model, eval_inputs(model, args.check_inputs))
+            write_safetensors(args.check_output, {"logits": logits.numpy()})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", metavar="FIXTURES_DIR", help="compare with every official fixture case")
+    ap.add_argument("--bench", action="store_true", help="time the forward per batch size")
+    ap.add_argument("--serve", action="store_true", help="answer bt-run bench's requests on stdin")
+    ap.add_argument("--model-dir", help="--bench/--serve: directory with bt_config.json and model.safetensors")
+    ap.add_argument("--batch", default="1,8", help="--bench: batch sizes, comma-separated")
+    ap.add_argument("--tokens", type=int, default=512, help="--bench: tokens per row")
+    ap.add_argument("--iters", type=int, default=5, help="--bench: timed calls per setting")
+    ap.add_argument("--warmup", type=int, default=1, help="--bench: untimed calls first")
+    ap.add_argument("--threads", type=int, default=2, help="--bench: torch.set_num_threads")
+    ap.add_argument("--seed", type=int, default=0, help="--bench: seed of the random ids")
+    ap.add_argument("--check-inputs", help="--bench: also run the forward on these inputs ...")
+    ap.add_argument("--check-output", help="--bench: ... and write its logits here")
     args = ap.parse_args()
     torch.manual_seed(0)
     if args.check:
         sys.exit(0 if check_fixtures(args.check) else 1)
+    if args.bench or args.serve:
+        if not args.model_dir:
+            ap.error("--bench/--serve need --model-dir")
+        serve(args) if args.serve else bench(args)
+        return
     ap.print_help()
 
 

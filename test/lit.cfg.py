@@ -49,3 +49,16 @@ if (os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-cpu-runner"))
     config.substitutions.append(("%mlir_runner_utils", runner_utils))
     config.substitutions.append(("%mlir_c_runner_utils", c_runner_utils))
     config.substitutions.append(("%openblas", openblas))
+
+# `torch`: Debian's PyTorch (python3-torch) and numpy import, so the PyTorch
+# baseline of `bt-run bench` (bench/bt_torch.py) can run.
+import subprocess
+torch_python = "/usr/bin/python3"
+try:
+    if subprocess.run([torch_python, "-c", "import torch, numpy"],
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                      timeout=300).returncode == 0:
+        config.available_features.add("torch")
+        config.substitutions.append(("%torch_python", torch_python))
+except (OSError, subprocess.TimeoutExpired):
+    pass

@@ -2,7 +2,9 @@
 
 #include "bt/runtime/commands.h"
 
+#include <algorithm>
 #include <map>
+#include <set>
 #include <type_traits>
 #include <vector>
 
@@ -11,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "bt/runtime/bench.h"
 #include "bt/runtime/compare.h"
 #include "bt/runtime/config.h"
 #include "bt/runtime/safetensors.h"
@@ -72,6 +76,18 @@ std::string Usage(const std::string &prog) {
       "files against\n",
       "                                         tolerances (rtol: max|d| / max|ref|)"
       "\n",
+      "  bench [--device cpu] [--batch 1,8] [--seq-blocks N | --tokens N]\n"
+      "        [--iters K] [--warmup W] [--threads T] [--csv out.csv]\n"
+      "        [--baseline torch|none] [--torch-script bt_torch.py] [--python PATH]\n"
+      "        [--seed S] [--torch-malloc tuned|default]\n",
+      "                                         forward ('eval') throughput in "
+      "tokens/s per batch\n",
+      "                                         size (median of K calls after W "
+      "warmups; default\n",
+      "                                         batches 1,8, 512 tokens, K 5, W 1, "
+      "2 threads), side\n",
+      "                                         by side with the PyTorch baseline "
+      "bench/bt_torch.py\n",
       "\n",
       "The artifact is read from the end of this executable unless --artifact "
       "is given.\n");
@@ -424,6 +440,100 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
             << " is outside its tolerance\n";
         return 1;
       }
+    return 0;
+  }
+
+  if (cmd == "bench") {
+    BenchOptions opts;
+    std::vector<int64_t> batches = {1, 8};
+    int64_t tokens = 0, seq_blocks = 0;
+    for (; i < args.size(); ++i) {
+      const std::string &a = args[i];
+      if (a == "-h" || a == "--help") {
+        out << Usage(prog);
+        return 0;
+      }
+      static const std::set<std::string> kValued = {
+          "--device", "--batch", "--seq-blocks", "--tokens", "--iters",
+          "--warmup", "--threads", "--csv", "--baseline", "--torch-script",
+          "--python", "--seed", "--torch-malloc"};
+      if (!kValued.count(a))
+        return usage_error(absl::StrCat("bench: unexpected argument '", a, "'"));
+      if (i + 1 >= args.size())
+        return usage_error(absl::StrCat(a, " needs a value"));
+      const std::string v = args[++i];
+      int64_t n = 0;
+      if (a == "--device") {
+        opts.device = v;
+      } else if (a == "--batch") {
+        batches.clear();
+        for (absl::string_view b : absl::StrSplit(v, ',')) {
+          int64_t x = 0;
+          if (!absl::SimpleAtoi(b, &x) || x < 1)
+            return usage_error(absl::StrCat(
+                "--batch ", v, ": expected positive integers separated by commas"));
+          batches.push_back(x);
+        }
+      } else if (a == "--csv") {
+        opts.csv_path = v;
+      } else if (a == "--baseline") {
+        if (v != "torch" && v != "none")
+          return usage_error(absl::StrCat("--baseline ", v, ": expected torch or none"));
+        opts.baseline = v;
+      } else if (a == "--torch-script") {
+        opts.torch_script = v;
+      } else if (a == "--python") {
+        opts.python = v;
+      } else if (a == "--torch-malloc") {
+        if (v != "tuned" && v != "default")
+          return usage_error(absl::StrCat("--torch-malloc ", v, ": expected tuned or default"));
+        opts.torch_malloc = v;
+      } else if (!absl::SimpleAtoi(v, &n) || n < 0 ||
+                 (n == 0 && a != "--warmup" && a != "--seed")) {
+        return usage_error(absl::StrCat(a, " ", v, ": expected a ",
+                                        a == "--warmup" || a == "--seed"
+                                            ? "non-negative"
+                                            : "positive",
+                                        " integer"));
+      } else if (a == "--seq-blocks") {
+        seq_blocks = n;
+      } else if (a == "--tokens") {
+        tokens = n;
+      } else if (a == "--iters") {
+        opts.iters = static_cast<int>(n);
+      } else if (a == "--warmup") {
+        opts.warmup = static_cast<int>(n);
+      } else if (a == "--threads") {
+        opts.threads = static_cast<int>(n);
+      } else if (a == "--seed") {
+        opts.seed = static_cast<uint64_t>(n);
+      }
+    }
+    if (tokens > 0 && seq_blocks > 0)
+      return usage_error("bench: give --seq-blocks or --tokens, not both");
+    auto model = Model::Open(artifact);
+    if (!model.ok()) {
+      err << prog << ": " << model.status().message() << "\n";
+      return 1;
+    }
+    const proto::ModelConfig &config = (*model)->config();
+    const int64_t L = config.kind() == proto::ModelConfig::VANILLA
+                          ? 1
+                          : std::max<int64_t>(config.block_length(), 1);
+    if (seq_blocks > 0)
+      tokens = seq_blocks * L;
+    else if (tokens == 0)
+      tokens = (512 + L - 1) / L * L; // 512 tokens (128 blocks at L_B = 4)
+    absl::StatusOr<std::vector<BenchSetting>> settings =
+        ForwardSettings(config, batches, tokens);
+    if (!settings.ok())
+      return usage_error(std::string(settings.status().message()));
+    opts.settings = std::move(*settings);
+    absl::Status s = RunBenchCommand(**model, opts, out, err);
+    if (!s.ok()) {
+      err << prog << ": " << s.message() << "\n";
+      return 1;
+    }
     return 0;
   }
 

@@ -24,12 +24,20 @@ namespace {
 /// Kernels malloc their temporaries and outputs (docs/abi.md) and free them
 /// before returning; with glibc's defaults every large buffer is a fresh
 /// mmap (page faults on each call, ~1.6x slower forwards measured on a
-/// 2-layer D=1024 stack) and a trimmed heap. Keep large blocks in the heap.
+/// 2-layer D=1024 stack) and a trimmed heap. Keep large blocks in the heap:
+///  - M_MMAP_MAX 0: never mmap. (glibc refuses an M_MMAP_THRESHOLD above
+///    HEAP_MAX_SIZE / 2 = 32 MiB, so a threshold cannot keep e.g. the
+///    817 MiB logits of a batch-8 forward of block_main_b4_5 off mmap.)
+///  - M_TRIM_THRESHOLD -1 (glibc stores it as size_t: SIZE_MAX): never give
+///    the top of the heap back, so the next call finds its pages mapped (a
+///    1 GiB threshold was below the 2 GiB that batch-8 forward frees at its
+///    end: ~470k page faults per call, ~40% of its time in the kernel).
+/// Memory stays at the peak of the largest call, as with a caching allocator.
 void TuneMallocForKernels() {
   static std::once_flag once;
   std::call_once(once, [] {
-    mallopt(M_MMAP_THRESHOLD, 1 << 30);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, -1);
   });
 }
 

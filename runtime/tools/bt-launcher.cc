@@ -6,6 +6,7 @@
 //
 //   ./model info
 //   ./model eval --inputs inputs.safetensors -o outputs.safetensors
+//   ./model bench --batch 1,8 --tokens 512 [--baseline none]
 //
 // The commands live in the runtime library (bt/runtime/commands.h).
 //

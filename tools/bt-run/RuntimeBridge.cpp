@@ -10,6 +10,7 @@
 #include "bt/runtime/checkpoint.h"
 #include "bt/runtime/commands.h"
 #include "bt/runtime/config.h"
+#include "bt/runtime/safetensors.h"
 #include "bt/runtime/tensor.h"
 #include "bt/runtime/tokenizer.h"
 
@@ -106,9 +107,6 @@ std::unique_ptr<Model> loadModel(const CheckpointPaths &paths, bool withWeights,
     error = std::string(config.status().message());
     return nullptr;
   }
-  std::unique_ptr<Model> model = fromConfig(*config);
-  if (!withWeights)
-    return model;
   std::string weights = paths.weightsPath;
   if (weights.empty()) {
     // The weights sit next to the config: dir/model.safetensors.
@@ -123,14 +121,38 @@ std::unique_ptr<Model> loadModel(const CheckpointPaths &paths, bool withWeights,
         weights = beside + "/model.safetensors";
     }
   }
+  if (!withWeights) {
+    // The dtype of the weights file, from its header (no data is read).
+    std::unique_ptr<Model> model = fromConfig(*config);
+    if (exists(weights)) {
+      absl::StatusOr<rt::SafetensorsFile> f = rt::SafetensorsFile::Open(weights);
+      if (f.ok()) {
+        for (const ParamSpec &p : rt::ExpectedParams(*config))
+          if (const rt::SafetensorsEntry *e = f->Find(p.name)) {
+            model->impl->config.set_checkpoint_dtype(e->dtype);
+            break;
+          }
+      }
+    }
+    return model;
+  }
   absl::StatusOr<rt::Checkpoint> ckpt = rt::LoadCheckpoint(*config, {weights});
   if (!ckpt.ok()) {
     error = std::string(ckpt.status().message());
     return nullptr;
   }
+  // The file, not the config's training precision, says what the weights are.
+  if (ckpt->file_dtype != proto::DTYPE_UNSPECIFIED)
+    config->set_checkpoint_dtype(ckpt->file_dtype);
+  std::unique_ptr<Model> model = fromConfig(*config);
   model->impl->weights = std::move(ckpt->weights);
   model->impl->paramNames = std::move(ckpt->param_names);
   model->impl->notices = std::move(ckpt->notices);
+  if (ckpt->file_dtype != proto::F32 &&
+      ckpt->file_dtype != proto::DTYPE_UNSPECIFIED)
+    model->impl->notices.push_back(
+        weights + " holds " + rt::DTypeName(ckpt->file_dtype) +
+        " weights; converted to f32 at load (the CPU target computes in f32)");
   model->impl->hasWeights = true;
   return model;
 }
@@ -142,6 +164,7 @@ std::unique_ptr<Model> randomModel(const std::string &configPath,
     error = std::string(config.status().message());
     return nullptr;
   }
+  config->set_checkpoint_dtype(proto::F32); // what we generate
   std::unique_ptr<Model> model = fromConfig(*config);
   std::mt19937_64 rng(seed);
   const double contextWidth = static_cast<double>(config->block_decoder().hidden_size());

@@ -11,6 +11,10 @@
 //   bt-run info <checkpoint|artifact|executable>
 //   bt-run plan <checkpoint|--config FILE> [--memory 80GiB] [--prompt 2048]
 //               [--gen 128] [--batch N] [--dtype f32|bf16|f16]
+//   bt-run bench [--device cpu] <checkpoint|artifact|executable | --config C
+//                --random-init> [--batch 1,8] [--seq-blocks N | --tokens N]
+//                [--iters K] [--warmup W] [--threads T] [--csv OUT]
+//                [--baseline torch|none]
 //
 // A checkpoint is a directory with the official trainer YAML (config.yaml)
 // or a resolved config.json, and model.safetensors (official tensor names);
@@ -45,6 +49,8 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Timer.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -146,14 +152,53 @@ cl::opt<std::string> memoryBudget(
     cl::cat(btCategory));
 cl::opt<int64_t> genTokens("gen", cl::desc("plan: tokens to generate"),
                            cl::init(128), cl::cat(btCategory));
-cl::opt<int64_t> planBatch("batch",
-                           cl::desc("plan: a batch size to check against --memory"),
-                           cl::init(0), cl::cat(btCategory));
 cl::opt<std::string> planDType(
     "dtype",
     cl::desc("plan: element type of weights and caches: f32 (the compiled "
              "IR's, default), bf16, f16"),
     cl::init("f32"), cl::cat(btCategory));
+
+// bench (options of the runtime's bench command, bt/runtime/bench.h).
+cl::opt<std::string> device("device", cl::desc("bench: device (cpu)"),
+                            cl::init("cpu"), cl::cat(btCategory));
+cl::opt<std::string> batches(
+    "batch",
+    cl::desc("bench: batch sizes, comma-separated (default 1,8); plan: one "
+             "batch size to check against --memory"),
+    cl::init("1,8"), cl::cat(btCategory));
+cl::opt<unsigned> seqBlocks("seq-blocks",
+                            cl::desc("bench: blocks per row (tokens = N * L_B)"),
+                            cl::init(0), cl::cat(btCategory));
+cl::opt<unsigned> tokens("tokens",
+                         cl::desc("bench: tokens per row (a multiple of L_B; "
+                                  "default 512)"),
+                         cl::init(0), cl::cat(btCategory));
+cl::opt<unsigned> iters("iters", cl::desc("bench: timed calls per setting"),
+                        cl::init(5), cl::cat(btCategory));
+cl::opt<unsigned> warmup("warmup", cl::desc("bench: untimed calls first"),
+                         cl::init(1), cl::cat(btCategory));
+// bench --threads N: BLAS/intra-op threads of bt and of the PyTorch
+// baseline. libLLVM already registers a (hidden) `threads` option, so this
+// one is taken out of argv before LLVM's parser sees it (takeThreadsOption).
+unsigned threads = 2;
+cl::opt<std::string> csvPath("csv", cl::desc("bench: write the results as CSV"),
+                             cl::value_desc("path"), cl::cat(btCategory));
+cl::opt<std::string> baseline("baseline",
+                              cl::desc("bench: torch (bench/bt_torch.py, same "
+                                       "weights and threads) or none"),
+                              cl::init("torch"), cl::cat(btCategory));
+cl::opt<std::string> torchScript(
+    "torch-script", cl::desc("bench: the PyTorch baseline script"),
+    cl::init(BT_SOURCE_DIR "/bench/bt_torch.py"), cl::cat(btCategory));
+cl::opt<std::string> torchMalloc(
+    "torch-malloc",
+    cl::desc("bench: glibc malloc of the PyTorch baseline: tuned (as bt's "
+             "runtime: no mmap, no trim) or default"),
+    cl::init("tuned"), cl::cat(btCategory));
+cl::opt<std::string> pythonPath(
+    "python", cl::desc("bench: Python with torch for the baseline (default "
+                       "/usr/bin/python3, or $BT_PYTHON)"),
+    cl::cat(btCategory));
 
 constexpr const char *kUsage =
     "bt-run: compile and run Block Transformer checkpoints\n\n"
@@ -167,7 +212,12 @@ constexpr const char *kUsage =
     "         [--official-generate-positions] [--ignore-eos]\n"
     "  bt-run info <checkpoint|artifact|executable>\n"
     "  bt-run plan <checkpoint|--config FILE> [--memory 80GiB] [--prompt 2048]"
-    " [--gen 128] [--batch N] [--dtype f32|bf16|f16]\n";
+    " [--gen 128] [--batch N] [--dtype f32|bf16|f16]\n"
+    "  bt-run bench [--device cpu] <checkpoint|artifact|executable | --config C "
+    "--random-init>\n"
+    "               [--batch 1,8] [--seq-blocks N | --tokens N] [--iters K] "
+    "[--warmup W]\n"
+    "               [--threads T (default 2)] [--csv OUT] [--baseline torch|none]\n";
 
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "bt-run") << message << "\n";
@@ -374,8 +424,9 @@ std::string temporaryArtifact() {
 }
 
 int runOnModel(MLIRContext &context, const std::string &input,
-               const std::vector<std::string> &launcherArgs, const char *argv0) {
-  if (bt::bridge::isArtifact(input))
+               const std::vector<std::string> &launcherArgs, const char *argv0,
+               bool progress = false) {
+  if (!input.empty() && bt::bridge::isArtifact(input))
     return bt::bridge::runLauncher(input, launcherArgs);
   std::unique_ptr<bt::bridge::Model> model = loadModel(input, true);
   if (!model)
@@ -383,10 +434,19 @@ int runOnModel(MLIRContext &context, const std::string &input,
   std::string artifact = temporaryArtifact();
   if (artifact.empty())
     return fail("cannot create a temporary file");
-  int rc = failed(compile(context, *model, "artifact", artifact, argv0,
-                          /*thisMachine=*/true))
-               ? 1
-               : bt::bridge::runLauncher(artifact, launcherArgs);
+  if (progress)
+    llvm::errs() << "bt-run: compiling " << model->spec().name
+                 << " for this machine ... ";
+  llvm::TimeRecord start = llvm::TimeRecord::getCurrentTime(true);
+  bool ok = succeeded(compile(context, *model, "artifact", artifact, argv0,
+                              /*thisMachine=*/true));
+  if (progress && ok)
+    llvm::errs() << llvm::format(
+        "done (%.1f s)\n",
+        llvm::TimeRecord::getCurrentTime(false).getWallTime() -
+            start.getWallTime());
+  model.reset(); // the weights now live in the artifact
+  int rc = !ok ? 1 : bt::bridge::runLauncher(artifact, launcherArgs);
   llvm::sys::fs::remove(artifact);
   return rc;
 }
@@ -402,6 +462,11 @@ int plan(MLIRContext &context, const std::string &input) {
     return usage("plan: --prompt takes one token count, e.g. --prompt 2048");
   request.promptTokens = promptTokens;
   request.genTokens = genTokens;
+  // `--batch` is shared with bench (a list there); plan takes one size.
+  int64_t planBatch = 0;
+  if (batches.getNumOccurrences() &&
+      llvm::StringRef(batches).getAsInteger(10, planBatch))
+    return usage("plan: --batch takes one batch size, e.g. --batch 64");
   request.batch = planBatch;
   if (promptTokens < 0 || genTokens < 0 || planBatch < 0)
     return usage("--prompt, --gen and --batch must be >= 0");
@@ -426,10 +491,46 @@ int plan(MLIRContext &context, const std::string &input) {
   return 0;
 }
 
+/// Removes `--threads N` / `--threads=N` (also with one dash) from the
+/// arguments into `threads`. Returns false (after a message) on a bad value.
+bool takeThreadsOption(int &argc, char **argv) {
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef a = argv[i];
+    if (a == "--") {
+      for (; i < argc; ++i)
+        argv[out++] = argv[i];
+      break;
+    }
+    llvm::StringRef value;
+    if (a == "--threads" || a == "-threads") {
+      if (i + 1 >= argc) {
+        usage("--threads needs a value");
+        return false;
+      }
+      value = argv[++i];
+    } else if (a.consume_front("--threads=") || a.consume_front("-threads=")) {
+      value = a;
+    } else {
+      argv[out++] = argv[i];
+      continue;
+    }
+    if (value.getAsInteger(10, threads) || threads == 0) {
+      usage("--threads " + value + ": expected a positive integer");
+      return false;
+    }
+  }
+  argc = out;
+  argv[argc] = nullptr;
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  if (!takeThreadsOption(argc, argv))
+    return 2;
   // Named so that --mlir-print-ir-after=<pass> and friends can refer to them.
   bt::registerBTTransformsPasses();
   bt::registerBTCodegenPasses();
@@ -442,12 +543,14 @@ int main(int argc, char **argv) {
   if (positional.empty())
     return usage("missing command");
   std::string command = positional[0];
-  // `plan --config FILE` needs no checkpoint.
-  bool configOnly =
-      command == "plan" && positional.size() == 1 && !configPath.empty();
-  if (positional.size() != 2 && !configOnly)
+  std::string input;
+  if (positional.size() == 1 && !configPath.empty()) {
+    // --config C [--random-init] [--weights W]: the config names the model.
+  } else if (positional.size() != 2) {
     return usage("'" + command + "' takes exactly one input");
-  std::string input = configOnly ? std::string(configPath) : positional[1];
+  } else {
+    input = positional[1];
+  }
 
   DialectRegistry registry;
   registry.insert<bt::BTDialect>();
@@ -507,6 +610,31 @@ int main(int argc, char **argv) {
       return usage("--tokenizer applies when compiling a checkpoint; " + input +
                    " is already compiled");
     return runOnModel(context, input, args, argv[0]);
+  }
+  if (command == "bench") {
+    std::vector<std::string> args = {
+        "bench",       "--device",  device,
+        "--batch",     batches,     "--iters",
+        std::to_string(iters),      "--warmup",
+        std::to_string(warmup),     "--threads",
+        std::to_string(threads),    "--baseline",
+        baseline,      "--torch-script", torchScript,
+        "--seed",      std::to_string(seed),
+        "--torch-malloc", torchMalloc};
+    if (seqBlocks && tokens)
+      return usage("bench: give --seq-blocks or --tokens, not both");
+    if (seqBlocks)
+      args.insert(args.end(), {"--seq-blocks", std::to_string(seqBlocks)});
+    if (tokens)
+      args.insert(args.end(), {"--tokens", std::to_string(tokens)});
+    if (!csvPath.empty())
+      args.insert(args.end(), {"--csv", csvPath});
+    if (!pythonPath.empty())
+      args.insert(args.end(), {"--python", pythonPath});
+    if (device != "cpu")
+      return fail("bench --device " + device +
+                  ": only 'cpu' is implemented in this version");
+    return runOnModel(context, input, args, argv[0], /*progress=*/true);
   }
   if (command == "info") {
     if (bt::bridge::isArtifact(input))

@@ -7,6 +7,7 @@
 //   ./model eval --inputs inputs.safetensors -o outputs.safetensors
 //   ./model generate --inputs prompt.safetensors --max-new-tokens 32 -o out.safetensors
 //   ./model generate --prompt "In the beginning" --temperature 0.8 --top-p 0.95
+//   ./model bench [--batch 1,8] [--tokens 512] [--baseline torch|none] ...
 //
 //===----------------------------------------------------------------------===//
 
@@ -88,7 +89,14 @@ absl::Status RunGenerateCommand(const Model &model,
 ///   <prog> [--artifact <path>] info
 ///   <prog> [--artifact <path>] eval --inputs <file> -o|--output <file>
 ///   <prog> [--artifact <path>] generate ... (ParseGenerateArgs)
-///   <prog> compare <actual> <reference> --check ...
+///   <prog> [--artifact <path>] compare <actual> <reference> --check ...
+///   <prog> [--artifact <path>] bench [--device cpu] [--batch 1,8]
+///          [--seq-blocks N | --tokens N] [--iters K] [--warmup W]
+///          [--threads T] [--csv F] [--baseline torch|none]
+///          [--torch-script F] [--python F] [--seed S]
+///          [--torch-malloc tuned|default]
+///          (RunBenchCommand, bt/runtime/bench.h; default 512 tokens per
+///          row, batches 1 and 8, 5 timed calls after 1 warmup, 2 threads)
 ///   <prog> --help
 /// opens the model (default artifact: /proc/self/exe) and runs the command.
 /// Returns 0 on success, 1 on a runtime error (message on `err`), 2 on a
