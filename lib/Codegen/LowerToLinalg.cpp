@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Attention.h"
 #include "bt/Codegen/Passes.h"
 #include "bt/Dialect/BT/IR/BTDialect.h"
 #include "bt/Dialect/BT/IR/BTOps.h"
@@ -499,7 +500,13 @@ public:
   /// softmax updates in place (scores → exp → probabilities) and writes its
   /// [S, hd] result into the output slice. Peak scratch is one head's scores
   /// instead of [G, S, S] tensors.
-  Value attention(Value q, Value k, Value v, Value mask, double scale) {
+  ///
+  /// With `headMajorKV` (a KV cache, bt-lower-kv-caches), k and v are
+  /// [batch..., H, Sk, hd] with Sk ≥ S keys, `mask` is [batch..., Sk], and
+  /// query s sits at position Sk - S + s: it attends keys t ≤ Sk - S + s
+  /// (HF with past keys/values).
+  Value attention(Value q, Value k, Value v, Value mask, double scale,
+                  bool headMajorKV = false) {
     RankedTensorType qt = tensorTypeOf(q);
     unsigned n = qt.getRank();
     unsigned nb = n - 3;
@@ -526,6 +533,19 @@ public:
         ct);
     int64_t sStatic = qt.getDimSize(nb);
     auto headType = RankedTensorType::get({sStatic, qt.getDimSize(nb + 2)}, elt);
+    // Keys: Sk = S unless the keys come from a cache.
+    OpFoldResult kseq = seq;
+    int64_t skStatic = sStatic;
+    Value causalOffset; // Sk - S, null when Sk = S
+    if (headMajorKV) {
+      RankedTensorType kt = tensorTypeOf(k);
+      kseq = sizes(k)[nb + 1];
+      skStatic = kt.getDimSize(nb + 1);
+      causalOffset = b.create<arith::SubIOp>(
+          loc, getValueOrCreateConstantIndexOp(b, loc, kseq),
+          getValueOrCreateConstantIndexOp(b, loc, seq));
+    }
+    auto kHeadType = RankedTensorType::get({skStatic, qt.getDimSize(nb + 2)}, elt);
 
     auto loop = b.create<scf::ForOp>(
         loc, zero, g, one, ValueRange{init},
@@ -555,8 +575,20 @@ public:
             return lb.create<tensor::ExtractSliceOp>(l, headType, t, offsets,
                                                      sliceSizes, strides);
           };
-          Value qh = head(q), kh = head(k), vh = head(v);
-          Value scoresInit = e.filledF({seq, seq}, elt, 0.0);
+          // Slices [b.., h, :, :] of head-major keys / values.
+          auto kvHead = [&](Value t) -> Value {
+            if (!headMajorKV)
+              return head(t);
+            SmallVector<OpFoldResult> kOff(offsets.begin(), offsets.begin() + nb);
+            SmallVector<OpFoldResult> kSizes(sliceSizes.begin(),
+                                             sliceSizes.begin() + nb);
+            kOff.append({h, lb.getIndexAttr(0), lb.getIndexAttr(0)});
+            kSizes.append({lb.getIndexAttr(1), kseq, hd});
+            return lb.create<tensor::ExtractSliceOp>(l, kHeadType, t, kOff,
+                                                     kSizes, strides);
+          };
+          Value qh = head(q), kh = kvHead(k), vh = kvHead(v);
+          Value scoresInit = e.filledF({seq, kseq}, elt, 0.0);
           Value scores = lb.create<linalg::MatmulTransposeBOp>(
                               l, TypeRange{scoresInit.getType()}, ValueRange{qh, kh},
                               ValueRange{scoresInit})
@@ -566,9 +598,9 @@ public:
             SmallVector<OpFoldResult> mOff(offsets.begin(), offsets.begin() + nb);
             SmallVector<OpFoldResult> mSizes(sliceSizes.begin(), sliceSizes.begin() + nb);
             mOff.push_back(lb.getIndexAttr(0));
-            mSizes.push_back(seq);
+            mSizes.push_back(kseq);
             SmallVector<OpFoldResult> mStrides(nb + 1, lb.getIndexAttr(1));
-            auto mt = RankedTensorType::get({sStatic},
+            auto mt = RankedTensorType::get({skStatic},
                                             tensorTypeOf(mask).getElementType());
             maskRow = lb.create<tensor::ExtractSliceOp>(l, mt, mask, mOff, mSizes,
                                                         mStrides);
@@ -588,6 +620,8 @@ public:
             Value x = bb.create<arith::MulFOp>(ll, ext(bb, ll, score, ct), sc);
             Value si = bb.create<linalg::IndexOp>(ll, 0);
             Value ti = bb.create<linalg::IndexOp>(ll, 1);
+            if (causalOffset)
+              si = bb.create<arith::AddIOp>(ll, si, causalOffset);
             Value causal = bb.create<arith::CmpIOp>(ll, arith::CmpIPredicate::ule, ti, si);
             x = bb.create<arith::SelectOp>(ll, causal, x, minV);
             if (maskV) {
@@ -633,8 +667,8 @@ public:
           eIns.push_back(rowMax);
           eMaps.push_back(rowMap);
           eMaps.push_back(id2);
-          Value eInit = inPlace ? scores : e.empty({seq, seq}, ct);
-          auto fullType = RankedTensorType::get({sStatic, sStatic}, ct);
+          Value eInit = inPlace ? scores : e.empty({seq, kseq}, ct);
+          auto fullType = RankedTensorType::get({sStatic, skStatic}, ct);
           Value ex = e.generic(
               fullType, eIns, eInit, eMaps, iterators(2, 0),
               [&](OpBuilder &bb, Location ll, ValueRange a) {
@@ -665,7 +699,7 @@ public:
                 bb.create<linalg::YieldOp>(
                     ll, bb.create<arith::DivFOp>(ll, onef, a[0]).getResult());
               })[0];
-          auto probType = RankedTensorType::get({sStatic, sStatic}, elt);
+          auto probType = RankedTensorType::get({sStatic, skStatic}, elt);
           Value probs;
           if (inPlace) {
             probs = e.generic(probType, rowInv, ex, {rowMap, id2}, iterators(2, 0),
@@ -674,7 +708,7 @@ public:
                                     ll, bb.create<arith::MulFOp>(ll, a[1], a[0]).getResult());
                               })[0];
           } else {
-            probs = e.generic(probType, ValueRange{ex, rowInv}, e.empty({seq, seq}, elt),
+            probs = e.generic(probType, ValueRange{ex, rowInv}, e.empty({seq, kseq}, elt),
                               {id2, rowMap, id2}, iterators(2, 0),
                               [&](OpBuilder &bb, Location ll, ValueRange a) {
                                 Value p = bb.create<arith::MulFOp>(ll, a[0], a[1]);
@@ -883,7 +917,9 @@ struct LowerToLinalgPass
     tables.clear();
     SmallVector<Operation *> work;
     getOperation()->walk([&](Operation *op) {
-      if (!isa<BTDialect>(op->getDialect()) || isa<ParamOp, ParamRefOp>(op))
+      // bt.sample is bufferized into a call of the runtime's sampler.
+      if (!isa<BTDialect>(op->getDialect()) ||
+          isa<ParamOp, ParamRefOp, SampleOp>(op))
         return;
       work.push_back(op);
     });
@@ -900,3 +936,9 @@ struct LowerToLinalgPass
 };
 
 } // namespace
+
+Value bt::emitCachedAttention(OpBuilder &b, Location loc, Value q, Value k,
+                              Value v, Value keyMask, double scale) {
+  Emitter e(b, loc);
+  return e.attention(q, k, v, keyMask, scale, /*headMajorKV=*/true);
+}

@@ -51,7 +51,9 @@
 using namespace mlir;
 
 void bt::buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options) {
-  // Layer-level bt → linalg on tensors; weights become leading arguments.
+  // KV caches → destination-passing tensors; layer-level bt → linalg on
+  // tensors; weights become leading arguments.
+  pm.addPass(createBTLowerKVCaches());
   pm.addPass(createBTLowerToLinalg());
   pm.addPass(createBTParamsToArguments());
   pm.addPass(createBTMarkEntryPoints());
@@ -73,6 +75,12 @@ void bt::buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options) 
   bufferization.setFunctionBoundaryTypeConversion(
       bufferization::LayoutMapOption::IdentityLayoutMap);
   pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+  // In-out arguments (KV caches) were updated in place: drop their results.
+  pm.addPass(createBTDropInOutResults());
+  // CSE makes the subviews of a tensor.insert_slice's in-place copy
+  // identical, and canonicalization then removes these self-copies.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
@@ -139,6 +147,7 @@ void bt::registerCPUCodegenDialects(DialectRegistry &registry) {
   scf::registerBufferDeallocationOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerSubsetOpInterfaceExternalModels(registry);
+  registerBTCodegenInterfaceModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
 }
