@@ -75,8 +75,30 @@ public:
 private:
   LogicalResult checkStructure();
   void lowerArguments();
+  LogicalResult lowerBlock(Block &block);
   LogicalResult lowerOp(Operation *op);
+  LogicalResult lowerFor(scf::ForOp loop);
+  LogicalResult lowerYield(scf::YieldOp yield);
   LogicalResult lowerReturn(func::ReturnOp ret);
+  /// The values a cache is carried as through a loop: storage, flags and
+  /// one fill length per layer.
+  SmallVector<Value> carried(Location l, const Cache &c) {
+    SmallVector<Value> v = {c.kv, c.flags};
+    for (OpFoldResult len : c.len)
+      v.push_back(idx(l, len));
+    return v;
+  }
+  /// The cache whose carried values (see carried()) start at `values[0]`,
+  /// with the type, sizes and argument ties of `like`.
+  Cache fromCarried(const Cache &like, ValueRange values) {
+    Cache c = like;
+    c.kv = values[0];
+    c.flags = values[1];
+    for (unsigned i = 0; i < c.len.size(); ++i)
+      c.len[i] = values[2 + i];
+    c.flagsWritten.clear();
+    return c;
+  }
 
   Value idx(Location l, OpFoldResult v) {
     return getValueOrCreateConstantIndexOp(b, l, v);
@@ -138,16 +160,22 @@ LogicalResult Lowering::checkStructure() {
                      llvm::any_of(op->getResultTypes(), isCacheType);
     if (!usesCache)
       return WalkResult::advance();
-    if (op->getBlock() != entry) {
-      op->emitOpError()
-          << "uses a KV cache outside the entry block of its function; "
-             "bt-lower-kv-caches supports straight-line cache code only";
-      return WalkResult::interrupt();
+    // The entry block, or the bodies of scf.for ops nested in it.
+    for (Block *block = op->getBlock(); block != entry;
+         block = block->getParentOp()->getBlock()) {
+      if (!isa<scf::ForOp>(block->getParentOp())) {
+        op->emitOpError()
+            << "uses a KV cache inside a '"
+            << block->getParentOp()->getName()
+            << "'; bt-lower-kv-caches supports straight-line cache code and "
+               "scf.for loops only";
+        return WalkResult::interrupt();
+      }
     }
     if (!isa<KVAllocOp, KVAppendOp, KVAttendOp, KVLengthOp, KVReleaseOp,
-             func::ReturnOp>(op)) {
+             func::ReturnOp, scf::ForOp, scf::YieldOp>(op)) {
       op->emitOpError() << "uses a KV cache; bt-lower-kv-caches handles only "
-                           "the KV-cache ops and func.return (run "
+                           "the KV-cache ops, scf.for and func.return (run "
                            "bt-decompose first)";
       return WalkResult::interrupt();
     }
@@ -413,6 +441,91 @@ LogicalResult Lowering::lowerOp(Operation *op) {
   }
   if (auto ret = dyn_cast<func::ReturnOp>(op))
     return lowerReturn(ret);
+  if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    if (llvm::any_of(loop.getInitArgs().getTypes(), isCacheType))
+      return lowerFor(loop);
+    // Cache reads inside a loop that carries no cache.
+    return lowerBlock(*loop.getBody());
+  }
+  if (auto yield = dyn_cast<scf::YieldOp>(op))
+    return lowerYield(yield);
+  return success();
+}
+
+LogicalResult Lowering::lowerBlock(Block &block) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block)
+    ops.push_back(&op);
+  for (Operation *op : ops)
+    if (failed(lowerOp(op)))
+      return failure();
+  return success();
+}
+
+LogicalResult Lowering::lowerFor(scf::ForOp loop) {
+  Location l = loop.getLoc();
+  b.setInsertionPoint(loop);
+  // Expanded init values; for each old iter arg, its first new position.
+  SmallVector<Value> inits;
+  SmallVector<unsigned> first;
+  for (Value init : loop.getInitArgs()) {
+    first.push_back(inits.size());
+    if (!isCache(init)) {
+      inits.push_back(init);
+      continue;
+    }
+    SmallVector<Value> v = carried(l, caches.lookup(init));
+    inits.append(v.begin(), v.end());
+  }
+  auto newLoop = b.create<scf::ForOp>(l, loop.getLowerBound(),
+                                      loop.getUpperBound(), loop.getStep(),
+                                      inits);
+  Block *body = newLoop.getBody();
+  // ForOp::build adds a terminator only without iter args.
+  if (!body->empty())
+    body->getTerminator()->erase();
+  Block *oldBody = loop.getBody();
+  loop.getInductionVar().replaceAllUsesWith(newLoop.getInductionVar());
+  for (auto [i, arg] : llvm::enumerate(loop.getRegionIterArgs())) {
+    ValueRange newArgs = newLoop.getRegionIterArgs();
+    if (!isCache(arg)) {
+      arg.replaceAllUsesWith(newArgs[first[i]]);
+      continue;
+    }
+    Cache init = caches.lookup(loop.getInitArgs()[i]);
+    caches[arg] = fromCarried(
+        init, newArgs.slice(first[i], 2 + init.type.getLayers()));
+  }
+  body->getOperations().splice(body->end(), oldBody->getOperations());
+  for (auto [i, res] : llvm::enumerate(loop.getResults())) {
+    if (!isCache(res)) {
+      res.replaceAllUsesWith(newLoop.getResult(first[i]));
+      continue;
+    }
+    Cache init = caches.lookup(loop.getInitArgs()[i]);
+    caches[res] = fromCarried(
+        init, newLoop.getResults().slice(first[i], 2 + init.type.getLayers()));
+  }
+  dead.push_back(loop);
+  return lowerBlock(*body);
+}
+
+LogicalResult Lowering::lowerYield(scf::YieldOp yield) {
+  if (!llvm::any_of(yield.getOperandTypes(), isCacheType))
+    return success();
+  Location l = yield.getLoc();
+  b.setInsertionPoint(yield);
+  SmallVector<Value> operands;
+  for (Value v : yield.getOperands()) {
+    if (!isCache(v)) {
+      operands.push_back(v);
+      continue;
+    }
+    SmallVector<Value> c = carried(l, caches.lookup(v));
+    operands.append(c.begin(), c.end());
+  }
+  b.create<scf::YieldOp>(l, operands);
+  dead.push_back(yield);
   return success();
 }
 
@@ -429,7 +542,7 @@ LogicalResult Lowering::lowerReturn(func::ReturnOp ret) {
       operands.push_back(v);
       continue;
     }
-    const Cache &c = caches[v];
+    Cache c = caches.lookup(v);
     if (c.kvArg)
       tied.push_back({static_cast<unsigned>(operands.size()), c.kvArg});
     operands.push_back(c.kv);
@@ -485,17 +598,17 @@ LogicalResult Lowering::run() {
   if (failed(checkStructure()))
     return failure();
   lowerArguments();
-  SmallVector<Operation *> ops;
-  for (Operation &op : fn.getBody().front())
-    ops.push_back(&op);
-  for (Operation *op : ops)
-    if (failed(lowerOp(op)))
-      return failure();
+  if (failed(lowerBlock(fn.getBody().front())))
+    return failure();
   for (Operation *op : llvm::reverse(dead)) {
-    // Cache results are used only by other (dead) cache ops by now.
+    // Cache values are used only by other (dead) cache ops by now.
     for (Value r : op->getResults())
       if (isCache(r))
         r.dropAllUses();
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument a : block.getArguments())
+          a.dropAllUses();
     op->erase();
   }
   dead.clear();

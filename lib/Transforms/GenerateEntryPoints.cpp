@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -326,68 +327,86 @@ LogicalResult Generator::buildDecodeTokens() {
   Value stepLogits =
       b.create<tensor::EmptyOp>(l, ArrayRef<int64_t>{kDyn, lb, v}, elt,
                                 ValueRange{batch});
-  Value prev; // the token sampled at the previous step, [B]
-  for (int64_t k = 0; k < lb; ++k) {
-    Location sl = loc(("decode_tokens.step" + std::to_string(k)));
-    // The embedding of one id per row, [B, 1, T].
-    auto embed = [&](Value ids1) -> Value {
-      return b.create<EmbeddingLookupOp>(sl, tensor({kDyn, 1, t}, elt), ids1,
-                                         paramRef(sl, embedName));
-    };
-    auto asColumn = [&](Value ids) -> Value {
-      return b.create<tensor::ExpandShapeOp>(
-          sl, tensor({kDyn, 1}, i64), ids,
-          ArrayRef<ReassociationIndices>{{0, 1}},
-          ArrayRef<OpFoldResult>{batch, one});
-    };
-    Value x, pos;
-    int64_t s;
-    if (!summation) {
-      if (k == 0) {
-        x = proj;
-        s = p;
-        pos = slice(sl, tensor({p}, i64), positions, {zero},
-                    {b.getIndexAttr(p)});
-      } else {
-        x = embed(asColumn(prev));
-        s = 1;
-        pos = slice(sl, tensor({1}, i64), positions,
-                    {b.getIndexAttr(p + k - 1)}, {one});
-      }
-    } else {
-      Value ids1;
-      if (k == 0) {
-        Value bos = b.create<arith::ConstantOp>(
-            sl, b.getI64IntegerAttr(static_cast<int64_t>(td.getBosTokenId())));
-        ids1 = b.create<tensor::SplatOp>(sl, bos, tensor({kDyn, 1}, i64),
-                                         ValueRange{batch});
-      } else {
-        ids1 = asColumn(prev);
-      }
-      Value e = embed(ids1);
-      Value ek = slice(sl, tensor({kDyn, 1, t}, elt), proj,
-                       {zero, b.getIndexAttr(k), zero},
-                       {batch, one, b.getIndexAttr(t)});
-      x = b.create<arith::AddFOp>(sl, e, ek);
-      s = 1;
-      pos = slice(sl, tensor({1}, i64), positions, {b.getIndexAttr(k)}, {one});
-    }
-    auto step = b.create<TokenDecoderStepOp>(
-        tdLoc, x.getType(), localType, x, pos, cache, td.getParams(), cfg);
-    cache = step.getResultCache();
+  // One step: the token decoder over `x` [B, S, T] at `pos` [S], then the
+  // LM head on its last position, sampling, and the outputs' column `k`
+  // (an index value). Returns the updated cache, tokens and step logits.
+  auto step = [&](Location sl, Value x, Value pos, int64_t s, Value cacheIn,
+                  OpFoldResult k, Value tokensIn, Value logitsIn) {
+    auto st = b.create<TokenDecoderStepOp>(tdLoc, x.getType(), localType, x,
+                                           pos, cacheIn, td.getParams(), cfg);
     // The last position predicts the next token.
-    Value h = step.getResult();
-    Value last = slice(sl, tensor({kDyn, t}, elt), h,
+    Value last = slice(sl, tensor({kDyn, t}, elt), st.getResult(),
                        {zero, b.getIndexAttr(s - 1), zero},
                        {batch, one, b.getIndexAttr(t)});
     Value logits = b.create<LMHeadOp>(loc("lm_head"), tensor({kDyn, v}, elt),
                                       last, model.lmHead.getWeightAttr());
     Value tok = b.create<SampleOp>(loc("sample"), tensor({kDyn}, i64), logits,
                                    sampler);
-    stepLogits = insert(sl, logits, stepLogits, {zero, b.getIndexAttr(k), zero},
-                        {batch, one, b.getIndexAttr(v)});
-    tokens = insert(sl, tok, tokens, {zero, b.getIndexAttr(k)}, {batch, one});
-    prev = tok;
+    Value logitsOut = insert(sl, logits, logitsIn, {zero, k, zero},
+                             {batch, one, b.getIndexAttr(v)});
+    Value tokensOut = insert(sl, tok, tokensIn, {zero, k}, {batch, one});
+    return std::make_tuple(st.getResultCache(), tokensOut, logitsOut);
+  };
+  // The embedding of one id per row [B, 1] → [B, 1, T].
+  auto embed = [&](Location sl, Value ids1) -> Value {
+    return b.create<EmbeddingLookupOp>(sl, tensor({kDyn, 1, t}, elt), ids1,
+                                       paramRef(sl, embedName));
+  };
+
+  // Step 0: the P prefix vectors (prefix), or E(bos) + e_0 (summation).
+  {
+    Location sl = loc("decode_tokens.step0");
+    Value x, pos;
+    int64_t s;
+    if (!summation) {
+      x = proj;
+      s = p;
+      pos = slice(sl, tensor({p}, i64), positions, {zero}, {b.getIndexAttr(p)});
+    } else {
+      Value bos = b.create<arith::ConstantOp>(
+          sl, b.getI64IntegerAttr(static_cast<int64_t>(td.getBosTokenId())));
+      Value ids1 = b.create<tensor::SplatOp>(sl, bos, tensor({kDyn, 1}, i64),
+                                             ValueRange{batch});
+      Value e0 = slice(sl, tensor({kDyn, 1, t}, elt), proj, {zero, zero, zero},
+                       {batch, one, b.getIndexAttr(t)});
+      x = b.create<arith::AddFOp>(sl, embed(sl, ids1), e0);
+      s = 1;
+      pos = slice(sl, tensor({1}, i64), positions, {zero}, {one});
+    }
+    std::tie(cache, tokens, stepLogits) =
+        step(sl, x, pos, s, cache, zero, tokens, stepLogits);
+  }
+
+  // Steps k = 1 .. L_B-1, one loop (the cache, tokens and step logits are
+  // carried): the embedding of token k-1 at positions[P + k - 1] (prefix),
+  // or E(t_{k-1}) + e_k at positions[k] (summation).
+  if (lb > 1) {
+    Location sl = loc("decode_tokens.steps");
+    Value lo = cidx(sl, 1), hi = cidx(sl, lb), st1 = cidx(sl, 1);
+    auto loop = b.create<scf::ForOp>(
+        sl, lo, hi, st1, ValueRange{cache, tokens, stepLogits},
+        [&](OpBuilder &nb, Location, Value k, ValueRange iter) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value km1 = b.create<arith::SubIOp>(sl, k, st1);
+          Value prev = slice(sl, tensor({kDyn, 1}, i64), iter[1], {zero, km1},
+                             {batch, one});
+          Value x = embed(sl, prev), pos;
+          if (!summation) {
+            Value at = b.create<arith::AddIOp>(sl, k, cidx(sl, p - 1));
+            pos = slice(sl, tensor({1}, i64), positions, {at}, {one});
+          } else {
+            Value ek = slice(sl, tensor({kDyn, 1, t}, elt), proj, {zero, k, zero},
+                             {batch, one, b.getIndexAttr(t)});
+            x = b.create<arith::AddFOp>(sl, x, ek);
+            pos = slice(sl, tensor({1}, i64), positions, {k}, {one});
+          }
+          auto [c1, t1, l1] = step(sl, x, pos, 1, iter[0], k, iter[1], iter[2]);
+          b.create<scf::YieldOp>(sl, ValueRange{c1, t1, l1});
+        });
+    cache = loop.getResult(0);
+    tokens = loop.getResult(1);
+    stepLogits = loop.getResult(2);
   }
   b.create<KVReleaseOp>(tdLoc, cache);
   b.create<func::ReturnOp>(loc("return"), ValueRange{tokens, stepLogits});

@@ -112,3 +112,39 @@ func.func @alloc_dynamic(%b: index, %c: index, %k: tensor<?x1x2x4xf32>) -> tenso
   bt.kv_release %g1 : !g
   return %o : tensor<?x1x2x4xf32>
 }
+
+// -----
+
+// A cache carried through scf.for (decode_tokens' steps): the loop carries the
+// storage, the flags and one fill length per layer; the body appends at the
+// carried length and yields the updated values.
+!l = !bt.kv_cache<local, batch = 2, layers = 1, heads = 2, capacity = 5, head_dim = 4, f32>
+
+// CHECK-LABEL: func.func @loop(
+// CHECK:         %[[KV0:.*]] = tensor.empty() : tensor<2x1x2x2x5x4xf32>
+// CHECK:         %[[KV1:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 0, 1, 0, 0, 0] [2, 1, 1, 2, 2, 4]
+// CHECK:         %[[F1:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [2, 2] [1, 1]
+// CHECK:         %[[R:.*]]:4 = scf.for %{{.*}} = %c1 to %c4 step %c1 iter_args(%[[KV:.*]] = %[[KV1]], %[[F:.*]] = %[[F1]], %[[LEN:.*]] = %c2, %[[ACC:.*]] = %{{.*}}) -> (tensor<2x1x2x2x5x4xf32>, tensor<2x5xi64>, index, tensor<2x1x2x4xf32>)
+// CHECK:           %[[END:.*]] = arith.addi %[[LEN]], %c1{{.*}} : index
+// CHECK:           cf.assert
+// CHECK:           %[[KVA:.*]] = tensor.insert_slice %{{.*}} into %[[KV]][0, 0, 0, 0, %[[LEN]], 0] [2, 1, 1, 2, 1, 4]
+// CHECK:           %[[KVB:.*]] = tensor.insert_slice %{{.*}} into %[[KVA]][0, 0, 1, 0, %[[LEN]], 0] [2, 1, 1, 2, 1, 4]
+// CHECK:           %[[FA:.*]] = tensor.insert_slice %{{.*}} into %[[F]][0, %[[LEN]]] [2, 1] [1, 1]
+// CHECK:           tensor.extract_slice %[[KVB]][0, 0, 0, 0, 0, 0] [2, 1, 1, 2, %[[END]], 4] [1, 1, 1, 1, 1, 1] : tensor<2x1x2x2x5x4xf32> to tensor<2x2x?x4xf32>
+// CHECK:           %[[O:.*]] = scf.for
+// CHECK:           scf.yield %[[KVB]], %[[FA]], %[[END]], %[[O]] : tensor<2x1x2x2x5x4xf32>, tensor<2x5xi64>, index, tensor<2x1x2x4xf32>
+// CHECK:         return %[[R]]#3
+func.func @loop(%x: tensor<2x2x2x4xf32>, %y: tensor<2x1x2x4xf32>) -> tensor<2x1x2x4xf32> {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c0 = bt.kv_alloc : !l
+  %c0a = bt.kv_append %c0[0], %x, %x : !l, tensor<2x2x2x4xf32>
+  %r:2 = scf.for %i = %c1 to %c4 step %c1 iter_args(%c = %c0a, %acc = %y) -> (!l, tensor<2x1x2x4xf32>) {
+    %cn = bt.kv_append %c[0], %acc, %acc : !l, tensor<2x1x2x4xf32>
+    %o = bt.kv_attend %acc, %cn[0] scale 5.000000e-01 : tensor<2x1x2x4xf32>, !l -> tensor<2x1x2x4xf32>
+    scf.yield %cn, %o : !l, tensor<2x1x2x4xf32>
+  }
+  bt.kv_release %r#0 : !l
+  return %r#1 : tensor<2x1x2x4xf32>
+}
+

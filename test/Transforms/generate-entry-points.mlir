@@ -114,27 +114,27 @@ module {
 // CHECK:         %[[T0:.*]] = bt.sample %[[L0]], %[[S]] : tensor<?x16xf32> -> tensor<?xi64>
 // CHECK:         %[[LOGS1:.*]] = tensor.insert_slice %[[L0]] into %[[LOGS0]][0, 0, 0] [%[[B]], 1, 16]
 // CHECK:         %[[TOKS1:.*]] = tensor.insert_slice %[[T0]] into %[[TOKS0]][0, 0] [%[[B]], 1]
-// Step 1: token 0 at positions[2].
-// CHECK:         %[[I1:.*]] = tensor.expand_shape %[[T0]] {{\[}}[0, 1]] output_shape [%[[B]], 1] : tensor<?xi64> into tensor<?x1xi64>
-// CHECK:         %[[E1:.*]] = bt.embedding_lookup %[[I1]], %{{.*}} : tensor<?x1xi64>, tensor<16x8xf32> -> tensor<?x1x8xf32>
-// CHECK:         %[[P1:.*]] = tensor.extract_slice %[[POS]][2] [1] [1] : tensor<5xi64> to tensor<1xi64>
-// CHECK:         %[[H1:.*]], %[[C2:.*]] = bt.token_decoder_step %[[E1]], %[[P1]] cache %[[C1]]
-// CHECK:         %[[T1:.*]] = bt.sample
-// CHECK:         tensor.insert_slice %{{.*}} into %[[LOGS1]][0, 1, 0]
-// CHECK:         tensor.insert_slice %[[T1]] into %[[TOKS1]][0, 1]
-// CHECK:         tensor.extract_slice %[[POS]][3] [1] [1]
-// CHECK:         bt.token_decoder_step {{.*}} cache %[[C2]]
-// CHECK:         tensor.extract_slice %[[POS]][4] [1] [1]
-// CHECK:         %{{.*}}, %[[C4:.*]] = bt.token_decoder_step
-// CHECK:         %[[L3:.*]] = bt.lm_head
-// CHECK:         %[[T3:.*]] = bt.sample %[[L3]], %[[S]]
-// CHECK:         %[[LOGS:.*]] = tensor.insert_slice %[[L3]] into %{{.*}}[0, 3, 0]
-// CHECK:         %[[TOKS:.*]] = tensor.insert_slice %[[T3]] into %{{.*}}[0, 3]
-// CHECK:         bt.kv_release %[[C4]]
-// CHECK-NEXT:    return %[[TOKS]], %[[LOGS]] : tensor<?x4xi64>, tensor<?x4x16xf32>
+// Steps 1 .. L_B-1 in one loop carrying the cache, tokens and step logits:
+// step k embeds token k-1 (read back from tokens) at positions[P + k - 1].
+// CHECK:         %[[R:.*]]:3 = scf.for %[[K:.*]] = %c1 to %c4 step %[[ONE:[^ ]*]] iter_args(%[[C:.*]] = %[[C1]], %[[TOKS:.*]] = %[[TOKS1]], %[[LOGS:.*]] = %[[LOGS1]])
+// CHECK-SAME:      -> (!bt.kv_cache<local, {{.*}}>, tensor<?x4xi64>, tensor<?x4x16xf32>)
+// CHECK:           %[[KM1:.*]] = arith.subi %[[K]], %[[ONE]] : index
+// CHECK:           %[[PREV:.*]] = tensor.extract_slice %[[TOKS]][0, %[[KM1]]] [%[[B]], 1] [1, 1] : tensor<?x4xi64> to tensor<?x1xi64>
+// CHECK:           %[[E:.*]] = bt.embedding_lookup %[[PREV]], %{{.*}} : tensor<?x1xi64>, tensor<16x8xf32> -> tensor<?x1x8xf32>
+// CHECK:           %[[AT:.*]] = arith.addi %[[K]], %c1{{.*}} : index
+// CHECK:           %[[PK:.*]] = tensor.extract_slice %[[POS]][%[[AT]]] [1] [1] : tensor<5xi64> to tensor<1xi64>
+// CHECK:           %[[HK:.*]], %[[CK:.*]] = bt.token_decoder_step %[[E]], %[[PK]] cache %[[C]]
+// CHECK:           %[[LASTK:.*]] = tensor.extract_slice %[[HK]][0, 0, 0] [%[[B]], 1, 8]
+// CHECK:           %[[LK:.*]] = bt.lm_head %[[LASTK]]
+// CHECK:           %[[TK:.*]] = bt.sample %[[LK]], %[[S]]
+// CHECK:           %[[LOGSK:.*]] = tensor.insert_slice %[[LK]] into %[[LOGS]][0, %[[K]], 0] [%[[B]], 1, 16]
+// CHECK:           %[[TOKSK:.*]] = tensor.insert_slice %[[TK]] into %[[TOKS]][0, %[[K]]] [%[[B]], 1]
+// CHECK:           scf.yield %[[CK]], %[[TOKSK]], %[[LOGSK]]
+// CHECK:         bt.kv_release %[[R]]#0
+// CHECK-NEXT:    return %[[R]]#1, %[[R]]#2 : tensor<?x4xi64>, tensor<?x4x16xf32>
 
 // After bt-decompose the block decoder's cache appends the block mask, the
-// token decoder's local cache holds one step's inputs per append.
+// token decoder's local cache the prefix, then one token per loop iteration.
 // LAYER-LABEL: func.func @prefill(
 // LAYER:         bt.kv_length %{{.*}}[0]
 // LAYER:         bt.kv_append %{{.*}}[0], {{.*}} key_mask
@@ -142,6 +142,8 @@ module {
 // LAYER-LABEL: func.func @decode_tokens(
 // LAYER:         bt.kv_alloc
 // LAYER:         bt.kv_append %{{.*}}[0], %{{.*}}, %{{.*}} : !bt.kv_cache<local, {{.*}}>, tensor<?x2x2x4xf32>
-// LAYER-COUNT-3: bt.kv_append %{{.*}}[0], %{{.*}}, %{{.*}} : !bt.kv_cache<local, {{.*}}>, tensor<?x1x2x4xf32>
+// LAYER:         scf.for
+// LAYER:           bt.kv_append %{{.*}}[0], %{{.*}}, %{{.*}} : !bt.kv_cache<local, {{.*}}>, tensor<?x1x2x4xf32>
+// LAYER:           scf.yield
 // LAYER:         bt.kv_release
 // LAYER-NOT:     bt.token_decoder_step

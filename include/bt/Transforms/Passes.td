@@ -79,16 +79,18 @@ def BTGenerateEntryPoints : Pass<"bt-generate-entry-points", "::mlir::ModuleOp">
       kv_cache)`: the same for one new block (all keys valid).
     - `@decode_tokens(context [B, D], positions [P + L_B - 1] i64,
       sampler [] i64) -> (tokens [B, L_B] i64, step_logits [B, L_B, V])`:
-      allocates a `local` cache (capacity P + L_B - 1, batch B), then the
-      token decoder unrolled over the L_B steps of one block:
-      step 0 feeds the P prefix vectors (`bt.prefix_projection` of the
-      context with the expansion layer), step k ≥ 1 the `embed_in` embedding
-      of token k-1, each through `bt.token_decoder_step` (positions
-      `positions[0 : P]`, then `positions[P+k-1]`); the last hidden state of
-      each step goes through `bt.lm_head` and `bt.sample` (tokens) and is
-      collected into `step_logits`; the local cache is released at the end.
-      For the summation strategy (MEGABYTE) the inputs are
-      `E(bos | t_{k-1}) + e_k` and `positions` has L_B entries.
+      allocates a `local` cache (capacity P + L_B - 1, batch B), then runs
+      the token decoder over the L_B steps of one block: step 0 feeds the P
+      prefix vectors (`bt.prefix_projection` of the context with the
+      expansion layer), steps k = 1 .. L_B-1 (one `scf.for` that carries the
+      cache, `tokens` and `step_logits`) the `embed_in` embedding of token
+      k-1 (read back from `tokens`), each through `bt.token_decoder_step`
+      (positions `positions[0 : P]`, then `positions[P+k-1]`); the last
+      hidden state of each step goes through `bt.lm_head` and `bt.sample`,
+      and the logits and token are inserted at column k of `step_logits` and
+      `tokens`; the local cache is released at the end. For the summation
+      strategy (MEGABYTE) the inputs are `E(bos | t_{k-1}) + e_k` and
+      `positions` has L_B entries.
 
     Vanilla GPT-NeoX (no token decoder, L_B = 1; HF semantics):
 
@@ -112,6 +114,7 @@ def BTGenerateEntryPoints : Pass<"bt-generate-entry-points", "::mlir::ModuleOp">
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
 }
 
