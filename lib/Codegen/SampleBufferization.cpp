@@ -11,8 +11,10 @@
 // so the kernel library calls the undefined external
 // `_mlir_ciface_bt_rt_sample(int64_t, StridedMemRefType<float,2> *,
 // StridedMemRefType<int64_t,1> *)`, resolved against the process like
-// cblas_sgemm. The logits passed are dense row-major (copied if their buffer
-// is strided).
+// cblas_sgemm. The declaration carries `bt.weak_import`: the symbol is weak
+// (the library also loads in a process without a sampler, and the call
+// aborts with a message there; bt-emit-entry-wrappers). The logits passed
+// are dense row-major (copied if their buffer is strided).
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +55,8 @@ func::FuncOp getOrCreateSampler(Operation *from) {
   auto fn = b.create<func::FuncOp>(module.getLoc(), kSamplerName, type);
   fn.setPrivate();
   fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), UnitAttr::get(ctx));
+  // A weak undefined symbol in the kernel library (bt-emit-entry-wrappers).
+  fn->setAttr("bt.weak_import", UnitAttr::get(ctx));
   return fn;
 }
 

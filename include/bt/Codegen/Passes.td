@@ -54,8 +54,13 @@ def BTLowerKVCaches : Pass<"bt-lower-kv-caches", "::mlir::ModuleOp"> {
       not an index: bt-params-to-arguments inserts leading arguments):
       `bt-drop-inout-results` removes them after bufferization.
 
-    Limits (errors): caches must be used in the entry block of a function
-    (no caches in regions or across branches, no calls with caches).
+    - An `scf.for` that carries caches carries, for each, its storage, its
+      flags and one fill length per layer (`index`); its `scf.yield` yields
+      the updated values (decode_tokens' steps).
+
+    Limits (errors): caches may be used in the entry block of a function and
+    in `scf.for` bodies nested in it only (no other regions, no branches,
+    no calls with caches).
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -252,6 +257,13 @@ def BTEmitEntryWrappers : Pass<"bt-emit-entry-wrappers", "::mlir::ModuleOp"> {
 
     With `internalize` (default), every other defined function gets internal
     linkage, so only the ABI symbols are exported and LLVM may inline freely.
+
+    External functions marked `bt.weak_import` (the runtime's sampler
+    `_mlir_ciface_bt_rt_sample`, see `bt.sample`) get `extern_weak` linkage:
+    the library also loads in a process that does not define them, and each
+    call first compares the function's address with null and, if it is
+    missing, prints `bt kernels: <symbol> is not defined in this process`
+    and aborts.
 
     Errors: a wrapper with a non-pointer parameter (a non-memref argument)
     or a non-void return, which the ABI cannot express.
