@@ -199,6 +199,7 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
         spec->add_shape(d);
       for (const std::string &n : t.dimNames)
         spec->add_dim_names(n);
+      spec->set_inout(t.inout);
     };
     for (const TensorInfo &t : e.inputs)
       fill(ep->add_inputs(), t);

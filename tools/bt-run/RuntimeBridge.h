@@ -25,6 +25,7 @@ struct TensorInfo {
   std::string dtype;   // "F32", "I64", ...
   std::vector<int64_t> shape;         // -1 = dynamic
   std::vector<std::string> dimNames;  // "" = unnamed
+  bool inout = false;  // updated in place by the kernel (TensorSpec.inout)
 };
 
 /// An entry point of the kernel library (bt.proto EntryPoint).
