@@ -21,6 +21,11 @@ config.substitutions.append(("%bt_src_root", config.bt_src_root))
 config.substitutions.append(("%bt_obj_root", config.bt_obj_root))
 config.substitutions.append(("%fixtures", config.bt_fixtures_dir))
 
+# test/bt-run/manifest-generation.test decodes a manifest with protoc.
+import shutil
+if shutil.which("protoc"):
+    config.available_features.add("protoc")
+
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 

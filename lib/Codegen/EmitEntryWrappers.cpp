@@ -8,6 +8,9 @@
 
 #include "bt/Codegen/Passes.h"
 
+#include "mlir/Conversion/LLVMCommon/PrintCallHelper.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringSet.h"
@@ -25,6 +28,56 @@ constexpr StringLiteral kCifacePrefix = "_mlir_ciface_";
 constexpr StringLiteral kEntryPrefix = "bt_entry_";
 constexpr StringLiteral kAbiVersionName = "bt_kernel_abi_version";
 constexpr int32_t kAbiVersion = 1;
+constexpr StringLiteral kWeakImport = "bt.weak_import";
+
+/// External functions marked `bt.weak_import` (the runtime's sampler) become
+/// weak undefined symbols, so that the library loads in a process that does
+/// not define them; a call checks the address first and, when it is null,
+/// prints which symbol is missing and aborts.
+void guardWeakImports(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  llvm::StringSet<> weak;
+  for (auto f : module.getOps<LLVM::LLVMFuncOp>())
+    if (f.isExternal() && f->hasAttr(kWeakImport)) {
+      f.setLinkage(LLVM::Linkage::ExternWeak);
+      weak.insert(f.getName());
+    }
+  if (weak.empty())
+    return;
+  SmallVector<LLVM::CallOp> calls;
+  module.walk([&](LLVM::CallOp call) {
+    if (call.getCallee() && weak.contains(*call.getCallee()))
+      calls.push_back(call);
+  });
+  LLVMTypeConverter converter(ctx);
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  int counter = 0;
+  for (LLVM::CallOp call : calls) {
+    Location loc = call.getLoc();
+    StringRef callee = *call.getCallee();
+    OpBuilder b(call);
+    Value addr = b.create<LLVM::AddressOfOp>(loc, ptr, callee);
+    Value null = b.create<LLVM::ZeroOp>(loc, ptr);
+    Value missing =
+        b.create<LLVM::ICmpOp>(loc, LLVM::ICmpPredicate::eq, addr, null);
+    Block *before = call->getBlock();
+    Block *after = before->splitBlock(call);
+    Block *fail = b.createBlock(after);
+    b.setInsertionPointToEnd(before);
+    b.create<LLVM::CondBrOp>(loc, missing, fail, after);
+    b.setInsertionPointToEnd(fail);
+    LLVM::createPrintStrCall(
+        b, loc, module, ("bt_weak_import_msg_" + Twine(counter++)).str(),
+        ("bt kernels: " + callee +
+         " is not defined in this process (the runtime provides it)")
+            .str(),
+        converter, /*addNewline=*/false, /*runtimeFunctionName=*/"puts");
+    LLVM::LLVMFuncOp abortFn = LLVM::lookupOrCreateFn(
+        module, "abort", {}, LLVM::LLVMVoidType::get(ctx));
+    b.create<LLVM::CallOp>(loc, abortFn, ValueRange{});
+    b.create<LLVM::UnreachableOp>(loc);
+  }
+}
 
 struct EmitEntryWrappersPass
     : public bt::impl::BTEmitEntryWrappersBase<EmitEntryWrappersPass> {
@@ -92,6 +145,8 @@ struct EmitEntryWrappersPass
       vb.create<LLVM::ReturnOp>(module.getLoc(), v);
     }
     exported.insert(kAbiVersionName);
+
+    guardWeakImports(module);
 
     if (!internalize)
       return;

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Attention.h"
 #include "bt/Codegen/Passes.h"
 #include "bt/Dialect/BT/IR/BTDialect.h"
 #include "bt/Dialect/BT/IR/BTOps.h"
@@ -544,8 +545,10 @@ public:
     return b.create<linalg::FillOp>(loc, floatConst(elt, v), t).getResult(0);
   }
 
-  /// One head of causal attention, HF eager semantics: qh, kh, vh [S, hd]
-  /// (kh, vh may be strided views), `maskRow()` the key mask [S] (null
+  /// One head of causal attention, HF eager semantics: qh [S, hd], kh, vh
+  /// [Sk, hd] (kh, vh may be strided views; Sk = S unless the keys come from
+  /// a KV cache, then `kseq` = Sk and query s sits at position
+  /// `causalOffset` + s = Sk - S + s), `maskRow()` the key mask [Sk] (null
   /// function: no mask). Scores by `linalg.matmul_transpose_b`, the softmax
   /// in place of the scores, and probs · v by `linalg.matmul` into
   /// `outSlice()` [S, hd], which is returned. (The mask and output slices are
@@ -553,14 +556,17 @@ public:
   Value attendHead(Value qh, Value kh, Value vh,
                    function_ref<Value()> maskRowFn,
                    function_ref<Value()> outSliceFn, OpFoldResult seq,
-                   double scale, const HeadScratch &scratch = {}) {
+                   double scale, const HeadScratch &scratch = {},
+                   OpFoldResult kseqIn = {}, Value causalOffset = {}) {
     Type elt = tensorTypeOf(qh).getElementType();
     Type ct = computeTypeFor(elt);
     int64_t sStatic = tensorTypeOf(qh).getDimSize(0);
+    int64_t skStatic = tensorTypeOf(kh).getDimSize(0);
+    OpFoldResult kseq = kseqIn ? kseqIn : seq;
     auto rowVecType = RankedTensorType::get({sStatic}, ct);
     bool hasMask = static_cast<bool>(maskRowFn);
     Value scoresInit = scratch.scores ? fill(scratch.scores, elt, 0.0)
-                                      : filledF({seq, seq}, elt, 0.0);
+                                      : filledF({seq, kseq}, elt, 0.0);
     Value scores = b.create<linalg::MatmulTransposeBOp>(
                         loc, TypeRange{scoresInit.getType()}, ValueRange{qh, kh},
                         ValueRange{scoresInit})
@@ -580,6 +586,8 @@ public:
       Value x = bb.create<arith::MulFOp>(ll, ext(bb, ll, score, ct), sc);
       Value si = bb.create<linalg::IndexOp>(ll, 0);
       Value ti = bb.create<linalg::IndexOp>(ll, 1);
+      if (causalOffset)
+        si = bb.create<arith::AddIOp>(ll, si, causalOffset);
       Value causal = bb.create<arith::CmpIOp>(ll, arith::CmpIPredicate::ule, ti, si);
       x = bb.create<arith::SelectOp>(ll, causal, x, minV);
       if (maskV) {
@@ -626,8 +634,8 @@ public:
     eIns.push_back(rowMax);
     eMaps.push_back(rowMap);
     eMaps.push_back(id2);
-    Value eInit = inPlace ? scores : empty({seq, seq}, ct);
-    auto fullType = RankedTensorType::get({sStatic, sStatic}, ct);
+    Value eInit = inPlace ? scores : empty({seq, kseq}, ct);
+    auto fullType = RankedTensorType::get({sStatic, skStatic}, ct);
     Value ex = generic(
         fullType, eIns, eInit, eMaps, iterators(2, 0),
         [&](OpBuilder &bb, Location ll, ValueRange a) {
@@ -665,7 +673,7 @@ public:
                       reciprocal)[0]
             : generic(rowVecType, rowSum, empty(rows, ct), {id1, id1},
                       iterators(1, 0), reciprocal)[0];
-    auto probType = RankedTensorType::get({sStatic, sStatic}, elt);
+    auto probType = RankedTensorType::get({sStatic, skStatic}, elt);
     Value probs;
     if (inPlace) {
       probs = generic(probType, rowInv, ex, {rowMap, id2}, iterators(2, 0),
@@ -674,7 +682,7 @@ public:
                             ll, bb.create<arith::MulFOp>(ll, a[1], a[0]).getResult());
                       })[0];
     } else {
-      probs = generic(probType, ValueRange{ex, rowInv}, empty({seq, seq}, elt),
+      probs = generic(probType, ValueRange{ex, rowInv}, empty({seq, kseq}, elt),
                       {id2, rowMap, id2}, iterators(2, 0),
                       [&](OpBuilder &bb, Location ll, ValueRange a) {
                         Value p = bb.create<arith::MulFOp>(ll, a[0], a[1]);
@@ -699,7 +707,13 @@ public:
   /// softmax updates in place (scores → exp → probabilities) and writes its
   /// [S, hd] result into the output slice. Peak scratch is one head's scores
   /// instead of [G, S, S] tensors.
-  Value attention(Value q, Value k, Value v, Value mask, double scale) {
+  ///
+  /// With `headMajorKV` (a KV cache, bt-lower-kv-caches), k and v are
+  /// [batch..., H, Sk, hd] with Sk ≥ S keys, `mask` is [batch..., Sk], and
+  /// query s sits at position Sk - S + s: it attends keys t ≤ Sk - S + s
+  /// (HF with past keys/values).
+  Value attention(Value q, Value k, Value v, Value mask, double scale,
+                  bool headMajorKV = false) {
     RankedTensorType qt = tensorTypeOf(q);
     unsigned n = qt.getRank();
     unsigned nb = n - 3;
@@ -721,6 +735,19 @@ public:
     bool hasMask = static_cast<bool>(mask);
     int64_t sStatic = qt.getDimSize(nb);
     auto headType = RankedTensorType::get({sStatic, qt.getDimSize(nb + 2)}, elt);
+    // Keys: Sk = S unless the keys come from a cache.
+    OpFoldResult kseq = seq;
+    int64_t skStatic = sStatic;
+    Value causalOffset; // Sk - S, null when Sk = S
+    if (headMajorKV) {
+      RankedTensorType kt = tensorTypeOf(k);
+      kseq = sizes(k)[nb + 1];
+      skStatic = kt.getDimSize(nb + 1);
+      causalOffset = b.create<arith::SubIOp>(
+          loc, getValueOrCreateConstantIndexOp(b, loc, kseq),
+          getValueOrCreateConstantIndexOp(b, loc, seq));
+    }
+    auto kHeadType = RankedTensorType::get({skStatic, qt.getDimSize(nb + 2)}, elt);
 
     auto loop = b.create<scf::ForOp>(
         loc, zero, g, one, ValueRange{init},
@@ -750,14 +777,26 @@ public:
             return lb.create<tensor::ExtractSliceOp>(l, headType, t, offsets,
                                                      sliceSizes, strides);
           };
-          Value qh = head(q), kh = head(k), vh = head(v);
+          // Slices [b.., h, :, :] of head-major keys / values.
+          auto kvHead = [&](Value t) -> Value {
+            if (!headMajorKV)
+              return head(t);
+            SmallVector<OpFoldResult> kOff(offsets.begin(), offsets.begin() + nb);
+            SmallVector<OpFoldResult> kSizes(sliceSizes.begin(),
+                                             sliceSizes.begin() + nb);
+            kOff.append({h, lb.getIndexAttr(0), lb.getIndexAttr(0)});
+            kSizes.append({lb.getIndexAttr(1), kseq, hd});
+            return lb.create<tensor::ExtractSliceOp>(l, kHeadType, t, kOff,
+                                                     kSizes, strides);
+          };
+          Value qh = head(q), kh = kvHead(k), vh = kvHead(v);
           auto maskRow = [&]() -> Value {
             SmallVector<OpFoldResult> mOff(offsets.begin(), offsets.begin() + nb);
             SmallVector<OpFoldResult> mSizes(sliceSizes.begin(), sliceSizes.begin() + nb);
             mOff.push_back(lb.getIndexAttr(0));
-            mSizes.push_back(seq);
+            mSizes.push_back(kseq);
             SmallVector<OpFoldResult> mStrides(nb + 1, lb.getIndexAttr(1));
-            auto mt = RankedTensorType::get({sStatic},
+            auto mt = RankedTensorType::get({skStatic},
                                             tensorTypeOf(mask).getElementType());
             return lb.create<tensor::ExtractSliceOp>(l, mt, mask, mOff, mSizes,
                                                      mStrides);
@@ -766,7 +805,8 @@ public:
           Value o = e.attendHead(
               qh, kh, vh,
               hasMask ? function_ref<Value()>(maskRow) : function_ref<Value()>(),
-              [&] { return head(acc); }, seq, scale);
+              [&] { return head(acc); }, seq, scale, /*scratch=*/{}, kseq,
+              causalOffset);
           Value updated = lb.create<tensor::InsertSliceOp>(l, o, acc, offsets,
                                                            sliceSizes, strides);
           lb.create<scf::YieldOp>(l, updated);
@@ -1094,7 +1134,9 @@ struct LowerToLinalgPass
     tables.clear();
     SmallVector<Operation *> work;
     getOperation()->walk([&](Operation *op) {
-      if (!isa<BTDialect>(op->getDialect()) || isa<ParamOp, ParamRefOp>(op))
+      // bt.sample is bufferized into a call of the runtime's sampler.
+      if (!isa<BTDialect>(op->getDialect()) ||
+          isa<ParamOp, ParamRefOp, SampleOp>(op))
         return;
       work.push_back(op);
     });
@@ -1111,3 +1153,9 @@ struct LowerToLinalgPass
 };
 
 } // namespace
+
+Value bt::emitCachedAttention(OpBuilder &b, Location loc, Value q, Value k,
+                              Value v, Value keyMask, double scale) {
+  Emitter e(b, loc);
+  return e.attention(q, k, v, keyMask, scale, /*headMajorKV=*/true);
+}

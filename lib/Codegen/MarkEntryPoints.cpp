@@ -3,7 +3,7 @@
 // bt-mark-entry-points: public functions get llvm.emit_c_interface (the
 // wrapper bt-emit-entry-wrappers calls) and read-only tensor arguments
 // (bufferization.writable = false), so generated code never writes into the
-// caller's weights or inputs.
+// caller's weights or inputs; in-out arguments (bt.inout) are writable.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,10 +32,13 @@ struct MarkEntryPointsPass
         continue;
       f->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
                  UnitAttr::get(ctx));
+      // In-out arguments (bt.inout, the KV caches of generation) are
+      // updated in place; every other argument is read-only.
       for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
         if (isa<TensorType>(f.getArgument(i).getType()))
           f.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
-                       BoolAttr::get(ctx, false));
+                       BoolAttr::get(ctx, static_cast<bool>(
+                                              f.getArgAttr(i, "bt.inout"))));
     }
   }
 };

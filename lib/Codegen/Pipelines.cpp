@@ -55,7 +55,9 @@ void bt::buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options) 
   // The token decoder's attention chain → one fused op (one kernel).
   if (options.fuseLocalAttention)
     pm.addPass(createBTFuseLocalAttention());
-  // Layer-level bt → linalg on tensors; weights become leading arguments.
+  // KV caches → destination-passing tensors; layer-level bt → linalg on
+  // tensors; weights become leading arguments.
+  pm.addPass(createBTLowerKVCaches());
   pm.addPass(createBTLowerToLinalg());
   pm.addPass(createBTParamsToArguments());
   pm.addPass(createBTMarkEntryPoints());
@@ -77,6 +79,12 @@ void bt::buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options) 
   bufferization.setFunctionBoundaryTypeConversion(
       bufferization::LayoutMapOption::IdentityLayoutMap);
   pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+  // In-out arguments (KV caches) were updated in place: drop their results.
+  pm.addPass(createBTDropInOutResults());
+  // CSE makes the subviews of a tensor.insert_slice's in-place copy
+  // identical, and canonicalization then removes these self-copies.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
@@ -143,6 +151,7 @@ void bt::registerCPUCodegenDialects(DialectRegistry &registry) {
   scf::registerBufferDeallocationOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerSubsetOpInterfaceExternalModels(registry);
+  registerBTCodegenInterfaceModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
 }

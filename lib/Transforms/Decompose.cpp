@@ -88,6 +88,7 @@ public:
   LogicalResult decompose(EmbedderOp embedder);
   LogicalResult decompose(BlockDecoderOp decoder);
   LogicalResult decompose(TokenDecoderOp decoder);
+  LogicalResult decompose(TokenDecoderStepOp step);
   LogicalResult decompose(LMHeadOp head);
 
 private:
@@ -319,11 +320,15 @@ LogicalResult Decomposer::decompose(BlockDecoderOp decoder) {
   // layer 0). Without rotary dims there are none.
   Value pos;
   if (decoder.getConfig().getRotaryDims() > 0) {
-    Value offset;
-    if (cache)
-      offset = b.create<KVLengthOp>(at, b.getIndexType(), cache,
-                                    b.getI64IntegerAttr(0));
-    pos = positions(x, 1, offset, at);
+    if (decoder.getPositions()) {
+      pos = decoder.getPositions();
+    } else {
+      Value offset;
+      if (cache)
+        offset = b.create<KVLengthOp>(at, b.getIndexType(), cache,
+                                      b.getI64IntegerAttr(0));
+      pos = positions(x, 1, offset, at);
+    }
   }
   FailureOr<Value> out = stack(
       getNeoXStackParams(prefix, decoder.getConfig()), decoder.getConfig(), x,
@@ -449,6 +454,22 @@ LogicalResult Decomposer::decompose(TokenDecoderOp decoder) {
   return success();
 }
 
+LogicalResult Decomposer::decompose(TokenDecoderStepOp step) {
+  std::string prefix = (step.getParams() + ".gpt_neox").str();
+  NeoXConfigAttr config = step.getConfig();
+  Value cache = step.getCache();
+  Value pos = config.getRotaryDims() > 0 ? step.getPositions() : Value();
+  FailureOr<Value> out =
+      stack(getNeoXStackParams(prefix, config), config, step.getInput(), pos,
+            /*keyMask=*/Value(), AttentionKind::Cached, cache);
+  if (failed(out))
+    return failure();
+  step.getResult().replaceAllUsesWith(*out);
+  step.getResultCache().replaceAllUsesWith(cache);
+  step.erase();
+  return success();
+}
+
 LogicalResult Decomposer::decompose(LMHeadOp head) {
   StringRef name = head.getWeight();
   FailureOr<Value> w = param(name);
@@ -465,7 +486,8 @@ struct DecomposePass : public bt::impl::BTDecomposeBase<DecomposePass> {
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
-      if (isa<EmbedderOp, BlockDecoderOp, TokenDecoderOp, LMHeadOp>(op))
+      if (isa<EmbedderOp, BlockDecoderOp, TokenDecoderOp, TokenDecoderStepOp,
+              LMHeadOp>(op))
         ops.push_back(op);
     });
     SymbolTableCollection tables;
@@ -474,7 +496,8 @@ struct DecomposePass : public bt::impl::BTDecomposeBase<DecomposePass> {
       Decomposer d(op, tables);
       LogicalResult r =
           llvm::TypeSwitch<Operation *, LogicalResult>(op)
-              .Case<EmbedderOp, BlockDecoderOp, TokenDecoderOp, LMHeadOp>(
+              .Case<EmbedderOp, BlockDecoderOp, TokenDecoderOp,
+                    TokenDecoderStepOp, LMHeadOp>(
                   [&](auto concrete) { return d.decompose(concrete); });
       failedAny |= failed(r);
     }

@@ -58,6 +58,25 @@ TEST_F(KVCacheTest, BytesPerSequenceMatchesTheClosedForm) {
             524288);
 }
 
+TEST_F(KVCacheTest, DynamicCapacity) {
+  // The global cache of generation: capacity chosen by the runtime.
+  KVCacheType g = cache(CacheScope::global, ShapedType::kDynamic, 2, 2,
+                        ShapedType::kDynamic, 32);
+  ASSERT_TRUE(g) << diags.dump();
+  EXPECT_FALSE(g.hasStaticCapacity());
+  EXPECT_EQ(g.getBytesPerEntry(), 2 * 2 * 2 * 32 * 4);
+  EXPECT_EQ(g.getBytesPerSequence(), ShapedType::kDynamic);
+  EXPECT_EQ(print(g), "!bt.kv_cache<global, batch = ?, layers = 2, heads = 2, "
+                      "capacity = ?, head_dim = 32, f32>");
+  KVCacheType s = cache(CacheScope::global, 1, 2, 2, 512, 32);
+  EXPECT_TRUE(s.hasStaticCapacity());
+  EXPECT_EQ(s.getBytesPerSequence(), 512 * s.getBytesPerEntry());
+  // A local cache (one block) has a static capacity.
+  EXPECT_FALSE(cache(CacheScope::local, 2, 2, 2, ShapedType::kDynamic, 32));
+  EXPECT_NE(diags.dump().find("a local cache must have a static capacity"),
+            std::string::npos);
+}
+
 TEST_F(KVCacheTest, Accessors) {
   KVCacheType g = cache(CacheScope::global, ShapedType::kDynamic, 2, 4, 512, 32);
   ASSERT_TRUE(g);

@@ -26,6 +26,7 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
   mlir::registerAllGPUToLLVMIRTranslations(registry);
   registry.insert<bt::BTDialect>();
+  bt::registerBTCodegenInterfaceModels(registry);
 
   mlir::registerAllPasses();
   bt::registerBTTransformsPasses();

@@ -20,7 +20,9 @@
 // or a resolved config.json, and model.safetensors (official tensor names);
 // --config / --weights name the files explicitly; compile --tokenizer embeds a
 // SentencePiece model (for generate --prompt). The pipeline
-// (DESIGN.md §2): import → bt-decompose → bt-cpu-pipeline → LLVM → shared
+// (DESIGN.md §2): import (eval, eval_loss) → bt-generate-entry-points
+// (prefill, decode_block, decode_tokens; vanilla prefill, decode_step) →
+// bt-decompose → bt-lower-kv-caches → bt-cpu-pipeline → LLVM → shared
 // object → artifact (docs/abi.md), optionally prefixed by the runtime
 // launcher to make a standalone executable. MLIR's pass-manager options
 // (--mlir-print-ir-after-all, --mlir-timing, ...) apply to the pipeline.
@@ -230,7 +232,8 @@ int usage(const llvm::Twine &message) {
 }
 
 /// The tensor specs of a function's arguments or results (bt.name, bt.dims
-/// attributes set by the importer).
+/// attributes set by the importer and bt-generate-entry-points; bt.inout
+/// from bt-lower-kv-caches).
 bt::bridge::TensorInfo tensorInfo(Type type, DictionaryAttr attrs) {
   bt::bridge::TensorInfo info;
   auto t = llvm::cast<RankedTensorType>(type);
@@ -251,8 +254,10 @@ bt::bridge::TensorInfo tensorInfo(Type type, DictionaryAttr attrs) {
   return info;
 }
 
-/// The entry points of an imported module: each public function's named
-/// inputs and outputs. Parameters are filled in by setEntryParams once the
+/// The entry points of a module after bt-lower-kv-caches: each public
+/// function's named inputs and outputs. Results that are in-out arguments
+/// (bt.inout_arg) are not outputs: the kernel updates those arguments in
+/// place (docs/abi.md). Parameters are filled in by setEntryParams once the
 /// pipeline has fixed their order.
 std::vector<bt::bridge::EntryInfo> collectEntries(ModuleOp module) {
   std::vector<bt::bridge::EntryInfo> entries;
@@ -265,7 +270,9 @@ std::vector<bt::bridge::EntryInfo> collectEntries(ModuleOp module) {
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
       e.inputs.push_back(tensorInfo(fn.getArgumentTypes()[i], fn.getArgAttrDict(i)));
     for (unsigned i = 0; i < fn.getNumResults(); ++i)
-      e.outputs.push_back(tensorInfo(fn.getResultTypes()[i], fn.getResultAttrDict(i)));
+      if (!fn.getResultAttr(i, "bt.inout_arg"))
+        e.outputs.push_back(
+            tensorInfo(fn.getResultTypes()[i], fn.getResultAttrDict(i)));
     entries.push_back(std::move(e));
   }
   return entries;
@@ -345,10 +352,8 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
   OwningOpRef<ModuleOp> module = bt::importModel(&context, model.spec());
   if (!module)
     return failure();
-  if (emitKind == "bt")
-    return writeText(outPath, [&](llvm::raw_ostream &os) { module->print(os); });
-
-  {
+  // Runs `build`'s passes with the MLIR pass-manager options and timing.
+  auto runPasses = [&](llvm::function_ref<void(PassManager &)> build) {
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
@@ -356,13 +361,31 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
     applyDefaultTimingManagerCLOptions(timing);
     TimingScope root = timing.getRootScope();
     pm.enableTiming(root);
-    pm.addPass(bt::createBTDecompose());
-    if (failed(pm.run(*module)))
-      return failure();
-  }
+    build(pm);
+    return pm.run(*module);
+  };
+  // The generation entry points, derived from the forward.
+  if (failed(runPasses([](PassManager &pm) {
+        pm.addPass(bt::createBTGenerateEntryPoints());
+        pm.addPass(bt::createBTVerifyKVLifetimes());
+      })))
+    return failure();
+  if (emitKind == "bt")
+    return writeText(outPath, [&](llvm::raw_ostream &os) { module->print(os); });
+
+  if (failed(runPasses([](PassManager &pm) {
+        pm.addPass(bt::createBTDecompose());
+        pm.addPass(bt::createBTVerifyKVLifetimes());
+      })))
+    return failure();
   if (emitKind == "bt-layer")
     return writeText(outPath, [&](llvm::raw_ostream &os) { module->print(os); });
 
+  // KV caches → in-out tensors, so that the entry points have their final
+  // signatures (bt-cpu-pipeline runs this pass again, with nothing to do).
+  if (failed(runPasses(
+          [](PassManager &pm) { pm.addPass(bt::createBTLowerKVCaches()); })))
+    return failure();
   std::vector<bt::bridge::EntryInfo> entries = collectEntries(*module);
   bt::CPUPipelineOptions pipelineOptions;
   pipelineOptions.blas = !noBlas;

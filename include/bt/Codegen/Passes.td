@@ -11,6 +11,82 @@
 
 include "mlir/Pass/PassBase.td"
 
+def BTLowerKVCaches : Pass<"bt-lower-kv-caches", "::mlir::ModuleOp"> {
+  let summary = "Rewrite !bt.kv_cache values into destination-passing tensors";
+  let description = [{
+    The first step of the CPU pipeline (docs/generation.md, "KV caches
+    across the ABI"). Every `!bt.kv_cache<scope, batch = B, layers = Ly,
+    heads = H, capacity = C, head_dim = hd, elt>` value becomes
+
+    - its storage `kv`: `tensor<B x Ly x 2 x H x C x hd x elt>`
+      (batch-major: one sequence's cache is contiguous; index 2 selects
+      key | value);
+    - its key-valid flags `valid`: `tensor<B x C x i64>` (shared by the
+      layers);
+    - one fill length per layer, an `index` (the same for every row), tracked
+      by the pass (layers are appended one after the other).
+
+    Ops:
+
+    - `bt.kv_alloc` → `tensor.empty` storage, flags `linalg.fill` 0, lengths
+      0.
+    - `bt.kv_append %c[l], k, v key_mask m` (S new entries at `len`) →
+      `cf.assert len + S <= C`; k and v are written with a `linalg.generic`
+      (the `[B, S, H, hd] → [B, H, S, hd]` transpose) into
+      `tensor.extract_slice kv[0, l, 0|1, 0, len, 0] [B, 1, 1, H, S, hd]` and
+      put back with `tensor.insert_slice` at the same place; the flags
+      `valid[:, len : len+S]` get the mask as i64 (1 without a mask);
+      `len(l) += S`. One-shot bufferization updates the storage in place:
+      an append writes O(S) entries, never a copy of the cache.
+    - `bt.kv_attend q, %c[l]` → the causal attention of `bt.attention`
+      (HF eager numerics, one loop over the B·H heads) of the S queries over
+      the views `kv[:, l, 0|1, :, 0 : len(l), :]` (`[B, H, len, hd]`, no copy)
+      with the flags `valid[:, 0 : len(l)]`; query s sits at `len - S + s`.
+    - `bt.kv_length %c[l]` → `len(l)`; `bt.kv_release` → nothing.
+    - A function argument of cache type becomes three arguments: the storage
+      (`bt.name` = the cache's name, default `kv_cache`, `bt.dims`
+      `[B, Ly, "", H, C, hd]`), the flags (`kv_valid`, `[B, C]`) and the fill
+      length `tensor<i64>` (`cache_length`; every layer starts there). A
+      returned cache becomes two results, the storage and the flags. When a
+      returned cache is the updated value of a cache argument, both storage
+      and flags arguments get `bt.inout` (writable, updated in place) and the
+      two results `bt.inout_arg = "<bt.name of that argument>"` (a name,
+      not an index: bt-params-to-arguments inserts leading arguments):
+      `bt-drop-inout-results` removes them after bufferization.
+
+    - An `scf.for` that carries caches carries, for each, its storage, its
+      flags and one fill length per layer (`index`); its `scf.yield` yields
+      the updated values (decode_tokens' steps).
+
+    Limits (errors): caches may be used in the entry block of a function and
+    in `scf.for` bodies nested in it only (no other regions, no branches,
+    no calls with caches).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def BTDropInOutResults : Pass<"bt-drop-inout-results", "::mlir::ModuleOp"> {
+  let summary = "Remove the results of in-out arguments after bufferization";
+  let description = [{
+    After one-shot bufferization, every function result marked
+    `bt.inout_arg = "<name>"` (bt-lower-kv-caches) must be the argument with
+    `bt.inout` and `bt.name = "<name>"` itself (the buffer was updated in
+    place): the result is removed from the function
+    and from its `func.return`s (docs/abi.md: in-out arguments are not
+    returned). Callers are not updated (entry points have none).
+
+    Errors: such a result that is not that argument (bufferization inserted a
+    copy, e.g. because the argument is not writable or is read after an
+    update), located at the `func.return`.
+  }];
+}
+
 def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
   let summary = "Lower layer-level bt ops to linalg, tensor, arith and math on tensors";
   let description = [{
@@ -35,11 +111,14 @@ def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
     read with `tensor.dim`. f16/bf16 activations are computed in f32 and
     rounded back (matmuls stay in the element type).
 
-    `bt.param_ref` is left alone (`bt-params-to-arguments` replaces it).
+    `bt.param_ref` is left alone (`bt-params-to-arguments` replaces it), and
+    so is `bt.sample`, which one-shot bufferization turns into a call of the
+    runtime's sampler `bt_rt_sample` (its `BufferizableOpInterface` model is
+    registered by `bt::registerCPUCodegenDialects`).
     `tensor.concat` is decomposed into `tensor.insert_slice`s so that it can
     be bufferized. Model-level and KV-cache ops are not handled: run
-    `bt-decompose` first; any remaining bt op other than `bt.param` /
-    `bt.param_ref` is an error.
+    `bt-decompose` and `bt-lower-kv-caches` first; any remaining bt op other
+    than `bt.param` / `bt.param_ref` / `bt.sample` is an error.
   }];
   let options = [
     Option<"fusedKernel", "fused-kernel", "bool", /*default=*/"true",
@@ -90,7 +169,9 @@ def BTMarkEntryPoints : Pass<"bt-mark-entry-points", "::mlir::ModuleOp"> {
       that `bt-emit-entry-wrappers` calls;
     - marks every tensor argument `bufferization.writable = false`:
       weights and inputs belong to the caller, and one-shot bufferization
-      must never write into them (it copies instead).
+      must never write into them (it copies instead) — except in-out
+      arguments (`bt.inout`, the KV cache of the generation entry points),
+      which are `bufferization.writable = true` and updated in place.
   }];
 }
 
@@ -182,6 +263,13 @@ def BTEmitEntryWrappers : Pass<"bt-emit-entry-wrappers", "::mlir::ModuleOp"> {
 
     With `internalize` (default), every other defined function gets internal
     linkage, so only the ABI symbols are exported and LLVM may inline freely.
+
+    External functions marked `bt.weak_import` (the runtime's sampler
+    `_mlir_ciface_bt_rt_sample`, see `bt.sample`) get `extern_weak` linkage:
+    the library also loads in a process that does not define them, and each
+    call first compares the function's address with null and, if it is
+    missing, prints `bt kernels: <symbol> is not defined in this process`
+    and aborts.
 
     Errors: a wrapper with a non-pointer parameter (a non-memref argument)
     or a non-void return, which the ABI cannot express.

@@ -62,6 +62,12 @@ void registerCPUPipeline();
 /// and compileToSharedObject need.
 void registerCPUCodegenDialects(mlir::DialectRegistry &registry);
 
+/// Registers the external interface models of bt ops that code generation
+/// needs: the bufferization of `bt.sample` into a call of the runtime's
+/// sampler. Part of registerCPUCodegenDialects; tools that register all
+/// upstream dialects and extensions themselves (bt-opt) call this one.
+void registerBTCodegenInterfaceModels(mlir::DialectRegistry &registry);
+
 } // namespace bt
 
 #endif // BT_CODEGEN_PIPELINES_H

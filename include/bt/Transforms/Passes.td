@@ -58,12 +58,73 @@ def BTVerifyKVLifetimes : Pass<"bt-verify-kv-lifetimes"> {
   }];
 }
 
+def BTGenerateEntryPoints : Pass<"bt-generate-entry-points", "::mlir::ModuleOp"> {
+  let summary = "Derive the generation entry points from the model-level forward";
+  let description = [{
+    Finds the model-level forward of the module (the function `eval` that
+    the importer builds, else the first function with a `bt.embedder`, a
+    `bt.block_decoder` without cache and a `bt.lm_head`), reads the model
+    from its ops (`bt.embedder` table and L_B, `bt.block_decoder` config and
+    parameter prefix, `bt.token_decoder` config / strategy / prefix length /
+    BOS, `bt.lm_head` weight) and adds the generation functions of
+    docs/generation.md at model level (paper §2.4 and appendix "Analysis on
+    the inference efficiency"; official `BlockTransformer.generate`).
+
+    Block Transformer (a `bt.token_decoder` is present):
+
+    - `@prefill(input_ids [B, N, L_B] i64, block_attention_mask [B, N] i64,
+      kv_cache) -> (context [B, D], kv_cache)`: `bt.embedder` →
+      `bt.block_decoder ... mask ... cache` → the output of block N-1.
+    - `@decode_block(input_ids [B, 1, L_B] i64, kv_cache) -> (context [B, D],
+      kv_cache)`: the same for one new block (all keys valid).
+    - `@decode_tokens(context [B, D], positions [P + L_B - 1] i64,
+      sampler [] i64) -> (tokens [B, L_B] i64, step_logits [B, L_B, V])`:
+      allocates a `local` cache (capacity P + L_B - 1, batch B), then runs
+      the token decoder over the L_B steps of one block: step 0 feeds the P
+      prefix vectors (`bt.prefix_projection` of the context with the
+      expansion layer), steps k = 1 .. L_B-1 (one `scf.for` that carries the
+      cache, `tokens` and `step_logits`) the `embed_in` embedding of token
+      k-1 (read back from `tokens`), each through `bt.token_decoder_step`
+      (positions `positions[0 : P]`, then `positions[P+k-1]`); the last
+      hidden state of each step goes through `bt.lm_head` and `bt.sample`,
+      and the logits and token are inserted at column k of `step_logits` and
+      `tokens`; the local cache is released at the end. For the summation
+      strategy (MEGABYTE) the inputs are `E(bos | t_{k-1}) + e_k` and
+      `positions` has L_B entries.
+
+    Vanilla GPT-NeoX (no token decoder, L_B = 1; HF semantics):
+
+    - `@prefill(input_ids [B, T] i64, attention_mask [B, T] i64,
+      positions [B, T] i64, kv_cache) -> (logits [B, V], kv_cache)`: the
+      logits of the last position.
+    - `@decode_step(input_ids [B, 1] i64, positions [B, 1] i64, kv_cache)
+      -> (logits [B, V], kv_cache)`.
+
+    The global cache is a function argument of type
+    `!bt.kv_cache<global, batch = ?, layers, heads, capacity = ?, head_dim>`
+    (capacity chosen by the runtime) that is returned updated: the argument
+    carries `bt.inout`, the result `bt.inout_arg = "kv_cache"` (the
+    argument's `bt.name`). Every
+    other argument and result carries `bt.name` and `bt.dims` (tensor names
+    and symbolic dims of docs/generation.md, as the importer sets them). The
+    result passes `bt-verify-kv-lifetimes`.
+
+    Errors: no forward found, a model-level op missing from it, an entry
+    point name already defined.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def BTDecompose : Pass<"bt-decompose", "::mlir::ModuleOp"> {
   let summary = "Rewrite model-level bt ops into layer-level bt ops";
   let description = [{
-    Replaces every `bt.embedder`, `bt.block_decoder`, `bt.token_decoder` and
-    `bt.lm_head` by the layer-level ops it is made of (`bt.layer_norm`,
-    `bt.linear`, `bt.split_qkv`, `bt.rotary`, `bt.attention`,
+    Replaces every `bt.embedder`, `bt.block_decoder`, `bt.token_decoder`,
+    `bt.token_decoder_step` and `bt.lm_head` by the layer-level ops it is
+    made of (`bt.layer_norm`, `bt.linear`, `bt.split_qkv`, `bt.rotary`,
+    `bt.attention`,
     `bt.local_attention`, `bt.gelu`, `bt.embedding_lookup`,
     `bt.prefix_projection`, the KV-cache ops) plus upstream `tensor` and
     `arith` ops. Weights become `bt.param_ref`s of their official names.
@@ -112,6 +173,12 @@ def BTDecompose : Pass<"bt-decompose", "::mlir::ModuleOp"> {
       input `arith.addf(embedding_lookup(ids'), e)`, S = L_B, key mask
       `concat(ones [B, N, 1], mask[:, :, 0 : L_B-1])`, the result is all L_B
       outputs.
+    - `bt.block_decoder` with `positions`: those positions instead of the
+      block index (no `bt.kv_length` is read for them).
+    - `bt.token_decoder_step`: the stack under `{params}.gpt_neox` over its
+      input with its positions, per layer `c' = bt.kv_append c[l], k, v`
+      (no key mask) and `bt.kv_attend q, c'[l]`; the last append's result
+      replaces the op's cache result.
     - `bt.lm_head`: `bt.linear(hidden, param_ref weight)` without bias.
 
     Every created op has the location `"<module>"(loc of the model op)`,

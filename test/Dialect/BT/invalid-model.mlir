@@ -219,7 +219,7 @@ func.func @f(%x: tensor<2x6x64xf32>, %m: tensor<2x6xf32>) {
 #cfg = #bt.neox<hidden = 64, layers = 1, heads = 2, head_dim = 32, intermediate = 256, rotary_dims = 8, rotary_base = 10000.0, eps = 1.0e-05>
 func.func @f(%x: tensor<2x1x64xf32>, %c: !bt.kv_cache<global, batch = 2, layers = 1, heads = 2, capacity = 16, head_dim = 32, f32>) {
   // expected-error @+1 {{'bt.block_decoder' op a cache operand requires a cache result and vice versa}}
-  %y = "bt.block_decoder"(%x, %c) <{config = #cfg, operandSegmentSizes = array<i32: 1, 0, 1>, params = "block_decoder.gpt_neox"}> : (tensor<2x1x64xf32>, !bt.kv_cache<global, batch = 2, layers = 1, heads = 2, capacity = 16, head_dim = 32, f32>) -> tensor<2x1x64xf32>
+  %y = "bt.block_decoder"(%x, %c) <{config = #cfg, operandSegmentSizes = array<i32: 1, 0, 0, 1>, params = "block_decoder.gpt_neox"}> : (tensor<2x1x64xf32>, !bt.kv_cache<global, batch = 2, layers = 1, heads = 2, capacity = 16, head_dim = 32, f32>) -> tensor<2x1x64xf32>
   return
 }
 

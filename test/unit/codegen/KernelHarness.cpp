@@ -114,17 +114,31 @@ std::unique_ptr<Kernels> Kernels::compile(const std::string &source,
     error = "parse error:\n" + diagOS.str();
     return nullptr;
   }
-  if (mlir::failed(runCPUPipeline(*module, options))) {
+  return compileModule(*module, options, error);
+}
+
+std::unique_ptr<Kernels> Kernels::compileModule(mlir::ModuleOp module,
+                                                const CPUPipelineOptions &options,
+                                                std::string &error) {
+  std::string diagnostics;
+  llvm::raw_string_ostream diagOS(diagnostics);
+  mlir::ScopedDiagnosticHandler handler(module->getContext(), [&](mlir::Diagnostic &d) {
+    diagOS << d.getLocation() << ": " << d << "\n";
+    for (mlir::Diagnostic &note : d.getNotes())
+      diagOS << "  note: " << note << "\n";
+    return mlir::success();
+  });
+  if (mlir::failed(runCPUPipeline(module, options))) {
     error = "bt-cpu-pipeline failed:\n" + diagOS.str();
     return nullptr;
   }
-  llvm::Expected<std::string> so = compileToSharedObject(*module, {});
+  llvm::Expected<std::string> so = compileToSharedObject(module, {});
   if (!so) {
     error = llvm::toString(so.takeError());
     return nullptr;
   }
   auto k = std::unique_ptr<Kernels>(new Kernels());
-  module->walk([&](mlir::LLVM::LLVMFuncOp f) {
+  module.walk([&](mlir::LLVM::LLVMFuncOp f) {
     auto attr = f->getAttrOfType<mlir::ArrayAttr>("bt.params");
     if (!attr || f.getName().starts_with("_mlir_ciface_"))
       return;

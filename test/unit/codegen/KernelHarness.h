@@ -12,6 +12,8 @@
 
 #include "bt/Codegen/CPUCodegen.h"
 
+#include "mlir/IR/BuiltinOps.h"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -70,6 +72,11 @@ public:
   static std::unique_ptr<Kernels> compile(const std::string &source,
                                           const CPUPipelineOptions &options,
                                           std::string &error);
+  /// Compiles a layer-level `module` (the caller owns its context; the
+  /// module is lowered in place).
+  static std::unique_ptr<Kernels> compileModule(mlir::ModuleOp module,
+                                                const CPUPipelineOptions &options,
+                                                std::string &error);
   /// Calls bt_entry_<name> with dense descriptors of `args`; frees the
   /// results after copying them out.
   std::vector<Result> call(const std::string &name,

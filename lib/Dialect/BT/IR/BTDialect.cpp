@@ -130,9 +130,15 @@ void NeoXConfigAttr::print(AsmPrinter &p) const {
 // !bt.kv_cache
 //===----------------------------------------------------------------------===//
 
-int64_t KVCacheType::getBytesPerSequence() const {
+int64_t KVCacheType::getBytesPerEntry() const {
   int64_t bits = getElementType().getIntOrFloatBitWidth();
-  return 2 * getLayers() * getHeads() * getCapacity() * getHeadDim() * bits / 8;
+  return 2 * getLayers() * getHeads() * getHeadDim() * bits / 8;
+}
+
+int64_t KVCacheType::getBytesPerSequence() const {
+  if (!hasStaticCapacity())
+    return ShapedType::kDynamic;
+  return getCapacity() * getBytesPerEntry();
 }
 
 LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -148,9 +154,15 @@ LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "!bt.kv_cache: " << name << " must be >= 1, got " << v;
   };
   if (failed(positive("layers", layers)) || failed(positive("heads", heads)) ||
-      failed(positive("capacity", capacity)) ||
       failed(positive("head_dim", headDim)))
     return failure();
+  if (ShapedType::isDynamic(capacity)) {
+    if (scope == CacheScope::local)
+      return emitError() << "!bt.kv_cache: a local cache must have a static "
+                            "capacity (at most P + L_B entries)";
+  } else if (failed(positive("capacity", capacity))) {
+    return failure();
+  }
   if (!elementType.isF32() && !elementType.isBF16() && !elementType.isF16())
     return emitError() << "!bt.kv_cache: element type must be f32, bf16 or "
                           "f16, got "
@@ -170,16 +182,21 @@ Type KVCacheType::parse(AsmParser &p) {
     return {};
   }
   int64_t batch, layers, heads, capacity, headDim;
-  if (p.parseComma() || p.parseKeyword("batch") || p.parseEqual())
-    return {};
-  if (succeeded(p.parseOptionalQuestion()))
-    batch = ShapedType::kDynamic;
-  else if (p.parseInteger(batch))
-    return {};
+  // `name = <integer> | ?`.
+  auto parseDim = [&](StringRef name, int64_t &v) -> ParseResult {
+    if (p.parseKeyword(name) || p.parseEqual())
+      return failure();
+    if (succeeded(p.parseOptionalQuestion())) {
+      v = ShapedType::kDynamic;
+      return success();
+    }
+    return p.parseInteger(v);
+  };
   Type elementType;
-  if (p.parseComma() || parseIntField(p, "layers", layers) || p.parseComma() ||
+  if (p.parseComma() || parseDim("batch", batch) || p.parseComma() ||
+      parseIntField(p, "layers", layers) || p.parseComma() ||
       parseIntField(p, "heads", heads) || p.parseComma() ||
-      parseIntField(p, "capacity", capacity) || p.parseComma() ||
+      parseDim("capacity", capacity) || p.parseComma() ||
       parseIntField(p, "head_dim", headDim) || p.parseComma() ||
       p.parseType(elementType) || p.parseGreater())
     return {};
@@ -194,6 +211,11 @@ void KVCacheType::print(AsmPrinter &p) const {
   else
     p << "?";
   p << ", layers = " << getLayers() << ", heads = " << getHeads()
-    << ", capacity = " << getCapacity() << ", head_dim = " << getHeadDim()
+    << ", capacity = ";
+  if (hasStaticCapacity())
+    p << getCapacity();
+  else
+    p << "?";
+  p << ", head_dim = " << getHeadDim()
     << ", " << getElementType() << ">";
 }

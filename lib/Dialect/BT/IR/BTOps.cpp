@@ -320,6 +320,9 @@ LogicalResult BlockDecoderOp::verify() {
   if (getMask() && failed(checkShape(*this, "mask", getMask(),
                                      in.getShape().take_front(2))))
     return failure();
+  if (getPositions() && failed(checkShape(*this, "positions", getPositions(),
+                                          in.getShape().take_front(2))))
+    return failure();
   if (static_cast<bool>(getCache()) != static_cast<bool>(getResultCache()))
     return emitOpError()
            << "a cache operand requires a cache result and vice versa";
@@ -338,7 +341,8 @@ LogicalResult BlockDecoderOp::verify() {
   // The N_blk new blocks are appended: as for bt.kv_append, a static count
   // above the capacity can never fit.
   int64_t nBlk = in.getDimSize(1);
-  if (!ShapedType::isDynamic(nBlk) && nBlk > cache.getCapacity())
+  if (!ShapedType::isDynamic(nBlk) && cache.hasStaticCapacity() &&
+      nBlk > cache.getCapacity())
     return emitOpError() << "input has " << nBlk
                          << " blocks, more than the cache capacity ("
                          << cache.getCapacity() << ")";
@@ -351,6 +355,14 @@ LogicalResult BlockDecoderOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 
 bool BlockDecoderOp::consumesCache(OpOperand &) { return true; }
+
+void BlockDecoderOp::build(OpBuilder &b, OperationState &state, Type result,
+                           Type resultCache, Value input, Value mask,
+                           Value cache, StringRef params,
+                           NeoXConfigAttr config) {
+  build(b, state, result, resultCache, input, mask, /*positions=*/Value(),
+        cache, params, config);
+}
 
 void BlockDecoderOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
@@ -367,13 +379,18 @@ void BlockDecoderOp::getEffects(
 // `params` last: a dialect attribute written in full (`#bt.neox<...>`) right
 // before the `:` of the type list would take that list as its own type.
 ParseResult BlockDecoderOp::parse(OpAsmParser &parser, OperationState &result) {
-  OpAsmParser::UnresolvedOperand input, mask, cache;
-  bool hasMask = false, hasCache = false;
+  OpAsmParser::UnresolvedOperand input, mask, positions, cache;
+  bool hasMask = false, hasPositions = false, hasCache = false;
   if (parser.parseOperand(input))
     return failure();
   if (succeeded(parser.parseOptionalKeyword("mask"))) {
     hasMask = true;
     if (parser.parseOperand(mask))
+      return failure();
+  }
+  if (succeeded(parser.parseOptionalKeyword("positions"))) {
+    hasPositions = true;
+    if (parser.parseOperand(positions))
       return failure();
   }
   if (succeeded(parser.parseOptionalKeyword("cache"))) {
@@ -402,14 +419,15 @@ ParseResult BlockDecoderOp::parse(OpAsmParser &parser, OperationState &result) {
   Properties &props = result.getOrAddProperties<Properties>();
   props.params = params;
   props.config = config;
-  props.operandSegmentSizes = {1, hasMask ? 1 : 0, hasCache ? 1 : 0};
+  props.operandSegmentSizes = {1, hasMask ? 1 : 0, hasPositions ? 1 : 0,
+                               hasCache ? 1 : 0};
 
   SmallVector<Type> operandTypes, resultTypes;
   SMLoc typesLoc = parser.getCurrentLocation();
   if (parser.parseColonTypeList(operandTypes) || parser.parseArrow() ||
       parser.parseTypeList(resultTypes))
     return failure();
-  size_t numOperands = 1 + hasMask + hasCache;
+  size_t numOperands = 1 + hasMask + hasPositions + hasCache;
   if (operandTypes.size() != numOperands)
     return parser.emitError(typesLoc)
            << "expected " << numOperands << " operand types, got "
@@ -421,6 +439,8 @@ ParseResult BlockDecoderOp::parse(OpAsmParser &parser, OperationState &result) {
   SmallVector<OpAsmParser::UnresolvedOperand> operands{input};
   if (hasMask)
     operands.push_back(mask);
+  if (hasPositions)
+    operands.push_back(positions);
   if (hasCache)
     operands.push_back(cache);
   if (parser.resolveOperands(operands, operandTypes, typesLoc, result.operands))
@@ -433,6 +453,8 @@ void BlockDecoderOp::print(OpAsmPrinter &p) {
   p << " " << getInput();
   if (getMask())
     p << " mask " << getMask();
+  if (getPositions())
+    p << " positions " << getPositions();
   if (getCache())
     p << " cache " << getCache();
   p << " config ";
@@ -501,6 +523,64 @@ bool TokenDecoderOp::isBlockLocalAlong(int64_t dim) {
 std::optional<int64_t> TokenDecoderOp::getOperandBlockDim(unsigned,
                                                           int64_t dim) {
   return dim;
+}
+
+//===----------------------------------------------------------------------===//
+// TokenDecoderStepOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TokenDecoderStepOp::verify() {
+  if (failed(checkRank(*this, "input", getInput(), 3, "[B, S, T]")))
+    return failure();
+  RankedTensorType in = tensorType(getInput());
+  if (getResult().getType() != in)
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal the input type " << in;
+  int64_t t = in.getDimSize(2);
+  if (getConfig().getHidden() != t)
+    return emitOpError() << "config hidden (" << getConfig().getHidden()
+                         << ") must equal the token-decoder width T ("
+                         << dimStr(t) << ")";
+  if (failed(checkShape(*this, "positions", getPositions(),
+                        {in.getDimSize(1)})))
+    return failure();
+  auto cache = llvm::cast<KVCacheType>(getCache().getType());
+  if (!cache.isLocal())
+    return emitOpError() << "the token decoder's cache must have 'local' "
+                            "scope, got 'global'";
+  if (getResultCache().getType() != cache)
+    return emitOpError() << "result cache type " << getResultCache().getType()
+                         << " must equal the operand cache type " << cache;
+  if (failed(checkCacheAgainstConfig(*this, "cache", cache, getConfig(),
+                                     in.getElementType(), in.getDimSize(0))))
+    return failure();
+  int64_t s = in.getDimSize(1);
+  if (!ShapedType::isDynamic(s) && s > cache.getCapacity())
+    return emitOpError() << "input has " << s
+                         << " positions, more than the cache capacity ("
+                         << cache.getCapacity() << ")";
+  return success();
+}
+
+LogicalResult
+TokenDecoderStepOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyParams(
+      *this, tables,
+      getNeoXStackParams((getParams() + ".gpt_neox").str(), getConfig()),
+      tensorType(getInput()).getElementType());
+}
+
+bool TokenDecoderStepOp::consumesCache(OpOperand &) { return true; }
+
+//===----------------------------------------------------------------------===//
+// SampleOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SampleOp::verify() {
+  if (failed(checkRank(*this, "logits", getLogits(), 2, "[B, V]")))
+    return failure();
+  return checkShape(*this, "result", getTokens(),
+                    {tensorType(getLogits()).getDimSize(0)});
 }
 
 //===----------------------------------------------------------------------===//
@@ -862,6 +942,11 @@ static LogicalResult checkAgainstCache(Operation *op, StringRef what, Value v,
   return checkSameElementType(op, what, v, cache.getElementType());
 }
 
+void KVAllocOp::build(OpBuilder &b, OperationState &state, Type cache,
+                      Value batch) {
+  build(b, state, cache, batch, /*capacity=*/Value());
+}
+
 LogicalResult KVAllocOp::verify() {
   auto type = llvm::cast<KVCacheType>(getCache().getType());
   if (type.hasStaticBatch() && getBatch())
@@ -871,6 +956,13 @@ LogicalResult KVAllocOp::verify() {
   if (!type.hasStaticBatch() && !getBatch())
     return emitOpError() << "a cache type with dynamic batch '?' requires a "
                             "batch operand";
+  if (type.hasStaticCapacity() && getCapacity())
+    return emitOpError() << "capacity operand given for a cache type with "
+                            "static capacity "
+                         << type.getCapacity();
+  if (!type.hasStaticCapacity() && !getCapacity())
+    return emitOpError() << "a cache type with dynamic capacity '?' requires "
+                            "a capacity operand";
   return success();
 }
 

@@ -132,11 +132,16 @@ def BT_BlockDecoderOp : BT_Op<"block_decoder",
     - `input`: `[B, N_blk, D]` block embeddings (the embedder's output).
     - `mask` (optional): `[B, N_blk]` block attention mask (official
       `block_attention_mask`; 1 = attend, 0 = padding block, masked as a key).
+    - `positions` (optional): `[B, N_blk]` i64/i32 RoPE position of every
+      row's blocks. Default: the block index `0 .. N_blk-1`, offset by the
+      cache length in the cache form. Needed by vanilla generation (L_B = 1),
+      where HF uses per-row positions `cumsum(mask) - 1` (pads at 1) that
+      continue from each row's last position (docs/generation.md).
     - `cache` (optional): a `global` `!bt.kv_cache` holding the keys/values
       of earlier blocks. The N_blk new blocks are appended to it (positions
-      continue after the cached entries) and the updated cache is returned as
-      a second result; the operand is consumed. This is the prefill /
-      decode-block form used by generation.
+      continue after the cached entries unless `positions` is given) and the
+      updated cache is returned as a second result; the operand is consumed.
+      This is the prefill / decode-block form used by generation.
     - result: `[B, N_blk, D]` context embeddings (final-LayerNorm output).
 
     Parameters (official names, prefix `params`, e.g. `block_decoder.gpt_neox`):
@@ -147,9 +152,9 @@ def BT_BlockDecoderOp : BT_Op<"block_decoder",
     `.mlp.dense_h_to_4h.{weight [I, D], bias [I]}`, `.mlp.dense_4h_to_h.{weight [D, I], bias [D]}`,
     `{params}.final_layer_norm.{weight,bias}` `[D]`.
 
-    Errors: config width ≠ D, shapes of mask/cache, cache scope/layers/heads/
-    head_dim/element type ≠ config, a static N_blk above the cache capacity,
-    a missing or mis-shaped parameter.
+    Errors: config width ≠ D, shapes of mask/positions/cache, cache
+    scope/layers/heads/head_dim/element type ≠ config, a static N_blk above a
+    static cache capacity, a missing or mis-shaped parameter.
 
     Example:
     ```mlir
@@ -158,6 +163,9 @@ def BT_BlockDecoderOp : BT_Op<"block_decoder",
     %ctx1, %c1 = bt.block_decoder %x1 cache %c0 config #cfg
              params "block_decoder.gpt_neox" : tensor<2x1x64xf32>,
              !bt.kv_cache<global, ...> -> tensor<2x1x64xf32>, !bt.kv_cache<global, ...>
+    %h, %c2 = bt.block_decoder %x2 mask %m positions %p cache %c1 config #cfg
+             params "gpt_neox" : tensor<2x7x64xf32>, tensor<2x7xi64>,
+             tensor<2x7xi64>, !bt.kv_cache<global, ...> -> tensor<2x7x64xf32>, !bt.kv_cache<global, ...>
     ```
 
     `config` and `params` may be written in either order; the printer puts
@@ -166,6 +174,7 @@ def BT_BlockDecoderOp : BT_Op<"block_decoder",
   }];
   let arguments = (ins BT_FloatTensor:$input,
                        Optional<BT_MaskTensor>:$mask,
+                       Optional<BT_PositionTensor>:$positions,
                        Optional<BT_KVCacheType>:$cache,
                        StrAttr:$params,
                        BT_NeoXConfigAttr:$config);
@@ -173,6 +182,13 @@ def BT_BlockDecoderOp : BT_Op<"block_decoder",
                       Optional<BT_KVCacheType>:$result_cache);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
+  let builders = [
+    // Without positions (the default block-index positions).
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Type":$resultCache,
+                   "::mlir::Value":$input, "::mlir::Value":$mask,
+                   "::mlir::Value":$cache, "::llvm::StringRef":$params,
+                   "::bt::NeoXConfigAttr":$config)>
+  ];
 }
 
 def BT_TokenDecoderOp : BT_Op<"token_decoder",
@@ -227,6 +243,100 @@ def BT_TokenDecoderOp : BT_Op<"token_decoder",
     $context_embedding `,` $ids (`mask` $mask^)? `params` $params `config` $config
     `strategy` `` $strategy `prefix_length` $prefix_length attr-dict
     `:` type($context_embedding) `,` type($ids) (`,` type($mask)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_TokenDecoderStepOp : BT_Op<"token_decoder_step",
+    [BT_ParamUser, BT_CacheUser, MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "One incremental step of the token decoder's stack with a local KV cache";
+  let description = [{
+    Paper §2.4 and appendix (inference of the Block Transformer; official
+    `BlockTransformer.generate`, where HF `generate` runs the token decoder
+    with `use_cache=True`): runs the token decoder's GPT-NeoX stack (layers
+    and final LayerNorm, no LM head) over S new input vectors of the block
+    being decoded, attending to the block's earlier inputs held in a `local`
+    KV cache and to themselves (causally). Their keys/values are appended to
+    the cache, which is returned as a second result; the operand is
+    consumed. Decoding one block of L_B tokens is: step 0 over the P prefix
+    vectors (the expansion layer's output for the context embedding), then
+    one step per token t_0 .. t_{L_B-2} (its `embed_in` embedding); the
+    output of each step's last position predicts the next token. No key is
+    masked (a block's inputs are all valid).
+
+    - `input`: `[B, S, T]` input vectors (T = config hidden).
+    - `positions`: `[S]` i64/i32 RoPE positions of the S inputs: training
+      positions continue `0 .. P+L_B-2` over the block; the official generate
+      uses `[0]*P, 1, 2, ...` (fixtures README).
+    - `cache`: a `local` `!bt.kv_cache` with the config's layers, heads and
+      head_dim, batch B and a static capacity ≥ the block's inputs.
+    - result: `[B, S, T]` final-LayerNorm hidden states; result cache.
+
+    Parameters (prefix `params` as `bt.token_decoder`, e.g. `token_decoder`):
+    the GPT-NeoX stack under `{params}.gpt_neox` (as `bt.block_decoder`).
+    `embed_in` and the expansion layer are applied by the caller.
+
+    `bt-decompose` lowers it like the cache form of `bt.block_decoder`: per
+    layer `bt.kv_append` (no key mask) and `bt.kv_attend` with the given
+    positions.
+
+    Errors: ranks, config width ≠ T, positions ≠ `[S]`, cache scope not
+    `local`, cache layers/heads/head_dim/element type/batch ≠ config and
+    input, static S above the capacity, a missing or mis-shaped parameter.
+
+    Example:
+    ```mlir
+    %h, %c1 = bt.token_decoder_step %x, %pos cache %c0 config #td
+                params "token_decoder" : tensor<?x2x64xf32>, tensor<2xi64>,
+                !bt.kv_cache<local, ...> -> tensor<?x2x64xf32>, !bt.kv_cache<local, ...>
+    ```
+  }];
+  let arguments = (ins BT_FloatTensor:$input,
+                       BT_PositionTensor:$positions,
+                       BT_KVCacheType:$cache,
+                       StrAttr:$params,
+                       BT_NeoXConfigAttr:$config);
+  let results = (outs BT_FloatTensor:$result, BT_KVCacheType:$result_cache);
+  let assemblyFormat = [{
+    $input `,` $positions `cache` $cache `config` $config `params` $params
+    attr-dict `:` type($input) `,` type($positions) `,` qualified(type($cache))
+    `->` type($result) `,` qualified(type($result_cache))
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_SampleOp : BT_Op<"sample", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Samples one token per row from next-token logits (runtime sampler)";
+  let description = [{
+    Chooses the next token of every row from its logits by calling the
+    runtime's sampler (docs/generation.md, "Sampling"): greedy (argmax, lowest
+    id on ties), temperature / top-k / top-p with a per-sequence generator,
+    and EOS bookkeeping (after a row emitted EOS the sampler returns the
+    generation pad id for the rest of the block). The policy and its state
+    live in the runtime; `sampler` is an opaque handle the runtime passes to
+    the entry point. The op has side effects (the sampler's state): calls
+    are neither merged nor reordered.
+
+    - `logits`: `[B, V]` f32; `sampler`: i64 handle; result: `[B]` i64.
+
+    Code generation (CPU): bufferized into a call of the external C function
+    `_mlir_ciface_bt_rt_sample(int64_t sampler, StridedMemRefType<float, 2>
+    *logits, StridedMemRefType<int64_t, 1> *tokens)` (`bt_rt_sample` with
+    `llvm.emit_c_interface`), left undefined in the kernel library and
+    resolved against the process like `cblas_sgemm`. The logits are dense
+    row-major; the callee writes the B tokens.
+
+    Errors: logits not rank 2, result not `[B]`.
+
+    Example:
+    ```mlir
+    %t = bt.sample %logits, %s : tensor<?x512xf32> -> tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$logits, I64:$sampler);
+  let results = (outs RankedTensorOf<[I64]>:$tokens);
+  let assemblyFormat = [{
+    $logits `,` $sampler attr-dict `:` type($logits) `->` type($tokens)
   }];
   let hasVerifier = 1;
 }
@@ -501,25 +611,34 @@ def BT_FusedLocalAttentionOp : BT_Op<"fused_local_attention",
 // KV caches
 //===----------------------------------------------------------------------===//
 
-def BT_KVAllocOp : BT_Op<"kv_alloc", [MemoryEffects<[MemAlloc]>]> {
+def BT_KVAllocOp : BT_Op<"kv_alloc", [AttrSizedOperandSegments,
+    MemoryEffects<[MemAlloc]>]> {
   let summary = "Allocates an empty KV cache";
   let description = [{
     Starts the lifetime of a `!bt.kv_cache` value: storage for
     `[layers, 2, batch, heads, capacity, head_dim]` elements, every layer's
     fill length 0. `batch` is the dynamic batch size when the type's batch is
-    `?` and must be absent otherwise. The value must be released
+    `?` and must be absent otherwise; likewise `capacity` for a dynamic
+    capacity (global caches only). The value must be released
     (`bt.kv_release`) on every path.
 
     Example:
     ```mlir
     %c = bt.kv_alloc : !bt.kv_cache<local, batch = 2, layers = 2, heads = 2, capacity = 6, head_dim = 32, f32>
     %g = bt.kv_alloc batch %n : !bt.kv_cache<global, batch = ?, layers = 2, heads = 2, capacity = 512, head_dim = 32, f32>
+    %h = bt.kv_alloc batch %n capacity %m : !bt.kv_cache<global, batch = ?, layers = 2, heads = 2, capacity = ?, head_dim = 32, f32>
     ```
   }];
-  let arguments = (ins Optional<Index>:$batch);
+  let arguments = (ins Optional<Index>:$batch, Optional<Index>:$capacity);
   let results = (outs BT_KVCacheType:$cache);
-  let assemblyFormat = "(`batch` $batch^)? attr-dict `:` qualified(type($cache))";
+  let assemblyFormat = [{
+    (`batch` $batch^)? (`capacity` $capacity^)? attr-dict `:` qualified(type($cache))
+  }];
   let hasVerifier = 1;
+  let builders = [
+    // Static capacity: `batch` is null for a static batch.
+    OpBuilder<(ins "::mlir::Type":$cache, "::mlir::Value":$batch)>
+  ];
 }
 
 def BT_KVAppendOp : BT_Op<"kv_append", [BT_CacheUser,

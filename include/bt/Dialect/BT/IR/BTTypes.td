@@ -25,10 +25,17 @@ def BT_KVCacheType : TypeDef<BT_Dialect, "KVCache"> {
       (prefix plus the block's tokens; paper §2.4), lives for the decoding of
       one block and must not escape the region it was allocated in.
 
-    `batch` may be dynamic (`?`); every other size is static and positive.
+    `batch` may be dynamic (`?`). `capacity` may be dynamic (`?`) for a
+    `global` cache: the runtime sizes the global cache of a generation to
+    exactly the prompt plus the generated blocks (docs/generation.md), so the
+    compiled entry points take its capacity from the buffer they are given; a
+    `local` cache has a static capacity (≤ P + L_B). Every other size is static
+    and positive.
 
     Example: `!bt.kv_cache<global, batch = ?, layers = 2, heads = 2,
-    capacity = 512, head_dim = 32, f32>`.
+    capacity = 512, head_dim = 32, f32>`,
+    `!bt.kv_cache<global, batch = ?, layers = 2, heads = 2, capacity = ?,
+    head_dim = 32, f32>`.
 
     Values of this type are linear: each value is consumed (by
     `bt.kv_append`, `bt.kv_release`, a region terminator or a call) exactly
@@ -50,8 +57,13 @@ def BT_KVCacheType : TypeDef<BT_Dialect, "KVCache"> {
     bool isGlobal() const { return getScope() == ::bt::CacheScope::global; }
     bool isLocal() const { return getScope() == ::bt::CacheScope::local; }
     bool hasStaticBatch() const { return !::mlir::ShapedType::isDynamic(getBatch()); }
+    bool hasStaticCapacity() const { return !::mlir::ShapedType::isDynamic(getCapacity()); }
+    /// Bytes of key+value storage of one entry of one sequence, all layers:
+    /// 2 · layers · heads · head_dim · sizeof(elt).
+    int64_t getBytesPerEntry() const;
     /// Bytes of key+value storage for one sequence (one batch row), all
-    /// layers, full capacity: 2 · layers · heads · capacity · head_dim · sizeof(elt).
+    /// layers, full capacity: capacity · getBytesPerEntry(), or
+    /// ShapedType::kDynamic when the capacity is dynamic.
     int64_t getBytesPerSequence() const;
   }];
 }
