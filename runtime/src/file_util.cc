@@ -47,7 +47,21 @@ struct FdCloser {
   }
 };
 
-absl::Status WriteAll(int fd, const char *p, size_t n, const std::string &what) {
+
+std::string DirName(const std::string &path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos)
+    return ".";
+  if (slash == 0)
+    return "/";
+  return path.substr(0, slash);
+}
+} // namespace
+
+absl::Status WriteAllToFd(int fd, absl::string_view bytes,
+                          const std::string &what) {
+  const char *p = bytes.data();
+  size_t n = bytes.size();
   while (n > 0) {
     ssize_t w = ::write(fd, p, n);
     if (w < 0) {
@@ -60,16 +74,6 @@ absl::Status WriteAll(int fd, const char *p, size_t n, const std::string &what) 
   }
   return absl::OkStatus();
 }
-
-std::string DirName(const std::string &path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos)
-    return ".";
-  if (slash == 0)
-    return "/";
-  return path.substr(0, slash);
-}
-} // namespace
 
 absl::StatusOr<std::shared_ptr<MappedFile>>
 MappedFile::Open(const std::string &path) {
@@ -155,7 +159,7 @@ absl::Status AtomicFileWriter::Write(absl::string_view bytes) {
   if (fd_ < 0)
     return absl::FailedPreconditionError(
         absl::StrCat("writer for ", path_, " is closed"));
-  absl::Status s = WriteAll(fd_, bytes.data(), bytes.size(), path_);
+  absl::Status s = WriteAllToFd(fd_, bytes, path_);
   if (s.ok())
     offset_ += bytes.size();
   return s;

@@ -28,22 +28,6 @@ namespace {
 // --as-needed, so its symbols are in the global scope.
 auto *volatile kKeepBlasLinked = &cblas_sgemm;
 
-absl::Status WriteAllFd(int fd, absl::string_view bytes,
-                        const std::string &what) {
-  const char *p = bytes.data();
-  size_t n = bytes.size();
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      return ErrnoToStatus(errno, absl::StrCat("cannot write ", what));
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return absl::OkStatus();
-}
 
 std::string DlError() {
   const char *e = dlerror();
@@ -78,7 +62,7 @@ LoadSharedObjectFromMemory(absl::string_view so_bytes, const std::string &name,
                                         tmp_path));
     lib.method = "tmpfile";
   }
-  absl::Status s = WriteAllFd(fd, so_bytes, name);
+  absl::Status s = WriteAllToFd(fd, so_bytes, name);
   // glibc's dlopen returns an already loaded object whose name equals the
   // path, so "/proc/self/fd/N" must not name a library still loaded (N is
   // reused once an fd is closed). Keep our fd open while the library is

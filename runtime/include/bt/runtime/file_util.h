@@ -88,6 +88,11 @@ absl::Status WriteFileAtomically(const std::string &path,
 /// mapped from errno (ENOENT -> NotFound, EACCES -> PermissionDenied, ...).
 absl::Status ErrnoToStatus(int err, absl::string_view context);
 
+/// Writes all of `bytes` to `fd`, retrying on EINTR and short writes.
+/// Errors: the errno of write(2) as a status "cannot write <what>: ...".
+absl::Status WriteAllToFd(int fd, absl::string_view bytes,
+                          const std::string &what);
+
 } // namespace bt::rt
 
 #endif // BT_RUNTIME_FILE_UTIL_H
