@@ -2,7 +2,10 @@
 
 #include "bt/runtime/commands.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <type_traits>
@@ -76,18 +79,28 @@ std::string Usage(const std::string &prog) {
       "files against\n",
       "                                         tolerances (rtol: max|d| / max|ref|)"
       "\n",
-      "  bench [--device cpu] [--batch 1,8] [--seq-blocks N | --tokens N]\n"
+      "  bench [--device cpu] [--setting forward|prefill-heavy|decode-heavy[=P/G],...]\n"
+      "        [--batch 1,8[,max]] [--max-batch N | --max-batch SETTING=N,...]\n"
+      "        [--seq-blocks N | --tokens N] [--prompt-tokens P] [--gen-tokens G]\n"
       "        [--iters K] [--warmup W] [--threads T] [--csv out.csv]\n"
       "        [--baseline torch|none] [--torch-script bt_torch.py] [--python PATH]\n"
-      "        [--seed S] [--torch-malloc tuned|default]\n",
-      "                                         forward ('eval') throughput in "
-      "tokens/s per batch\n",
-      "                                         size (median of K calls after W "
-      "warmups; default\n",
+      "        [--seed S] [--torch-malloc tuned|default] [--progress auto|bar|dots|none]\n",
+      "                                         throughput in tokens/s per setting "
+      "and batch size\n",
+      "                                         (median of K calls after W "
+      "warmups; default forward,\n",
       "                                         batches 1,8, 512 tokens, K 5, W 1, "
       "2 threads), side\n",
       "                                         by side with the PyTorch baseline "
-      "bench/bt_torch.py\n",
+      "bench/bt_torch.py;\n",
+      "                                         prefill-heavy (2048/128) and "
+      "decode-heavy (128/2048)\n",
+      "                                         generate greedily, EOS ignored; "
+      "--batch max runs the\n",
+      "                                         --max-batch size (bt-run bench "
+      "computes it from the\n",
+      "                                         KV-cache plan for --memory, "
+      "like bt-run plan)\n",
       "\n",
       "The artifact is read from the end of this executable unless --artifact "
       "is given.\n");
@@ -446,7 +459,9 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
   if (cmd == "bench") {
     BenchOptions opts;
     std::vector<int64_t> batches = {1, 8};
-    int64_t tokens = 0, seq_blocks = 0;
+    bool with_max = false;
+    std::string setting_list = kForwardSetting, max_batch_arg, progress = "auto";
+    int64_t tokens = 0, seq_blocks = 0, prompt_tokens = 0, gen_tokens = 0;
     for (; i < args.size(); ++i) {
       const std::string &a = args[i];
       if (a == "-h" || a == "--help") {
@@ -456,7 +471,8 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
       static const std::set<std::string> kValued = {
           "--device", "--batch", "--seq-blocks", "--tokens", "--iters",
           "--warmup", "--threads", "--csv", "--baseline", "--torch-script",
-          "--python", "--seed", "--torch-malloc"};
+          "--python", "--seed", "--torch-malloc", "--setting",
+          "--prompt-tokens", "--gen-tokens", "--max-batch", "--progress"};
       if (!kValued.count(a))
         return usage_error(absl::StrCat("bench: unexpected argument '", a, "'"));
       if (i + 1 >= args.size())
@@ -467,15 +483,30 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
         opts.device = v;
       } else if (a == "--batch") {
         batches.clear();
+        with_max = false;
         for (absl::string_view b : absl::StrSplit(v, ',')) {
           int64_t x = 0;
+          if (b == "max") {
+            with_max = true;
+            continue;
+          }
           if (!absl::SimpleAtoi(b, &x) || x < 1)
             return usage_error(absl::StrCat(
-                "--batch ", v, ": expected positive integers separated by commas"));
+                "--batch ", v, ": expected positive integers separated by "
+                "commas (and 'max')"));
           batches.push_back(x);
         }
       } else if (a == "--csv") {
         opts.csv_path = v;
+      } else if (a == "--setting") {
+        setting_list = v;
+      } else if (a == "--max-batch") {
+        max_batch_arg = v;
+      } else if (a == "--progress") {
+        if (v != "auto" && v != "bar" && v != "dots" && v != "none")
+          return usage_error(absl::StrCat(
+              "--progress ", v, ": expected auto, bar, dots or none"));
+        progress = v;
       } else if (a == "--baseline") {
         if (v != "torch" && v != "none")
           return usage_error(absl::StrCat("--baseline ", v, ": expected torch or none"));
@@ -499,6 +530,10 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
         seq_blocks = n;
       } else if (a == "--tokens") {
         tokens = n;
+      } else if (a == "--prompt-tokens") {
+        prompt_tokens = n;
+      } else if (a == "--gen-tokens") {
+        gen_tokens = n;
       } else if (a == "--iters") {
         opts.iters = static_cast<int>(n);
       } else if (a == "--warmup") {
@@ -511,6 +546,40 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     }
     if (tokens > 0 && seq_blocks > 0)
       return usage_error("bench: give --seq-blocks or --tokens, not both");
+    absl::StatusOr<std::vector<BenchSettingSpec>> specs =
+        ParseBenchSettings(setting_list, prompt_tokens, gen_tokens);
+    if (!specs.ok())
+      return usage_error(std::string(specs.status().message()));
+    // --max-batch N (every generation setting) or SETTING=N,...
+    std::map<std::string, int64_t> max_batch;
+    if (!max_batch_arg.empty()) {
+      int64_t all = 0;
+      if (absl::SimpleAtoi(max_batch_arg, &all) && all >= 1) {
+        for (const BenchSettingSpec &sp : *specs)
+          max_batch[sp.name] = all;
+      } else {
+        for (absl::string_view item : absl::StrSplit(max_batch_arg, ',')) {
+          std::vector<std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+          int64_t x = 0;
+          if (kv.size() != 2 || !IsGenerationSetting(kv[0]) ||
+              !absl::SimpleAtoi(kv[1], &x) || x < 1)
+            return usage_error(absl::StrCat(
+                "--max-batch ", max_batch_arg, ": expected a positive batch "
+                "size or SETTING=N,... with SETTING prefill-heavy or "
+                "decode-heavy"));
+          max_batch[kv[0]] = x;
+        }
+      }
+    }
+    bool any_generation = false;
+    for (const BenchSettingSpec &sp : *specs)
+      any_generation |= IsGenerationSetting(sp.name);
+    if (with_max && !any_generation)
+      return usage_error("--batch max applies to the generation settings "
+                         "(--setting prefill-heavy / decode-heavy)");
+    if (!with_max && !max_batch.empty())
+      return usage_error("--max-batch is the size of --batch max; add 'max' "
+                         "to --batch");
     auto model = Model::Open(artifact);
     if (!model.ok()) {
       err << prog << ": " << model.status().message() << "\n";
@@ -524,11 +593,41 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
       tokens = seq_blocks * L;
     else if (tokens == 0)
       tokens = (512 + L - 1) / L * L; // 512 tokens (128 blocks at L_B = 4)
-    absl::StatusOr<std::vector<BenchSetting>> settings =
-        ForwardSettings(config, batches, tokens);
-    if (!settings.ok())
-      return usage_error(std::string(settings.status().message()));
-    opts.settings = std::move(*settings);
+    for (const BenchSettingSpec &sp : *specs) {
+      absl::StatusOr<std::vector<BenchSetting>> settings;
+      if (sp.name == kForwardSetting) {
+        if (batches.empty())
+          continue; // `--batch max` alone: generation settings only
+        settings = ForwardSettings(config, batches, tokens);
+      } else {
+        int64_t mb = 0;
+        if (with_max) {
+          auto it = max_batch.find(sp.name);
+          if (it == max_batch.end())
+            return usage_error(absl::StrCat(
+                "--batch max: no --max-batch for ", sp.name,
+                " (bt-run bench computes it from the KV-cache plan for "
+                "--memory; `bt-run plan --memory M --prompt P --gen G` prints "
+                "it)"));
+          mb = it->second;
+        }
+        settings = GenerationSettings(sp, batches, mb);
+      }
+      if (!settings.ok())
+        return usage_error(std::string(settings.status().message()));
+      opts.settings.insert(opts.settings.end(), settings->begin(),
+                           settings->end());
+    }
+    if (opts.settings.empty())
+      return usage_error("bench: no setting to run");
+    if (progress == "auto") {
+      const char *term = getenv("TERM");
+      progress = isatty(STDERR_FILENO) && term != nullptr &&
+                         std::string(term) != "dumb"
+                     ? "bar"
+                     : "dots";
+    }
+    opts.progress = progress;
     absl::Status s = RunBenchCommand(**model, opts, out, err);
     if (!s.ok()) {
       err << prog << ": " << s.message() << "\n";

@@ -7,6 +7,7 @@
 #include "RuntimeBridge.h"
 
 #include "bt/runtime/artifact.h"
+#include "bt/runtime/bench.h"
 #include "bt/runtime/checkpoint.h"
 #include "bt/runtime/commands.h"
 #include "bt/runtime/config.h"
@@ -278,6 +279,31 @@ bool readTokenizer(const Model &model, const std::string &path,
             ")";
     return false;
   }
+  return true;
+}
+
+std::unique_ptr<Model> loadArtifactConfig(const std::string &path,
+                                          std::string &error) {
+  absl::StatusOr<std::shared_ptr<const rt::Artifact>> a = rt::Artifact::Open(path);
+  if (!a.ok()) {
+    error = std::string(a.status().message());
+    return nullptr;
+  }
+  return fromConfig((*a)->manifest().config());
+}
+
+bool parseBenchSettings(const std::string &list, int64_t promptTokens,
+                        int64_t genTokens, std::vector<BenchSettingLengths> &out,
+                        std::string &error) {
+  absl::StatusOr<std::vector<rt::BenchSettingSpec>> specs =
+      rt::ParseBenchSettings(list, promptTokens, genTokens);
+  if (!specs.ok()) {
+    error = std::string(specs.status().message());
+    return false;
+  }
+  out.clear();
+  for (const rt::BenchSettingSpec &s : *specs)
+    out.push_back({s.name, s.prompt_tokens, s.gen_tokens});
   return true;
 }
 

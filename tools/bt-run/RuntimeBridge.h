@@ -90,6 +90,26 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
 bool readTokenizer(const Model &model, const std::string &path,
                    std::string &bytes, std::string &error);
 
+/// The configuration of a compiled artifact or executable (its manifest's),
+/// without weights: enough to import the model-level IR for a memory plan.
+/// On error returns null and sets `error`.
+std::unique_ptr<Model> loadArtifactConfig(const std::string &path,
+                                          std::string &error);
+
+/// A benchmark setting of `bench --setting` with its per-row lengths
+/// (0 for "forward").
+struct BenchSettingLengths {
+  std::string name;
+  int64_t promptTokens = 0, genTokens = 0;
+};
+
+/// Parses `bench --setting LIST` with --prompt-tokens / --gen-tokens as the
+/// runtime does (bt::rt::ParseBenchSettings). On error returns false with
+/// `error` set.
+bool parseBenchSettings(const std::string &list, int64_t promptTokens,
+                        int64_t genTokens, std::vector<BenchSettingLengths> &out,
+                        std::string &error);
+
 /// True if `path` ends with a bt artifact trailer (artifact or executable).
 bool isArtifact(const std::string &path);
 

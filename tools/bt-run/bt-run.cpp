@@ -12,9 +12,11 @@
 //   bt-run plan <checkpoint|--config FILE> [--memory 80GiB] [--prompt 2048]
 //               [--gen 128] [--batch N] [--dtype f32|bf16|f16]
 //   bt-run bench [--device cpu] <checkpoint|artifact|executable | --config C
-//                --random-init> [--batch 1,8] [--seq-blocks N | --tokens N]
+//                --random-init> [--setting forward,prefill-heavy,decode-heavy]
+//                [--batch 1,8[,max]] [--memory 4GiB] [--seq-blocks N |
+//                --tokens N] [--prompt-tokens P] [--gen-tokens G]
 //                [--iters K] [--warmup W] [--threads T] [--csv OUT]
-//                [--baseline torch|none]
+//                [--baseline torch|none] [--progress auto|bar|dots|none]
 //
 // A checkpoint is a directory with the official trainer YAML (config.yaml)
 // or a resolved config.json, and model.safetensors (official tensor names);
@@ -54,6 +56,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Timer.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -149,8 +152,9 @@ cl::opt<bool> fuseLocalAttention(
              "into one kernel (bt-fuse-local-attention; default on)"),
     cl::init(true), cl::cat(btCategory));
 cl::opt<std::string> memoryBudget(
-    "memory", cl::desc("plan: device memory budget, e.g. 80GiB (binary), "
-                       "80GB (decimal), or bytes"),
+    "memory", cl::desc("plan, bench --batch max: memory budget, e.g. 80GiB "
+                       "(binary), 80GB (decimal), or bytes (bench default: "
+                       "this machine's available memory)"),
     cl::cat(btCategory));
 cl::opt<int64_t> genTokens("gen", cl::desc("plan: tokens to generate"),
                            cl::init(128), cl::cat(btCategory));
@@ -165,9 +169,30 @@ cl::opt<std::string> device("device", cl::desc("bench: device (cpu)"),
                             cl::init("cpu"), cl::cat(btCategory));
 cl::opt<std::string> batches(
     "batch",
-    cl::desc("bench: batch sizes, comma-separated (default 1,8); plan: one "
-             "batch size to check against --memory"),
+    cl::desc("bench: batch sizes, comma-separated (default 1,8); 'max' adds "
+             "the largest batch the KV-cache plan allows for --memory "
+             "(generation settings); plan: one batch size to check against "
+             "--memory"),
     cl::init("1,8"), cl::cat(btCategory));
+cl::opt<std::string> benchSettings(
+    "setting",
+    cl::desc("bench: settings, comma-separated: forward (eval), prefill-heavy "
+             "(2048 prompt / 128 generated tokens), decode-heavy (128 / 2048); "
+             "NAME=P/G gives the lengths (default forward)"),
+    cl::init("forward"), cl::cat(btCategory));
+cl::opt<unsigned> promptTokensOpt(
+    "prompt-tokens",
+    cl::desc("bench: prompt tokens per row of the generation settings"),
+    cl::init(0), cl::cat(btCategory));
+cl::opt<unsigned> genTokensOpt(
+    "gen-tokens",
+    cl::desc("bench: generated tokens per row of the generation settings"),
+    cl::init(0), cl::cat(btCategory));
+cl::opt<std::string> progressMode(
+    "progress",
+    cl::desc("bench: progress of generation calls: auto (a bar on a "
+             "terminal, else dots), bar, dots, none"),
+    cl::init("auto"), cl::cat(btCategory));
 cl::opt<unsigned> seqBlocks("seq-blocks",
                             cl::desc("bench: blocks per row (tokens = N * L_B)"),
                             cl::init(0), cl::cat(btCategory));
@@ -217,9 +242,12 @@ constexpr const char *kUsage =
     " [--gen 128] [--batch N] [--dtype f32|bf16|f16]\n"
     "  bt-run bench [--device cpu] <checkpoint|artifact|executable | --config C "
     "--random-init>\n"
-    "               [--batch 1,8] [--seq-blocks N | --tokens N] [--iters K] "
-    "[--warmup W]\n"
-    "               [--threads T (default 2)] [--csv OUT] [--baseline torch|none]\n";
+    "               [--setting forward|prefill-heavy|decode-heavy[=P/G],...] "
+    "[--batch 1,8[,max]] [--memory M]\n"
+    "               [--seq-blocks N | --tokens N] [--prompt-tokens P] "
+    "[--gen-tokens G] [--iters K] [--warmup W]\n"
+    "               [--threads T (default 2)] [--csv OUT] [--baseline torch|none]"
+    " [--progress auto|bar|dots|none]\n";
 
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "bt-run") << message << "\n";
@@ -514,6 +542,102 @@ int plan(MLIRContext &context, const std::string &input) {
   return 0;
 }
 
+/// MemAvailable of /proc/meminfo in bytes (0 if unknown).
+int64_t availableMemoryBytes() {
+  auto buffer = llvm::MemoryBuffer::getFileAsStream("/proc/meminfo");
+  if (!buffer)
+    return 0;
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    if (!line.consume_front("MemAvailable:"))
+      continue;
+    llvm::StringRef kb = line.trim();
+    kb.consume_back("kB");
+    int64_t value = 0;
+    if (kb.trim().getAsInteger(10, value))
+      return 0;
+    return value * 1024;
+  }
+  return 0;
+}
+
+/// `bench --batch ...,max`: the largest batch of each generation setting
+/// from the KV-cache plan (bt-plan-kv-memory) for --memory (default: the
+/// available memory), as the launcher's `--max-batch SETTING=N,...`.
+/// Explains each number on stderr. Returns 0, or the exit code after a
+/// message (2: usage).
+int planMaxBatches(MLIRContext &context, const std::string &input,
+                    std::string &maxBatchArg) {
+  std::vector<bt::bridge::BenchSettingLengths> settings;
+  std::string error;
+  if (!bt::bridge::parseBenchSettings(benchSettings, promptTokensOpt,
+                                      genTokensOpt, settings, error)) {
+    return usage(error);
+  }
+  int64_t budget = 0;
+  std::string budgetSource = "--memory " + memoryBudget;
+  if (!memoryBudget.empty()) {
+    if (!bt::parseByteSize(memoryBudget, budget) || budget <= 0) {
+      return usage("--memory " + memoryBudget +
+                   ": expected a size such as 80GiB, 80GB or 1073741824");
+    }
+  } else {
+    budget = availableMemoryBytes();
+    budgetSource = "available memory (MemAvailable)";
+    if (budget <= 0) {
+      return fail("--batch max: cannot read MemAvailable from /proc/meminfo; "
+                  "give --memory");
+    }
+  }
+  // The configuration is enough: the plan counts parameters, not values.
+  std::unique_ptr<bt::bridge::Model> model;
+  if (!input.empty() && bt::bridge::isArtifact(input))
+    model = bt::bridge::loadArtifactConfig(input, error);
+  else
+    model = bt::bridge::loadModel({input, configPath, weightsPath},
+                                  /*withWeights=*/false, error);
+  if (!model) {
+    return fail(error);
+  }
+  OwningOpRef<ModuleOp> module = bt::importModel(&context, model->spec());
+  if (!module)
+    return 1;
+  std::vector<std::string> parts;
+  for (const auto &s : settings) {
+    if (s.genTokens == 0)
+      continue; // forward: no KV cache
+    bt::KVPlanRequest request;
+    request.promptTokens = s.promptTokens;
+    request.genTokens = s.genTokens;
+    request.memoryBytes = budget;
+    FailureOr<bt::KVPlan> plan = bt::computeKVPlan(*module, request);
+    if (failed(plan))
+      return 1;
+    std::string explain =
+        "floor((" + bt::formatBytes(budget) + " " + budgetSource + " - " +
+        bt::formatBytes(plan->weightBytes) + " weights) / " +
+        bt::formatBytes(plan->bytesPerSequence) + " KV cache per sequence)";
+    if (plan->maxBatch < 1) {
+      return fail("--batch max for " + s.name + " (" +
+                  std::to_string(s.promptTokens) + " + " +
+                  std::to_string(s.genTokens) + " tokens): " + explain +
+                  " is 0: the budget does not fit one sequence");
+    }
+    llvm::errs() << "bt-run: --batch max for " << s.name << " ("
+                 << s.promptTokens << " + " << s.genTokens
+                 << " tokens): " << explain << " = " << plan->maxBatch
+                 << " (bt-plan-kv-memory)\n";
+    parts.push_back(s.name + "=" + std::to_string(plan->maxBatch));
+  }
+  if (parts.empty()) {
+    return usage("--batch max applies to the generation settings (--setting "
+                 "prefill-heavy / decode-heavy)");
+  }
+  maxBatchArg = llvm::join(parts, ",");
+  return 0;
+}
+
 /// Removes `--threads N` / `--threads=N` (also with one dash) from the
 /// arguments into `threads`. Returns false (after a message) on a bad value.
 bool takeThreadsOption(int &argc, char **argv) {
@@ -643,9 +767,25 @@ int main(int argc, char **argv) {
         std::to_string(threads),    "--baseline",
         baseline,      "--torch-script", torchScript,
         "--seed",      std::to_string(seed),
-        "--torch-malloc", torchMalloc};
+        "--torch-malloc", torchMalloc,
+        "--setting",   benchSettings,
+        "--progress",  progressMode};
     if (seqBlocks && tokens)
       return usage("bench: give --seq-blocks or --tokens, not both");
+    if (promptTokensOpt)
+      args.insert(args.end(), {"--prompt-tokens", std::to_string(promptTokensOpt)});
+    if (genTokensOpt)
+      args.insert(args.end(), {"--gen-tokens", std::to_string(genTokensOpt)});
+    llvm::SmallVector<llvm::StringRef> batchList;
+    llvm::StringRef(batches).split(batchList, ',');
+    if (llvm::is_contained(batchList, "max")) {
+      std::string maxBatchArg;
+      if (int rc = planMaxBatches(context, input, maxBatchArg))
+        return rc;
+      args.insert(args.end(), {"--max-batch", maxBatchArg});
+    } else if (!memoryBudget.empty()) {
+      return usage("bench --memory sizes --batch max; add 'max' to --batch");
+    }
     if (seqBlocks)
       args.insert(args.end(), {"--seq-blocks", std::to_string(seqBlocks)});
     if (tokens)
