@@ -28,6 +28,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bt/runtime/file_util.h"
+#include "bt/runtime/kv_plan.h"
 #include "bt/runtime/safetensors.h"
 #include "bt/runtime/status_macros.h"
 #include "google/protobuf/util/json_util.h"
@@ -463,6 +464,65 @@ ForwardSettings(const proto::ModelConfig &config,
   return out;
 }
 
+absl::StatusOr<std::vector<BenchSetting>>
+BenchSettingsFor(const proto::Manifest &manifest,
+                 const std::vector<BenchSettingSpec> &specs,
+                 const std::vector<int64_t> &batches, int64_t forward_tokens,
+                 bool with_max, int64_t memory_bytes,
+                 const std::string &memory_source,
+                 std::vector<std::string> *notes) {
+  bool any_generation = false;
+  for (const BenchSettingSpec &sp : specs)
+    any_generation |= IsGenerationSetting(sp.name);
+  if (with_max && !any_generation)
+    return absl::InvalidArgumentError(
+        "bench --batch max applies to the generation settings (prefill-heavy, "
+        "decode-heavy)");
+  std::vector<BenchSetting> out;
+  for (const BenchSettingSpec &sp : specs) {
+    std::vector<BenchSetting> settings;
+    if (sp.name == kForwardSetting) {
+      if (batches.empty())
+        continue; // `--batch max` alone: generation settings only
+      BT_ASSIGN_OR_RETURN(settings, ForwardSettings(manifest.config(), batches,
+                                                    forward_tokens));
+    } else {
+      int64_t planned = 0, max_batch = 0;
+      if (manifest.has_kv_plan() || with_max) {
+        BT_ASSIGN_OR_RETURN(PlannedKV plan,
+                            PlanKV(manifest, sp.prompt_tokens, sp.gen_tokens));
+        planned = plan.bytes_per_sequence;
+        if (with_max) {
+          BT_ASSIGN_OR_RETURN(max_batch, PlannedMaxBatch(plan, memory_bytes));
+          const std::string explain = absl::StrCat(
+              "floor((", FormatBytes(memory_bytes), " ", memory_source, " - ",
+              FormatBytes(plan.weight_bytes), " weights) / ",
+              FormatBytes(plan.bytes_per_sequence), " KV cache per sequence)");
+          if (max_batch < 1)
+            return absl::InvalidArgumentError(absl::StrCat(
+                "bench --batch max for ", sp.name, " (", sp.prompt_tokens,
+                " + ", sp.gen_tokens, " tokens): ", explain,
+                " is 0: the budget does not fit one sequence"));
+          if (notes != nullptr)
+            notes->push_back(absl::StrCat(
+                "planned max batch for ", sp.name, " (", sp.prompt_tokens,
+                " + ", sp.gen_tokens, " tokens): ", explain, " = ", max_batch,
+                " (bt-plan-kv-memory: ", plan.entries, " global entries x ",
+                FormatBytes(manifest.kv_plan().global_bytes_per_entry()),
+                " + ", FormatBytes(plan.local_bytes), " local scratch)"));
+        }
+      }
+      BT_ASSIGN_OR_RETURN(settings, GenerationSettings(sp, batches, max_batch));
+      for (BenchSetting &s : settings)
+        s.planned_kv_bytes_per_sample = planned;
+    }
+    out.insert(out.end(), settings.begin(), settings.end());
+  }
+  if (out.empty())
+    return absl::InvalidArgumentError("bench: no setting to run");
+  return out;
+}
+
 absl::StatusOr<TensorMap> ForwardInputs(const proto::ModelConfig &config,
                                         const BenchSetting &setting,
                                         uint64_t seed) {
@@ -843,7 +903,8 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
   for (const BenchSetting &setting : opts.settings) {
     const bool generation = IsGenerationSetting(setting.name);
     std::vector<BenchResult> current(runners.size());
-    std::vector<std::vector<double>> prefill(runners.size());
+    std::vector<std::vector<double>> prefill(runners.size()),
+        decode(runners.size());
     for (size_t k = 0; k < runners.size(); ++k) {
       if (!alive[k])
         continue;
@@ -891,8 +952,10 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
         }
         if (!warm) {
           current[k].run_seconds.push_back(t->seconds);
-          if (t->prefill_seconds >= 0)
+          if (t->prefill_seconds >= 0) {
             prefill[k].push_back(t->prefill_seconds);
+            decode[k].push_back(t->seconds - t->prefill_seconds);
+          }
         }
         current[k].kv_bytes_per_sample = t->kv_bytes_per_sample;
         line.Print(absl::StrFormat(" %.3gs", t->seconds));
@@ -916,6 +979,9 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
         }
         r.new_tokens = std::move(*toks);
         r.prefill_seconds = Median(prefill[k]);
+        r.decode_seconds = Median(decode[k]);
+        r.decode_tokens_per_s =
+            r.decode_seconds > 0 ? r.tokens / r.decode_seconds : 0;
       }
       r.peak_rss_mb = *peak;
       r.seconds = Median(r.run_seconds);
@@ -923,10 +989,11 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
       r.total_tokens_per_s = r.seconds > 0 ? r.total_tokens / r.seconds : 0;
       if (generation)
         line.Print(absl::StrFormat(
-            "  %-6s %.1f tok/s generated, %.1f tok/s total (median %.4g s, "
-            "prefill %.4g s), KV %s per sample",
-            r.impl, r.tokens_per_s, r.total_tokens_per_s, r.seconds,
-            r.prefill_seconds, FormatBytes(r.kv_bytes_per_sample)));
+            "  %-6s %.1f tok/s generated (median %.4g s: prefill %.4g s + "
+            "decode %.4g s = %.1f tok/s), KV %s per sample",
+            r.impl, r.tokens_per_s, r.seconds, r.prefill_seconds,
+            r.decode_seconds, r.decode_tokens_per_s,
+            FormatBytes(r.kv_bytes_per_sample)));
       else
         line.Print(absl::StrFormat("  %-6s %.1f tok/s (median %.4g s)", r.impl,
                                    r.tokens_per_s, r.seconds));
@@ -970,37 +1037,42 @@ std::string FormatBenchTable(const std::vector<BenchResult> &bt,
   }
   if (!generation)
     return s;
-  // Generation details: total throughput, prefill time, memory per sample.
+  // Generation details: prefill and decode, memory per sample.
   absl::StrAppend(
       &s, "\n",
-      absl::StrFormat("%-13s %6s %7s %6s %12s %12s %10s %10s %12s %12s\n",
-                      "generation", "batch", "prompt", "gen", "bt total/s",
-                      "torch total/s", "bt prefill", "torch pref", "bt KV/sample",
-                      "torch KV/smp"));
+      absl::StrFormat("%-13s %6s %7s %6s %10s %10s %11s %11s %11s %11s %11s\n",
+                      "generation", "batch", "prompt", "gen", "bt pref s",
+                      "torch pref", "bt dec/s", "torch dec/s", "plan KV/smp",
+                      "bt KV/smp", "torch KV/smp"));
   for (const BenchResult &r : bt) {
     if (!IsGenerationSetting(r.setting.name))
       continue;
     const BenchResult *t = Match(r, torch);
     absl::StrAppend(
         &s, absl::StrFormat(
-                "%-13s %6s %7d %6d %12.1f %12s %9.4fs %10s %12s %12s\n",
+                "%-13s %6s %7d %6d %10.4f %10s %11.1f %11s %11s %11s %11s\n",
                 r.setting.name, BatchLabel(r.setting), r.setting.prompt_tokens,
-                r.setting.gen_tokens, r.total_tokens_per_s,
-                t ? absl::StrFormat("%.1f", t->total_tokens_per_s) : "-",
-                r.prefill_seconds,
-                t ? absl::StrFormat("%.4fs", t->prefill_seconds) : "-",
+                r.setting.gen_tokens, r.prefill_seconds,
+                t ? absl::StrFormat("%.4f", t->prefill_seconds) : "-",
+                r.decode_tokens_per_s,
+                t ? absl::StrFormat("%.1f", t->decode_tokens_per_s) : "-",
+                r.setting.planned_kv_bytes_per_sample > 0
+                    ? FormatBytes(r.setting.planned_kv_bytes_per_sample)
+                    : "-",
                 FormatBytes(r.kv_bytes_per_sample),
                 t ? FormatBytes(t->kv_bytes_per_sample) : "-"));
   }
   absl::StrAppend(
       &s,
-      "tok/s: forward = batch x tokens per second; prefill-heavy / "
-      "decode-heavy = generated tokens (batch x gen) per second, the paper's "
-      "throughput; total/s = batch x (prompt + gen) per second\n"
-      "prefill: median seconds of the prompt's prefill within a call; "
-      "KV/sample: KV-cache bytes per sequence (bt: the runtime's kv_cache + "
-      "kv_valid; torch: its key/value tensors); MiB: peak resident set of the "
-      "process\n");
+      "tok/s: forward = batch x tokens / call; prefill-heavy, decode-heavy = "
+      "generated tokens (batch x gen) / call, prefill included (the paper's "
+      "throughput)\n"
+      "pref s: median prefill seconds per call; dec/s: batch x gen / (call - "
+      "prefill), generated tokens only\n"
+      "KV/smp: KV-cache bytes per sequence: plan = bt-plan-kv-memory (global "
+      "+ local scratch); bt = allocated by the runtime (kv_cache + kv_valid); "
+      "torch = its key/value tensors. MiB: peak resident set of the process "
+      "(docs/bench.md)\n");
   if (planned)
     absl::StrAppend(&s, "*: the planned max batch for the memory budget "
                         "(bt-plan-kv-memory: KV caches and weights only)\n");
@@ -1048,22 +1120,25 @@ absl::Status WriteBenchCsv(const std::string &path,
   std::string csv = "setting,device,model,batch,tokens,seconds,tokens_per_s,"
                     "impl,ratio_vs_torch,peak_rss_mb,prompt_tokens,gen_tokens,"
                     "total_tokens,total_tokens_per_s,prefill_seconds,"
-                    "kv_bytes_per_sample,max_batch\n";
+                    "decode_tokens_per_s,kv_bytes_per_sample,"
+                    "planned_kv_bytes_per_sample,max_batch\n";
   auto row = [&](const BenchResult &r, const std::string &ratio) {
-    absl::StrAppend(&csv, CsvField(r.setting.name), ",", CsvField(r.device),
-                    ",", CsvField(r.model), ",", r.setting.batch, ",",
-                    r.tokens, ",", absl::StrFormat("%.6f", r.seconds), ",",
-                    absl::StrFormat("%.2f", r.tokens_per_s), ",",
-                    CsvField(r.impl), ",", ratio, ",",
-                    absl::StrFormat("%.1f", r.peak_rss_mb), ",",
-                    r.setting.prompt_tokens, ",", r.setting.gen_tokens, ",",
-                    r.total_tokens, ",",
-                    absl::StrFormat("%.2f", r.total_tokens_per_s), ",",
-                    r.prefill_seconds >= 0
-                        ? absl::StrFormat("%.6f", r.prefill_seconds)
-                        : std::string(),
-                    ",", r.kv_bytes_per_sample, ",",
-                    r.setting.max_batch ? 1 : 0, "\n");
+    const bool gen = IsGenerationSetting(r.setting.name);
+    absl::StrAppend(
+        &csv, CsvField(r.setting.name), ",", CsvField(r.device), ",",
+        CsvField(r.model), ",", r.setting.batch, ",", r.tokens, ",",
+        absl::StrFormat("%.6f", r.seconds), ",",
+        absl::StrFormat("%.2f", r.tokens_per_s), ",", CsvField(r.impl), ",",
+        ratio, ",", absl::StrFormat("%.1f", r.peak_rss_mb), ",",
+        r.setting.prompt_tokens, ",", r.setting.gen_tokens, ",",
+        r.total_tokens, ",", absl::StrFormat("%.2f", r.total_tokens_per_s),
+        ",", gen ? absl::StrFormat("%.6f", r.prefill_seconds) : "", ",",
+        gen ? absl::StrFormat("%.2f", r.decode_tokens_per_s) : "", ",",
+        gen ? absl::StrCat(r.kv_bytes_per_sample) : "", ",",
+        gen && r.setting.planned_kv_bytes_per_sample > 0
+            ? absl::StrCat(r.setting.planned_kv_bytes_per_sample)
+            : "",
+        ",", r.setting.max_batch ? 1 : 0, "\n");
   };
   for (const BenchResult &r : bt) {
     const BenchResult *t = Match(r, torch);
@@ -1105,6 +1180,8 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
       model.config().name(), opts.device,
       model.manifest().cpu().empty() ? "cpu" : model.manifest().cpu(), threads,
       opts.warmup, opts.iters);
+  for (const std::string &note : opts.notes)
+    out << note << "\n";
   out << std::flush;
 
   BtRunner bt(model, opts.seed);

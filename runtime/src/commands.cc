@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bt/runtime/bench.h"
+#include "bt/runtime/kv_plan.h"
 #include "bt/runtime/compare.h"
 #include "bt/runtime/config.h"
 #include "bt/runtime/safetensors.h"
@@ -80,27 +81,27 @@ std::string Usage(const std::string &prog) {
       "                                         tolerances (rtol: max|d| / max|ref|)"
       "\n",
       "  bench [--device cpu] [--setting forward|prefill-heavy|decode-heavy[=P/G],...]\n"
-      "        [--batch 1,8[,max]] [--max-batch N | --max-batch SETTING=N,...]\n"
-      "        [--seq-blocks N | --tokens N] [--prompt-tokens P] [--gen-tokens G]\n"
-      "        [--iters K] [--warmup W] [--threads T] [--csv out.csv]\n"
-      "        [--baseline torch|none] [--torch-script bt_torch.py] [--python PATH]\n"
-      "        [--seed S] [--torch-malloc tuned|default] [--progress auto|bar|dots|none]\n",
-      "                                         throughput in tokens/s per setting "
-      "and batch size\n",
-      "                                         (median of K calls after W "
-      "warmups; default forward,\n",
-      "                                         batches 1,8, 512 tokens, K 5, W 1, "
-      "2 threads), side\n",
-      "                                         by side with the PyTorch baseline "
+      "        [--batch 1,8[,max]] [--memory 8GiB] [--prompt P] [--gen G]\n"
+      "        [--seq-blocks N | --tokens N] [--iters K] [--warmup W] [--threads T]\n"
+      "        [--csv out.csv] [--baseline torch|none] [--torch-script bt_torch.py]\n"
+      "        [--python PATH] [--seed S] [--torch-malloc tuned|default]\n"
+      "        [--progress auto|bar|dots|none]\n",
+      "                                         tokens/s per setting and batch "
+      "size, median of K calls\n",
+      "                                         after W warmups (default: all "
+      "three settings, batches\n",
+      "                                         1,8, forward 512 tokens, K 5, W 1, "
+      "2 threads), side by\n",
+      "                                         side with the PyTorch baseline "
       "bench/bt_torch.py;\n",
       "                                         prefill-heavy (2048/128) and "
       "decode-heavy (128/2048)\n",
-      "                                         generate greedily, EOS ignored; "
-      "--batch max runs the\n",
-      "                                         --max-batch size (bt-run bench "
-      "computes it from the\n",
-      "                                         KV-cache plan for --memory, "
-      "like bt-run plan)\n",
+      "                                         generate greedily, EOS ignored "
+      "(--prompt/--gen replace\n",
+      "                                         the lengths); --batch max: the "
+      "largest batch the\n",
+      "                                         KV-cache plan fits in --memory "
+      "(default: available)\n",
       "\n",
       "The artifact is read from the end of this executable unless --artifact "
       "is given.\n");
@@ -460,7 +461,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     BenchOptions opts;
     std::vector<int64_t> batches = {1, 8};
     bool with_max = false;
-    std::string setting_list = kForwardSetting, max_batch_arg, progress = "auto";
+    std::string setting_list = kDefaultBenchSettings, memory, progress = "auto";
     int64_t tokens = 0, seq_blocks = 0, prompt_tokens = 0, gen_tokens = 0;
     for (; i < args.size(); ++i) {
       const std::string &a = args[i];
@@ -471,8 +472,8 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
       static const std::set<std::string> kValued = {
           "--device", "--batch", "--seq-blocks", "--tokens", "--iters",
           "--warmup", "--threads", "--csv", "--baseline", "--torch-script",
-          "--python", "--seed", "--torch-malloc", "--setting",
-          "--prompt-tokens", "--gen-tokens", "--max-batch", "--progress"};
+          "--python", "--seed", "--torch-malloc", "--setting", "--prompt",
+          "--gen", "--memory", "--progress"};
       if (!kValued.count(a))
         return usage_error(absl::StrCat("bench: unexpected argument '", a, "'"));
       if (i + 1 >= args.size())
@@ -500,8 +501,8 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
         opts.csv_path = v;
       } else if (a == "--setting") {
         setting_list = v;
-      } else if (a == "--max-batch") {
-        max_batch_arg = v;
+      } else if (a == "--memory") {
+        memory = v;
       } else if (a == "--progress") {
         if (v != "auto" && v != "bar" && v != "dots" && v != "none")
           return usage_error(absl::StrCat(
@@ -530,9 +531,9 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
         seq_blocks = n;
       } else if (a == "--tokens") {
         tokens = n;
-      } else if (a == "--prompt-tokens") {
+      } else if (a == "--prompt") {
         prompt_tokens = n;
-      } else if (a == "--gen-tokens") {
+      } else if (a == "--gen") {
         gen_tokens = n;
       } else if (a == "--iters") {
         opts.iters = static_cast<int>(n);
@@ -550,36 +551,29 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
         ParseBenchSettings(setting_list, prompt_tokens, gen_tokens);
     if (!specs.ok())
       return usage_error(std::string(specs.status().message()));
-    // --max-batch N (every generation setting) or SETTING=N,...
-    std::map<std::string, int64_t> max_batch;
-    if (!max_batch_arg.empty()) {
-      int64_t all = 0;
-      if (absl::SimpleAtoi(max_batch_arg, &all) && all >= 1) {
-        for (const BenchSettingSpec &sp : *specs)
-          max_batch[sp.name] = all;
-      } else {
-        for (absl::string_view item : absl::StrSplit(max_batch_arg, ',')) {
-          std::vector<std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
-          int64_t x = 0;
-          if (kv.size() != 2 || !IsGenerationSetting(kv[0]) ||
-              !absl::SimpleAtoi(kv[1], &x) || x < 1)
-            return usage_error(absl::StrCat(
-                "--max-batch ", max_batch_arg, ": expected a positive batch "
-                "size or SETTING=N,... with SETTING prefill-heavy or "
-                "decode-heavy"));
-          max_batch[kv[0]] = x;
-        }
+    // The memory budget of --batch max: --memory, else what is available.
+    int64_t memory_bytes = 0;
+    std::string memory_source;
+    if (!memory.empty()) {
+      if (!with_max)
+        return usage_error("bench --memory is the budget of --batch max; add "
+                           "'max' to --batch");
+      absl::StatusOr<int64_t> m = ParseByteSize(memory);
+      if (!m.ok() || *m <= 0)
+        return usage_error(absl::StrCat(
+            "--memory ", memory, ": expected a positive size such as 80GiB "
+            "(binary), 80GB (decimal) or 1073741824 (bytes)"));
+      memory_bytes = *m;
+      memory_source = absl::StrCat("--memory ", memory);
+    } else if (with_max) {
+      absl::StatusOr<int64_t> m = AvailableMemoryBytes();
+      if (!m.ok()) {
+        err << prog << ": bench --batch max: " << m.status().message() << "\n";
+        return 1;
       }
+      memory_bytes = *m;
+      memory_source = "available (MemAvailable)";
     }
-    bool any_generation = false;
-    for (const BenchSettingSpec &sp : *specs)
-      any_generation |= IsGenerationSetting(sp.name);
-    if (with_max && !any_generation)
-      return usage_error("--batch max applies to the generation settings "
-                         "(--setting prefill-heavy / decode-heavy)");
-    if (!with_max && !max_batch.empty())
-      return usage_error("--max-batch is the size of --batch max; add 'max' "
-                         "to --batch");
     auto model = Model::Open(artifact);
     if (!model.ok()) {
       err << prog << ": " << model.status().message() << "\n";
@@ -593,33 +587,17 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
       tokens = seq_blocks * L;
     else if (tokens == 0)
       tokens = (512 + L - 1) / L * L; // 512 tokens (128 blocks at L_B = 4)
-    for (const BenchSettingSpec &sp : *specs) {
-      absl::StatusOr<std::vector<BenchSetting>> settings;
-      if (sp.name == kForwardSetting) {
-        if (batches.empty())
-          continue; // `--batch max` alone: generation settings only
-        settings = ForwardSettings(config, batches, tokens);
-      } else {
-        int64_t mb = 0;
-        if (with_max) {
-          auto it = max_batch.find(sp.name);
-          if (it == max_batch.end())
-            return usage_error(absl::StrCat(
-                "--batch max: no --max-batch for ", sp.name,
-                " (bt-run bench computes it from the KV-cache plan for "
-                "--memory; `bt-run plan --memory M --prompt P --gen G` prints "
-                "it)"));
-          mb = it->second;
-        }
-        settings = GenerationSettings(sp, batches, mb);
-      }
-      if (!settings.ok())
+    absl::StatusOr<std::vector<BenchSetting>> settings =
+        BenchSettingsFor((*model)->manifest(), *specs, batches, tokens,
+                         with_max, memory_bytes, memory_source, &opts.notes);
+    if (!settings.ok()) {
+      if (absl::IsInvalidArgument(settings.status()))
         return usage_error(std::string(settings.status().message()));
-      opts.settings.insert(opts.settings.end(), settings->begin(),
-                           settings->end());
+      err << prog << ": " << artifact << ": " << settings.status().message()
+          << "\n";
+      return 1;
     }
-    if (opts.settings.empty())
-      return usage_error("bench: no setting to run");
+    opts.settings = std::move(*settings);
     if (progress == "auto") {
       const char *term = getenv("TERM");
       progress = isatty(STDERR_FILENO) && term != nullptr &&

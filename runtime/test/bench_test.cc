@@ -237,7 +237,8 @@ TEST_F(BenchTest, CommandWithoutBaseline) {
                              "tokens_per_s,impl,ratio_vs_torch,peak_rss_mb,"
                              "prompt_tokens,gen_tokens,total_tokens,"
                              "total_tokens_per_s,prefill_seconds,"
-                             "kv_bytes_per_sample,max_batch\n"));
+                             "decode_tokens_per_s,kv_bytes_per_sample,"
+                             "planned_kv_bytes_per_sample,max_batch\n"));
   EXPECT_THAT(csv, HasSubstr("forward,cpu,vanilla_tiny,3,12,"));
   EXPECT_THAT(csv, HasSubstr(",bt,,"));
   EXPECT_THAT(csv, HasSubstr(",4,0,12,")); // prompt, gen, total tokens
@@ -279,11 +280,12 @@ TEST(BenchTable, RatioAndCsv) {
   EXPECT_EQ(testing::ReadRaw(dir.File("b.csv")),
             "setting,device,model,batch,tokens,seconds,tokens_per_s,impl,"
             "ratio_vs_torch,peak_rss_mb,prompt_tokens,gen_tokens,total_tokens,"
-            "total_tokens_per_s,prefill_seconds,kv_bytes_per_sample,max_batch\n"
+            "total_tokens_per_s,prefill_seconds,decode_tokens_per_s,"
+            "kv_bytes_per_sample,planned_kv_bytes_per_sample,max_batch\n"
             "forward,cpu,\"m,odd\",8,4096,2.000000,2048.00,bt,2.0000,100.0,"
-            "512,0,4096,2048.00,,0,0\n"
+            "512,0,4096,2048.00,,,,,0\n"
             "forward,cpu,\"m,odd\",8,4096,4.000000,1024.00,torch,1.0000,300.0,"
-            "512,0,4096,1024.00,,0,0\n");
+            "512,0,4096,1024.00,,,,,0\n");
 }
 
 TEST(BenchTable, GenerationColumnsAndTokensCheck) {
@@ -301,27 +303,34 @@ TEST(BenchTable, GenerationColumnsAndTokensCheck) {
   }
   bt.impl = "bt";
   torch.impl = "torch";
+  bt.setting.planned_kv_bytes_per_sample = torch.setting.planned_kv_bytes_per_sample =
+      5 << 20;
   bt.seconds = 0.5;
   bt.tokens_per_s = 12;
   bt.total_tokens_per_s = 76;
   bt.prefill_seconds = 0.25;
+  bt.decode_seconds = 0.25;
+  bt.decode_tokens_per_s = 24;
   bt.kv_bytes_per_sample = 3 << 20;
   torch.seconds = 1;
   torch.tokens_per_s = 6;
   torch.total_tokens_per_s = 38;
   torch.prefill_seconds = 0.5;
+  torch.decode_seconds = 0.5;
+  torch.decode_tokens_per_s = 12;
   torch.kv_bytes_per_sample = 6144;
   bt.new_tokens = {5, 6, 7, 8, 9, 10};
   torch.new_tokens = {5, 6, 7, 8, 4, 10};
   const std::string table = FormatBenchTable({bt}, {torch});
-  EXPECT_THAT(table, HasSubstr("prefill-heavy     2*      16      3         12.0"));
-  EXPECT_THAT(table, HasSubstr("2.00x"));
-  EXPECT_THAT(table, HasSubstr("generation     batch  prompt    gen"));
-  EXPECT_THAT(table, HasSubstr("76.0"));
-  EXPECT_THAT(table, HasSubstr("0.2500s"));
-  EXPECT_THAT(table, HasSubstr("3.00 MiB"));
-  EXPECT_THAT(table, HasSubstr("6.00 KiB"));
-  EXPECT_THAT(table, HasSubstr("generated tokens (batch x gen) per second"));
+  EXPECT_THAT(table, HasSubstr("prefill-heavy     2*      16      3         12.0"
+                               "          6.0     2.00x    0.5000    1.0000"));
+  EXPECT_THAT(table, HasSubstr("generation     batch  prompt    gen  bt pref s"));
+  // prefill s bt / torch, decode tok/s bt / torch, KV per sample plan / bt /
+  // torch.
+  EXPECT_THAT(table, HasSubstr("prefill-heavy     2*      16      3     0.2500"
+                               "     0.5000        24.0        12.0    5.00 MiB"
+                               "    3.00 MiB    6.00 KiB\n"));
+  EXPECT_THAT(table, HasSubstr("generated tokens (batch x gen) / call"));
   EXPECT_THAT(table, HasSubstr("*: the planned max batch"));
   EXPECT_EQ(FormatTokensCheck({bt}, {torch}),
             "tokens check prefill-heavy batch 2: 1/2 rows identical (row 1 "
@@ -334,7 +343,14 @@ TEST(BenchTable, GenerationColumnsAndTokensCheck) {
   ASSERT_THAT(WriteBenchCsv(dir.File("g.csv"), {bt}, {torch}), IsOk());
   EXPECT_THAT(testing::ReadRaw(dir.File("g.csv")),
               HasSubstr("prefill-heavy,cpu,m,2,6,0.500000,12.00,bt,2.0000,0.0,"
-                        "16,3,38,76.00,0.250000,3145728,1\n"));
+                        "16,3,38,76.00,0.250000,24.00,3145728,5242880,1\n"));
+  // Without a plan the planned column is empty ("-" in the table).
+  bt.setting.planned_kv_bytes_per_sample = 0;
+  ASSERT_THAT(WriteBenchCsv(dir.File("g.csv"), {bt}, {}), IsOk());
+  EXPECT_THAT(testing::ReadRaw(dir.File("g.csv")),
+              HasSubstr(",0.250000,24.00,3145728,,1\n"));
+  EXPECT_THAT(FormatBenchTable({bt}, {}),
+              HasSubstr("24.0           -           -    3.00 MiB           -\n"));
   EXPECT_EQ(FormatBytes(512), "512 B");
   EXPECT_EQ(FormatBytes(1536), "1.50 KiB");
   EXPECT_EQ(FormatBytes(int64_t{5} << 30), "5.00 GiB");
@@ -484,7 +500,9 @@ TEST(BenchGeneration, RunSettingsShowsProgressAndCountsGeneratedTokens) {
               HasSubstr("prefill-heavy batch 2 x 12 tokens + 8 generated:\n"
                         "  warmup 1/1: bt [..........] "));
   EXPECT_THAT(progress.str(), HasSubstr("prefill-heavy batch 3 (planned max) x 12"));
-  EXPECT_THAT(progress.str(), HasSubstr("tok/s generated, "));
+  EXPECT_THAT(progress.str(), HasSubstr(" tok/s generated (median "));
+  EXPECT_GE(b.decode_seconds, 0);
+  EXPECT_NEAR(b.decode_tokens_per_s * b.decode_seconds, 16, 1e-6);
 
   opts.progress = "bar";
   std::ostringstream bar;

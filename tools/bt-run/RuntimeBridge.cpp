@@ -7,7 +7,6 @@
 #include "RuntimeBridge.h"
 
 #include "bt/runtime/artifact.h"
-#include "bt/runtime/bench.h"
 #include "bt/runtime/checkpoint.h"
 #include "bt/runtime/commands.h"
 #include "bt/runtime/config.h"
@@ -206,8 +205,17 @@ std::unique_ptr<Model> randomModel(const std::string &configPath,
 bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
                    const std::string &kernels, const std::string &cpu,
                    const std::string &launcherPath, const std::string &outPath,
-                   std::string &error, const std::string &tokenizer) {
+                   std::string &error, const std::string &tokenizer,
+                   const KVPlanInfo &kvPlan) {
   proto::Manifest manifest;
+  if (kvPlan.blockLength > 0) {
+    proto::KVMemoryPlan *p = manifest.mutable_kv_plan();
+    p->set_block_length(kvPlan.blockLength);
+    p->set_global_bytes_per_entry(kvPlan.globalBytesPerEntry);
+    p->set_local_bytes_per_sequence(kvPlan.localBytesPerSequence);
+    p->set_weight_bytes(kvPlan.weightBytes);
+    p->set_source(kvPlan.source);
+  }
   manifest.set_target("cpu");
   manifest.set_cpu(cpu);
   manifest.set_producer("bt-run");
@@ -279,31 +287,6 @@ bool readTokenizer(const Model &model, const std::string &path,
             ")";
     return false;
   }
-  return true;
-}
-
-std::unique_ptr<Model> loadArtifactConfig(const std::string &path,
-                                          std::string &error) {
-  absl::StatusOr<std::shared_ptr<const rt::Artifact>> a = rt::Artifact::Open(path);
-  if (!a.ok()) {
-    error = std::string(a.status().message());
-    return nullptr;
-  }
-  return fromConfig((*a)->manifest().config());
-}
-
-bool parseBenchSettings(const std::string &list, int64_t promptTokens,
-                        int64_t genTokens, std::vector<BenchSettingLengths> &out,
-                        std::string &error) {
-  absl::StatusOr<std::vector<rt::BenchSettingSpec>> specs =
-      rt::ParseBenchSettings(list, promptTokens, genTokens);
-  if (!specs.ok()) {
-    error = std::string(specs.status().message());
-    return false;
-  }
-  out.clear();
-  for (const rt::BenchSettingSpec &s : *specs)
-    out.push_back({s.name, s.prompt_tokens, s.gen_tokens});
   return true;
 }
 

@@ -75,40 +75,32 @@ std::unique_ptr<Model> loadModel(const CheckpointPaths &paths,
 std::unique_ptr<Model> randomModel(const std::string &configPath,
                                    uint64_t seed, std::string &error);
 
+/// The KV-cache memory plan stored in the manifest (bt.proto KVMemoryPlan):
+/// per-sequence coefficients of bt-plan-kv-memory (bt::KVPlan), bytes.
+struct KVPlanInfo {
+  int64_t blockLength = 0; ///< 0: no plan (the manifest gets none)
+  int64_t globalBytesPerEntry = 0;
+  int64_t localBytesPerSequence = 0;
+  int64_t weightBytes = 0;
+  std::string source;
+};
+
 /// Writes an artifact (docs/abi.md) for `model` with the compiled kernels;
 /// with `launcherPath` non-empty, prefixes the launcher to make a standalone
 /// executable; `tokenizer` (a SentencePiece model proto, see readTokenizer)
-/// becomes the tokenizer section. Atomic (temp file + rename).
+/// becomes the tokenizer section; `kvPlan` the manifest's kv_plan. Atomic
+/// (temp file + rename).
 bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
                    const std::string &kernels, const std::string &cpu,
                    const std::string &launcherPath, const std::string &outPath,
-                   std::string &error, const std::string &tokenizer = "");
+                   std::string &error, const std::string &tokenizer = "",
+                   const KVPlanInfo &kvPlan = {});
 
 /// Reads a SentencePiece model file (spm_train's .model) into `bytes` and
 /// checks it: it loads with libsentencepiece and has at most the model's
 /// vocabulary size of pieces. On error returns false with `error` set.
 bool readTokenizer(const Model &model, const std::string &path,
                    std::string &bytes, std::string &error);
-
-/// The configuration of a compiled artifact or executable (its manifest's),
-/// without weights: enough to import the model-level IR for a memory plan.
-/// On error returns null and sets `error`.
-std::unique_ptr<Model> loadArtifactConfig(const std::string &path,
-                                          std::string &error);
-
-/// A benchmark setting of `bench --setting` with its per-row lengths
-/// (0 for "forward").
-struct BenchSettingLengths {
-  std::string name;
-  int64_t promptTokens = 0, genTokens = 0;
-};
-
-/// Parses `bench --setting LIST` with --prompt-tokens / --gen-tokens as the
-/// runtime does (bt::rt::ParseBenchSettings). On error returns false with
-/// `error` set.
-bool parseBenchSettings(const std::string &list, int64_t promptTokens,
-                        int64_t genTokens, std::vector<BenchSettingLengths> &out,
-                        std::string &error);
 
 /// True if `path` ends with a bt artifact trailer (artifact or executable).
 bool isArtifact(const std::string &path);

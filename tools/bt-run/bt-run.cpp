@@ -13,8 +13,8 @@
 //               [--gen 128] [--batch N] [--dtype f32|bf16|f16]
 //   bt-run bench [--device cpu] <checkpoint|artifact|executable | --config C
 //                --random-init> [--setting forward,prefill-heavy,decode-heavy]
-//                [--batch 1,8[,max]] [--memory 4GiB] [--seq-blocks N |
-//                --tokens N] [--prompt-tokens P] [--gen-tokens G]
+//                [--batch 1,8[,max]] [--memory 8GiB] [--seq-blocks N |
+//                --tokens N] [--prompt P] [--gen G]
 //                [--iters K] [--warmup W] [--threads T] [--csv OUT]
 //                [--baseline torch|none] [--progress auto|bar|dots|none]
 //
@@ -56,7 +56,6 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Timer.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -121,7 +120,10 @@ cl::opt<std::string> tokenizerPath(
 
 // generate (passed on to the runtime's command, bt/runtime/commands.h).
 cl::list<std::string> prompts("prompt",
-                              cl::desc("generate: a text prompt (repeatable)"),
+                              cl::desc("generate: a text prompt (repeatable); "
+                                       "plan, bench: prompt tokens (bench: "
+                                       "replaces each generation setting's "
+                                       "length)"),
                               cl::cat(btCategory));
 cl::opt<std::string> maxNewTokens("max-new-tokens",
                                   cl::desc("generate: new tokens per prompt "
@@ -156,7 +158,9 @@ cl::opt<std::string> memoryBudget(
                        "(binary), 80GB (decimal), or bytes (bench default: "
                        "this machine's available memory)"),
     cl::cat(btCategory));
-cl::opt<int64_t> genTokens("gen", cl::desc("plan: tokens to generate"),
+cl::opt<int64_t> genTokens("gen", cl::desc("plan, bench: tokens to generate "
+                                           "(bench: replaces each generation "
+                                           "setting's length)"),
                            cl::init(128), cl::cat(btCategory));
 cl::opt<std::string> planDType(
     "dtype",
@@ -178,16 +182,8 @@ cl::opt<std::string> benchSettings(
     "setting",
     cl::desc("bench: settings, comma-separated: forward (eval), prefill-heavy "
              "(2048 prompt / 128 generated tokens), decode-heavy (128 / 2048); "
-             "NAME=P/G gives the lengths (default forward)"),
-    cl::init("forward"), cl::cat(btCategory));
-cl::opt<unsigned> promptTokensOpt(
-    "prompt-tokens",
-    cl::desc("bench: prompt tokens per row of the generation settings"),
-    cl::init(0), cl::cat(btCategory));
-cl::opt<unsigned> genTokensOpt(
-    "gen-tokens",
-    cl::desc("bench: generated tokens per row of the generation settings"),
-    cl::init(0), cl::cat(btCategory));
+             "NAME=P/G gives the lengths (default: all three)"),
+    cl::init("forward,prefill-heavy,decode-heavy"), cl::cat(btCategory));
 cl::opt<std::string> progressMode(
     "progress",
     cl::desc("bench: progress of generation calls: auto (a bar on a "
@@ -244,8 +240,8 @@ constexpr const char *kUsage =
     "--random-init>\n"
     "               [--setting forward|prefill-heavy|decode-heavy[=P/G],...] "
     "[--batch 1,8[,max]] [--memory M]\n"
-    "               [--seq-blocks N | --tokens N] [--prompt-tokens P] "
-    "[--gen-tokens G] [--iters K] [--warmup W]\n"
+    "               [--seq-blocks N | --tokens N] [--prompt P] "
+    "[--gen G] [--iters K] [--warmup W]\n"
     "               [--threads T (default 2)] [--csv OUT] [--baseline torch|none]"
     " [--progress auto|bar|dots|none]\n";
 
@@ -392,6 +388,23 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
     build(pm);
     return pm.run(*module);
   };
+  // The KV-cache memory plan (bt-plan-kv-memory) of the imported model, as
+  // `bt-run plan` computes it (from the model ops, before the generation
+  // functions exist, so that both give the same numbers), stored as
+  // per-sequence coefficients for the runtime (bench --batch max, memory
+  // per sample).
+  bt::bridge::KVPlanInfo kvPlanInfo;
+  {
+    FailureOr<bt::KVPlan> plan = bt::computeKVPlan(*module, {});
+    if (failed(plan))
+      return failure();
+    kvPlanInfo.blockLength = plan->vanilla ? 1 : plan->blockLength;
+    kvPlanInfo.globalBytesPerEntry = plan->global.bytesPerEntry();
+    kvPlanInfo.localBytesPerSequence = plan->localBytesPerSequence;
+    kvPlanInfo.weightBytes = plan->weightBytes;
+    kvPlanInfo.source = plan->source;
+  }
+
   // The generation entry points, derived from the forward.
   if (failed(runPasses([](PassManager &pm) {
         pm.addPass(bt::createBTGenerateEntryPoints());
@@ -459,7 +472,7 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
     return failure();
   }
   if (!bt::bridge::writeArtifact(model, entries, *so, cpu, launcher, outPath,
-                                 error, tokenizer)) {
+                                 error, tokenizer, kvPlanInfo)) {
     fail(error);
     return failure();
   }
@@ -539,102 +552,6 @@ int plan(MLIRContext &context, const std::string &input) {
   if (failed(kvPlan))
     return 1;
   bt::printKVPlan(llvm::outs(), *kvPlan, model->spec().name);
-  return 0;
-}
-
-/// MemAvailable of /proc/meminfo in bytes (0 if unknown).
-int64_t availableMemoryBytes() {
-  auto buffer = llvm::MemoryBuffer::getFileAsStream("/proc/meminfo");
-  if (!buffer)
-    return 0;
-  llvm::SmallVector<llvm::StringRef> lines;
-  (*buffer)->getBuffer().split(lines, '\n');
-  for (llvm::StringRef line : lines) {
-    if (!line.consume_front("MemAvailable:"))
-      continue;
-    llvm::StringRef kb = line.trim();
-    kb.consume_back("kB");
-    int64_t value = 0;
-    if (kb.trim().getAsInteger(10, value))
-      return 0;
-    return value * 1024;
-  }
-  return 0;
-}
-
-/// `bench --batch ...,max`: the largest batch of each generation setting
-/// from the KV-cache plan (bt-plan-kv-memory) for --memory (default: the
-/// available memory), as the launcher's `--max-batch SETTING=N,...`.
-/// Explains each number on stderr. Returns 0, or the exit code after a
-/// message (2: usage).
-int planMaxBatches(MLIRContext &context, const std::string &input,
-                    std::string &maxBatchArg) {
-  std::vector<bt::bridge::BenchSettingLengths> settings;
-  std::string error;
-  if (!bt::bridge::parseBenchSettings(benchSettings, promptTokensOpt,
-                                      genTokensOpt, settings, error)) {
-    return usage(error);
-  }
-  int64_t budget = 0;
-  std::string budgetSource = "--memory " + memoryBudget;
-  if (!memoryBudget.empty()) {
-    if (!bt::parseByteSize(memoryBudget, budget) || budget <= 0) {
-      return usage("--memory " + memoryBudget +
-                   ": expected a size such as 80GiB, 80GB or 1073741824");
-    }
-  } else {
-    budget = availableMemoryBytes();
-    budgetSource = "available memory (MemAvailable)";
-    if (budget <= 0) {
-      return fail("--batch max: cannot read MemAvailable from /proc/meminfo; "
-                  "give --memory");
-    }
-  }
-  // The configuration is enough: the plan counts parameters, not values.
-  std::unique_ptr<bt::bridge::Model> model;
-  if (!input.empty() && bt::bridge::isArtifact(input))
-    model = bt::bridge::loadArtifactConfig(input, error);
-  else
-    model = bt::bridge::loadModel({input, configPath, weightsPath},
-                                  /*withWeights=*/false, error);
-  if (!model) {
-    return fail(error);
-  }
-  OwningOpRef<ModuleOp> module = bt::importModel(&context, model->spec());
-  if (!module)
-    return 1;
-  std::vector<std::string> parts;
-  for (const auto &s : settings) {
-    if (s.genTokens == 0)
-      continue; // forward: no KV cache
-    bt::KVPlanRequest request;
-    request.promptTokens = s.promptTokens;
-    request.genTokens = s.genTokens;
-    request.memoryBytes = budget;
-    FailureOr<bt::KVPlan> plan = bt::computeKVPlan(*module, request);
-    if (failed(plan))
-      return 1;
-    std::string explain =
-        "floor((" + bt::formatBytes(budget) + " " + budgetSource + " - " +
-        bt::formatBytes(plan->weightBytes) + " weights) / " +
-        bt::formatBytes(plan->bytesPerSequence) + " KV cache per sequence)";
-    if (plan->maxBatch < 1) {
-      return fail("--batch max for " + s.name + " (" +
-                  std::to_string(s.promptTokens) + " + " +
-                  std::to_string(s.genTokens) + " tokens): " + explain +
-                  " is 0: the budget does not fit one sequence");
-    }
-    llvm::errs() << "bt-run: --batch max for " << s.name << " ("
-                 << s.promptTokens << " + " << s.genTokens
-                 << " tokens): " << explain << " = " << plan->maxBatch
-                 << " (bt-plan-kv-memory)\n";
-    parts.push_back(s.name + "=" + std::to_string(plan->maxBatch));
-  }
-  if (parts.empty()) {
-    return usage("--batch max applies to the generation settings (--setting "
-                 "prefill-heavy / decode-heavy)");
-  }
-  maxBatchArg = llvm::join(parts, ",");
   return 0;
 }
 
@@ -768,24 +685,22 @@ int main(int argc, char **argv) {
         baseline,      "--torch-script", torchScript,
         "--seed",      std::to_string(seed),
         "--torch-malloc", torchMalloc,
-        "--setting",   benchSettings,
         "--progress",  progressMode};
+    if (benchSettings.getNumOccurrences())
+      args.insert(args.end(), {"--setting", benchSettings});
     if (seqBlocks && tokens)
       return usage("bench: give --seq-blocks or --tokens, not both");
-    if (promptTokensOpt)
-      args.insert(args.end(), {"--prompt-tokens", std::to_string(promptTokensOpt)});
-    if (genTokensOpt)
-      args.insert(args.end(), {"--gen-tokens", std::to_string(genTokensOpt)});
-    llvm::SmallVector<llvm::StringRef> batchList;
-    llvm::StringRef(batches).split(batchList, ',');
-    if (llvm::is_contained(batchList, "max")) {
-      std::string maxBatchArg;
-      if (int rc = planMaxBatches(context, input, maxBatchArg))
-        return rc;
-      args.insert(args.end(), {"--max-batch", maxBatchArg});
-    } else if (!memoryBudget.empty()) {
-      return usage("bench --memory sizes --batch max; add 'max' to --batch");
-    }
+    // `--prompt` is shared with generate (text there) and plan; bench takes
+    // one token count. `--gen` defaults to plan's 128: forwarded only when
+    // given, so that each setting keeps its own length otherwise.
+    if (prompts.size() > 1)
+      return usage("bench: --prompt takes one token count, e.g. --prompt 512");
+    if (prompts.size() == 1)
+      args.insert(args.end(), {"--prompt", prompts[0]});
+    if (genTokens.getNumOccurrences())
+      args.insert(args.end(), {"--gen", std::to_string(genTokens)});
+    if (!memoryBudget.empty())
+      args.insert(args.end(), {"--memory", memoryBudget});
     if (seqBlocks)
       args.insert(args.end(), {"--seq-blocks", std::to_string(seqBlocks)});
     if (tokens)

@@ -16,14 +16,17 @@
 //                    every call does the same work;
 //   "decode-heavy"   the same with 128 / 2048 (paper §3.2 and appendix
 //                    "Analysis on the inference efficiency", Table 1).
-// Generation throughput follows the paper (Fig. 3: "the number of generated
-// tokens per second"; the official measure_generation_time.py divides the
-// time by batch * decode_length): tokens per call = batch * gen_tokens for
-// both generation settings. The total, batch * (prompt + gen) tokens per
-// second, is reported next to it (BenchResult::total_tokens_per_s). Memory
-// per sample: the KV-cache bytes per sequence the implementation allocated
-// (bt: the runtime's kv_cache + kv_valid, GenerateCounters; torch: its k/v
-// tensors), next to each process's peak resident set.
+// Generation throughput follows the paper (§3.3, Fig. 3: "Throughput denotes
+// the number of generated tokens per second"): tokens per call = batch *
+// gen_tokens, over the whole call (prefill included). Next to it: the
+// prefill time, the decode throughput (generated tokens over the call minus
+// its prefill) and the total, batch * (prompt + gen) tokens per second.
+// Memory per sample (paper Table 1: "the amount of memory allocated per
+// sample"): the KV-cache bytes per sequence predicted by the compiler's plan
+// (bt-plan-kv-memory, stored in the manifest: kv_plan.h) and those the
+// implementation allocated (bt: the runtime's kv_cache + kv_valid,
+// GenerateCounters; torch: its key/value tensors), next to each process's
+// peak resident set. docs/bench.md defines every column.
 //
 // Timing: `warmup` untimed calls, then `iters` timed calls; the result is
 // the median call time. With the baseline, bt and torch take turns call by
@@ -58,6 +61,10 @@ inline constexpr char kForwardSetting[] = "forward";
 inline constexpr char kPrefillHeavySetting[] = "prefill-heavy";
 inline constexpr char kDecodeHeavySetting[] = "decode-heavy";
 
+/// What `bench` runs without --setting.
+inline constexpr char kDefaultBenchSettings[] =
+    "forward,prefill-heavy,decode-heavy";
+
 /// True for "prefill-heavy" and "decode-heavy".
 bool IsGenerationSetting(const std::string &name);
 
@@ -73,6 +80,9 @@ struct BenchSetting {
   /// The batch is the largest one the KV-cache plan (bt-plan-kv-memory)
   /// allows for a memory budget (`--batch max`).
   bool max_batch = false;
+  /// Generation: KV-cache bytes per sequence of the plan (PlanKV) for these
+  /// lengths; 0 if unknown (no plan in the manifest) or a forward.
+  int64_t planned_kv_bytes_per_sample = 0;
 };
 
 /// A setting named on the command line (`--setting`), before batch sizes.
@@ -86,9 +96,9 @@ struct BenchSettingSpec {
 /// Parses a comma-separated list of NAME or NAME=PROMPT/GEN (generation
 /// settings only), e.g. "forward,prefill-heavy,decode-heavy=64/512".
 /// Generation lengths default to 2048/128 (prefill-heavy) and 128/2048
-/// (decode-heavy); `prompt_tokens` / `gen_tokens` > 0 (--prompt-tokens,
-/// --gen-tokens) replace them in every generation setting that does not
-/// give its own. Errors: InvalidArgument for an unknown or repeated name, a
+/// (decode-heavy); `prompt_tokens` / `gen_tokens` > 0 (bench --prompt,
+/// --gen) replace them in every generation setting that does not give its
+/// own. Errors: InvalidArgument for an unknown or repeated name, a
 /// malformed length, a length < 1, or lengths on "forward".
 absl::StatusOr<std::vector<BenchSettingSpec>>
 ParseBenchSettings(const std::string &list, int64_t prompt_tokens = 0,
@@ -113,6 +123,11 @@ struct BenchResult {
   /// Generation: median seconds of the prefill (prompt through the block
   /// decoder, up to the first token-decoder call); -1 for a forward.
   double prefill_seconds = -1;
+  /// Generation: median over the calls of (call - prefill) seconds, and
+  /// batch * gen_tokens / that (generated tokens only); -1 / 0 for a
+  /// forward.
+  double decode_seconds = -1;
+  double decode_tokens_per_s = 0;
   /// Generation: KV-cache bytes per sequence allocated by the call
   /// (CallStats::kv_bytes_per_sample); 0 for a forward.
   int64_t kv_bytes_per_sample = 0;
@@ -157,6 +172,9 @@ struct BenchOptions {
   /// dots per call, for logs), "none". The launcher picks "bar" when stderr
   /// is a terminal (--progress auto).
   std::string progress = "dots";
+  /// Lines printed under the header of the results (e.g. how a planned max
+  /// batch was computed).
+  std::vector<std::string> notes;
 };
 
 /// Median of `values` (mean of the two middle ones for an even count; 0 for
@@ -187,6 +205,25 @@ absl::StatusOr<TensorMap> ForwardInputs(const proto::ModelConfig &config,
 absl::StatusOr<std::vector<BenchSetting>>
 GenerationSettings(const BenchSettingSpec &spec,
                    const std::vector<int64_t> &batches, int64_t max_batch = 0);
+
+/// Every setting of a `bench` command, in `specs` order: "forward" at each
+/// of `batches` with `forward_tokens` per row (ForwardSettings; skipped when
+/// `batches` is empty), generation settings at each of `batches` and, with
+/// `with_max`, at the largest batch the manifest's KV-cache plan allows in
+/// `memory_bytes` (PlannedMaxBatch; `memory_source` says where the budget
+/// came from, e.g. "--memory 8GiB"), explained by one line per setting
+/// appended to `notes`. Generation settings get the plan's bytes per sample
+/// when the manifest has a plan. Errors: InvalidArgument for bad batches or
+/// lengths, `with_max` without a generation setting, or a budget that does
+/// not fit one sequence; FailedPrecondition for `with_max` on an artifact
+/// without a plan.
+absl::StatusOr<std::vector<BenchSetting>>
+BenchSettingsFor(const proto::Manifest &manifest,
+                 const std::vector<BenchSettingSpec> &specs,
+                 const std::vector<int64_t> &batches, int64_t forward_tokens,
+                 bool with_max, int64_t memory_bytes,
+                 const std::string &memory_source,
+                 std::vector<std::string> *notes);
 
 /// The prompts of a generation setting: I64 [batch, prompt_tokens], ids
 /// uniform in [2, vocab_size) from `seed` (0 and 1 are pad / EOS ids of the
@@ -333,10 +370,11 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
             absl::Status *secondary_error = nullptr);
 
 /// The side-by-side table: one line per setting with bt and torch tokens/s,
-/// the ratio bt/torch, seconds per call, peak memory and KV-cache bytes per
-/// sample (torch columns "-" without a baseline; KV columns "-" for a
-/// forward), a '*' after a planned max batch, and the definitions of the
-/// columns under it when a generation setting is present.
+/// the ratio bt/torch, seconds per call and peak memory (torch columns "-"
+/// without a baseline), a '*' after a planned max batch; when a generation
+/// setting is present, a second table with prefill seconds, decode tokens/s
+/// and KV-cache bytes per sample (plan, bt, torch) and the definitions of
+/// the columns.
 std::string FormatBenchTable(const std::vector<BenchResult> &bt,
                              const std::vector<BenchResult> &torch);
 
@@ -356,11 +394,14 @@ std::string FormatTokensCheck(const std::vector<BenchResult> &bt,
 /// CSV with header
 ///   setting,device,model,batch,tokens,seconds,tokens_per_s,impl,
 ///   ratio_vs_torch,peak_rss_mb,prompt_tokens,gen_tokens,total_tokens,
-///   total_tokens_per_s,prefill_seconds,kv_bytes_per_sample,max_batch
+///   total_tokens_per_s,prefill_seconds,decode_tokens_per_s,
+///   kv_bytes_per_sample,planned_kv_bytes_per_sample,max_batch
 /// one row per result (bt rows, then torch rows); ratio_vs_torch is
 /// tokens_per_s / torch tokens_per_s of the same setting and batch (1 for
-/// torch rows, empty without a baseline); prefill_seconds is empty for a
-/// forward; max_batch is 1 for a planned max batch, else 0. Atomic write.
+/// torch rows, empty without a baseline); prefill_seconds,
+/// decode_tokens_per_s and the KV columns are empty for a forward (planned
+/// also without a plan); max_batch is 1 for a planned max batch, else 0.
+/// Definitions: docs/bench.md. Atomic write.
 absl::Status WriteBenchCsv(const std::string &path,
                            const std::vector<BenchResult> &bt,
                            const std::vector<BenchResult> &torch);
