@@ -745,6 +745,10 @@ TorchRunner::Start(const Model &model, const BenchOptions &opts,
     return absl::InternalError(absl::StrCat(
         script, " --serve: unexpected first line '", *hello, "'"));
   r->description_ = j.value("description", std::string("torch"));
+  // The child holds the weights now: remove their copy at once, so that a
+  // long benchmark stopped by a signal leaves no model-sized file behind
+  // (an open or mapped file stays readable after unlink).
+  std::remove(file("model.safetensors").c_str());
   return r;
 }
 

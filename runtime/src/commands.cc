@@ -134,6 +134,15 @@ absl::Status RunInfoCommand(const Model &model, std::ostream &out) {
     for (const proto::TensorSpec &s : ep.outputs())
       out << "    out " << SpecString(s) << "\n";
   }
+  if (m.has_kv_plan()) {
+    const proto::KVMemoryPlan &p = m.kv_plan();
+    out << "kv-cache plan (bt-plan-kv-memory, " << p.source()
+        << "): per sequence (ceil(prompt / " << p.block_length()
+        << ") + ceil(gen / " << p.block_length() << ")) x "
+        << FormatBytes(p.global_bytes_per_entry()) << " + "
+        << FormatBytes(p.local_bytes_per_sequence()) << " local scratch; "
+        << "weights " << FormatBytes(p.weight_bytes()) << "\n";
+  }
   return absl::OkStatus();
 }
 
