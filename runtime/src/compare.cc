@@ -63,6 +63,18 @@ absl::StatusOr<TensorCheck> ParseTensorCheck(const std::string &spec) {
     if (check.tensor.empty() || check.reference.empty())
       return bad();
   }
+  // A prefix pattern: `*` only at the end, not renamed.
+  if (size_t star = check.tensor.find('*'); star != std::string::npos) {
+    if (star + 1 != check.tensor.size() ||
+        check.reference.find('*') != std::string::npos)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bad check '", spec, "': '*' may only end NAME (a prefix pattern)"));
+    if (!check.reference.empty())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bad check '", spec, "': a prefix pattern cannot be renamed (=REFNAME)"));
+  } else if (check.reference.find('*') != std::string::npos) {
+    return bad();
+  }
   std::string rule = spec.substr(colon + 1);
   if (rule == "equal") {
     check.kind = TensorCheck::Kind::kEqual;
@@ -86,12 +98,33 @@ absl::StatusOr<TensorCheck> ParseTensorCheck(const std::string &spec) {
 
 absl::StatusOr<std::vector<TensorCheckResult>>
 CompareTensors(const std::string &actual_path, const std::string &reference_path,
-               const std::vector<TensorCheck> &checks, std::ostream &out) {
+               const std::vector<TensorCheck> &checks, std::ostream &out,
+               const CompareOptions &options) {
   BT_ASSIGN_OR_RETURN(SafetensorsFile actual, SafetensorsFile::Open(actual_path));
   BT_ASSIGN_OR_RETURN(SafetensorsFile reference,
                       SafetensorsFile::Open(reference_path));
-  std::vector<TensorCheckResult> results;
+  // Prefix patterns → one check per matching reference tensor.
+  std::vector<TensorCheck> expanded;
   for (const TensorCheck &check : checks) {
+    if (check.tensor.empty() || check.tensor.back() != '*') {
+      expanded.push_back(check);
+      continue;
+    }
+    const std::string prefix = check.tensor.substr(0, check.tensor.size() - 1);
+    size_t before = expanded.size();
+    for (const std::string &name : reference.names())
+      if (name.compare(0, prefix.size(), prefix) == 0) {
+        TensorCheck one = check;
+        one.tensor = name;
+        expanded.push_back(one);
+      }
+    if (expanded.size() == before)
+      return absl::NotFoundError(absl::StrCat(reference.path(),
+                                              ": no tensor matches '",
+                                              check.tensor, "'"));
+  }
+  std::vector<TensorCheckResult> results;
+  for (const TensorCheck &check : expanded) {
     auto get = [&](const SafetensorsFile &f,
                    const std::string &name) -> absl::StatusOr<Tensor> {
       if (!f.contains(name))
@@ -100,8 +133,14 @@ CompareTensors(const std::string &actual_path, const std::string &reference_path
       return f.Get(name);
     };
     const std::string &ref_name = check.reference_name();
-    BT_ASSIGN_OR_RETURN(Tensor a, get(actual, check.tensor));
     BT_ASSIGN_OR_RETURN(Tensor r, get(reference, ref_name));
+    const bool absent = options.absent_as_zero && !actual.contains(check.tensor);
+    Tensor a;
+    if (absent) {
+      BT_ASSIGN_OR_RETURN(a, Tensor::Allocate(r.dtype(), r.shape()));
+    } else {
+      BT_ASSIGN_OR_RETURN(a, get(actual, check.tensor));
+    }
     if (a.shape() != r.shape())
       return absl::InvalidArgumentError(absl::StrCat(
           "tensor '", check.tensor, "' has shape ", ShapeToString(a.shape()),
@@ -153,6 +192,8 @@ CompareTensors(const std::string &actual_path, const std::string &reference_path
     }
     if (nan)
       what += "  (NaN where the reference has none)";
+    if (absent)
+      what = "absent = 0, " + what;
     const std::string label =
         ref_name == check.tensor ? check.tensor
                                  : absl::StrCat(check.tensor, " = ", ref_name);

@@ -3,6 +3,7 @@
 //   bt-run compile <checkpoint> [--emit bt|bt-layer|llvm|artifact|executable]
 //                  [--target cpu] [--cpu NAME] [-o OUT]
 //   bt-run eval <checkpoint|artifact|executable> --inputs IN -o OUT
+//   bt-run grad <checkpoint|artifact|executable> --inputs IN -o OUT
 //   bt-run generate <checkpoint|artifact|executable>
 //                  (--inputs PROMPT.safetensors -o OUT | --prompt TEXT...)
 //                  [--max-new-tokens N] [--greedy | --temperature T --top-k K
@@ -24,8 +25,9 @@
 // SentencePiece model (for generate --prompt). The pipeline
 // (DESIGN.md §2): import (eval, eval_loss) → bt-generate-entry-points
 // (prefill, decode_block, decode_tokens; vanilla prefill, decode_step) →
-// bt-decompose → bt-lower-kv-caches → bt-cpu-pipeline → LLVM → shared
-// object → artifact (docs/abi.md), optionally prefixed by the runtime
+// bt-decompose → bt-generate-gradients (grad: compile, and the grad command)
+// → bt-lower-kv-caches → bt-cpu-pipeline → LLVM → shared object → artifact
+// (docs/abi.md), optionally prefixed by the runtime
 // launcher to make a standalone executable. MLIR's pass-manager options
 // (--mlir-print-ir-after-all, --mlir-timing, ...) apply to the pipeline.
 //
@@ -112,6 +114,12 @@ cl::opt<std::string> launcherPath(
     cl::cat(btCategory));
 cl::opt<bool> noBlas("no-blas", cl::desc("Keep GEMMs as generated loops"),
                      cl::cat(btCategory));
+cl::opt<bool> gradEntry(
+    "grad-entry",
+    cl::desc("compile: build the 'grad' entry point (loss and parameter "
+             "gradients, bt-generate-gradients; default on). eval, generate "
+             "and bench on a checkpoint never build it, grad always does"),
+    cl::init(true), cl::cat(btCategory));
 cl::opt<std::string> tokenizerPath(
     "tokenizer",
     cl::desc("compile / generate: SentencePiece model (.model) to embed in the "
@@ -228,6 +236,7 @@ constexpr const char *kUsage =
     "  bt-run compile <checkpoint> [--emit bt|bt-layer|llvm|artifact|executable]"
     " [-o OUT]\n"
     "  bt-run eval <checkpoint|artifact|executable> --inputs IN -o OUT\n"
+    "  bt-run grad <checkpoint|artifact|executable> --inputs IN -o OUT\n"
     "  bt-run generate <checkpoint|artifact|executable>\n"
     "         (--inputs PROMPT.safetensors -o OUT | --prompt TEXT...) "
     "[--max-new-tokens N]\n"
@@ -365,10 +374,12 @@ std::unique_ptr<bt::bridge::Model> loadModel(const std::string &input,
 /// Compiles `model` as `--emit` asks. For artifact/executable, writes to
 /// `outPath`; for IR, prints to `outPath` (stdout if empty). `thisMachine`:
 /// the artifact runs here and now, so the kernels target the host CPU
-/// unless --cpu says otherwise.
+/// unless --cpu says otherwise. `withGrad`: also build the `grad` entry point
+/// (bt-generate-gradients).
 LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
                       const std::string &emitKind, const std::string &outPath,
-                      const char *argv0, bool thisMachine = false) {
+                      const char *argv0, bool withGrad,
+                      bool thisMachine = false) {
   if (target != "cpu") {
     fail("--target " + target + ": only 'cpu' is implemented in this version");
     return failure();
@@ -414,9 +425,12 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
   if (emitKind == "bt")
     return writeText(outPath, [&](llvm::raw_ostream &os) { module->print(os); });
 
-  if (failed(runPasses([](PassManager &pm) {
+  if (failed(runPasses([&](PassManager &pm) {
         pm.addPass(bt::createBTDecompose());
         pm.addPass(bt::createBTVerifyKVLifetimes());
+        // grad: loss and d loss / d param, from eval_loss.
+        if (withGrad)
+          pm.addPass(bt::createBTGenerateGradients());
       })))
     return failure();
   if (emitKind == "bt-layer")
@@ -502,8 +516,10 @@ int runOnModel(MLIRContext &context, const std::string &input,
     llvm::errs() << "bt-run: compiling " << model->spec().name
                  << " for this machine ... ";
   llvm::TimeRecord start = llvm::TimeRecord::getCurrentTime(true);
+  // Only `grad` needs the backward sweep (it doubles the compile time).
+  bool withGrad = !launcherArgs.empty() && launcherArgs[0] == "grad";
   bool ok = succeeded(compile(context, *model, "artifact", artifact, argv0,
-                              /*thisMachine=*/true));
+                              withGrad, /*thisMachine=*/true));
   if (progress && ok)
     llvm::errs() << llvm::format(
         "done (%.1f s)\n",
@@ -632,12 +648,18 @@ int main(int argc, char **argv) {
     std::unique_ptr<bt::bridge::Model> model = loadModel(input, binary);
     if (!model)
       return 1;
-    return failed(compile(context, *model, emit, outputPath, argv[0])) ? 1 : 0;
+    return failed(compile(context, *model, emit, outputPath, argv[0], gradEntry)) ? 1 : 0;
   }
   if (command == "eval") {
     if (inputsPath.empty() || outputPath.empty())
       return usage("eval needs --inputs <file> and -o <file>");
     return runOnModel(context, input, {"eval", "--inputs", inputsPath, "-o", outputPath},
+                      argv[0]);
+  }
+  if (command == "grad") {
+    if (inputsPath.empty() || outputPath.empty())
+      return usage("grad needs --inputs <file> and -o <file>");
+    return runOnModel(context, input, {"grad", "--inputs", inputsPath, "-o", outputPath},
                       argv[0]);
   }
   if (command == "generate") {
