@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Attention.h"
+#include "Optimizer.h"
 #include "bt/Codegen/Passes.h"
 #include "bt/Dialect/BT/IR/BTDialect.h"
 #include "bt/Dialect/BT/IR/BTOps.h"
@@ -1111,6 +1112,11 @@ struct LowerToLinalgPass
     } else if (auto o = dyn_cast<CrossEntropyOp>(op)) {
       result = e.crossEntropy(o.getLogits(), o.getLabels(), o.getIgnoreIndex(),
                               o.getType());
+    } else if (isOptimizerOp(op)) {
+      FailureOr<SmallVector<Value>> lowered = lowerOptimizerOp(b, op);
+      if (failed(lowered))
+        return failure();
+      results = *lowered;
     } else {
       return op->emitOpError()
              << "is not a layer-level op that bt-lower-to-linalg can lower; "

@@ -20,6 +20,7 @@
 #include "bt/runtime/safetensors.h"
 #include "bt/runtime/status_macros.h"
 #include "bt/runtime/tokenizer.h"
+#include "bt/runtime/trainer.h"
 
 namespace bt::rt {
 namespace {
@@ -71,11 +72,28 @@ std::string Usage(const std::string &prog) {
       "                                         writes new_tokens [B, N] and step_logits [N, B, V];\n",
       "                                         --prompt tokenizes with the artifact's SentencePiece\n",
       "                                         model and prints the text\n",
+      "  train-step (--inputs <batch.safetensors> | --grads <grads.safetensors>) -o <dir>\n",
+      "           [--checkpoint <dir>] [--config-file <file>] [--lr X] [--warmup-steps N]\n",
+      "           [--total-steps N] [--state-out <state.safetensors>]\n",
+      "           [--step-outputs <out.safetensors>]\n",
+      "                                         one optimizer step ('train_step' on a batch,\n",
+      "                                         or 'apply_gradients' on grad.<name> tensors) from\n",
+      "                                         the weights with zero moments, step 1; writes the\n",
+      "                                         parameters as a checkpoint directory (atomically)\n",
       "  compare <actual> <reference> --check NAME[=REFNAME]:atol=X|rtol=X|equal ...\n",
+      "          [--mask-file <masks.safetensors>]\n",
       "                                         check tensors of two safetensors "
       "files against\n",
-      "                                         tolerances (rtol: max|d| / max|ref|)"
-      "\n",
+      "                                         tolerances (rtol: max|d| / max|ref|);"
+      " NAME may be\n",
+      "                                         * or PREFIX* (every matching "
+      "reference tensor);\n",
+      "                                         atol/rtol may add "
+      ",where=|MASK|*F>T (or <=T):\n",
+      "                                         only elements whose |MASK| * F "
+      "exceeds T, MASK\n",
+      "                                         from --mask-file (default: the "
+      "reference), {} = NAME\n",
       "  bench [--device cpu] [--batch 1,8] [--seq-blocks N | --tokens N]\n"
       "        [--iters K] [--warmup W] [--threads T] [--csv out.csv]\n"
       "        [--baseline torch|none] [--torch-script bt_torch.py] [--python PATH]\n"
@@ -412,8 +430,13 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     // compare <actual> <reference> --check NAME:atol=X ... (no model needed)
     std::vector<std::string> files;
     std::vector<TensorCheck> checks;
+    std::string mask_file;
     for (; i < args.size(); ++i) {
-      if (args[i] == "--check") {
+      if (args[i] == "--mask-file") {
+        if (i + 1 >= args.size())
+          return usage_error("--mask-file needs a path");
+        mask_file = args[++i];
+      } else if (args[i] == "--check") {
         if (i + 1 >= args.size())
           return usage_error("--check needs NAME:atol=X, NAME:rtol=X or NAME:equal");
         absl::StatusOr<TensorCheck> check = ParseTensorCheck(args[++i]);
@@ -429,7 +452,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     if (files.size() != 2 || checks.empty())
       return usage_error("compare needs <actual> <reference> and at least one --check");
     absl::StatusOr<std::vector<TensorCheckResult>> results =
-        CompareTensors(files[0], files[1], checks, out);
+        CompareTensors(files[0], files[1], checks, out, mask_file);
     if (!results.ok()) {
       err << prog << ": " << results.status().message() << "\n";
       return 1;
@@ -539,7 +562,19 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
 
   std::string inputs, output;
   GenerateCommandOptions gen;
-  if (cmd == "generate") {
+  TrainStepCommandOptions train;
+  if (cmd == "train-step") {
+    std::vector<std::string> rest(args.begin() + i, args.end());
+    for (const std::string &a : rest)
+      if (a == "-h" || a == "--help") {
+        out << Usage(prog);
+        return 0;
+      }
+    absl::StatusOr<TrainStepCommandOptions> parsed = ParseTrainStepArgs(rest);
+    if (!parsed.ok())
+      return usage_error(std::string(parsed.status().message()));
+    train = std::move(parsed).value();
+  } else if (cmd == "generate") {
     std::vector<std::string> rest(args.begin() + i, args.end());
     for (const std::string &a : rest)
       if (a == "-h" || a == "--help") {
@@ -582,9 +617,10 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     err << prog << ": " << model.status().message() << "\n";
     return 1;
   }
-  absl::Status s = cmd == "info"       ? RunInfoCommand(**model, out)
-                   : cmd == "generate" ? RunGenerateCommand(**model, gen, out, err)
-                                       : RunEvalCommand(**model, inputs, output, err);
+  absl::Status s = cmd == "info"         ? RunInfoCommand(**model, out)
+                   : cmd == "generate"   ? RunGenerateCommand(**model, gen, out, err)
+                   : cmd == "train-step" ? RunTrainStepCommand(**model, train, out)
+                                         : RunEvalCommand(**model, inputs, output, err);
   if (!s.ok()) {
     err << prog << ": " << s.message() << "\n";
     return 1;

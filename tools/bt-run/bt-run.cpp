@@ -15,6 +15,10 @@
 //                --random-init> [--batch 1,8] [--seq-blocks N | --tokens N]
 //                [--iters K] [--warmup W] [--threads T] [--csv OUT]
 //                [--baseline torch|none]
+//   bt-run train-step <checkpoint|artifact|executable>
+//                (--inputs BATCH | --grads GRADS) --lr X -o DIR
+//                [--warmup-steps N] [--total-steps N] [--state-out FILE]
+//                [--step-outputs FILE]
 //
 // A checkpoint is a directory with the official trainer YAML (config.yaml)
 // or a resolved config.json, and model.safetensors (official tensor names);
@@ -22,6 +26,8 @@
 // SentencePiece model (for generate --prompt). The pipeline
 // (DESIGN.md §2): import (eval, eval_loss) → bt-generate-entry-points
 // (prefill, decode_block, decode_tokens; vanilla prefill, decode_step) →
+// [bt-generate-train-step (train_step, apply_gradients) for train-step and
+// compile --train] →
 // bt-decompose → bt-lower-kv-caches → bt-cpu-pipeline → LLVM → shared
 // object → artifact (docs/abi.md), optionally prefixed by the runtime
 // launcher to make a standalone executable. MLIR's pass-manager options
@@ -108,6 +114,40 @@ cl::opt<std::string> launcherPath(
     "launcher", cl::desc("bt-launcher binary for --emit executable (default: "
                          "next to bt-run)"),
     cl::cat(btCategory));
+// train-step (the runtime's command, bt/runtime/trainer.h) and compile --train.
+cl::opt<bool> trainEntries(
+    "train",
+    cl::desc("compile: also build the training entry points train_step and "
+             "apply_gradients (bt-generate-train-step)"),
+    cl::cat(btCategory));
+cl::opt<std::string> gradsPath(
+    "grads",
+    cl::desc("train-step: apply these gradients (grad.<name>, e.g. a fixture's "
+             "outputs.safetensors) with apply_gradients instead of computing "
+             "them from --inputs"),
+    cl::cat(btCategory));
+cl::opt<std::string> learningRate(
+    "lr", cl::desc("train-step: peak learning rate (default 1e-3)"),
+    cl::init("1e-3"), cl::cat(btCategory));
+cl::opt<std::string> warmupSteps(
+    "warmup-steps", cl::desc("train-step: LR warmup steps (default 0)"),
+    cl::init("0"), cl::cat(btCategory));
+cl::opt<std::string> totalSteps(
+    "total-steps", cl::desc("train-step: total steps of the LR schedule "
+                            "(default 0)"),
+    cl::init("0"), cl::cat(btCategory));
+cl::opt<std::string> stateOut(
+    "state-out",
+    cl::desc("train-step: also write the optimizer state (parameters, "
+             "moments, step) to this safetensors file"),
+    cl::cat(btCategory));
+
+cl::opt<std::string> stepOutputs(
+    "step-outputs",
+    cl::desc("train-step: also write loss, grad_norm, lr and step to this "
+             "safetensors file"),
+    cl::cat(btCategory));
+
 cl::opt<bool> noBlas("no-blas", cl::desc("Keep GEMMs as generated loops"),
                      cl::cat(btCategory));
 cl::opt<std::string> tokenizerPath(
@@ -219,7 +259,12 @@ constexpr const char *kUsage =
     "--random-init>\n"
     "               [--batch 1,8] [--seq-blocks N | --tokens N] [--iters K] "
     "[--warmup W]\n"
-    "               [--threads T (default 2)] [--csv OUT] [--baseline torch|none]\n";
+    "               [--threads T (default 2)] [--csv OUT] [--baseline torch|none]\n"
+    "  bt-run train-step <checkpoint|artifact|executable> (--inputs BATCH | "
+    "--grads GRADS)\n"
+    "               [--lr 1e-3] [--warmup-steps N] [--total-steps N] -o DIR "
+    "[--state-out FILE]\n"
+    "               [--step-outputs FILE]\n";
 
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "bt-run") << message << "\n";
@@ -285,12 +330,15 @@ LogicalResult setEntryParams(ModuleOp lowered,
                              std::vector<bt::bridge::EntryInfo> &entries) {
   for (bt::bridge::EntryInfo &e : entries) {
     Operation *fn = SymbolTable::lookupSymbolIn(lowered, e.name);
-    auto params = fn ? fn->getAttrOfType<ArrayAttr>("bt.params") : ArrayAttr();
-    if (!params) {
-      fail("internal error: lowered entry point '" + e.name +
-           "' has no bt.params attribute");
+    if (!fn) {
+      fail("internal error: no lowered entry point '" + e.name + "'");
       return failure();
     }
+    // No attribute: the function reads no bt.param (e.g. train_step and
+    // apply_gradients, whose weights are in-out arguments).
+    auto params = fn->getAttrOfType<ArrayAttr>("bt.params");
+    if (!params)
+      continue;
     for (Attribute p : params)
       e.params.push_back(llvm::cast<StringAttr>(p).str());
   }
@@ -342,9 +390,16 @@ std::unique_ptr<bt::bridge::Model> loadModel(const std::string &input,
 /// `outPath`; for IR, prints to `outPath` (stdout if empty). `thisMachine`:
 /// the artifact runs here and now, so the kernels target the host CPU
 /// unless --cpu says otherwise.
+/// Which training entry points compile builds (bt-generate-train-step).
+struct TrainingEntries {
+  bool trainStep = false;
+  bool applyGradients = false;
+};
+
 LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
                       const std::string &emitKind, const std::string &outPath,
-                      const char *argv0, bool thisMachine = false) {
+                      const char *argv0, bool thisMachine = false,
+                      TrainingEntries training = {}) {
   if (target != "cpu") {
     fail("--target " + target + ": only 'cpu' is implemented in this version");
     return failure();
@@ -365,9 +420,15 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
     return pm.run(*module);
   };
   // The generation entry points, derived from the forward.
-  if (failed(runPasses([](PassManager &pm) {
+  if (failed(runPasses([&](PassManager &pm) {
         pm.addPass(bt::createBTGenerateEntryPoints());
         pm.addPass(bt::createBTVerifyKVLifetimes());
+        if (training.trainStep || training.applyGradients) {
+          bt::BTGenerateTrainStepOptions train;
+          train.trainStep = training.trainStep;
+          train.applyGradients = training.applyGradients;
+          pm.addPass(bt::createBTGenerateTrainStep(train));
+        }
       })))
     return failure();
   if (emitKind == "bt")
@@ -448,7 +509,7 @@ std::string temporaryArtifact() {
 
 int runOnModel(MLIRContext &context, const std::string &input,
                const std::vector<std::string> &launcherArgs, const char *argv0,
-               bool progress = false) {
+               bool progress = false, TrainingEntries training = {}) {
   if (!input.empty() && bt::bridge::isArtifact(input))
     return bt::bridge::runLauncher(input, launcherArgs);
   std::unique_ptr<bt::bridge::Model> model = loadModel(input, true);
@@ -462,7 +523,7 @@ int runOnModel(MLIRContext &context, const std::string &input,
                  << " for this machine ... ";
   llvm::TimeRecord start = llvm::TimeRecord::getCurrentTime(true);
   bool ok = succeeded(compile(context, *model, "artifact", artifact, argv0,
-                              /*thisMachine=*/true));
+                              /*thisMachine=*/true, training));
   if (progress && ok)
     llvm::errs() << llvm::format(
         "done (%.1f s)\n",
@@ -591,7 +652,12 @@ int main(int argc, char **argv) {
     std::unique_ptr<bt::bridge::Model> model = loadModel(input, binary);
     if (!model)
       return 1;
-    return failed(compile(context, *model, emit, outputPath, argv[0])) ? 1 : 0;
+    TrainingEntries training;
+    training.trainStep = training.applyGradients = trainEntries;
+    return failed(compile(context, *model, emit, outputPath, argv[0],
+                          /*thisMachine=*/false, training))
+               ? 1
+               : 0;
   }
   if (command == "eval") {
     if (inputsPath.empty() || outputPath.empty())
@@ -667,6 +733,40 @@ int main(int argc, char **argv) {
       return 1;
     llvm::outs() << model->describe() << "\n";
     return 0;
+  }
+  if (command == "train-step") {
+    if (inputsPath.empty() == gradsPath.empty())
+      return usage("train-step needs --inputs <batch> or --grads <gradients>");
+    if (outputPath.empty())
+      return usage("train-step needs -o <checkpoint directory>");
+    std::vector<std::string> args = {
+        "train-step",     "-o",          outputPath,   "--lr",
+        learningRate,     "--warmup-steps", warmupSteps, "--total-steps",
+        totalSteps};
+    if (!inputsPath.empty())
+      args.insert(args.end(), {"--inputs", inputsPath});
+    else
+      args.insert(args.end(), {"--grads", gradsPath});
+    if (!stateOut.empty())
+      args.insert(args.end(), {"--state-out", stateOut});
+    if (!stepOutputs.empty())
+      args.insert(args.end(), {"--step-outputs", stepOutputs});
+    TrainingEntries training;
+    // apply_gradients needs no differentiation; train_step does.
+    training.applyGradients = true;
+    training.trainStep = gradsPath.empty();
+    if (!bt::bridge::isArtifact(input) && !randomInit) {
+      // The checkpoint the step starts from: its weights (as compiled), its
+      // unused tensors and its config are written back.
+      if (llvm::sys::fs::is_directory(input) && weightsPath.empty())
+        args.insert(args.end(), {"--checkpoint", input});
+      if (!configPath.empty())
+        args.insert(args.end(), {"--config-file", configPath});
+      else if (!llvm::sys::fs::is_directory(input))
+        args.insert(args.end(), {"--config-file", input});
+    }
+    return runOnModel(context, input, args, argv[0], /*progress=*/false,
+                      training);
   }
   if (command == "plan")
     return plan(context, input);

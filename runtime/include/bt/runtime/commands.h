@@ -8,6 +8,7 @@
 //   ./model generate --inputs prompt.safetensors --max-new-tokens 32 -o out.safetensors
 //   ./model generate --prompt "In the beginning" --temperature 0.8 --top-p 0.95
 //   ./model bench [--batch 1,8] [--tokens 512] [--baseline torch|none] ...
+//   ./model train-step --inputs batch.safetensors --checkpoint ckpt/ -o out/
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,7 +90,10 @@ absl::Status RunGenerateCommand(const Model &model,
 ///   <prog> [--artifact <path>] info
 ///   <prog> [--artifact <path>] eval --inputs <file> -o|--output <file>
 ///   <prog> [--artifact <path>] generate ... (ParseGenerateArgs)
+///   <prog> [--artifact <path>] train-step ... (ParseTrainStepArgs,
+///          RunTrainStepCommand, bt/runtime/trainer.h)
 ///   <prog> [--artifact <path>] compare <actual> <reference> --check ...
+///          [--mask-file <file>]   (CompareTensors, bt/runtime/compare.h)
 ///   <prog> [--artifact <path>] bench [--device cpu] [--batch 1,8]
 ///          [--seq-blocks N | --tokens N] [--iters K] [--warmup W]
 ///          [--threads T] [--csv F] [--baseline torch|none]
