@@ -3,6 +3,7 @@
 #include "bt/runtime/commands.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <type_traits>
@@ -64,6 +65,11 @@ std::string Usage(const std::string &prog) {
       "labels) or 'eval'\n",
       "                                         and write the outputs (logits, "
       "loss)\n",
+      "  grad --inputs <in.safetensors> -o <out.safetensors>\n",
+      "                                         run 'grad' (inputs with labels) "
+      "and write loss and\n",
+      "                                         grad.<param> for every parameter "
+      "(raw, unclipped)\n",
       "  generate (--inputs <prompt.safetensors> | --prompt TEXT...) [-o <out.safetensors>]\n",
       "           [--max-new-tokens N] [--greedy | --temperature T --top-k K --top-p P --seed S]\n",
       "           [--official-generate-positions] [--ignore-eos]\n",
@@ -86,7 +92,7 @@ std::string Usage(const std::string &prog) {
       "                                         eval_loss; docs/training.md) on text files:\n"
       "                                         checkpoints, held-out loss, log.csv, loss.png\n",
       "  compare <actual> <reference> --check NAME[=REFNAME]:atol=X|rtol=X|equal ...\n",
-      "          [--mask-file <masks.safetensors>]\n",
+      "          [--mask-file <masks.safetensors>] [--absent-as-zero]\n",
       "                                         check tensors of two safetensors "
       "files against\n",
       "                                         tolerances (rtol: max|d| / max|ref|);"
@@ -99,6 +105,8 @@ std::string Usage(const std::string &prog) {
       "exceeds T, MASK\n",
       "                                         from --mask-file (default: the "
       "reference), {} = NAME\n",
+      "                                         --absent-as-zero: a tensor missing from "
+      "<actual> counts as zeros\n",
       "  bench [--device cpu] [--batch 1,8] [--seq-blocks N | --tokens N]\n"
       "        [--iters K] [--warmup W] [--threads T] [--csv out.csv]\n"
       "        [--baseline torch|none] [--torch-script bt_torch.py] [--python PATH]\n"
@@ -158,15 +166,14 @@ absl::StatusOr<std::string> ChooseEvalEntry(const Model &model,
       absl::StrJoin(model.EntryPointNames(), ", "), ")"));
 }
 
-absl::Status RunEvalCommand(const Model &model, const std::string &inputs_path,
+namespace {
+
+/// Runs `entry` on the named inputs of `in` and writes its outputs to
+/// `output_path` (RunEvalCommand, RunGradCommand).
+absl::Status RunEntryOnFile(const Model &model, const std::string &entry,
+                            const SafetensorsFile &in,
+                            const std::string &inputs_path,
                             const std::string &output_path, std::ostream &log) {
-  BT_ASSIGN_OR_RETURN(SafetensorsFile in, SafetensorsFile::Open(inputs_path));
-  BT_ASSIGN_OR_RETURN(std::string entry,
-                      ChooseEvalEntry(model, in.contains("labels")));
-  if (in.contains("labels") && entry == "eval")
-    log << "note: " << inputs_path
-        << " has labels, but the artifact has no eval_loss entry; running "
-           "eval\n";
   const proto::EntryPoint *ep = model.FindEntryPoint(entry);
   TensorMap inputs;
   std::vector<std::string> used;
@@ -193,6 +200,19 @@ absl::Status RunEvalCommand(const Model &model, const std::string &inputs_path,
   for (const auto &[name, t] : outputs)
     if (t.rank() == 0)
       log << name << " = " << ScalarString(t) << "\n";
+  // The total L2 norm of the gradients (the fixtures' grad_norm_preclip).
+  double sq = 0.0;
+  int grads = 0;
+  for (const auto &[name, t] : outputs)
+    if (name.rfind("grad.", 0) == 0 && t.dtype() == proto::F32) {
+      const float *d = t.data_as<float>();
+      for (int64_t j = 0; j < t.num_elements(); ++j)
+        sq += static_cast<double>(d[j]) * d[j];
+      ++grads;
+    }
+  if (grads > 0)
+    log << "grad norm = " << absl::StrFormat("%.8g", std::sqrt(sq)) << " ("
+        << grads << " parameters)\n";
   std::map<std::string, std::string> metadata = {
       {"entry_point", entry},
       {"model", model.config().name()},
@@ -203,6 +223,31 @@ absl::Status RunEvalCommand(const Model &model, const std::string &inputs_path,
   log << "wrote " << outputs.size() << " tensor(s) of " << entry << " to "
       << output_path << "\n";
   return absl::OkStatus();
+}
+
+} // namespace
+
+absl::Status RunEvalCommand(const Model &model, const std::string &inputs_path,
+                            const std::string &output_path, std::ostream &log) {
+  BT_ASSIGN_OR_RETURN(SafetensorsFile in, SafetensorsFile::Open(inputs_path));
+  BT_ASSIGN_OR_RETURN(std::string entry,
+                      ChooseEvalEntry(model, in.contains("labels")));
+  if (in.contains("labels") && entry == "eval")
+    log << "note: " << inputs_path
+        << " has labels, but the artifact has no eval_loss entry; running "
+           "eval\n";
+  return RunEntryOnFile(model, entry, in, inputs_path, output_path, log);
+}
+
+absl::Status RunGradCommand(const Model &model, const std::string &inputs_path,
+                            const std::string &output_path, std::ostream &log) {
+  if (model.FindEntryPoint("grad") == nullptr)
+    return absl::NotFoundError(absl::StrCat(
+        model.artifact().path(), ": the artifact has no 'grad' entry point "
+        "(it has: ", absl::StrJoin(model.EntryPointNames(), ", "),
+        "); compile it with a bt-run that builds grad"));
+  BT_ASSIGN_OR_RETURN(SafetensorsFile in, SafetensorsFile::Open(inputs_path));
+  return RunEntryOnFile(model, "grad", in, inputs_path, output_path, log);
 }
 
 absl::StatusOr<GenerateCommandOptions>
@@ -435,12 +480,14 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     // compare <actual> <reference> --check NAME:atol=X ... (no model needed)
     std::vector<std::string> files;
     std::vector<TensorCheck> checks;
-    std::string mask_file;
+    CompareOptions compare_options;
     for (; i < args.size(); ++i) {
-      if (args[i] == "--mask-file") {
+      if (args[i] == "--absent-as-zero") {
+        compare_options.absent_as_zero = true;
+      } else if (args[i] == "--mask-file") {
         if (i + 1 >= args.size())
           return usage_error("--mask-file needs a path");
-        mask_file = args[++i];
+        compare_options.mask_path = args[++i];
       } else if (args[i] == "--check") {
         if (i + 1 >= args.size())
           return usage_error("--check needs NAME:atol=X, NAME:rtol=X or NAME:equal");
@@ -457,7 +504,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     if (files.size() != 2 || checks.empty())
       return usage_error("compare needs <actual> <reference> and at least one --check");
     absl::StatusOr<std::vector<TensorCheckResult>> results =
-        CompareTensors(files[0], files[1], checks, out, mask_file);
+        CompareTensors(files[0], files[1], checks, out, compare_options);
     if (!results.ok()) {
       err << prog << ": " << results.status().message() << "\n";
       return 1;
@@ -617,7 +664,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     if (i < args.size())
       return usage_error(absl::StrCat("info takes no arguments, got '",
                                       args[i], "'"));
-  } else if (cmd == "eval") {
+  } else if (cmd == "eval" || cmd == "grad") {
     for (; i < args.size(); ++i) {
       const std::string &a = args[i];
       if (a == "-h" || a == "--help") {
@@ -629,13 +676,15 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
           return usage_error(absl::StrCat(a, " needs a path"));
         (a == "--inputs" ? inputs : output) = args[++i];
       } else {
-        return usage_error(absl::StrCat("eval: unexpected argument '", a, "'"));
+        return usage_error(
+            absl::StrCat(cmd, ": unexpected argument '", a, "'"));
       }
     }
     if (inputs.empty())
-      return usage_error("eval: missing --inputs <inputs.safetensors>");
+      return usage_error(
+          absl::StrCat(cmd, ": missing --inputs <inputs.safetensors>"));
     if (output.empty())
-      return usage_error("eval: missing -o <outputs.safetensors>");
+      return usage_error(absl::StrCat(cmd, ": missing -o <outputs.safetensors>"));
   } else {
     return usage_error(absl::StrCat("unknown command '", cmd, "'"));
   }
@@ -647,6 +696,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
   }
   absl::Status s = cmd == "info"         ? RunInfoCommand(**model, out)
                    : cmd == "generate"   ? RunGenerateCommand(**model, gen, out, err)
+                   : cmd == "grad"       ? RunGradCommand(**model, inputs, output, err)
                    : cmd == "train-step" ? RunTrainStepCommand(**model, train, out)
                                          : RunEvalCommand(**model, inputs, output, err);
   if (!s.ok()) {

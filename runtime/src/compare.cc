@@ -112,10 +112,18 @@ absl::StatusOr<TensorCheck> ParseTensorCheck(const std::string &spec) {
     if (check.tensor.empty() || check.reference.empty())
       return bad();
   }
-  // A pattern: `*` at the end only, no REFNAME.
-  if (size_t star = check.tensor.find('*'); star != std::string::npos &&
-      (star != check.tensor.size() - 1 || !check.reference.empty()))
+  // A prefix pattern: `*` only at the end, not renamed.
+  if (size_t star = check.tensor.find('*'); star != std::string::npos) {
+    if (star + 1 != check.tensor.size() ||
+        check.reference.find('*') != std::string::npos)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bad check '", spec, "': '*' may only end NAME (a prefix pattern)"));
+    if (!check.reference.empty())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bad check '", spec, "': a prefix pattern cannot be renamed (=REFNAME)"));
+  } else if (check.reference.find('*') != std::string::npos) {
     return bad();
+  }
   std::string rule = spec.substr(colon + 1);
   if (rule == "equal") {
     check.kind = TensorCheck::Kind::kEqual;
@@ -150,13 +158,14 @@ absl::StatusOr<TensorCheck> ParseTensorCheck(const std::string &spec) {
 absl::StatusOr<std::vector<TensorCheckResult>>
 CompareTensors(const std::string &actual_path, const std::string &reference_path,
                const std::vector<TensorCheck> &requested, std::ostream &out,
-               const std::string &mask_path) {
+               const CompareOptions &options) {
   BT_ASSIGN_OR_RETURN(SafetensorsFile actual, SafetensorsFile::Open(actual_path));
   BT_ASSIGN_OR_RETURN(SafetensorsFile reference,
                       SafetensorsFile::Open(reference_path));
   std::optional<SafetensorsFile> mask_file;
-  if (!mask_path.empty()) {
-    BT_ASSIGN_OR_RETURN(SafetensorsFile m, SafetensorsFile::Open(mask_path));
+  if (!options.mask_path.empty()) {
+    BT_ASSIGN_OR_RETURN(SafetensorsFile m,
+                        SafetensorsFile::Open(options.mask_path));
     mask_file.emplace(std::move(m));
   }
   const SafetensorsFile &masks = mask_file ? *mask_file : reference;
@@ -190,8 +199,14 @@ CompareTensors(const std::string &actual_path, const std::string &reference_path
   std::vector<TensorCheckResult> results;
   for (const TensorCheck &check : checks) {
     const std::string &ref_name = check.reference_name();
-    BT_ASSIGN_OR_RETURN(Tensor a, get(actual, check.tensor));
     BT_ASSIGN_OR_RETURN(Tensor r, get(reference, ref_name));
+    const bool absent = options.absent_as_zero && !actual.contains(check.tensor);
+    Tensor a;
+    if (absent) {
+      BT_ASSIGN_OR_RETURN(a, Tensor::Allocate(r.dtype(), r.shape()));
+    } else {
+      BT_ASSIGN_OR_RETURN(a, get(actual, check.tensor));
+    }
     if (a.shape() != r.shape())
       return absl::InvalidArgumentError(absl::StrCat(
           "tensor '", check.tensor, "' has shape ", ShapeToString(a.shape()),
@@ -274,6 +289,8 @@ CompareTensors(const std::string &actual_path, const std::string &reference_path
                               res.max_abs_diff);
     if (nan)
       what += "  (NaN where the reference has none)";
+    if (absent)
+      what = "absent = 0, " + what;
     const std::string label =
         ref_name == check.tensor ? check.tensor
                                  : absl::StrCat(check.tensor, " = ", ref_name);

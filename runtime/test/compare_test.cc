@@ -98,6 +98,73 @@ TEST(Compare, MeasuresAbsoluteRelativeAndExactErrors) {
   EXPECT_NE(out.str().find("FAIL"), std::string::npos);
 }
 
+TEST(Compare, PrefixPatternChecksEveryMatchingReferenceTensor) {
+  auto p = ParseTensorCheck("grad.*:rtol=1e-4");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->tensor, "grad.*");
+  for (const char *bad : {"gr*ad:rtol=1", "grad.*=x.*:rtol=1", "grad.*=x:rtol=1",
+                          "x=y*:equal"})
+    EXPECT_FALSE(ParseTensorCheck(bad).ok()) << bad;
+
+  std::string a = TempPath("p_a.safetensors"), r = TempPath("p_r.safetensors");
+  Writer()
+      .Add("grad.b", F32({2}, {1.0f, 2.0f}))
+      .Add("grad.a", F32({1}, {4.0f}))
+      .Add("loss", F32({}, {9.0f}))
+      .To(a);
+  Writer()
+      .Add("grad.a", F32({1}, {4.0f}))
+      .Add("grad.b", F32({2}, {1.0f, 2.5f}))
+      .Add("loss", F32({}, {1.0f}))
+      .To(r);
+  std::ostringstream out;
+  auto results = CompareTensors(a, r, {*p}, out);
+  ASSERT_TRUE(results.ok()) << results.status();
+  // One check per reference tensor with the prefix, in name order; `loss`
+  // is not matched.
+  ASSERT_EQ(results->size(), 2u);
+  EXPECT_EQ((*results)[0].check.tensor, "grad.a");
+  EXPECT_TRUE((*results)[0].passed);
+  EXPECT_EQ((*results)[1].check.tensor, "grad.b");
+  EXPECT_NEAR((*results)[1].error, 0.5 / 2.5, 1e-7);
+  EXPECT_FALSE((*results)[1].passed);
+
+  // A pattern that matches nothing is an error, not a vacuous pass.
+  auto none = CompareTensors(a, r, {*ParseTensorCheck("nope.*:atol=1")}, out);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no tensor matches 'nope.*'"),
+            std::string::npos)
+      << none.status();
+  // A reference tensor missing from the actual file fails.
+  Writer().Add("grad.a", F32({1}, {4.0f})).To(a);
+  EXPECT_FALSE(CompareTensors(a, r, {*p}, out).ok());
+}
+
+TEST(Compare, AbsentAsZero) {
+  std::string a = TempPath("z_a.safetensors"), r = TempPath("z_r.safetensors");
+  Writer().Add("grad.a", F32({1}, {4.0f})).To(a);
+  Writer()
+      .Add("grad.a", F32({1}, {4.0f}))
+      .Add("grad.unused", F32({2, 2}, {0.0f, 0.0f, 0.0f, 0.0f}))
+      .Add("grad.nonzero", F32({2}, {0.0f, 1.0f}))
+      .To(r);
+  std::ostringstream out;
+  // Without the option an absent tensor is an error.
+  EXPECT_FALSE(
+      CompareTensors(a, r, {*ParseTensorCheck("grad.unused:atol=0")}, out).ok());
+  CompareOptions options;
+  options.absent_as_zero = true;
+  auto results = CompareTensors(a, r, {*ParseTensorCheck("grad.*:rtol=1e-4")},
+                                out, options);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), 3u);
+  EXPECT_TRUE((*results)[0].passed);   // grad.a
+  EXPECT_FALSE((*results)[1].passed);  // grad.nonzero: zeros are wrong
+  EXPECT_EQ((*results)[1].error, 1.0);
+  EXPECT_TRUE((*results)[2].passed);   // grad.unused: zero reference
+  EXPECT_NE(out.str().find("absent = 0"), std::string::npos) << out.str();
+}
+
 TEST(Compare, NaNNeverPasses) {
   std::string a = TempPath("nan_a.safetensors"), r = TempPath("nan_r.safetensors");
   Writer().Add("x", F32({2}, {1.0f, NAN})).To(a);
@@ -163,6 +230,12 @@ TEST(Compare, LauncherCommandExitCodes) {
   EXPECT_EQ(run({"compare", a, r, "--check", "x:bad"}), 2);
 }
 
+CompareOptions MaskFile(const std::string &path) {
+  CompareOptions o;
+  o.mask_path = path;
+  return o;
+}
+
 TEST(Compare, ParsesPatternsAndElementMasks) {
   auto all = ParseTensorCheck("*:atol=5e-5");
   ASSERT_TRUE(all.ok());
@@ -208,7 +281,7 @@ TEST(Compare, MasksSelectElementsByAnotherTensor) {
       .To(m);
   std::ostringstream out;
   auto results = CompareTensors(
-      a, r, {*ParseTensorCheck("*:atol=2e-3,where=|g.{}|*2>1")}, out, m);
+      a, r, {*ParseTensorCheck("*:atol=2e-3,where=|g.{}|*2>1")}, out, MaskFile(m));
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_EQ(results->size(), 2u);
   const TensorCheckResult &x = (*results)[0], &y = (*results)[1];
@@ -224,14 +297,14 @@ TEST(Compare, MasksSelectElementsByAnotherTensor) {
   EXPECT_NE(out.str().find("on 2 of 3 where |g.x|*2>1"), std::string::npos) << out.str();
   // The complement: element 1 only.
   auto rest = CompareTensors(
-      a, r, {*ParseTensorCheck("x:atol=0.1,where=|g.{}|*2<=1")}, out, m);
+      a, r, {*ParseTensorCheck("x:atol=0.1,where=|g.{}|*2<=1")}, out, MaskFile(m));
   ASSERT_TRUE(rest.ok()) << rest.status();
   EXPECT_EQ((*rest)[0].selected, 1);
   EXPECT_NEAR((*rest)[0].error, 0.5, 1e-6);
   EXPECT_FALSE((*rest)[0].passed);
   // Relative errors are relative to the selected reference elements.
   auto rel = CompareTensors(
-      a, r, {*ParseTensorCheck("x:rtol=1,where=|g.{}|>0.9")}, out, m);
+      a, r, {*ParseTensorCheck("x:rtol=1,where=|g.{}|>0.9")}, out, MaskFile(m));
   ASSERT_TRUE(rel.ok());
   EXPECT_NEAR((*rel)[0].error, 0.0, 1e-9);
   // Without a mask file the masks come from the reference.
@@ -239,11 +312,11 @@ TEST(Compare, MasksSelectElementsByAnotherTensor) {
   ASSERT_FALSE(noMask.ok());
   EXPECT_NE(noMask.status().message().find("no tensor 'g.x'"), std::string::npos)
       << noMask.status();
-  auto shape = CompareTensors(a, r, {*ParseTensorCheck("x:atol=1,where=|bad|>0")}, out, m);
+  auto shape = CompareTensors(a, r, {*ParseTensorCheck("x:atol=1,where=|bad|>0")}, out, MaskFile(m));
   ASSERT_FALSE(shape.ok());
   EXPECT_NE(shape.status().message().find("mask 'bad' has shape [2]"), std::string::npos)
       << shape.status();
-  auto none = CompareTensors(a, r, {*ParseTensorCheck("z*:atol=1")}, out, m);
+  auto none = CompareTensors(a, r, {*ParseTensorCheck("z*:atol=1")}, out, MaskFile(m));
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("no tensor matches 'z*'"), std::string::npos)
       << none.status();

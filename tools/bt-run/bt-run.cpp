@@ -3,6 +3,7 @@
 //   bt-run compile <checkpoint> [--emit bt|bt-layer|llvm|artifact|executable]
 //                  [--target cpu] [--cpu NAME] [-o OUT]
 //   bt-run eval <checkpoint|artifact|executable> --inputs IN -o OUT
+//   bt-run grad <checkpoint|artifact|executable> --inputs IN -o OUT
 //   bt-run generate <checkpoint|artifact|executable>
 //                  (--inputs PROMPT.safetensors -o OUT | --prompt TEXT...)
 //                  [--max-new-tokens N] [--greedy | --temperature T --top-k K
@@ -28,8 +29,9 @@
 // (prefill, decode_block, decode_tokens; vanilla prefill, decode_step) →
 // [bt-generate-train-step (train_step, apply_gradients) for train-step and
 // compile --train] →
-// bt-decompose → bt-lower-kv-caches → bt-cpu-pipeline → LLVM → shared
-// object → artifact (docs/abi.md), optionally prefixed by the runtime
+// bt-decompose → bt-generate-gradients (grad: compile, and the grad command)
+// → bt-lower-kv-caches → bt-cpu-pipeline → LLVM → shared object → artifact
+// (docs/abi.md), optionally prefixed by the runtime
 // launcher to make a standalone executable. MLIR's pass-manager options
 // (--mlir-print-ir-after-all, --mlir-timing, ...) apply to the pipeline.
 //
@@ -150,6 +152,12 @@ cl::opt<std::string> stepOutputs(
 
 cl::opt<bool> noBlas("no-blas", cl::desc("Keep GEMMs as generated loops"),
                      cl::cat(btCategory));
+cl::opt<bool> gradEntry(
+    "grad-entry",
+    cl::desc("compile: build the 'grad' entry point (loss and parameter "
+             "gradients, bt-generate-gradients; default on). eval, generate "
+             "and bench on a checkpoint never build it, grad always does"),
+    cl::init(true), cl::cat(btCategory));
 cl::opt<std::string> tokenizerPath(
     "tokenizer",
     cl::desc("compile / generate: SentencePiece model (.model) to embed in the "
@@ -247,6 +255,7 @@ constexpr const char *kUsage =
     "  bt-run compile <checkpoint> [--emit bt|bt-layer|llvm|artifact|executable]"
     " [-o OUT]\n"
     "  bt-run eval <checkpoint|artifact|executable> --inputs IN -o OUT\n"
+    "  bt-run grad <checkpoint|artifact|executable> --inputs IN -o OUT\n"
     "  bt-run generate <checkpoint|artifact|executable>\n"
     "         (--inputs PROMPT.safetensors -o OUT | --prompt TEXT...) "
     "[--max-new-tokens N]\n"
@@ -389,7 +398,8 @@ std::unique_ptr<bt::bridge::Model> loadModel(const std::string &input,
 /// Compiles `model` as `--emit` asks. For artifact/executable, writes to
 /// `outPath`; for IR, prints to `outPath` (stdout if empty). `thisMachine`:
 /// the artifact runs here and now, so the kernels target the host CPU
-/// unless --cpu says otherwise.
+/// unless --cpu says otherwise. `withGrad`: also build the `grad` entry point
+/// (bt-generate-gradients).
 /// Which training entry points compile builds (bt-generate-train-step).
 struct TrainingEntries {
   bool trainStep = false;
@@ -398,7 +408,8 @@ struct TrainingEntries {
 
 LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
                       const std::string &emitKind, const std::string &outPath,
-                      const char *argv0, bool thisMachine = false,
+                      const char *argv0, bool withGrad,
+                      bool thisMachine = false,
                       TrainingEntries training = {}) {
   if (target != "cpu") {
     fail("--target " + target + ": only 'cpu' is implemented in this version");
@@ -434,9 +445,12 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
   if (emitKind == "bt")
     return writeText(outPath, [&](llvm::raw_ostream &os) { module->print(os); });
 
-  if (failed(runPasses([](PassManager &pm) {
+  if (failed(runPasses([&](PassManager &pm) {
         pm.addPass(bt::createBTDecompose());
         pm.addPass(bt::createBTVerifyKVLifetimes());
+        // grad: loss and d loss / d param, from eval_loss.
+        if (withGrad)
+          pm.addPass(bt::createBTGenerateGradients());
       })))
     return failure();
   if (emitKind == "bt-layer")
@@ -522,8 +536,10 @@ int runOnModel(MLIRContext &context, const std::string &input,
     llvm::errs() << "bt-run: compiling " << model->spec().name
                  << " for this machine ... ";
   llvm::TimeRecord start = llvm::TimeRecord::getCurrentTime(true);
+  // Only `grad` needs the backward sweep (it doubles the compile time).
+  bool withGrad = !launcherArgs.empty() && launcherArgs[0] == "grad";
   bool ok = succeeded(compile(context, *model, "artifact", artifact, argv0,
-                              /*thisMachine=*/true, training));
+                              withGrad, /*thisMachine=*/true, training));
   if (progress && ok)
     llvm::errs() << llvm::format(
         "done (%.1f s)\n",
@@ -655,7 +671,7 @@ int main(int argc, char **argv) {
     TrainingEntries training;
     training.trainStep = training.applyGradients = trainEntries;
     return failed(compile(context, *model, emit, outputPath, argv[0],
-                          /*thisMachine=*/false, training))
+                          gradEntry, /*thisMachine=*/false, training))
                ? 1
                : 0;
   }
@@ -663,6 +679,12 @@ int main(int argc, char **argv) {
     if (inputsPath.empty() || outputPath.empty())
       return usage("eval needs --inputs <file> and -o <file>");
     return runOnModel(context, input, {"eval", "--inputs", inputsPath, "-o", outputPath},
+                      argv[0]);
+  }
+  if (command == "grad") {
+    if (inputsPath.empty() || outputPath.empty())
+      return usage("grad needs --inputs <file> and -o <file>");
+    return runOnModel(context, input, {"grad", "--inputs", inputsPath, "-o", outputPath},
                       argv[0]);
   }
   if (command == "generate") {

@@ -140,6 +140,32 @@ def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
   ];
 }
 
+def BTLowerBackward : Pass<"bt-lower-backward"> {
+  let summary = "Lower the backward bt ops to linalg, tensor, scf, arith and math on tensors";
+  let description = [{
+    Rewrites the layer-level backward ops that the vector-Jacobian rules of
+    `bt-generate-gradients` (bt/Transforms/Autodiff.h) emit, following their
+    ODS formulas; runs in `bt-cpu-pipeline` right before
+    `bt-lower-to-linalg` (the rest of a backward sweep is already linalg,
+    tensor and existing bt ops). f32 only.
+
+    | op | lowering |
+    |---|---|
+    | `bt.layer_norm_grad` | row mean and rstd recomputed as in the forward; per-row sums `Σ dy·w` and `Σ dy·w·x̂` (one reduction), `dx = rstd·(dy·w − Σ₁/C − x̂·Σ₂/C)`; `dweight = Σ_rows dy·x̂` and `dbias = Σ_rows dy` (one reduction over all leading dims) |
+    | `bt.embedding_grad` | zero `[V, E]` table, then one `scf.for` over the rows of `ids` (row-major) adding `dy[i, :]` to `table[ids[i], :]` in place; an id outside `[0, V)` fails a `cf.assert` |
+    | `bt.attention_grad` | one `scf.for` over the B·H (B·N_blk·H) heads carrying dq, dk, dv; per head the strided `[S, hd]` slices, the probabilities recomputed with the forward's masking and softmax numerics, `dV = Pᵀ·dO` (`linalg.matmul_transpose_a`), `dP = dO·Vᵀ` (`linalg.matmul_transpose_b`), `dS = where(t ≤ s, P·(dP − Σ_t dP·P), 0)·scale` in place of dP, `dQ = dS·K` (`linalg.matmul`), `dK = dSᵀ·Q` (`linalg.matmul_transpose_a`) into the output slices |
+    | `bt.cross_entropy_grad` | row max and `log Σ exp(x − max)` as in the forward, the count n of labels `≠ ignore_index` (labels outside `[0, V)` fail a `cf.assert`), then `loss_grad/n · (exp(x − max − log Σ) − [c = label])` on counted rows and 0 on ignored ones |
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def BTParamsToArguments : Pass<"bt-params-to-arguments", "::mlir::ModuleOp"> {
   let summary = "Turn bt.param references into leading function arguments";
   let description = [{

@@ -207,6 +207,52 @@ def BTGenerateTrainStep : Pass<"bt-generate-train-step", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def BTGenerateGradients : Pass<"bt-generate-gradients", "::mlir::ModuleOp"> {
+  let summary = "Derive the `grad` entry point (loss and parameter gradients) from `eval_loss`";
+  let description = [{
+    Reverse-mode differentiation of the training graph (issue "Training"):
+    clones the layer-level function `eval_loss` (option `from`; the
+    importer's forward with `bt.cross_entropy`, after `bt-decompose`) into a
+    new function `grad` (option `name`) with the same arguments (and their
+    `bt.name` / `bt.dims`), builds the backward sweep of its `loss` result
+    (the result whose `bt.name` is "loss") with the C++ API
+    `bt::buildParamGradients` (include/bt/Transforms/Autodiff.h) and returns
+
+    - `loss` (`tensor<f32>`, its attributes copied),
+    - one `grad.<param>` per parameter the forward reads, in `bt.param`
+      declaration order (official state_dict order): d loss / d param, raw
+      (before clipping), the type of the parameter, `bt.name =
+      "grad.<param>"` and `bt.dims` of empty names. These are the fixture
+      names of `outputs.safetensors`.
+
+    The forward values that only fed the other results (e.g. the logits
+    zeroing of `eval_loss`) are removed from `grad`.
+
+    Every op on a path from a parameter to the loss must implement
+    `bt::DifferentiableOpInterface` (BTInterfaces.td): the layer-level bt ops
+    do, with backward ops `bt.layer_norm_grad`, `bt.embedding_grad`,
+    `bt.attention_grad`, `bt.cross_entropy_grad` where a composition would be
+    poor, and so do the upstream tensor / arith ops bt-decompose emits
+    (external models). Any other op on such a path is an error located at it
+    ("op 'x' has no vector-Jacobian rule"), as are model-level ops (run
+    `bt-decompose` first).
+
+    Errors: no function `from`, a function `name` already defined, no result
+    named "loss", an op without a rule on a parameter → loss path.
+  }];
+  let options = [
+    Option<"from", "from", "std::string", /*default=*/"\"eval_loss\"",
+           "The forward function with a `loss` result">,
+    Option<"name", "name", "std::string", /*default=*/"\"grad\"",
+           "Name of the generated function">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def BTDecompose : Pass<"bt-decompose", "::mlir::ModuleOp"> {
   let summary = "Rewrite model-level bt ops into layer-level bt ops";
   let description = [{

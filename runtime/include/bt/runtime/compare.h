@@ -68,11 +68,14 @@ struct TensorCheck {
 /// Parses `NAME:atol=X`, `NAME:rtol=X` or `NAME:equal` (e.g. "logits:atol=1e-4",
 /// "loss:rtol=1e-5", "new_tokens:equal"), where NAME may be `NAME=REFNAME` to
 /// compare tensor NAME of the actual file with REFNAME of the reference (e.g.
-/// "new_tokens=trainpos.new_tokens:equal") or a pattern `*` / `PREFIX*`
-/// (no REFNAME then). atol/rtol take an optional element selection
+/// "new_tokens=trainpos.new_tokens:equal") or a prefix pattern `*` /
+/// `PREFIX*` (e.g. "grad.*:rtol=1e-4"; no REFNAME then): CompareTensors
+/// expands it into one check per tensor of the reference file whose name
+/// has that prefix. atol/rtol take an optional element selection
 /// `,where=|MASK|*F>T` (also `|MASK|>T`, `<=` instead of `>`; F and T
 /// numbers), e.g. "*:atol=1e-6,where=|grad.{}|*0.263>1e-6".
-/// Errors: InvalidArgument naming the malformed spec.
+/// Errors: InvalidArgument naming the malformed spec (a pattern with
+/// `=REFNAME`, or `*` other than at the end; a malformed selection).
 absl::StatusOr<TensorCheck> ParseTensorCheck(const std::string &spec);
 
 /// The measured error of one check.
@@ -85,23 +88,37 @@ struct TensorCheckResult {
   bool passed = false;
 };
 
-/// Runs `checks` of `actual_path` against `reference_path`. Both tensors
-/// must exist with equal shapes (float dtypes are compared in f64 after
-/// widening; integer dtypes exactly). Masks (TensorCheck::where) are read
-/// from `mask_path`, or from the reference file when it is empty; a mask
-/// must have the checked tensor's shape. Prints one line per (expanded)
-/// check to `out`:
+/// Options of CompareTensors.
+struct CompareOptions {
+  /// A tensor absent from the actual file is compared as zeros of the
+  /// reference's shape (printed as "absent = 0"): e.g. the gradient of a
+  /// checkpoint tensor that the compiled model never reads, which the
+  /// official fixtures store as zeros (`params_without_grad`). A nonzero
+  /// reference still fails its tolerance.
+  bool absent_as_zero = false;
+  /// The file the masks of TensorCheck::where are read from; empty: the
+  /// reference file.
+  std::string mask_path;
+};
+
+/// Runs `checks` of `actual_path` against `reference_path`, a prefix pattern
+/// (`grad.*`) as one check per reference tensor with that prefix, in sorted
+/// name order. Both tensors must exist with equal shapes (float dtypes are
+/// compared in f64 after widening; integer dtypes exactly). A mask
+/// (TensorCheck::where, from options.mask_path or the reference file) must
+/// have the checked tensor's shape. Prints one line per (expanded) check to
+/// `out`:
 ///   logits  max|Δ| 3.278e-07  (atol 1e-04)  OK
 ///   param.x  max|Δ| 1.192e-07 on 98 of 128 where |grad.x|*0.26>1e-06  (atol 1e-06)  OK
 /// Returns the results; a failed tolerance is not an error status.
 /// Errors: those of SafetensorsFile::Open; NotFound naming the file and
-/// tensor (a pattern matching no reference tensor is NotFound too);
-/// InvalidArgument for a shape mismatch (tensors or mask) or a kEqual check
-/// on floats with different dtypes.
+/// tensor, or a pattern that matches no reference tensor; InvalidArgument
+/// for a shape mismatch (tensors or mask) or a kEqual check on floats with
+/// different dtypes.
 absl::StatusOr<std::vector<TensorCheckResult>>
 CompareTensors(const std::string &actual_path, const std::string &reference_path,
                const std::vector<TensorCheck> &checks, std::ostream &out,
-               const std::string &mask_path = "");
+               const CompareOptions &options = {});
 
 } // namespace bt::rt
 
