@@ -407,10 +407,11 @@ std::string RunDirOf(const std::string &checkpoint) {
   return checkpoint;
 }
 
-/// Runs argv (environment + `env`), waits; returns the exit status.
+/// Runs argv (environment + `env`), waits; returns the exit status. With
+/// `quiet`, its stdout and stderr go to /dev/null (gnuplot's warnings).
 absl::StatusOr<int> RunProcess(const std::vector<std::string> &argv,
                                const std::map<std::string, std::string> &env_over,
-                               const std::string &stdout_path = "") {
+                               bool quiet = false) {
   std::vector<std::string> env;
   for (char **e = environ; e && *e; ++e) {
     std::string kv = *e;
@@ -428,9 +429,10 @@ absl::StatusOr<int> RunProcess(const std::vector<std::string> &argv,
   cenv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  if (!stdout_path.empty())
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_path.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  }
   pid_t pid = 0;
   int rc = posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), cenv.data());
   posix_spawn_file_actions_destroy(&actions);
@@ -545,7 +547,7 @@ public:
     const std::string script_path = dir_ + "/.loss.gp";
     if (!WriteFileAtomically(script_path, script).ok())
       return "cannot write the gnuplot script";
-    absl::StatusOr<int> rc = RunProcess({"gnuplot", script_path}, {});
+    absl::StatusOr<int> rc = RunProcess({"gnuplot", script_path}, {}, /*quiet=*/true);
     ::unlink(script_path.c_str());
     if (!rc.ok() || *rc != 0) {
       ::unlink(tmp.c_str());
@@ -875,7 +877,7 @@ absl::Status RunTorchBaseline(const TrainOptions &o, const std::string &out_dir,
         "plot '", out_dir, "/compare.csv' every ::1 using 1:2 with lines lw 2 title 'bt', ",
         "'' every ::1 using 1:3 with lines dt 2 lw 2 title 'PyTorch'\n");
     if (WriteFileAtomically(gp, script_text).ok()) {
-      absl::StatusOr<int> g = RunProcess({"gnuplot", gp}, {});
+      absl::StatusOr<int> g = RunProcess({"gnuplot", gp}, {}, /*quiet=*/true);
       ::unlink(gp.c_str());
       if (g.ok() && *g == 0)
         ::rename(tmp.c_str(), (out_dir + "/compare.png").c_str());
@@ -894,6 +896,94 @@ absl::Status RunTorchBaseline(const TrainOptions &o, const std::string &out_dir,
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Preparing a model for bt-run train.
+//===----------------------------------------------------------------------===//
+
+absl::StatusOr<TrainModelFiles> PrepareTrainingModel(const TrainModelSetup &setup,
+                                                     std::ostream &log) {
+  const TrainOptions &o = setup.train;
+  TrainModelFiles files;
+  if (!o.resume_dir.empty()) {
+    if (!setup.config_path.empty() || !setup.tokenizer_path.empty())
+      return absl::InvalidArgumentError(
+          "train --resume takes the model's config and tokenizer from the checkpoint; "
+          "drop --config / --tokenizer");
+    BT_ASSIGN_OR_RETURN(std::string ckpt, ResolveCheckpoint(o.resume_dir));
+    files.config_path = ckpt + "/config.yaml";
+    files.tokenizer_path = ckpt + "/tokenizer.model";
+    for (const std::string &f : {files.config_path, files.tokenizer_path})
+      if (!Exists(f))
+        return absl::NotFoundError(absl::StrCat("--resume: ", f, " does not exist"));
+    return files;
+  }
+  if (setup.config_path.empty())
+    return absl::InvalidArgumentError("train: missing --config <config.yaml|config.json>");
+  BT_ASSIGN_OR_RETURN(proto::ModelConfig config, LoadModelConfig(setup.config_path));
+  if (config.kind() != proto::ModelConfig::BLOCK_TRANSFORMER)
+    return absl::UnimplementedError(absl::StrCat(
+        setup.config_path, ": train supports Block Transformer models only"));
+  BT_RETURN_IF_ERROR(MakeDirs(o.output_dir));
+
+  std::string tokenizer_bytes;
+  if (!setup.tokenizer_path.empty()) {
+    BT_ASSIGN_OR_RETURN(tokenizer_bytes, ReadFile(setup.tokenizer_path));
+  } else {
+    SentencePieceTrainOptions spm = setup.spm;
+    if (spm.vocab_size == 0)
+      spm.vocab_size = config.vocab_size();
+    spm.eos_id = static_cast<int>(config.eos_token_id());
+    spm.unk_id = spm.eos_id == 1 ? 0 : 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    BT_ASSIGN_OR_RETURN(std::vector<std::string> docs, ReadDocuments(o.data_paths, o.split));
+    std::vector<std::string> sentences = SentencesForTokenizer(docs, spm.max_sentence_length);
+    log << "tokenizer: training SentencePiece (" << SentencePieceTrainArgs(spm) << ") on "
+        << sentences.size() << " lines of " << docs.size() << " documents ... " << std::flush;
+    absl::StatusOr<std::string> m = TrainSentencePiece(sentences, spm);
+    if (!m.ok()) {
+      log << "failed\n";
+      return absl::Status(m.status().code(),
+                          absl::StrCat("training the tokenizer: ", m.status().message()));
+    }
+    tokenizer_bytes = std::move(*m);
+    log << absl::StrFormat(
+        "done (%.1f s)\n",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok,
+                      Tokenizer::LoadSentencePiece(tokenizer_bytes));
+  if (tok->eos_id() != config.eos_token_id())
+    return absl::InvalidArgumentError(absl::StrCat(
+        setup.tokenizer_path.empty() ? "the trained tokenizer" : setup.tokenizer_path,
+        ": EOS id ", tok->eos_id(), ", the config's eos_token_id is ", config.eos_token_id()));
+  if (tok->vocab_size() != config.vocab_size()) {
+    log << "model: vocab_size " << config.vocab_size() << " -> " << tok->vocab_size()
+        << " (the tokenizer's)\n";
+    config.set_vocab_size(tok->vocab_size());
+  }
+  if (config.pad_token_id() < 0 || config.pad_token_id() >= config.vocab_size()) {
+    log << "model: pad_token_id " << config.pad_token_id() << " -> " << config.eos_token_id()
+        << " (EOS; outside the vocabulary)\n";
+    config.set_pad_token_id(config.eos_token_id());
+  }
+  TrainOptions yaml_opts = o;
+  if (yaml_opts.seq_len == 0)
+    yaml_opts.seq_len = config.max_length() > 0 ? config.max_length() : 256;
+  config.set_max_length(yaml_opts.seq_len);
+  files.config_path = o.output_dir + "/model-config.yaml";
+  files.tokenizer_path = o.output_dir + "/tokenizer.model";
+  BT_RETURN_IF_ERROR(WriteFileAtomically(
+      files.config_path,
+      OfficialTrainerYaml(config, yaml_opts,
+                          absl::StrCat("SentencePiece, ", files.tokenizer_path,
+                                       setup.tokenizer_path.empty()
+                                           ? absl::StrCat(" (trained: ",
+                                                          SentencePieceTrainArgs(setup.spm), ")")
+                                           : absl::StrCat(" (from ", setup.tokenizer_path, ")")))));
+  BT_RETURN_IF_ERROR(WriteFileAtomically(files.tokenizer_path, tokenizer_bytes));
+  return files;
+}
 
 //===----------------------------------------------------------------------===//
 // The command.
@@ -1132,6 +1222,7 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
     std::string cj;
     google::protobuf::util::JsonPrintOptions jo;
     jo.always_print_primitive_fields = true;
+    jo.preserve_proto_field_names = true; // bench/bt_torch.py model_from_bt_config
     (void)google::protobuf::util::MessageToJsonString(config, &cj, jo);
     BT_RETURN_IF_ERROR(WriteFileAtomically(init + "/bt_config.json", cj));
   }

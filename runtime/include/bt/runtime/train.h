@@ -160,6 +160,40 @@ std::string OfficialTrainerYaml(const proto::ModelConfig &config,
 absl::Status RunTraining(const Model &model, const TrainOptions &options,
                          std::ostream &out, std::ostream &log);
 
+/// What `bt-run train` decides before it compiles (PrepareTrainingModel).
+struct TrainModelSetup {
+  /// --config: official trainer YAML / config.json of the architecture
+  /// (required unless the loop resumes).
+  std::string config_path;
+  /// --tokenizer: an existing SentencePiece model; empty: train one on the
+  /// training text with `spm` (vocab_size 0: the config's vocab_size).
+  std::string tokenizer_path;
+  SentencePieceTrainOptions spm;
+  /// The loop's options (data files, split, seq_len, output dir, resume).
+  TrainOptions train;
+};
+
+/// The files `bt-run train` compiles from.
+struct TrainModelFiles {
+  /// OUT/model-config.yaml: the official trainer YAML of the model to
+  /// train (vocab_size = the tokenizer's, max_length = the loop's), or the
+  /// resumed checkpoint's config.yaml.
+  std::string config_path;
+  /// OUT/tokenizer.model, or the resumed checkpoint's.
+  std::string tokenizer_path;
+};
+
+/// Prepares a `bt-run train` run: with train.resume_dir, the config and
+/// tokenizer of the checkpoint (--config / --tokenizer are then an error);
+/// otherwise loads the config, takes or trains the tokenizer (documents of
+/// the training files: TrainSentencePiece with EOS = the config's EOS id),
+/// sets the config's vocab_size to the tokenizer's size and max_length to
+/// the loop's sequence length, and writes both files into the output
+/// directory (atomically). Progress on `log`. Errors: the config's,
+/// tokenizer's and data's, each naming its file.
+absl::StatusOr<TrainModelFiles> PrepareTrainingModel(const TrainModelSetup &setup,
+                                                     std::ostream &log);
+
 /// Environment variable for tests: "STEP:PATH" makes the checkpoint write of
 /// step STEP stop halfway (model.safetensors written into the temporary
 /// directory, nothing renamed), create the file PATH and sleep until killed.
