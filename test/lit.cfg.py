@@ -21,13 +21,6 @@ config.substitutions.append(("%bt_src_root", config.bt_src_root))
 config.substitutions.append(("%bt_obj_root", config.bt_obj_root))
 config.substitutions.append(("%fixtures", config.bt_fixtures_dir))
 
-# `autodiff`: the reverse sweep (include/bt/Transforms/Autodiff.h, branch
-# `autodiff`) is part of this tree, so bt-generate-train-step can build
-# train_step (test/bt-run/train-step.test).
-if os.path.exists(os.path.join(config.bt_src_root, "include", "bt",
-                               "Transforms", "Autodiff.h")):
-    config.available_features.add("autodiff")
-
 # test/bt-run/manifest-generation.test decodes a manifest with protoc.
 import shutil
 if shutil.which("protoc"):

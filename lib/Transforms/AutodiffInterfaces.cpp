@@ -13,6 +13,7 @@
 //   to the source's shape and type;
 // - arith.addf: (dy, dy); subf: (dy, -dy); mulf: (dy·b, dy·a);
 //   divf: (dy / b, -(dy / b) · (a / b)); negf: -dy (tensors or scalars);
+// - arith.select: (none, select(c, dy, 0), select(c, 0, dy));
 // - non-differentiable (integer / index / shape results, or no float
 //   operand): tensor.empty, tensor.dim, tensor.generate, arith.constant,
 //   integer arithmetic and casts; tensor.splat / from_elements of integers
@@ -212,6 +213,33 @@ struct ArithVJP
   }
 };
 
+/// arith.select (scalar or elementwise condition): the gradient goes to the
+/// chosen operand, zero to the other; none to the condition.
+struct SelectVJP
+    : public DifferentiableOpInterface::ExternalModel<SelectVJP,
+                                                      arith::SelectOp> {
+  LogicalResult buildVJP(Operation *o, OpBuilder &b,
+                         ArrayRef<Value> resultGrads,
+                         SmallVectorImpl<Value> &operandGrads) const {
+    auto op = cast<arith::SelectOp>(o);
+    Location loc = op.getLoc();
+    Value dy = resultGrads[0];
+    Value zero;
+    if (isa<RankedTensorType>(dy.getType()))
+      zero = vjp::zerosLike(b, loc, dy);
+    else if (isa<FloatType>(dy.getType()))
+      zero = b.create<arith::ConstantOp>(loc, b.getFloatAttr(dy.getType(), 0.0));
+    else
+      return op.emitOpError() << "has no vector-Jacobian rule for type "
+                              << dy.getType();
+    Value cond = op.getCondition();
+    operandGrads.assign(
+        {Value(), b.create<arith::SelectOp>(loc, cond, dy, zero).getResult(),
+         b.create<arith::SelectOp>(loc, cond, zero, dy).getResult()});
+    return success();
+  }
+};
+
 /// Ops whose results carry no gradient to their operands (integer, index or
 /// shape computations, constants, allocations).
 template <typename OpTy>
@@ -269,6 +297,7 @@ void bt::registerAutodiffInterfaces(DialectRegistry &registry) {
     arith::MulFOp::attachInterface<ArithVJP<arith::MulFOp>>(*ctx);
     arith::DivFOp::attachInterface<ArithVJP<arith::DivFOp>>(*ctx);
     arith::NegFOp::attachInterface<ArithVJP<arith::NegFOp>>(*ctx);
+    arith::SelectOp::attachInterface<SelectVJP>(*ctx);
     attachNonDifferentiable<
         arith::ConstantOp, arith::AddIOp, arith::SubIOp, arith::MulIOp,
         arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,

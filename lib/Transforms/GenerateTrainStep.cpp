@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bt/Dialect/BT/IR/BTOps.h"
+#include "bt/Transforms/Autodiff.h"
 #include "bt/Transforms/Decompose.h"
 #include "bt/Transforms/Passes.h"
 
@@ -20,15 +21,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
-
-// The reverse sweep (branch `autodiff`). Until it is merged, only
-// apply_gradients can be built.
-#if __has_include("bt/Transforms/Autodiff.h")
-#include "bt/Transforms/Autodiff.h"
-#define BT_HAVE_AUTODIFF 1
-#else
-#define BT_HAVE_AUTODIFF 0
-#endif
 
 namespace bt {
 #define GEN_PASS_DEF_BTGENERATETRAINSTEP
@@ -49,7 +41,6 @@ constexpr StringLiteral kApplyGradients = "apply_gradients";
 /// inserted before `fn`'s terminator.
 FailureOr<llvm::StringMap<Value>> computeGradients(func::FuncOp fn,
                                                    Value loss) {
-#if BT_HAVE_AUTODIFF
   FailureOr<SmallVector<ParamGradient>> grads = buildParamGradients(fn, loss);
   if (failed(grads))
     return failure();
@@ -57,13 +48,6 @@ FailureOr<llvm::StringMap<Value>> computeGradients(func::FuncOp fn,
   for (ParamGradient &g : *grads)
     out[g.name] = g.grad;
   return out;
-#else
-  (void)fn;
-  return emitError(loss.getLoc())
-         << "bt-generate-train-step: train_step needs the reverse sweep of "
-            "include/bt/Transforms/Autodiff.h, which this build does not "
-            "have; build apply_gradients only (train-step=false)";
-#endif
 }
 
 /// Hyper-parameters of the step (the pass options).
@@ -325,9 +309,7 @@ struct GenerateTrainStepPass
 
   void getDependentDialects(DialectRegistry &registry) const override {
     BTGenerateTrainStepBase::getDependentDialects(registry);
-#if BT_HAVE_AUTODIFF
     registerAutodiffDialects(registry);
-#endif
   }
 
   void runOnOperation() override {

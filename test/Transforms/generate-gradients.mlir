@@ -1,5 +1,6 @@
 // RUN: bt-opt %s --bt-generate-gradients | FileCheck %s
 // RUN: bt-opt %s --bt-generate-gradients="from=eval_loss name=g2" | FileCheck %s --check-prefix=NAMED
+// RUN: bt-opt %s --bt-generate-gradients="from=select name=gsel" | FileCheck %s --check-prefix=SELECT
 
 // A small layer-level training graph (the shape of bt-decompose's output):
 // embedding → layer_norm → linear → gelu → linear (Conv1d weight) → shared
@@ -41,6 +42,22 @@ module {
     %loss = bt.cross_entropy %logits, %labels : tensor<?x?x32xf32>, tensor<?x?xi64> -> tensor<f32>
     return %logits, %loss : tensor<?x?x32xf32>, tensor<f32>
   }
+
+  // arith.select with an elementwise condition (from integer ids): the
+  // gradient goes to the chosen side, zero to the other.
+  func.func @select(%ids: tensor<4xi64>, %labels: tensor<4xi64>) -> (tensor<f32> {bt.name = "loss"}) {
+    %emb = bt.param_ref @"emb.weight" : tensor<32x8xf32>
+    %x = bt.embedding_lookup %ids, %emb : tensor<4xi64>, tensor<32x8xf32> -> tensor<4x8xf32>
+    %hw = bt.param_ref @"head.weight" : tensor<32x8xf32>
+    %l = bt.linear %x, %hw : tensor<4x8xf32>, tensor<32x8xf32> -> tensor<4x32xf32>
+    %z = arith.constant dense<0.0> : tensor<4x32xf32>
+    %c0 = arith.constant dense<0> : tensor<4x32xi64>
+    %c = arith.constant dense<3> : tensor<4x32xi64>
+    %cond = arith.cmpi sgt, %c, %c0 : tensor<4x32xi64>
+    %s = arith.select %cond, %l, %z : tensor<4x32xi1>, tensor<4x32xf32>
+    %loss = bt.cross_entropy %s, %labels : tensor<4x32xf32>, tensor<4xi64> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
 }
 
 // The forward is kept as it was.
@@ -75,3 +92,10 @@ module {
 // CHECK: return %[[LOSS]], {{.*}}, %[[DHEAD]] : tensor<f32>, tensor<32x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<16x8xf32>, tensor<16xf32>, tensor<8x16x1xf32>, tensor<32x8xf32>
 
 // NAMED-LABEL: func.func @g2(
+
+// SELECT-LABEL: func.func @gsel(
+//       SELECT:   %[[COND:.*]] = arith.cmpi sgt
+//       SELECT:   %[[DS:.*]] = bt.cross_entropy_grad
+//       SELECT:   %[[ZERO:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<4x32xf32>)
+//       SELECT:   %[[DL:.*]] = arith.select %[[COND]], %[[DS]], %[[ZERO]] : tensor<4x32xi1>, tensor<4x32xf32>
+//       SELECT:   linalg.matmul_transpose_a ins(%[[DL]], %{{.*}} :

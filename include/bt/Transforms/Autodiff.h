@@ -84,8 +84,8 @@ buildParamGradients(mlir::FunctionOpInterface fn, mlir::Value loss,
 
 /// Registers the `bt::DifferentiableOpInterface` external models of the
 /// upstream ops: tensor.extract_slice, insert_slice, concat, collapse_shape,
-/// expand_shape, reshape, cast; arith.addf, subf, mulf, divf, negf (tensors
-/// and scalars); and, as non-differentiable, tensor.empty, tensor.dim,
+/// expand_shape, reshape, cast; arith.addf, subf, mulf, divf, negf, select
+/// (tensors and scalars); and, as non-differentiable, tensor.empty, tensor.dim,
 /// tensor.generate, tensor.splat / from_elements of integers, arith.constant
 /// and integer / index arithmetic.
 void registerAutodiffInterfaces(mlir::DialectRegistry &registry);

@@ -323,7 +323,7 @@ TEST_P(GradTest, CrossEntropyGradIgnoredRows) {
 /// expand_shape, extract_slice, concat and cast, layer_norm, a
 /// Conv1d-weight linear and a plain one, prefix_projection, split_qkv,
 /// rotary, global attention and local attention (and the fused form),
-/// gelu, arith.addf / subf / mulf / divf / negf, and cross_entropy. Ids
+/// gelu, arith.addf / subf / mulf / divf / negf / select, and cross_entropy. Ids
 /// [B, N, L] with L = 2, E = 4, width D = 8, 2 heads of 4, V = 11.
 constexpr const char *kTrainingGraph = R"mlir(
   module {
@@ -408,7 +408,9 @@ constexpr const char *kTrainingGraph = R"mlir(
       %ratio = arith.divf %dss, %scs : tensor<1x1x1x8xf32>
       %neg = arith.negf %ratio : tensor<1x1x1x8xf32>
       %d2 = tensor.insert_slice %neg into %d[0, 1, 2, 0] [1, 1, 1, 8] [1, 1, 1, 1] : tensor<1x1x1x8xf32> into tensor<?x2x3x8xf32>
-      %r = arith.addf %d2, %t : tensor<?x2x3x8xf32>
+      %r0 = arith.addf %d2, %t : tensor<?x2x3x8xf32>
+      %true = arith.constant true
+      %r = arith.select %true, %r0, %t : tensor<?x2x3x8xf32>
       // Outputs at positions 1, 2 predict the block's 2 tokens.
       %rs = tensor.extract_slice %r[0, 0, 1, 0] [%b, 2, 2, 8] [1, 1, 1, 1] : tensor<?x2x3x8xf32> to tensor<?x2x2x8xf32>
       %hw = bt.param_ref @"head" : tensor<11x8xf32>
