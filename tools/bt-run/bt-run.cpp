@@ -70,6 +70,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include <algorithm>
 #include <optional>
 
 using namespace mlir;
@@ -701,6 +702,9 @@ int trainCommand(int argc, char **argv) {
     return usage("train: --vocab-size applies when the tokenizer is trained; drop it "
                  "with --tokenizer");
   loop.insert(loop.end(), {"--threads", std::to_string(threads)});
+  // --baseline torch: this source tree's PyTorch model unless named.
+  if (std::find(loop.begin(), loop.end(), "--torch-script") == loop.end())
+    loop.insert(loop.end(), {"--torch-script", BT_SOURCE_DIR "/bench/bt_torch.py"});
   // The compiler's own options (pass manager, --cpu) must be registered and
   // parsed for compile().
   std::vector<std::string> clStrings = {argv[0], "train"};
