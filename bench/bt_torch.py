@@ -32,7 +32,17 @@ can take turns call by call:
     errors                                         -> {"error": message}; EOF ends the process.
 `--bench` runs the same forward settings on its own and prints one JSON result per setting:
     bt_torch.py --bench --model-dir DIR --batch 1,8 --tokens 512 --iters 5 --warmup 1 --threads 2
-Both print {"unavailable": reason} and exit with status 3 when torch or numpy cannot be imported.
+`--train` is the PyTorch side of `train --baseline torch` (runtime/include/bt/runtime/train.h):
+the same model, initial weights (DIR/model.safetensors, official names), batches in the same order
+(`--batches`: input_ids/attention_mask/labels [S, B, N, L], block_attention_mask [S, B, N], as bt
+fed them) and learning rate per step (the `lr` column of bt's log.csv, which its compiled schedule
+produced), with torch.optim.AdamW (one parameter group, weight decay on every parameter, as the
+official DeepSpeed setup) and clip_grad_norm_ — the official trainer's optimizer step:
+    bt_torch.py --train --model-dir DIR --batches B.safetensors --lr-from log.csv --steps S \
+        --threads 2 --out torch_log.csv
+It writes step,loss,grad_norm,lr,seconds,tokens_per_s per step (seconds: forward + backward + clip +
+AdamW, like bt's train_step).
+All modes print {"unavailable": reason} and exit with status 3 when torch or numpy cannot be imported.
 
 Shapes: B batch, N blocks, L = L_B block length, D block width, T token width,
 P prefix length, V vocabulary, H heads, hd head dim.
@@ -54,7 +64,7 @@ try:
 except ImportError as e:
     # bt-run bench reads this line and continues without the baseline.
     _msg = f"{sys.executable} cannot import torch/numpy ({e})"
-    if "--bench" in sys.argv or "--serve" in sys.argv:
+    if "--bench" in sys.argv or "--serve" in sys.argv or "--train" in sys.argv:
         print(json.dumps({"unavailable": _msg}), flush=True)
     print(f"bt_torch.py: {_msg}", file=sys.stderr)
     sys.exit(3)
@@ -685,6 +695,63 @@ def bench(args):
             write_safetensors(args.check_output, {"logits": logits.numpy()})
 
 
+def read_lr_column(path):
+    """{step: lr} from bt's log.csv (rows with a loss; the header names the columns)."""
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+        cs, cl = header.index("step"), header.index("lr")
+        lrs = {}
+        for line in f:
+            c = line.strip().split(",")
+            if len(c) > cl and c[cl]:
+                lrs[int(c[cs])] = float(c[cl])
+    return lrs
+
+
+def train(args):
+    """--train: AdamW steps on bt's batches (module docstring)."""
+    torch.set_num_threads(args.threads)
+    cfg = json.load(open(os.path.join(args.model_dir, "bt_config.json")))
+    model = model_from_bt_config(cfg)
+    if not isinstance(model, BlockTransformer):
+        raise SystemExit("bt_torch.py --train: only the Block Transformer is implemented")
+    w, _ = read_safetensors(os.path.join(args.model_dir, "model.safetensors"))
+    model.load(w)
+    del w
+    model.train()
+    batches, _ = read_safetensors(args.batches)
+    lrs = read_lr_column(args.lr_from)
+    steps = min(args.steps, batches["input_ids"].shape[0])
+    opt = torch.optim.AdamW(model.parameters(), lr=lrs.get(1, 0.0), betas=(args.beta1, args.beta2),
+                            eps=args.eps, weight_decay=args.weight_decay)
+    rows = ["step,loss,grad_norm,lr,seconds,tokens_per_s"]
+    tokens = int(np.prod(batches["input_ids"].shape[1:]))
+    print(f"[torch] torch {torch.__version__}, {torch.get_num_threads()} thread(s): {steps} steps of "
+          f"{tokens} tokens", file=sys.stderr, flush=True)
+    t_start = time.perf_counter()
+    for step in range(1, steps + 1):
+        b = {k: torch.from_numpy(v[step - 1]) for k, v in batches.items()}
+        lr = lrs[step]
+        t0 = time.perf_counter()
+        for g in opt.param_groups:
+            g["lr"] = lr
+        _, loss = model(b["input_ids"], b["attention_mask"], b["block_attention_mask"], b["labels"])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+        opt.step()
+        dt = time.perf_counter() - t0
+        rows.append(f"{step},{loss.item():.9g},{float(norm):.9g},{lr:.9g},{dt:.6f},{tokens / dt:.1f}")
+        if step % 20 == 0 or step == steps:
+            el = time.perf_counter() - t_start
+            print(f"[torch] step {step}/{steps}  loss {loss.item():.4f}  {tokens * step / el:.0f} tok/s",
+                  file=sys.stderr, flush=True)
+    tmp = args.out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(rows) + "\n")
+    os.replace(tmp, args.out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", metavar="FIXTURES_DIR", help="compare with every official fixture case")
@@ -699,10 +766,25 @@ def main():
     ap.add_argument("--seed", type=int, default=0, help="--bench: seed of the random ids")
     ap.add_argument("--check-inputs", help="--bench: also run the forward on these inputs ...")
     ap.add_argument("--check-output", help="--bench: ... and write its logits here")
+    ap.add_argument("--train", action="store_true", help="AdamW steps on bt's batches (bt train --baseline torch)")
+    ap.add_argument("--batches", help="--train: the batches bt trained on (safetensors, [S, ...])")
+    ap.add_argument("--lr-from", help="--train: bt's log.csv (the lr column is used per step)")
+    ap.add_argument("--steps", type=int, default=1 << 62, help="--train: at most this many steps")
+    ap.add_argument("--beta1", type=float, default=0.9)
+    ap.add_argument("--beta2", type=float, default=0.95)
+    ap.add_argument("--eps", type=float, default=1e-8)
+    ap.add_argument("--weight-decay", type=float, default=0.1)
+    ap.add_argument("--clip", type=float, default=1.0, help="--train: max global gradient norm")
+    ap.add_argument("--out", help="--train: the per-step CSV to write")
     args = ap.parse_args()
     torch.manual_seed(0)
     if args.check:
         sys.exit(0 if check_fixtures(args.check) else 1)
+    if args.train:
+        if not (args.model_dir and args.batches and args.lr_from and args.out):
+            ap.error("--train needs --model-dir, --batches, --lr-from and --out")
+        train(args)
+        return
     if args.bench or args.serve:
         if not args.model_dir:
             ap.error("--bench/--serve need --model-dir")

@@ -25,6 +25,7 @@
 #include "bt/runtime/safetensors.h"
 #include "bt/runtime/status_macros.h"
 #include "bt/runtime/tokenizer.h"
+#include "bt/runtime/train.h"
 #include "bt/runtime/trainer.h"
 
 namespace bt::rt {
@@ -90,6 +91,10 @@ std::string Usage(const std::string &prog) {
       "                                         or 'apply_gradients' on grad.<name> tensors) from\n",
       "                                         the weights with zero moments, step 1; writes the\n",
       "                                         parameters as a checkpoint directory (atomically)\n",
+      "  ", TrainUsage(),
+      "                                         train the model (entry points train_step,\n"
+      "                                         eval_loss; docs/training.md) on text files:\n"
+      "                                         checkpoints, held-out loss, log.csv, loss.png\n",
       "  compare <actual> <reference> --check NAME[=REFNAME]:atol=X|rtol=X|equal ...\n",
       "          [--mask-file <masks.safetensors>] [--absent-as-zero]\n",
       "                                         check tensors of two safetensors "
@@ -686,6 +691,29 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     }
     opts.progress = progress;
     absl::Status s = RunBenchCommand(**model, opts, out, err);
+    if (!s.ok()) {
+      err << prog << ": " << s.message() << "\n";
+      return 1;
+    }
+    return 0;
+  }
+
+  if (cmd == "train") {
+    std::vector<std::string> rest(args.begin() + i, args.end());
+    for (const std::string &a : rest)
+      if (a == "-h" || a == "--help") {
+        out << "usage: " << prog << " " << TrainUsage();
+        return 0;
+      }
+    absl::StatusOr<TrainOptions> opts = ParseTrainArgs(rest);
+    if (!opts.ok())
+      return usage_error(std::string(opts.status().message()));
+    auto model = Model::Open(artifact);
+    if (!model.ok()) {
+      err << prog << ": " << model.status().message() << "\n";
+      return 1;
+    }
+    absl::Status s = RunTraining(**model, *opts, out, err);
     if (!s.ok()) {
       err << prog << ": " << s.message() << "\n";
       return 1;

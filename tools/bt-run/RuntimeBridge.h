@@ -102,6 +102,26 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
 bool readTokenizer(const Model &model, const std::string &path,
                    std::string &bytes, std::string &error);
 
+/// `bt-run train` before compiling: parses the training loop's arguments
+/// (`loopArgs`, bt/runtime/train.h ParseTrainArgs) and runs
+/// PrepareTrainingModel: the config to compile (`compileConfig`, in the
+/// output directory: vocab_size = the tokenizer's) and the SentencePiece
+/// model to embed (`tokenizerFile`), trained on the training text with
+/// `vocabSize` pieces (0: the config's vocab_size) and `spmModelType`
+/// (unigram|bpe) unless `tokenizerPath` names one. With --resume both come
+/// from the checkpoint. On error returns false with `error` set
+/// (`usageError` true for bad arguments).
+bool prepareTraining(const std::vector<std::string> &loopArgs,
+                     const std::string &configPath,
+                     const std::string &tokenizerPath, int64_t vocabSize,
+                     const std::string &spmModelType,
+                     std::string &compileConfig, std::string &tokenizerFile,
+                     std::string &outputDir, std::string &error,
+                     bool &usageError);
+
+/// Usage text of the training loop's arguments (TrainUsage).
+std::string trainLoopUsage();
+
 /// True if `path` ends with a bt artifact trailer (artifact or executable).
 bool isArtifact(const std::string &path);
 

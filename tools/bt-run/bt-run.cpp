@@ -10,6 +10,9 @@
 //                  --top-p P --seed S] [--official-generate-positions]
 //                  [--ignore-eos]
 //   bt-run info <checkpoint|artifact|executable>
+//   bt-run train (--config C | --resume DIR) --data FILE... -o DIR --steps N
+//                [--tokenizer spm.model | --vocab-size V] [--init-seed S]
+//                [loop options, bt/runtime/train.h]
 //   bt-run plan <checkpoint|--config FILE> [--memory 80GiB] [--prompt 2048]
 //               [--gen 128] [--batch N] [--dtype f32|bf16|f16]
 //   bt-run bench [--device cpu] <checkpoint|artifact|executable | --config C
@@ -69,6 +72,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include <algorithm>
 #include <optional>
 
 using namespace mlir;
@@ -297,7 +301,12 @@ constexpr const char *kUsage =
     "--grads GRADS)\n"
     "               [--lr 1e-3] [--warmup-steps N] [--total-steps N] -o DIR "
     "[--state-out FILE]\n"
-    "               [--step-outputs FILE]\n";
+    "               [--step-outputs FILE]\n"
+    "  bt-run train (--config C | --resume DIR) --data FILE... -o DIR --steps N\n"
+    "               [--tokenizer spm.model | --vocab-size V [--spm-model-type "
+    "unigram|bpe]]\n"
+    "               [--init-seed S] [--cpu NAME] [the loop's options: bt-run train "
+    "--help]\n";
 
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "bt-run") << message << "\n";
@@ -668,10 +677,131 @@ bool takeThreadsOption(int &argc, char **argv) {
 
 } // namespace
 
+/// `bt-run train`: prepares the tokenizer and the config
+/// (bt::bridge::prepareTraining), compiles a randomly initialized model
+/// (--init-seed; official initialization) with the training entry points
+/// into OUT/model.btart, and runs the launcher's `train` on it. Options of
+/// its own: --config, --tokenizer, --vocab-size, --spm-model-type,
+/// --init-seed, --cpu (and --threads, taken out before); every other
+/// argument belongs to the loop (bt/runtime/train.h).
+int trainCommand(int argc, char **argv) {
+  std::vector<std::string> loop;
+  std::string config, tokenizer, spmType = "unigram", cpu;
+  int64_t vocab = 0;
+  uint64_t initSeed = 0;
+  for (int i = 2; i < argc; ++i) {
+    llvm::StringRef a = argv[i];
+    if (a == "-h" || a == "--help") {
+      llvm::outs() << "usage: bt-run train (--config C | --resume DIR) --data FILE... "
+                      "-o DIR --steps N\n"
+                      "         [--tokenizer spm.model | --vocab-size V [--spm-model-type "
+                      "unigram|bpe]]\n"
+                      "         [--init-seed S] [--cpu NAME] [--threads T]\n"
+                      "the loop's options:\n  "
+                   << bt::bridge::trainLoopUsage();
+      return 0;
+    }
+    std::string name = a.str(), value;
+    bool inlineValue = false;
+    if (a.starts_with("--") && a.contains('=')) {
+      name = a.split('=').first.str();
+      value = a.split('=').second.str();
+      inlineValue = true;
+    }
+    auto take = [&]() -> bool {
+      if (inlineValue)
+        return true;
+      if (i + 1 >= argc)
+        return false;
+      value = argv[++i];
+      return true;
+    };
+    if (name == "--config" || name == "--tokenizer" || name == "--spm-model-type" ||
+        name == "--cpu" || name == "--vocab-size" || name == "--init-seed") {
+      if (!take())
+        return usage("train: " + name + " needs a value");
+      if (name == "--config")
+        config = value;
+      else if (name == "--tokenizer")
+        tokenizer = value;
+      else if (name == "--spm-model-type")
+        spmType = value;
+      else if (name == "--cpu")
+        cpu = value;
+      else if (name == "--vocab-size" &&
+               (llvm::StringRef(value).getAsInteger(10, vocab) || vocab < 2))
+        return usage("train: --vocab-size " + value + ": expected an integer >= 2");
+      else if (name == "--init-seed" && llvm::StringRef(value).getAsInteger(10, initSeed))
+        return usage("train: --init-seed " + value + ": expected an integer >= 0");
+      continue;
+    }
+    loop.push_back(argv[i]);
+  }
+  if (spmType != "unigram" && spmType != "bpe")
+    return usage("train: --spm-model-type " + spmType + ": expected unigram or bpe");
+  if (!tokenizer.empty() && vocab != 0)
+    return usage("train: --vocab-size applies when the tokenizer is trained; drop it "
+                 "with --tokenizer");
+  loop.insert(loop.end(), {"--threads", std::to_string(threads)});
+  // --baseline torch: this source tree's PyTorch model unless named.
+  if (std::find(loop.begin(), loop.end(), "--torch-script") == loop.end())
+    loop.insert(loop.end(), {"--torch-script", BT_SOURCE_DIR "/bench/bt_torch.py"});
+  // The compiler's own options (pass manager, --cpu) must be registered and
+  // parsed for compile().
+  std::vector<std::string> clStrings = {argv[0], "train"};
+  if (!cpu.empty())
+    clStrings.push_back("--cpu=" + cpu);
+  std::vector<const char *> clArgs;
+  for (const std::string &s : clStrings)
+    clArgs.push_back(s.c_str());
+  cl::ParseCommandLineOptions(static_cast<int>(clArgs.size()), clArgs.data(), kUsage);
+
+  std::string compileConfig, tokenizerFile, outDir, error;
+  bool usageError = false;
+  if (!bt::bridge::prepareTraining(loop, config, tokenizer, vocab, spmType, compileConfig,
+                                   tokenizerFile, outDir, error, usageError))
+    return usageError ? usage(error) : fail(error);
+  std::unique_ptr<bt::bridge::Model> model =
+      bt::bridge::randomModel(compileConfig, initSeed, error);
+  if (!model)
+    return fail(error);
+  tokenizerPath = tokenizerFile;
+  DialectRegistry registry;
+  registry.insert<bt::BTDialect>();
+  bt::registerCPUCodegenDialects(registry);
+  MLIRContext context(registry);
+  const std::string artifact = outDir + "/model.btart";
+  llvm::errs() << "bt-run: compiling " << model->spec().name
+               << " with train_step for this machine ... ";
+  llvm::TimeRecord start = llvm::TimeRecord::getCurrentTime(true);
+  TrainingEntries training;
+  training.trainStep = true;
+  if (failed(compile(context, *model, "artifact", artifact, argv[0], /*withGrad=*/false,
+                     /*thisMachine=*/true, training)))
+    return 1;
+  llvm::errs() << llvm::format("done (%.1f s) -> %s\n",
+                               llvm::TimeRecord::getCurrentTime(false).getWallTime() -
+                                   start.getWallTime(),
+                               artifact.c_str());
+  model.reset(); // the weights now live in the artifact
+  std::vector<std::string> args = {"train"};
+  args.insert(args.end(), loop.begin(), loop.end());
+  return bt::bridge::runLauncher(artifact, args);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   if (!takeThreadsOption(argc, argv))
     return 2;
+  if (argc > 1 && llvm::StringRef(argv[1]) == "train") {
+    bt::registerBTTransformsPasses();
+    bt::registerBTCodegenPasses();
+    registerAsmPrinterCLOptions();
+    registerMLIRContextCLOptions();
+    registerPassManagerCLOptions();
+    registerDefaultTimingManagerCLOptions();
+    return trainCommand(argc, argv);
+  }
   // Named so that --mlir-print-ir-after=<pass> and friends can refer to them.
   bt::registerBTTransformsPasses();
   bt::registerBTCodegenPasses();

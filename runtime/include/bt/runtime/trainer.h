@@ -18,8 +18,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BT_RUNTIME_TRAIN_H
-#define BT_RUNTIME_TRAIN_H
+#ifndef BT_RUNTIME_TRAINER_H
+#define BT_RUNTIME_TRAINER_H
 
 #include <map>
 #include <memory>
@@ -208,4 +208,4 @@ absl::Status RunTrainStepCommand(const Model &model,
 
 } // namespace bt::rt
 
-#endif // BT_RUNTIME_TRAIN_H
+#endif // BT_RUNTIME_TRAINER_H
