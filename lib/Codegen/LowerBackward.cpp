@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LinalgUtils.h"
 #include "bt/Codegen/Passes.h"
 #include "bt/Dialect/BT/IR/BTOps.h"
 
@@ -38,47 +39,7 @@ using utils::IteratorType;
 /// finfo(float32).min, the HF mask value (as in bt-lower-to-linalg).
 constexpr double kF32Min = -3.4028234663852886e38;
 
-RankedTensorType tensorTypeOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-SmallVector<int64_t> staticShapeOf(ArrayRef<OpFoldResult> sizes) {
-  SmallVector<int64_t> shape;
-  for (OpFoldResult s : sizes) {
-    std::optional<int64_t> c = getConstantIntValue(s);
-    shape.push_back(c ? *c : ShapedType::kDynamic);
-  }
-  return shape;
-}
-
-AffineMap selectDims(MLIRContext *ctx, unsigned numDims,
-                     ArrayRef<unsigned> dims) {
-  SmallVector<AffineExpr> exprs;
-  for (unsigned d : dims)
-    exprs.push_back(getAffineDimExpr(d, ctx));
-  return AffineMap::get(numDims, 0, exprs, ctx);
-}
-
-/// All dims but the last `n`.
-AffineMap dropLastDims(MLIRContext *ctx, unsigned numDims, unsigned n) {
-  SmallVector<unsigned> dims;
-  for (unsigned i = 0; i + n < numDims; ++i)
-    dims.push_back(i);
-  return selectDims(ctx, numDims, dims);
-}
-
-SmallVector<IteratorType> iterators(unsigned parallel, unsigned reduction) {
-  SmallVector<IteratorType> it(parallel, IteratorType::parallel);
-  it.append(reduction, IteratorType::reduction);
-  return it;
-}
-
-/// `reassoc` on reduction additions (LLVM vectorizes them with partial sums,
-/// as bt-lower-to-linalg does for the forward's statistics).
-arith::FastMathFlagsAttr reassoc(OpBuilder &b) {
-  return arith::FastMathFlagsAttr::get(b.getContext(),
-                                       arith::FastMathFlags::reassoc);
-}
+using namespace bt::codegen;
 
 class Emitter {
 public:
