@@ -15,7 +15,18 @@ can take turns call by call:
     (start)                                        -> {"ready": true, "description": "torch ..."}
     {"cmd": "prepare", "setting": "forward", "batch": B, "prompt_tokens": T, "gen_tokens": 0}
                                                    -> {"ok": true}   (inputs built, peak RSS reset)
+    {"cmd": "prepare", "setting": "prefill-heavy" | "decode-heavy", "batch": B,
+     "prompt_tokens": T, "gen_tokens": N, "prompt": F}
+                                                   -> {"ok": true}   (F: input_ids [B, T] I64,
+                                                      the prompts bt generates from)
     {"cmd": "call"}                                -> {"seconds": s} (one forward, no_grad, fp32)
+                                                      generation: {"progress": n, "total": N}
+                                                      lines (after the prefill and each block),
+                                                      then {"seconds": s, "prefill_seconds": p,
+                                                      "kv_bytes_per_sample": k} (greedy generate
+                                                      of N tokens, EOS ignored, no step logits)
+    {"cmd": "tokens", "output": G}                 -> {"ok": true}   (the last generation's
+                                                      new_tokens [B, N] I64 to G)
     {"cmd": "peak"}                                -> {"peak_rss_mb": m}
     {"cmd": "logits", "inputs": F, "output": G}    -> {"ok": true}   (forward on F, logits to G)
     errors                                         -> {"error": message}; EOF ends the process.
@@ -112,6 +123,18 @@ def read_safetensors(path):
 # Model
 # --------------------------------------------------------------------------
 
+def _cache_bytes(caches):
+    """Bytes of the key/value tensors in per-layer cache dicts (values: tensors, or per-row dicts)."""
+    total = 0
+    for c in caches:
+        for v in c.values():
+            if isinstance(v, dict):
+                total += _cache_bytes([v])
+            else:
+                total += v.element_size() * v.nelement()
+    return total
+
+
 class Stack:
     """Architecture of one GPT-NeoX stack."""
 
@@ -169,7 +192,9 @@ class NeoXLayer(nn.Module):
         total = k.shape[2]
         scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(c.head_dim))
         fmin = torch.finfo(scores.dtype).min
-        causal = torch.ones(total, total, dtype=torch.bool).tril()[total - s:]
+        # Query i (at total - s + i) sees keys 0 .. total - s + i: an [s, total] mask (not a
+        # [total, total] one, which would cost O(total^2) per decoding step).
+        causal = torch.arange(total)[None, :] <= torch.arange(total - s, total)[:, None]
         scores = torch.where(causal, scores, torch.tensor(fmin, dtype=scores.dtype))
         if key_mask is not None:
             scores = scores + (1.0 - key_mask[:, None, None, :].to(scores.dtype)) * fmin
@@ -279,13 +304,17 @@ class BlockTransformer(nn.Module):
 
 
     @torch.no_grad()
-    def generate(self, prompt_ids, prompt_mask, max_new_tokens, official_positions=False):
+    def generate(self, prompt_ids, prompt_mask, max_new_tokens, official_positions=False,
+                 keep_logits=True, progress=None, stats=None):
         """Greedy generation with KV caches (global: one entry per block; local: one block).
         prompt_ids/mask [B, T] (left padding: mask 0). The prompt is left-padded to a block
         boundary (official preprocess_inputs_for_generation). Token-decoder positions are the
         training ones (0..P+L-2) unless official_positions, which reproduces the official
         generate: every prefix vector at 0, token t_{k-1} at k. Returns (new_tokens [B, N],
-        step_logits [N, B, V]). No EOS stopping."""
+        step_logits [N, B, V], or None without keep_logits). No EOS stopping.
+        progress(done, total) is called after the prefill and after each block; stats (a dict)
+        receives prefill_seconds and kv_bytes_per_sample (the block decoder's cache at the end)."""
+        t_start = time.perf_counter()
         bsz, t = prompt_ids.shape
         pad = (-t) % self.L
         ids = F.pad(prompt_ids, (pad, 0), value=self.pad_id).view(bsz, -1, self.L)
@@ -294,6 +323,10 @@ class BlockTransformer(nn.Module):
         caches = [dict() for _ in self.block_decoder.layers]
         x = self.embeddings(ids).reshape(bsz, ids.shape[1], -1)
         ctx = self.block_decoder(x, block_mask, caches=caches)[:, -1]
+        if stats is not None:
+            stats["prefill_seconds"] = time.perf_counter() - t_start
+        if progress:
+            progress(0, max_new_tokens)
         new_tokens, step_logits = [], []
         while len(new_tokens) < max_new_tokens:
             prefix = self.expansion(ctx).view(bsz, self.P, self.T)
@@ -307,7 +340,8 @@ class BlockTransformer(nn.Module):
             for k in range(self.L):
                 logits = self.embed_out(h)
                 nxt = logits.argmax(-1)
-                step_logits.append(logits)
+                if keep_logits:
+                    step_logits.append(logits)
                 new_tokens.append(nxt)
                 block.append(nxt)
                 if len(new_tokens) == max_new_tokens or k == self.L - 1:
@@ -315,13 +349,18 @@ class BlockTransformer(nn.Module):
                 p = k + 1 if official_positions else self.P + k
                 h = self.token_decoder(self.token_embed(nxt)[:, None], positions=torch.tensor([p]),
                                        caches=local)[:, -1]
+            if progress:
+                progress(len(new_tokens), max_new_tokens)
             if len(new_tokens) == max_new_tokens:
                 break
             blk = torch.stack(block, dim=1)  # [B, L]
             block_mask = torch.cat([block_mask, torch.ones(bsz, 1, dtype=torch.long)], dim=1)
             x = self.embeddings(blk).reshape(bsz, 1, -1)
             ctx = self.block_decoder(x, block_mask, caches=caches)[:, -1]
-        return torch.stack(new_tokens, dim=1), torch.stack(step_logits, dim=0)
+        if stats is not None:
+            stats["kv_bytes_per_sample"] = _cache_bytes(caches) // bsz
+        return (torch.stack(new_tokens, dim=1),
+                torch.stack(step_logits, dim=0) if keep_logits else None)
 
 
 class VanillaNeoX(nn.Module):
@@ -349,26 +388,51 @@ class VanillaNeoX(nn.Module):
 
 
     @torch.no_grad()
-    def generate(self, prompt_ids, prompt_mask, max_new_tokens):
-        """HF-style greedy generation with a KV cache; positions cumsum(mask)-1 (pads at 1)."""
+    def generate(self, prompt_ids, prompt_mask, max_new_tokens, keep_logits=True, progress=None,
+                 stats=None):
+        """HF-style greedy generation with a KV cache; positions cumsum(mask)-1 (pads at 1).
+        Without padding every row has the same positions and the batch runs as one; otherwise
+        row by row. keep_logits, progress (after the prefill and each token) and stats
+        (prefill_seconds, kv_bytes_per_sample) as BlockTransformer.generate."""
+        t_start = time.perf_counter()
         pos = prompt_mask.cumsum(-1) - 1
         pos = pos.masked_fill(prompt_mask == 0, 1)
+        batched = bool((prompt_mask == 1).all())
         caches = [dict() for _ in self.gpt_neox.layers]
         mask = prompt_mask
         new_tokens, step_logits = [], []
         x = self.embed_in(prompt_ids)
-        # Rows may need different positions: run the stack per row for the prompt.
-        h = self._rows(x, mask, pos, caches)
+        if batched:
+            h = self.gpt_neox(x, mask, positions=pos[0], caches=caches)[:, -1]
+        else:
+            # Rows may need different positions: run the stack per row for the prompt.
+            h = self._rows(x, mask, pos, caches)
+        if stats is not None:
+            stats["prefill_seconds"] = time.perf_counter() - t_start
+        if progress:
+            progress(0, max_new_tokens)
         nxt_pos = pos[:, -1] + 1
-        for _ in range(max_new_tokens):
+        for step in range(max_new_tokens):
             logits = self.embed_out(h)
             nxt = logits.argmax(-1)
-            step_logits.append(logits)
+            if keep_logits:
+                step_logits.append(logits)
             new_tokens.append(nxt)
+            if progress:
+                progress(step + 1, max_new_tokens)
+            if step == max_new_tokens - 1:
+                break
             mask = torch.cat([mask, torch.ones(mask.shape[0], 1, dtype=mask.dtype)], dim=1)
-            h = self._rows(self.embed_in(nxt)[:, None], mask, nxt_pos[:, None], caches)
+            if batched:
+                h = self.gpt_neox(self.embed_in(nxt)[:, None], mask, positions=nxt_pos[:1],
+                                  caches=caches)[:, -1]
+            else:
+                h = self._rows(self.embed_in(nxt)[:, None], mask, nxt_pos[:, None], caches)
             nxt_pos = nxt_pos + 1
-        return torch.stack(new_tokens, dim=1), torch.stack(step_logits, dim=0)
+        if stats is not None:
+            stats["kv_bytes_per_sample"] = _cache_bytes(caches) // prompt_ids.shape[0]
+        return (torch.stack(new_tokens, dim=1),
+                torch.stack(step_logits, dim=0) if keep_logits else None)
 
     def _rows(self, x, key_mask, positions, caches):
         """Runs the stack row by row (per-row positions) and returns the last hidden state [B, W]."""
@@ -529,12 +593,20 @@ def eval_inputs(model, path):
     return (t["input_ids"], t["attention_mask"])
 
 
+GENERATION_SETTINGS = ("prefill-heavy", "decode-heavy")
+
+
 def serve(args):
     """The request loop of --serve (protocol in the module docstring)."""
     model, desc = load_bench_model(args)
     gen = torch.Generator().manual_seed(args.seed)
     inputs = None
+    prompt, gen_tokens, last_tokens = None, 0, None
     print(json.dumps({"ready": True, "description": desc}), flush=True)
+
+    def report(done, total):
+        print(json.dumps({"progress": done, "total": total}), flush=True)
+
     with torch.no_grad():
         for line in sys.stdin:
             if not line.strip():
@@ -543,19 +615,43 @@ def serve(args):
                 req = json.loads(line)
                 cmd = req["cmd"]
                 if cmd == "prepare":
-                    if req["setting"] != "forward":
+                    inputs, prompt, last_tokens = None, None, None
+                    if req["setting"] in GENERATION_SETTINGS:
+                        ids = read_safetensors(req["prompt"])[0]["input_ids"]
+                        if list(ids.shape) != [int(req["batch"]), int(req["prompt_tokens"])]:
+                            raise ValueError(f"prompt {list(ids.shape)} does not match the setting")
+                        prompt = torch.from_numpy(ids)
+                        gen_tokens = int(req["gen_tokens"])
+                    elif req["setting"] == "forward":
+                        inputs = forward_inputs(model, int(req["batch"]), int(req["prompt_tokens"]), gen)
+                    else:
                         raise ValueError(f"setting {req['setting']!r} is not implemented")
-                    inputs = None
-                    inputs = forward_inputs(model, int(req["batch"]), int(req["prompt_tokens"]), gen)
                     _reset_peak_rss()
                     reply = {"ok": True}
                 elif cmd == "call":
-                    if inputs is None:
+                    if prompt is not None:
+                        # Greedy, EOS ignored (generate never stops early), no step logits kept.
+                        stats = {}
+                        last_tokens = None
+                        t0 = time.perf_counter()
+                        toks, _ = model.generate(prompt, torch.ones_like(prompt), gen_tokens,
+                                                 keep_logits=False, progress=report, stats=stats)
+                        reply = {"seconds": time.perf_counter() - t0,
+                                 "prefill_seconds": stats["prefill_seconds"],
+                                 "kv_bytes_per_sample": stats["kv_bytes_per_sample"]}
+                        last_tokens = toks
+                    elif inputs is not None:
+                        t0 = time.perf_counter()
+                        out = run_forward(model, inputs)
+                        reply = {"seconds": time.perf_counter() - t0}
+                        del out
+                    else:
                         raise ValueError("call before prepare")
-                    t0 = time.perf_counter()
-                    out = run_forward(model, inputs)
-                    reply = {"seconds": time.perf_counter() - t0}
-                    del out
+                elif cmd == "tokens":
+                    if last_tokens is None:
+                        raise ValueError("tokens before a generation call")
+                    write_safetensors(req["output"], {"new_tokens": last_tokens.numpy()})
+                    reply = {"ok": True}
                 elif cmd == "peak":
                     reply = {"peak_rss_mb": _peak_rss_mb()}
                 elif cmd == "logits":

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "bt/runtime/file_util.h"
+#include "bt/runtime/status_macros.h"
 #include "nlohmann/json.hpp"
 
 extern char **environ;
@@ -142,7 +143,7 @@ JsonLineChild::~JsonLineChild() {
   }
 }
 
-absl::StatusOr<std::string> JsonLineChild::Request(const std::string &line) {
+absl::Status JsonLineChild::Send(const std::string &line) {
   if (to_child_ < 0)
     return absl::FailedPreconditionError("the child process is not running");
   const std::string msg = line + "\n";
@@ -155,15 +156,27 @@ absl::StatusOr<std::string> JsonLineChild::Request(const std::string &line) {
       return absl::InternalError("the child process has exited");
     done += static_cast<size_t>(n);
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> JsonLineChild::ReadReply() {
+  if (from_child_ == nullptr)
+    return absl::FailedPreconditionError("the child process is not running");
   absl::StatusOr<std::string> reply = ReadLine(from_child_);
   if (!reply.ok())
     return absl::InternalError(
         "the child process exited during a request (see its messages above)");
-  nlohmann::json j = nlohmann::json::parse(*reply, nullptr, false);
+  return reply;
+}
+
+absl::StatusOr<std::string> JsonLineChild::Request(const std::string &line) {
+  BT_RETURN_IF_ERROR(Send(line));
+  BT_ASSIGN_OR_RETURN(std::string reply, ReadReply());
+  nlohmann::json j = nlohmann::json::parse(reply, nullptr, false);
   if (j.is_object() && j.contains("error"))
     return absl::InternalError(j["error"].is_string() ? j["error"].get<std::string>()
                                                       : j["error"].dump());
-  return *reply;
+  return reply;
 }
 
 } // namespace bt::rt

@@ -2,8 +2,11 @@
 
 #include "bt/runtime/commands.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <type_traits>
@@ -16,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bt/runtime/bench.h"
+#include "bt/runtime/kv_plan.h"
 #include "bt/runtime/compare.h"
 #include "bt/runtime/config.h"
 #include "bt/runtime/safetensors.h"
@@ -107,18 +111,28 @@ std::string Usage(const std::string &prog) {
       "reference), {} = NAME\n",
       "                                         --absent-as-zero: a tensor missing from "
       "<actual> counts as zeros\n",
-      "  bench [--device cpu] [--batch 1,8] [--seq-blocks N | --tokens N]\n"
-      "        [--iters K] [--warmup W] [--threads T] [--csv out.csv]\n"
-      "        [--baseline torch|none] [--torch-script bt_torch.py] [--python PATH]\n"
-      "        [--seed S] [--torch-malloc tuned|default]\n",
-      "                                         forward ('eval') throughput in "
-      "tokens/s per batch\n",
-      "                                         size (median of K calls after W "
-      "warmups; default\n",
-      "                                         batches 1,8, 512 tokens, K 5, W 1, "
-      "2 threads), side\n",
-      "                                         by side with the PyTorch baseline "
-      "bench/bt_torch.py\n",
+      "  bench [--device cpu] [--setting forward|prefill-heavy|decode-heavy[=P/G],...]\n"
+      "        [--batch 1,8[,max]] [--memory 8GiB] [--prompt P] [--gen G]\n"
+      "        [--seq-blocks N | --tokens N] [--iters K] [--warmup W] [--threads T]\n"
+      "        [--csv out.csv] [--baseline torch|none] [--torch-script bt_torch.py]\n"
+      "        [--python PATH] [--seed S] [--torch-malloc tuned|default]\n"
+      "        [--progress auto|bar|dots|none]\n",
+      "                                         tokens/s per setting and batch "
+      "size, median of K calls\n",
+      "                                         after W warmups (default: all "
+      "three settings, batches\n",
+      "                                         1,8, forward 512 tokens, K 5, W 1, "
+      "2 threads), side by\n",
+      "                                         side with the PyTorch baseline "
+      "bench/bt_torch.py;\n",
+      "                                         prefill-heavy (2048/128) and "
+      "decode-heavy (128/2048)\n",
+      "                                         generate greedily, EOS ignored "
+      "(--prompt/--gen replace\n",
+      "                                         the lengths); --batch max: the "
+      "largest batch the\n",
+      "                                         KV-cache plan fits in --memory "
+      "(default: available)\n",
       "\n",
       "The artifact is read from the end of this executable unless --artifact "
       "is given.\n");
@@ -150,6 +164,15 @@ absl::Status RunInfoCommand(const Model &model, std::ostream &out) {
       out << "    in  " << SpecString(s) << "\n";
     for (const proto::TensorSpec &s : ep.outputs())
       out << "    out " << SpecString(s) << "\n";
+  }
+  if (m.has_kv_plan()) {
+    const proto::KVMemoryPlan &p = m.kv_plan();
+    out << "kv-cache plan (bt-plan-kv-memory, " << p.source()
+        << "): per sequence (ceil(prompt / " << p.block_length()
+        << ") + ceil(gen / " << p.block_length() << ")) x "
+        << FormatBytes(p.global_bytes_per_entry()) << " + "
+        << FormatBytes(p.local_bytes_per_sequence()) << " local scratch; "
+        << "weights " << FormatBytes(p.weight_bytes()) << "\n";
   }
   return absl::OkStatus();
 }
@@ -521,7 +544,9 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
   if (cmd == "bench") {
     BenchOptions opts;
     std::vector<int64_t> batches = {1, 8};
-    int64_t tokens = 0, seq_blocks = 0;
+    bool with_max = false;
+    std::string setting_list = kDefaultBenchSettings, memory, progress = "auto";
+    int64_t tokens = 0, seq_blocks = 0, prompt_tokens = 0, gen_tokens = 0;
     for (; i < args.size(); ++i) {
       const std::string &a = args[i];
       if (a == "-h" || a == "--help") {
@@ -531,7 +556,8 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
       static const std::set<std::string> kValued = {
           "--device", "--batch", "--seq-blocks", "--tokens", "--iters",
           "--warmup", "--threads", "--csv", "--baseline", "--torch-script",
-          "--python", "--seed", "--torch-malloc"};
+          "--python", "--seed", "--torch-malloc", "--setting", "--prompt",
+          "--gen", "--memory", "--progress"};
       if (!kValued.count(a))
         return usage_error(absl::StrCat("bench: unexpected argument '", a, "'"));
       if (i + 1 >= args.size())
@@ -542,15 +568,30 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
         opts.device = v;
       } else if (a == "--batch") {
         batches.clear();
+        with_max = false;
         for (absl::string_view b : absl::StrSplit(v, ',')) {
           int64_t x = 0;
+          if (b == "max") {
+            with_max = true;
+            continue;
+          }
           if (!absl::SimpleAtoi(b, &x) || x < 1)
             return usage_error(absl::StrCat(
-                "--batch ", v, ": expected positive integers separated by commas"));
+                "--batch ", v, ": expected positive integers separated by "
+                "commas (and 'max')"));
           batches.push_back(x);
         }
       } else if (a == "--csv") {
         opts.csv_path = v;
+      } else if (a == "--setting") {
+        setting_list = v;
+      } else if (a == "--memory") {
+        memory = v;
+      } else if (a == "--progress") {
+        if (v != "auto" && v != "bar" && v != "dots" && v != "none")
+          return usage_error(absl::StrCat(
+              "--progress ", v, ": expected auto, bar, dots or none"));
+        progress = v;
       } else if (a == "--baseline") {
         if (v != "torch" && v != "none")
           return usage_error(absl::StrCat("--baseline ", v, ": expected torch or none"));
@@ -574,6 +615,10 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
         seq_blocks = n;
       } else if (a == "--tokens") {
         tokens = n;
+      } else if (a == "--prompt") {
+        prompt_tokens = n;
+      } else if (a == "--gen") {
+        gen_tokens = n;
       } else if (a == "--iters") {
         opts.iters = static_cast<int>(n);
       } else if (a == "--warmup") {
@@ -586,6 +631,33 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     }
     if (tokens > 0 && seq_blocks > 0)
       return usage_error("bench: give --seq-blocks or --tokens, not both");
+    absl::StatusOr<std::vector<BenchSettingSpec>> specs =
+        ParseBenchSettings(setting_list, prompt_tokens, gen_tokens);
+    if (!specs.ok())
+      return usage_error(std::string(specs.status().message()));
+    // The memory budget of --batch max: --memory, else what is available.
+    int64_t memory_bytes = 0;
+    std::string memory_source;
+    if (!memory.empty()) {
+      if (!with_max)
+        return usage_error("bench --memory is the budget of --batch max; add "
+                           "'max' to --batch");
+      absl::StatusOr<int64_t> m = ParseByteSize(memory);
+      if (!m.ok() || *m <= 0)
+        return usage_error(absl::StrCat(
+            "--memory ", memory, ": expected a positive size such as 80GiB "
+            "(binary), 80GB (decimal) or 1073741824 (bytes)"));
+      memory_bytes = *m;
+      memory_source = absl::StrCat("--memory ", memory);
+    } else if (with_max) {
+      absl::StatusOr<int64_t> m = AvailableMemoryBytes();
+      if (!m.ok()) {
+        err << prog << ": bench --batch max: " << m.status().message() << "\n";
+        return 1;
+      }
+      memory_bytes = *m;
+      memory_source = "available (MemAvailable)";
+    }
     auto model = Model::Open(artifact);
     if (!model.ok()) {
       err << prog << ": " << model.status().message() << "\n";
@@ -600,10 +672,24 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     else if (tokens == 0)
       tokens = (512 + L - 1) / L * L; // 512 tokens (128 blocks at L_B = 4)
     absl::StatusOr<std::vector<BenchSetting>> settings =
-        ForwardSettings(config, batches, tokens);
-    if (!settings.ok())
-      return usage_error(std::string(settings.status().message()));
+        BenchSettingsFor((*model)->manifest(), *specs, batches, tokens,
+                         with_max, memory_bytes, memory_source, &opts.notes);
+    if (!settings.ok()) {
+      if (absl::IsInvalidArgument(settings.status()))
+        return usage_error(std::string(settings.status().message()));
+      err << prog << ": " << artifact << ": " << settings.status().message()
+          << "\n";
+      return 1;
+    }
     opts.settings = std::move(*settings);
+    if (progress == "auto") {
+      const char *term = getenv("TERM");
+      progress = isatty(STDERR_FILENO) && term != nullptr &&
+                         std::string(term) != "dumb"
+                     ? "bar"
+                     : "dots";
+    }
+    opts.progress = progress;
     absl::Status s = RunBenchCommand(**model, opts, out, err);
     if (!s.ok()) {
       err << prog << ": " << s.message() << "\n";

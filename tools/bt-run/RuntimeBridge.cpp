@@ -207,8 +207,17 @@ std::unique_ptr<Model> randomModel(const std::string &configPath,
 bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
                    const std::string &kernels, const std::string &cpu,
                    const std::string &launcherPath, const std::string &outPath,
-                   std::string &error, const std::string &tokenizer) {
+                   std::string &error, const std::string &tokenizer,
+                   const KVPlanInfo &kvPlan) {
   proto::Manifest manifest;
+  if (kvPlan.blockLength > 0) {
+    proto::KVMemoryPlan *p = manifest.mutable_kv_plan();
+    p->set_block_length(kvPlan.blockLength);
+    p->set_global_bytes_per_entry(kvPlan.globalBytesPerEntry);
+    p->set_local_bytes_per_sequence(kvPlan.localBytesPerSequence);
+    p->set_weight_bytes(kvPlan.weightBytes);
+    p->set_source(kvPlan.source);
+  }
   manifest.set_target("cpu");
   manifest.set_cpu(cpu);
   manifest.set_producer("bt-run");

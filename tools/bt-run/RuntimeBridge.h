@@ -75,14 +75,26 @@ std::unique_ptr<Model> loadModel(const CheckpointPaths &paths,
 std::unique_ptr<Model> randomModel(const std::string &configPath,
                                    uint64_t seed, std::string &error);
 
+/// The KV-cache memory plan stored in the manifest (bt.proto KVMemoryPlan):
+/// per-sequence coefficients of bt-plan-kv-memory (bt::KVPlan), bytes.
+struct KVPlanInfo {
+  int64_t blockLength = 0; ///< 0: no plan (the manifest gets none)
+  int64_t globalBytesPerEntry = 0;
+  int64_t localBytesPerSequence = 0;
+  int64_t weightBytes = 0;
+  std::string source;
+};
+
 /// Writes an artifact (docs/abi.md) for `model` with the compiled kernels;
 /// with `launcherPath` non-empty, prefixes the launcher to make a standalone
 /// executable; `tokenizer` (a SentencePiece model proto, see readTokenizer)
-/// becomes the tokenizer section. Atomic (temp file + rename).
+/// becomes the tokenizer section; `kvPlan` the manifest's kv_plan. Atomic
+/// (temp file + rename).
 bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
                    const std::string &kernels, const std::string &cpu,
                    const std::string &launcherPath, const std::string &outPath,
-                   std::string &error, const std::string &tokenizer = "");
+                   std::string &error, const std::string &tokenizer = "",
+                   const KVPlanInfo &kvPlan = {});
 
 /// Reads a SentencePiece model file (spm_train's .model) into `bytes` and
 /// checks it: it loads with libsentencepiece and has at most the model's

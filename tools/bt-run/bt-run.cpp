@@ -16,9 +16,11 @@
 //   bt-run plan <checkpoint|--config FILE> [--memory 80GiB] [--prompt 2048]
 //               [--gen 128] [--batch N] [--dtype f32|bf16|f16]
 //   bt-run bench [--device cpu] <checkpoint|artifact|executable | --config C
-//                --random-init> [--batch 1,8] [--seq-blocks N | --tokens N]
+//                --random-init> [--setting forward,prefill-heavy,decode-heavy]
+//                [--batch 1,8[,max]] [--memory 8GiB] [--seq-blocks N |
+//                --tokens N] [--prompt P] [--gen G]
 //                [--iters K] [--warmup W] [--threads T] [--csv OUT]
-//                [--baseline torch|none]
+//                [--baseline torch|none] [--progress auto|bar|dots|none]
 //   bt-run train-step <checkpoint|artifact|executable>
 //                (--inputs BATCH | --grads GRADS) --lr X -o DIR
 //                [--warmup-steps N] [--total-steps N] [--state-out FILE]
@@ -170,7 +172,10 @@ cl::opt<std::string> tokenizerPath(
 
 // generate (passed on to the runtime's command, bt/runtime/commands.h).
 cl::list<std::string> prompts("prompt",
-                              cl::desc("generate: a text prompt (repeatable)"),
+                              cl::desc("generate: a text prompt (repeatable); "
+                                       "plan, bench: prompt tokens (bench: "
+                                       "replaces each generation setting's "
+                                       "length)"),
                               cl::cat(btCategory));
 cl::opt<std::string> maxNewTokens("max-new-tokens",
                                   cl::desc("generate: new tokens per prompt "
@@ -201,10 +206,13 @@ cl::opt<bool> fuseLocalAttention(
              "into one kernel (bt-fuse-local-attention; default on)"),
     cl::init(true), cl::cat(btCategory));
 cl::opt<std::string> memoryBudget(
-    "memory", cl::desc("plan: device memory budget, e.g. 80GiB (binary), "
-                       "80GB (decimal), or bytes"),
+    "memory", cl::desc("plan, bench --batch max: memory budget, e.g. 80GiB "
+                       "(binary), 80GB (decimal), or bytes (bench default: "
+                       "this machine's available memory)"),
     cl::cat(btCategory));
-cl::opt<int64_t> genTokens("gen", cl::desc("plan: tokens to generate"),
+cl::opt<int64_t> genTokens("gen", cl::desc("plan, bench: tokens to generate "
+                                           "(bench: replaces each generation "
+                                           "setting's length)"),
                            cl::init(128), cl::cat(btCategory));
 cl::opt<std::string> planDType(
     "dtype",
@@ -217,9 +225,22 @@ cl::opt<std::string> device("device", cl::desc("bench: device (cpu)"),
                             cl::init("cpu"), cl::cat(btCategory));
 cl::opt<std::string> batches(
     "batch",
-    cl::desc("bench: batch sizes, comma-separated (default 1,8); plan: one "
-             "batch size to check against --memory"),
+    cl::desc("bench: batch sizes, comma-separated (default 1,8); 'max' adds "
+             "the largest batch the KV-cache plan allows for --memory "
+             "(generation settings); plan: one batch size to check against "
+             "--memory"),
     cl::init("1,8"), cl::cat(btCategory));
+cl::opt<std::string> benchSettings(
+    "setting",
+    cl::desc("bench: settings, comma-separated: forward (eval), prefill-heavy "
+             "(2048 prompt / 128 generated tokens), decode-heavy (128 / 2048); "
+             "NAME=P/G gives the lengths (default: all three)"),
+    cl::init("forward,prefill-heavy,decode-heavy"), cl::cat(btCategory));
+cl::opt<std::string> progressMode(
+    "progress",
+    cl::desc("bench: progress of generation calls: auto (a bar on a "
+             "terminal, else dots), bar, dots, none"),
+    cl::init("auto"), cl::cat(btCategory));
 cl::opt<unsigned> seqBlocks("seq-blocks",
                             cl::desc("bench: blocks per row (tokens = N * L_B)"),
                             cl::init(0), cl::cat(btCategory));
@@ -270,9 +291,12 @@ constexpr const char *kUsage =
     " [--gen 128] [--batch N] [--dtype f32|bf16|f16]\n"
     "  bt-run bench [--device cpu] <checkpoint|artifact|executable | --config C "
     "--random-init>\n"
-    "               [--batch 1,8] [--seq-blocks N | --tokens N] [--iters K] "
-    "[--warmup W]\n"
-    "               [--threads T (default 2)] [--csv OUT] [--baseline torch|none]\n"
+    "               [--setting forward|prefill-heavy|decode-heavy[=P/G],...] "
+    "[--batch 1,8[,max]] [--memory M]\n"
+    "               [--seq-blocks N | --tokens N] [--prompt P] "
+    "[--gen G] [--iters K] [--warmup W]\n"
+    "               [--threads T (default 2)] [--csv OUT] [--baseline torch|none]"
+    " [--progress auto|bar|dots|none]\n"
     "  bt-run train-step <checkpoint|artifact|executable> (--inputs BATCH | "
     "--grads GRADS)\n"
     "               [--lr 1e-3] [--warmup-steps N] [--total-steps N] -o DIR "
@@ -439,6 +463,23 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
     build(pm);
     return pm.run(*module);
   };
+  // The KV-cache memory plan (bt-plan-kv-memory) of the imported model, as
+  // `bt-run plan` computes it (from the model ops, before the generation
+  // functions exist, so that both give the same numbers), stored as
+  // per-sequence coefficients for the runtime (bench --batch max, memory
+  // per sample).
+  bt::bridge::KVPlanInfo kvPlanInfo;
+  {
+    FailureOr<bt::KVPlan> plan = bt::computeKVPlan(*module, {});
+    if (failed(plan))
+      return failure();
+    kvPlanInfo.blockLength = plan->vanilla ? 1 : plan->blockLength;
+    kvPlanInfo.globalBytesPerEntry = plan->global.bytesPerEntry();
+    kvPlanInfo.localBytesPerSequence = plan->localBytesPerSequence;
+    kvPlanInfo.weightBytes = plan->weightBytes;
+    kvPlanInfo.source = plan->source;
+  }
+
   // The generation entry points, derived from the forward.
   if (failed(runPasses([&](PassManager &pm) {
         pm.addPass(bt::createBTGenerateEntryPoints());
@@ -515,7 +556,7 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
     return failure();
   }
   if (!bt::bridge::writeArtifact(model, entries, *so, cpu, launcher, outPath,
-                                 error, tokenizer)) {
+                                 error, tokenizer, kvPlanInfo)) {
     fail(error);
     return failure();
   }
@@ -861,9 +902,23 @@ int main(int argc, char **argv) {
         std::to_string(threads),    "--baseline",
         baseline,      "--torch-script", torchScript,
         "--seed",      std::to_string(seed),
-        "--torch-malloc", torchMalloc};
+        "--torch-malloc", torchMalloc,
+        "--progress",  progressMode};
+    if (benchSettings.getNumOccurrences())
+      args.insert(args.end(), {"--setting", benchSettings});
     if (seqBlocks && tokens)
       return usage("bench: give --seq-blocks or --tokens, not both");
+    // `--prompt` is shared with generate (text there) and plan; bench takes
+    // one token count. `--gen` defaults to plan's 128: forwarded only when
+    // given, so that each setting keeps its own length otherwise.
+    if (prompts.size() > 1)
+      return usage("bench: --prompt takes one token count, e.g. --prompt 512");
+    if (prompts.size() == 1)
+      args.insert(args.end(), {"--prompt", prompts[0]});
+    if (genTokens.getNumOccurrences())
+      args.insert(args.end(), {"--gen", std::to_string(genTokens)});
+    if (!memoryBudget.empty())
+      args.insert(args.end(), {"--memory", memoryBudget});
     if (seqBlocks)
       args.insert(args.end(), {"--seq-blocks", std::to_string(seqBlocks)});
     if (tokens)

@@ -42,6 +42,13 @@ public:
   /// the status).
   absl::StatusOr<std::string> Request(const std::string &json_line);
 
+  /// The two halves of Request, for protocols with several lines per
+  /// request (bench's progress lines): sends one line; reads the next JSON
+  /// line (lines not starting with '{' are skipped), unchecked. Errors:
+  /// Internal when the child has exited.
+  absl::Status Send(const std::string &json_line);
+  absl::StatusOr<std::string> ReadReply();
+
 private:
   JsonLineChild() = default;
   pid_t pid_ = -1;
