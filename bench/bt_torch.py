@@ -32,15 +32,17 @@ can take turns call by call:
     errors                                         -> {"error": message}; EOF ends the process.
 `--bench` runs the same forward settings on its own and prints one JSON result per setting:
     bt_torch.py --bench --model-dir DIR --batch 1,8 --tokens 512 --iters 5 --warmup 1 --threads 2
-`--train` is the PyTorch side of `train --baseline torch` (runtime/include/bt/runtime/train.h):
+`--train-serve` is the PyTorch side of `train --baseline torch` (runtime/include/bt/runtime/train.h):
 the same model, initial weights (DIR/model.safetensors, official names), batches in the same order
 (`--batches`: input_ids/attention_mask/labels [S, B, N, L], block_attention_mask [S, B, N], as bt
-fed them) and learning rate per step (the `lr` column of bt's log.csv, which its compiled schedule
-produced), with torch.optim.AdamW (one parameter group, weight decay on every parameter, as the
-official DeepSpeed setup) and clip_grad_norm_ — the official trainer's optimizer step:
+feeds them) and learning rate per step (bt's compiled schedule's, sent with each request), with
+torch.optim.AdamW (one parameter group, weight decay on every parameter, as the official DeepSpeed
+setup) and clip_grad_norm_ — the official trainer's optimizer step. bt and torch take turns step by
+step (protocol: train_serve below), so a shared machine's load hits both alike. `--train` runs the
+same steps on its own with the `lr` column of bt's log.csv:
     bt_torch.py --train --model-dir DIR --batches B.safetensors --lr-from log.csv --steps S \
         --threads 2 --out torch_log.csv
-It writes step,loss,grad_norm,lr,seconds,tokens_per_s per step (seconds: forward + backward + clip +
+writing step,loss,grad_norm,lr,seconds,tokens_per_s per step (seconds: forward + backward + clip +
 AdamW, like bt's train_step).
 All modes print {"unavailable": reason} and exit with status 3 when torch or numpy cannot be imported.
 
@@ -64,7 +66,7 @@ try:
 except ImportError as e:
     # bt-run bench reads this line and continues without the baseline.
     _msg = f"{sys.executable} cannot import torch/numpy ({e})"
-    if "--bench" in sys.argv or "--serve" in sys.argv or "--train" in sys.argv:
+    if any(a in sys.argv for a in ("--bench", "--serve", "--train", "--train-serve")):
         print(json.dumps({"unavailable": _msg}), flush=True)
     print(f"bt_torch.py: {_msg}", file=sys.stderr)
     sys.exit(3)
@@ -708,48 +710,80 @@ def read_lr_column(path):
     return lrs
 
 
-def train(args):
-    """--train: AdamW steps on bt's batches (module docstring)."""
-    torch.set_num_threads(args.threads)
-    cfg = json.load(open(os.path.join(args.model_dir, "bt_config.json")))
-    model = model_from_bt_config(cfg)
-    if not isinstance(model, BlockTransformer):
-        raise SystemExit("bt_torch.py --train: only the Block Transformer is implemented")
-    w, _ = read_safetensors(os.path.join(args.model_dir, "model.safetensors"))
-    model.load(w)
-    del w
-    model.train()
-    batches, _ = read_safetensors(args.batches)
-    lrs = read_lr_column(args.lr_from)
-    steps = min(args.steps, batches["input_ids"].shape[0])
-    opt = torch.optim.AdamW(model.parameters(), lr=lrs.get(1, 0.0), betas=(args.beta1, args.beta2),
-                            eps=args.eps, weight_decay=args.weight_decay)
-    rows = ["step,loss,grad_norm,lr,seconds,tokens_per_s"]
-    tokens = int(np.prod(batches["input_ids"].shape[1:]))
-    print(f"[torch] torch {torch.__version__}, {torch.get_num_threads()} thread(s): {steps} steps of "
-          f"{tokens} tokens", file=sys.stderr, flush=True)
-    t_start = time.perf_counter()
-    for step in range(1, steps + 1):
-        b = {k: torch.from_numpy(v[step - 1]) for k, v in batches.items()}
-        lr = lrs[step]
+class TrainSession:
+    """The model, bt's batches and AdamW of --train / --train-serve."""
+
+    def __init__(self, args):
+        torch.set_num_threads(args.threads)
+        cfg = json.load(open(os.path.join(args.model_dir, "bt_config.json")))
+        self.model = model_from_bt_config(cfg)
+        if not isinstance(self.model, BlockTransformer):
+            raise SystemExit("bt_torch.py --train: only the Block Transformer is implemented")
+        w, _ = read_safetensors(os.path.join(args.model_dir, "model.safetensors"))
+        self.model.load(w)
+        del w
+        self.model.train()
+        self.batches, _ = read_safetensors(args.batches)
+        self.steps = self.batches["input_ids"].shape[0]
+        self.tokens = int(np.prod(self.batches["input_ids"].shape[1:]))
+        self.clip = args.clip
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=0.0, betas=(args.beta1, args.beta2),
+                                     eps=args.eps, weight_decay=args.weight_decay)
+        self.description = f"torch {torch.__version__}, {torch.get_num_threads()} thread(s)"
+
+    def step(self, step, lr):
+        """Optimizer step `step` (1-based: batch step - 1) at `lr`: (loss, grad_norm, seconds)."""
+        b = {k: torch.from_numpy(v[step - 1]) for k, v in self.batches.items()}
         t0 = time.perf_counter()
-        for g in opt.param_groups:
+        for g in self.opt.param_groups:
             g["lr"] = lr
-        _, loss = model(b["input_ids"], b["attention_mask"], b["block_attention_mask"], b["labels"])
-        opt.zero_grad(set_to_none=True)
+        _, loss = self.model(b["input_ids"], b["attention_mask"], b["block_attention_mask"], b["labels"])
+        self.opt.zero_grad(set_to_none=True)
         loss.backward()
-        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
-        opt.step()
-        dt = time.perf_counter() - t0
-        rows.append(f"{step},{loss.item():.9g},{float(norm):.9g},{lr:.9g},{dt:.6f},{tokens / dt:.1f}")
-        if step % 20 == 0 or step == steps:
-            el = time.perf_counter() - t_start
-            print(f"[torch] step {step}/{steps}  loss {loss.item():.4f}  {tokens * step / el:.0f} tok/s",
-                  file=sys.stderr, flush=True)
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
+        self.opt.step()
+        return loss.item(), float(norm), time.perf_counter() - t0
+
+
+def train(args):
+    """--train: every dumped batch at bt's learning rates (log.csv), per-step CSV."""
+    s = TrainSession(args)
+    lrs = read_lr_column(args.lr_from)
+    steps = min(args.steps, s.steps)
+    rows = ["step,loss,grad_norm,lr,seconds,tokens_per_s"]
+    print(f"[torch] {s.description}: {steps} steps of {s.tokens} tokens", file=sys.stderr, flush=True)
+    for step in range(1, steps + 1):
+        loss, norm, dt = s.step(step, lrs[step])
+        rows.append(f"{step},{loss:.9g},{norm:.9g},{lrs[step]:.9g},{dt:.6f},{s.tokens / dt:.1f}")
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
         f.write("\n".join(rows) + "\n")
     os.replace(tmp, args.out)
+
+
+def train_serve(args):
+    """--train-serve: one optimizer step per request, so that bt and torch take turns step by step
+    (bt/runtime/train.h):
+        (start)                                   -> {"ready": true, "description": ..., "steps": S}
+        {"cmd": "step", "step": s, "lr": x}       -> {"loss": l, "grad_norm": g, "seconds": t}
+        errors                                    -> {"error": message}; EOF ends the process."""
+    s = TrainSession(args)
+    print(json.dumps({"ready": True, "description": s.description, "steps": s.steps}), flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+            if req["cmd"] != "step":
+                raise ValueError(f"unknown command {req['cmd']!r}")
+            step = int(req["step"])
+            if not 1 <= step <= s.steps:
+                raise ValueError(f"step {step} outside the {s.steps} dumped batches")
+            loss, norm, dt = s.step(step, float(req["lr"]))
+            reply = {"loss": loss, "grad_norm": norm, "seconds": dt}
+        except Exception as e:  # reported to bt
+            reply = {"error": f"{type(e).__name__}: {e}"}
+        print(json.dumps(reply), flush=True)
 
 
 def main():
@@ -766,7 +800,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0, help="--bench: seed of the random ids")
     ap.add_argument("--check-inputs", help="--bench: also run the forward on these inputs ...")
     ap.add_argument("--check-output", help="--bench: ... and write its logits here")
-    ap.add_argument("--train", action="store_true", help="AdamW steps on bt's batches (bt train --baseline torch)")
+    ap.add_argument("--train", action="store_true", help="AdamW steps on bt's batches, lr from its log.csv")
+    ap.add_argument("--train-serve", action="store_true", help="AdamW steps on bt's batches on request "
+                    "(bt train --baseline torch)")
     ap.add_argument("--batches", help="--train: the batches bt trained on (safetensors, [S, ...])")
     ap.add_argument("--lr-from", help="--train: bt's log.csv (the lr column is used per step)")
     ap.add_argument("--steps", type=int, default=1 << 62, help="--train: at most this many steps")
@@ -784,6 +820,11 @@ def main():
         if not (args.model_dir and args.batches and args.lr_from and args.out):
             ap.error("--train needs --model-dir, --batches, --lr-from and --out")
         train(args)
+        return
+    if args.train_serve:
+        if not (args.model_dir and args.batches):
+            ap.error("--train-serve needs --model-dir and --batches")
+        train_serve(args)
         return
     if args.bench or args.serve:
         if not args.model_dir:

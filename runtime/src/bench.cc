@@ -1,6 +1,7 @@
 //===- bench.cc - throughput benchmarks of a compiled model ---------------===//
 
 #include "bt/runtime/bench.h"
+#include "bt/runtime/child_process.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -95,96 +96,6 @@ public:
 private:
   std::string path_;
 };
-
-/// A child process: we write its stdin (a socket, so that writing to an
-/// exited child is an error, not SIGPIPE) and read its stdout; its stderr
-/// is ours.
-struct Child {
-  pid_t pid = -1;
-  int to_child = -1;
-  FILE *from_child = nullptr;
-};
-
-/// Starts `argv` (a bare argv[0] is looked up in $PATH) with
-/// `env_overrides` added to this process's environment.
-absl::StatusOr<Child> SpawnChild(const std::vector<std::string> &argv,
-                                 const std::map<std::string, std::string> &env_overrides) {
-  std::vector<std::string> env;
-  for (char **e = environ; e && *e; ++e) {
-    std::string kv = *e;
-    std::string key = kv.substr(0, kv.find('='));
-    if (!env_overrides.count(key))
-      env.push_back(kv);
-  }
-  for (const auto &[k, v] : env_overrides)
-    env.push_back(k + "=" + v);
-  std::vector<char *> cargv, cenv;
-  for (const std::string &a : argv)
-    cargv.push_back(const_cast<char *>(a.c_str()));
-  cargv.push_back(nullptr);
-  for (const std::string &e : env)
-    cenv.push_back(const_cast<char *>(e.c_str()));
-  cenv.push_back(nullptr);
-
-  int in[2], out[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0)
-    return ErrnoToStatus(errno, "socketpair");
-  if (pipe2(out, O_CLOEXEC) != 0) {
-    const int e = errno;
-    close(in[0]);
-    close(in[1]);
-    return ErrnoToStatus(e, "pipe");
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in[1], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(),
-                        cenv.data());
-  posix_spawn_file_actions_destroy(&actions);
-  close(in[1]);
-  close(out[1]);
-  if (rc != 0) {
-    close(in[0]);
-    close(out[0]);
-    return ErrnoToStatus(rc, absl::StrCat("cannot run ", argv[0]));
-  }
-  Child c;
-  c.pid = pid;
-  c.to_child = in[0];
-  c.from_child = fdopen(out[0], "r");
-  if (c.from_child == nullptr) {
-    const int e = errno;
-    close(out[0]);
-    close(in[0]);
-    waitpid(pid, nullptr, 0);
-    return ErrnoToStatus(e, "fdopen");
-  }
-  return c;
-}
-
-/// The next line from `f` that starts with '{' (a JSON reply; other lines
-/// are skipped), without the newline. Errors: OutOfRange at end of file.
-absl::StatusOr<std::string> ReadLine(FILE *f) {
-  std::string line;
-  for (;;) {
-    int c = fgetc(f);
-    if (c == EOF && ferror(f) && errno == EINTR) {
-      clearerr(f);
-      continue;
-    }
-    if (c == EOF || c == '\n') {
-      if (!line.empty() && line[0] == '{')
-        return line;
-      if (c == EOF)
-        return absl::OutOfRangeError("end of the child's output");
-      line.clear();
-      continue;
-    }
-    line += static_cast<char>(c);
-  }
-}
 
 bool IsExecutable(const std::string &path) {
   return access(path.c_str(), X_OK) == 0;
@@ -725,25 +636,22 @@ TorchRunner::Start(const Model &model, const BenchOptions &opts,
                                    r->dir_,       "--threads",
                                    threads,       "--seed",
                                    absl::StrCat(opts.seed)};
-  absl::StatusOr<Child> child = SpawnChild(argv, env);
-  if (!child.ok())
-    return absl::UnavailableError(std::string(child.status().message()));
-  r->pid_ = child->pid;
-  r->to_child_ = child->to_child;
-  r->from_child_ = child->from_child;
   // The first line: {"ready": ...} or {"unavailable": ...}.
-  absl::StatusOr<std::string> hello = ReadLine(r->from_child_);
-  if (!hello.ok())
+  std::string hello;
+  absl::StatusOr<std::unique_ptr<JsonLineChild>> child =
+      JsonLineChild::Start(argv, env, &hello);
+  if (!child.ok())
     return absl::UnavailableError(absl::StrCat(
-        python, " ", script, " --serve exited before it was ready"));
-  nlohmann::json j = nlohmann::json::parse(*hello, nullptr, false);
+        python, " ", script, " --serve: ", child.status().message()));
+  r->child_ = std::move(*child);
+  nlohmann::json j = nlohmann::json::parse(hello, nullptr, false);
   if (j.is_object() && j.contains("unavailable"))
     return absl::UnavailableError(j["unavailable"].is_string()
                                       ? j["unavailable"].get<std::string>()
                                       : j["unavailable"].dump());
   if (!j.is_object() || !j.contains("ready"))
     return absl::InternalError(absl::StrCat(
-        script, " --serve: unexpected first line '", *hello, "'"));
+        script, " --serve: unexpected first line '", hello, "'"));
   r->description_ = j.value("description", std::string("torch"));
   // The child holds the weights now: remove their copy at once, so that a
   // long benchmark stopped by a signal leaves no model-sized file behind
@@ -753,15 +661,7 @@ TorchRunner::Start(const Model &model, const BenchOptions &opts,
 }
 
 TorchRunner::~TorchRunner() {
-  if (to_child_ >= 0)
-    close(to_child_); // EOF: the script exits
-  if (from_child_ != nullptr)
-    fclose(from_child_);
-  if (pid_ > 0) {
-    int status = 0;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
+  child_.reset(); // EOF: the script exits; wait for it before removing dir_
   if (!dir_.empty()) {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
@@ -770,38 +670,30 @@ TorchRunner::~TorchRunner() {
 
 absl::StatusOr<std::string> TorchRunner::Request(const std::string &line,
                                                  const ProgressFn &progress) {
-  if (to_child_ < 0)
+  if (child_ == nullptr)
     return absl::FailedPreconditionError("the PyTorch baseline is not running");
-  const std::string msg = line + "\n";
-  size_t done = 0;
-  while (done < msg.size()) {
-    ssize_t n = send(to_child_, msg.data() + done, msg.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return absl::InternalError("the PyTorch baseline process has exited");
-    done += static_cast<size_t>(n);
-  }
-  absl::StatusOr<std::string> reply;
-  nlohmann::json j;
+  absl::Status sent = child_->Send(line);
+  if (!sent.ok())
+    return absl::InternalError(absl::StrCat("PyTorch baseline: ", sent.message()));
   for (;;) {
-    reply = ReadLine(from_child_);
+    absl::StatusOr<std::string> reply = child_->ReadReply();
     if (!reply.ok())
-      return absl::InternalError(
-          "the PyTorch baseline process exited during a request (see its "
-          "messages above)");
-    j = nlohmann::json::parse(*reply, nullptr, false);
+      return absl::InternalError(absl::StrCat("PyTorch baseline: ", reply.status().message()));
+    nlohmann::json j = nlohmann::json::parse(*reply, nullptr, false);
     // {"progress": done, "total": n} lines precede a generation's reply.
-    if (!j.is_object() || !j.contains("progress"))
-      break;
-    if (progress && j["progress"].is_number() && j.contains("total") &&
-        j["total"].is_number())
-      progress(j["progress"].get<int64_t>(), j["total"].get<int64_t>());
+    if (j.is_object() && j.contains("progress")) {
+      if (progress && j["progress"].is_number() && j.contains("total") &&
+          j["total"].is_number())
+        progress(j["progress"].get<int64_t>(), j["total"].get<int64_t>());
+      continue;
+    }
+    if (j.is_object() && j.contains("error"))
+      return absl::InternalError(absl::StrCat("PyTorch baseline: ",
+                                              j["error"].is_string()
+                                                  ? j["error"].get<std::string>()
+                                                  : j["error"].dump()));
+    return reply;
   }
-  if (j.is_object() && j.contains("error"))
-    return absl::InternalError(absl::StrCat("PyTorch baseline: ",
-                                            j["error"].get<std::string>()));
-  return *reply;
 }
 
 namespace {

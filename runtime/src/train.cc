@@ -29,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "bt/runtime/bench.h"
+#include "bt/runtime/child_process.h"
 #include "bt/runtime/config.h"
 #include "bt/runtime/file_util.h"
 #include "bt/runtime/safetensors.h"
@@ -784,116 +785,148 @@ std::string ResolveTorchScript(const TrainOptions &o) {
   return "bench/bt_torch.py";
 }
 
-/// Reads step -> (loss, seconds, tokens_per_s) rows of a log CSV.
-std::map<int64_t, std::array<double, 3>> ReadLossCsv(const std::string &path) {
-  std::map<int64_t, std::array<double, 3>> rows;
-  std::ifstream f(path);
-  std::string line;
-  std::getline(f, line);
-  std::vector<std::string> header = absl::StrSplit(line, ',');
-  auto col = [&](const char *name) {
-    for (size_t i = 0; i < header.size(); ++i)
-      if (header[i] == name)
-        return static_cast<int>(i);
-    return -1;
-  };
-  const int cs = col("step"), cl = col("loss"), ct = col("seconds"), cr = col("tokens_per_s");
-  while (std::getline(f, line)) {
-    std::vector<std::string> c = absl::StrSplit(line, ',');
-    int64_t step = 0;
-    double loss = 0, sec = 0, rate = 0;
-    if (cs < 0 || cl < 0 || static_cast<int>(c.size()) <= std::max({cs, cl, ct, cr}) ||
-        !absl::SimpleAtoi(c[cs], &step) || !absl::SimpleAtod(c[cl], &loss))
-      continue;
-    if (ct >= 0)
-      (void)absl::SimpleAtod(c[ct], &sec);
-    if (cr >= 0)
-      (void)absl::SimpleAtod(c[cr], &rate);
-    rows[step] = {loss, sec, rate};
-  }
-  return rows;
-}
+/// The PyTorch baseline of `train --baseline torch`: bench/bt_torch.py
+/// --train-serve on the dumped batches and initial weights; after each of
+/// bt's first dump_steps steps, the same step in PyTorch at bt's learning
+/// rate. The two take turns step by step (with a pause before each, so that
+/// the other side's BLAS threads are asleep), so load on a shared machine
+/// hits both alike.
+class TorchTrainBaseline {
+public:
+  /// Pause before each step of either side while the baseline runs (s).
+  static constexpr double kSwitchPause = 0.2;
 
-/// The PyTorch baseline on the dumped batches, and the comparison.
-absl::Status RunTorchBaseline(const TrainOptions &o, const std::string &out_dir,
-                              std::ostream &out, Progress &progress) {
-  const CompiledOptimizerSettings opt;
-  const std::string python = ResolvePython(o), script = ResolveTorchScript(o);
-  const std::string torch_csv = out_dir + "/torch_log.csv";
-  const int threads = o.threads > 0 ? o.threads : 2;
-  const std::string t = absl::StrCat(threads);
-  progress.Message(absl::StrCat("[torch] training the same model on the same ", o.dump_steps,
-                                " batches: ", python, " ", script, " --train"));
-  BT_ASSIGN_OR_RETURN(
-      int rc, RunProcess({python, script, "--train", "--model-dir", out_dir + "/initial",
-                          "--batches", o.dump_batches, "--lr-from", out_dir + "/log.csv",
-                          "--steps", absl::StrCat(o.dump_steps), "--threads", t,
-                          "--beta1", Num(opt.beta1), "--beta2", Num(opt.beta2),
-                          "--eps", Num(opt.eps), "--weight-decay", Num(opt.weight_decay),
-                          "--clip", Num(opt.max_grad_norm),
-                          "--out", torch_csv},
-                         {{"OMP_NUM_THREADS", t},
-                          {"OPENBLAS_NUM_THREADS", t},
-                          {"MKL_NUM_THREADS", t},
-                          {"OMP_WAIT_POLICY", "PASSIVE"},
-                          {"MALLOC_MMAP_MAX_", "0"},
-                          {"MALLOC_TRIM_THRESHOLD_", "18446744073709551615"},
-                          {"PYTHONUNBUFFERED", "1"}}));
-  if (rc == 3) {
-    progress.Message("[torch] unavailable (torch/numpy cannot be imported): no baseline");
+  /// Starts the script. Returns nullptr with `note` set when torch is
+  /// unavailable (the run goes on without a baseline).
+  static absl::StatusOr<std::unique_ptr<TorchTrainBaseline>>
+  Start(const TrainOptions &o, const std::string &out_dir, std::string *note) {
+    const CompiledOptimizerSettings opt;
+    const std::string python = ResolvePython(o), script = ResolveTorchScript(o);
+    const std::string t = absl::StrCat(o.threads > 0 ? o.threads : 2);
+    std::string hello;
+    absl::StatusOr<std::unique_ptr<JsonLineChild>> child = JsonLineChild::Start(
+        {python, script, "--train-serve", "--model-dir", out_dir + "/initial", "--batches",
+         o.dump_batches, "--threads", t, "--beta1", Num(opt.beta1), "--beta2", Num(opt.beta2),
+         "--eps", Num(opt.eps), "--weight-decay", Num(opt.weight_decay), "--clip",
+         Num(opt.max_grad_norm)},
+        {{"OMP_NUM_THREADS", t},
+         {"OPENBLAS_NUM_THREADS", t},
+         {"MKL_NUM_THREADS", t},
+         {"OMP_WAIT_POLICY", "PASSIVE"},
+         {"MALLOC_MMAP_MAX_", "0"},
+         {"MALLOC_TRIM_THRESHOLD_", "18446744073709551615"},
+         {"PYTHONUNBUFFERED", "1"}},
+        &hello);
+    if (!child.ok()) {
+      *note = absl::StrCat("no PyTorch baseline: ", child.status().message());
+      return nullptr;
+    }
+    nlohmann::json j = nlohmann::json::parse(hello, nullptr, false);
+    if (j.is_object() && j.contains("unavailable")) {
+      *note = absl::StrCat("no PyTorch baseline: ", j["unavailable"].dump());
+      return nullptr;
+    }
+    if (!j.is_object() || !j.contains("ready"))
+      return absl::InternalError(
+          absl::StrCat(script, " --train-serve: unexpected first line '", hello, "'"));
+    std::unique_ptr<TorchTrainBaseline> b(new TorchTrainBaseline());
+    b->child_ = std::move(*child);
+    b->description_ = j.value("description", std::string("torch"));
+    return b;
+  }
+
+  const std::string &description() const { return description_; }
+
+  static void Pause() {
+    std::this_thread::sleep_for(std::chrono::duration<double>(kSwitchPause));
+  }
+
+  /// Records bt's step and runs torch's.
+  absl::Status Step(int64_t step, double bt_loss, double bt_seconds, double lr) {
+    nlohmann::json req = {{"cmd", "step"}, {"step", step}, {"lr", lr}};
+    Pause();
+    absl::StatusOr<std::string> reply = child_->Request(req.dump());
+    if (!reply.ok())
+      return absl::InternalError(
+          absl::StrCat("PyTorch baseline, step ", step, ": ", reply.status().message()));
+    nlohmann::json j = nlohmann::json::parse(*reply, nullptr, false);
+    if (!j.is_object() || !j.contains("loss") || !j.contains("seconds"))
+      return absl::InternalError(absl::StrCat("PyTorch baseline: unexpected reply '", *reply, "'"));
+    rows_.push_back({step, bt_loss, j["loss"].get<double>(), bt_seconds,
+                     j["seconds"].get<double>(), lr, j.value("grad_norm", 0.0)});
     return absl::OkStatus();
   }
-  if (rc != 0)
-    return absl::InternalError(absl::StrCat(script, " --train exited with status ", rc));
-  auto bt = ReadLossCsv(out_dir + "/log.csv");
-  auto torch = ReadLossCsv(torch_csv);
-  std::string csv = "step,bt_loss,torch_loss,abs_diff,bt_seconds,torch_seconds\n";
-  double max_diff = 0, last_diff = 0;
-  std::vector<double> bt_sec, torch_sec;
-  for (const auto &[step, tr] : torch) {
-    auto it = bt.find(step);
-    if (it == bt.end() || step < 1)
-      continue;
-    const double d = std::fabs(it->second[0] - tr[0]);
-    max_diff = std::max(max_diff, d);
-    last_diff = d;
-    bt_sec.push_back(it->second[1]);
-    torch_sec.push_back(tr[1]);
-    absl::StrAppend(&csv, absl::StrFormat("%d,%.9g,%.9g,%.3g,%.6f,%.6f\n", step,
-                                          it->second[0], tr[0], d, it->second[1], tr[1]));
-  }
-  BT_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/compare.csv", csv));
-  if (bt_sec.empty())
-    return absl::InternalError("the PyTorch baseline logged no steps");
-  const int64_t tokens = o.batch * o.seq_len;
-  const double bt_rate = tokens / Median(bt_sec), torch_rate = tokens / Median(torch_sec);
-  if (HaveProgram("gnuplot")) {
-    const std::string tmp = out_dir + "/.compare.png.tmp";
-    const std::string gp = out_dir + "/.compare.gp";
-    const std::string script_text = absl::StrCat(
-        "set terminal png size 900,540\nset output '", tmp, "'\n",
-        "set datafile separator ','\nset title 'bt vs PyTorch: same model, init, batches, AdamW, LR' noenhanced\n",
-        "set xlabel 'step'\nset ylabel 'train loss (nats/token)'\nset grid\n",
-        "plot '", out_dir, "/compare.csv' every ::1 using 1:2 with lines lw 2 title 'bt', ",
-        "'' every ::1 using 1:3 with lines dt 2 lw 2 title 'PyTorch'\n");
-    if (WriteFileAtomically(gp, script_text).ok()) {
-      absl::StatusOr<int> g = RunProcess({"gnuplot", gp}, {}, /*quiet=*/true);
-      ::unlink(gp.c_str());
-      if (g.ok() && *g == 0)
-        ::rename(tmp.c_str(), (out_dir + "/compare.png").c_str());
-      else
-        ::unlink(tmp.c_str());
+
+  /// Ends the child (after its last step).
+  void Stop() { child_.reset(); }
+
+  /// Ends the child; writes torch_log.csv, compare.csv and compare.png into
+  /// `dir` and prints the comparison.
+  absl::Status Finish(const std::string &dir, int64_t batch, int64_t seq_len, int threads,
+                      std::ostream &out) {
+    const int64_t tokens_per_step = batch * seq_len;
+    child_.reset();
+    std::string torch_csv = "step,loss,grad_norm,lr,seconds,tokens_per_s\n";
+    std::string csv = "step,bt_loss,torch_loss,abs_diff,bt_seconds,torch_seconds\n";
+    double max_diff = 0;
+    std::vector<double> bt_sec, torch_sec;
+    for (const Row &r : rows_) {
+      const double d = std::fabs(r.bt_loss - r.torch_loss);
+      max_diff = std::max(max_diff, d);
+      bt_sec.push_back(r.bt_seconds);
+      torch_sec.push_back(r.torch_seconds);
+      absl::StrAppend(&torch_csv, absl::StrFormat("%d,%.9g,%.9g,%.9g,%.6f,%.1f\n", r.step,
+                                                  r.torch_loss, r.torch_grad_norm, r.lr,
+                                                  r.torch_seconds,
+                                                  tokens_per_step / r.torch_seconds));
+      absl::StrAppend(&csv, absl::StrFormat("%d,%.9g,%.9g,%.3g,%.6f,%.6f\n", r.step, r.bt_loss,
+                                            r.torch_loss, d, r.bt_seconds, r.torch_seconds));
     }
+    BT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/torch_log.csv", torch_csv));
+    BT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/compare.csv", csv));
+    if (rows_.empty())
+      return absl::InternalError("the PyTorch baseline ran no step");
+    if (HaveProgram("gnuplot")) {
+      const std::string tmp = dir + "/.compare.png.tmp", gp = dir + "/.compare.gp";
+      const std::string script_text = absl::StrCat(
+          "set terminal png size 900,540\nset output '", tmp, "'\n",
+          "set datafile separator ','\n",
+          "set title 'bt vs PyTorch: same model, initial weights, batches, AdamW, LR' noenhanced\n",
+          "set xlabel 'step'\nset ylabel 'train loss (nats/token)'\nset grid\n",
+          "plot '", dir, "/compare.csv' every ::1 using 1:2 with lines lw 3 title 'bt', ",
+          "'' every ::1 using 1:3 with lines dt 2 lw 2 title 'PyTorch'\n");
+      if (WriteFileAtomically(gp, script_text).ok()) {
+        absl::StatusOr<int> g = RunProcess({"gnuplot", gp}, {}, /*quiet=*/true);
+        ::unlink(gp.c_str());
+        if (g.ok() && *g == 0)
+          ::rename(tmp.c_str(), (dir + "/compare.png").c_str());
+        else
+          ::unlink(tmp.c_str());
+      }
+    }
+    const double bt_rate = tokens_per_step / Median(bt_sec);
+    const double torch_rate = tokens_per_step / Median(torch_sec);
+    out << absl::StrFormat(
+        "train loss bt vs PyTorch over %d steps: max |diff| %.3g, at step %d %.3g "
+        "(%s/compare.csv, compare.png)\n"
+        "train tokens/s (median step, bt and PyTorch in turns, %d x %d tokens, %d threads): "
+        "bt %.0f, PyTorch %.0f, ratio bt/torch %.2f\n",
+        rows_.size(), max_diff, rows_.back().step,
+        std::fabs(rows_.back().bt_loss - rows_.back().torch_loss), dir, batch, seq_len,
+        threads, bt_rate, torch_rate, bt_rate / torch_rate);
+    return absl::OkStatus();
   }
-  out << absl::StrFormat(
-      "train loss bt vs PyTorch over %d steps: max |diff| %.3g, at step %d %.3g "
-      "(%s/compare.csv, compare.png)\n"
-      "train tokens/s (median step, %d x %d tokens, %d threads): bt %.0f, PyTorch %.0f, "
-      "ratio bt/torch %.2f\n",
-      bt_sec.size(), max_diff, o.dump_steps, last_diff, out_dir, o.batch, o.seq_len,
-      threads, bt_rate, torch_rate, bt_rate / torch_rate);
-  return absl::OkStatus();
-}
+
+private:
+  struct Row {
+    int64_t step;
+    double bt_loss, torch_loss, bt_seconds, torch_seconds, lr, torch_grad_norm;
+  };
+  TorchTrainBaseline() = default;
+  std::unique_ptr<JsonLineChild> child_;
+  std::string description_;
+  std::vector<Row> rows_;
+};
 
 } // namespace
 
@@ -1225,6 +1258,27 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
     jo.preserve_proto_field_names = true; // bench/bt_torch.py model_from_bt_config
     (void)google::protobuf::util::MessageToJsonString(config, &cj, jo);
     BT_RETURN_IF_ERROR(WriteFileAtomically(init + "/bt_config.json", cj));
+    // The batches of steps 1..dump_steps (the order is a pure function of
+    // the seed), written before training so that the baseline can take
+    // turns with it.
+    SampleOrder dump_order(train.size(), o.seed);
+    for (int64_t step = 1; step <= o.dump_steps; ++step) {
+      std::vector<int64_t> idx(static_cast<size_t>(o.batch));
+      for (int64_t b = 0; b < o.batch; ++b)
+        idx[b] = dump_order.At((step - 1) * o.batch + b);
+      BT_ASSIGN_OR_RETURN(TensorMap batch, MakeBatch(train, idx));
+      dump.Add(batch);
+    }
+    BT_RETURN_IF_ERROR(dump.Write(o.dump_batches));
+  }
+  std::unique_ptr<TorchTrainBaseline> torch;
+  if (o.baseline == "torch") {
+    std::string note;
+    BT_ASSIGN_OR_RETURN(torch, TorchTrainBaseline::Start(o, dir, &note));
+    progress.Message(torch ? absl::StrCat("[torch] ", torch->description(),
+                                          ": takes turns with bt on steps 1..", o.dump_steps,
+                                          " (", ResolveTorchScript(o), " --train-serve)")
+                           : note);
   }
 
   // --- The loop. ------------------------------------------------------------
@@ -1241,13 +1295,16 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
   double recent_sum = 0, elapsed = elapsed_before;
   auto last_csv_write = std::chrono::steady_clock::now();
   for (int64_t step = start_step + 1; step <= o.steps; ++step) {
-    const auto t0 = std::chrono::steady_clock::now();
+    auto t0 = std::chrono::steady_clock::now();
     std::vector<int64_t> idx(static_cast<size_t>(o.batch));
     for (int64_t b = 0; b < o.batch; ++b)
       idx[b] = order.At((step - 1) * o.batch + b);
     BT_ASSIGN_OR_RETURN(TensorMap batch, MakeBatch(train, idx));
-    if (step <= o.dump_steps && !o.dump_batches.empty())
-      dump.Add(batch);
+    const bool in_turns = torch != nullptr && step <= o.dump_steps;
+    if (in_turns) {
+      TorchTrainBaseline::Pause();
+      t0 = std::chrono::steady_clock::now(); // the batch is built before the pause
+    }
     absl::StatusOr<TrainerStepResult> r = trainer->Step(batch);
     if (!r.ok())
       return absl::Status(r.status().code(),
@@ -1271,8 +1328,11 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
                                   rate, elapsed));
     progress.Step(step, r->loss, static_cast<double>(tokens_per_step) / avg,
                   avg * static_cast<double>(o.steps - step), elapsed, false);
-    if (step == o.dump_steps && !o.dump_batches.empty())
-      BT_RETURN_IF_ERROR(dump.Write(o.dump_batches));
+    if (in_turns) {
+      BT_RETURN_IF_ERROR(torch->Step(step, r->loss, sec, r->lr));
+      if (step == o.dump_steps)
+        torch->Stop();
+    }
     const bool last = step == o.steps;
     if ((o.eval_every > 0 && step % o.eval_every == 0) || last)
       BT_RETURN_IF_ERROR(evaluate(step));
@@ -1302,8 +1362,9 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
                            last_eval, std::exp(last_eval), eval_targets);
   out << "checkpoint: " << last_ckpt << " (" << dir << "/latest), log: " << dir
       << "/log.csv, plot: " << dir << "/loss.png\n";
-  if (o.baseline == "torch")
-    BT_RETURN_IF_ERROR(RunTorchBaseline(o, dir, out, progress));
+  if (torch != nullptr)
+    BT_RETURN_IF_ERROR(
+        torch->Finish(dir, o.batch, o.seq_len, o.threads > 0 ? o.threads : 2, out));
   return absl::OkStatus();
 }
 

@@ -316,6 +316,8 @@ private:
 /// OPENBLAS_NUM_THREADS, MKL_NUM_THREADS = opts.threads,
 /// OMP_WAIT_POLICY=PASSIVE (torch.set_num_threads(threads) in the script) and
 /// malloc per opts.torch_malloc.
+class JsonLineChild;
+
 class TorchRunner : public BenchRunner {
 public:
   /// Errors: Unavailable (with the reason) when the script, the interpreter,
@@ -348,8 +350,7 @@ private:
   uint64_t seed_ = 0;
   bool generation_ = false;
   std::string dir_;
-  int pid_ = -1, to_child_ = -1;
-  FILE *from_child_ = nullptr;
+  std::unique_ptr<JsonLineChild> child_;
   std::string description_;
 };
 
