@@ -10,6 +10,9 @@
 #define BT_LIB_CODEGEN_LINALGUTILS_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
@@ -70,6 +73,95 @@ inline mlir::arith::FastMathFlagsAttr reassoc(mlir::OpBuilder &b) {
   return mlir::arith::FastMathFlagsAttr::get(
       b.getContext(), mlir::arith::FastMathFlags::reassoc);
 }
+
+/// Builders of the tensor-level IR at one insertion point, shared by the
+/// op emitters of bt-lower-to-linalg and bt-lower-backward (each derives its
+/// `Emitter` from this). Element types are whatever the caller passes; the
+/// float constants are materialised in that type.
+class LinalgEmitter {
+public:
+  LinalgEmitter(mlir::OpBuilder &b, mlir::Location loc)
+      : b(b), loc(loc), ctx(b.getContext()) {}
+
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  mlir::MLIRContext *ctx;
+
+  /// Mixed static/dynamic sizes of the ranked tensor `t`.
+  llvm::SmallVector<mlir::OpFoldResult> sizes(mlir::Value t) {
+    return mlir::tensor::getMixedSizes(b, loc, t);
+  }
+  /// `tensor.empty` of `sizes` x `elt`.
+  mlir::Value empty(llvm::ArrayRef<mlir::OpFoldResult> sizes, mlir::Type elt) {
+    return b.create<mlir::tensor::EmptyOp>(loc, sizes, elt);
+  }
+  /// `arith.constant` `v` of float type `t`.
+  mlir::Value floatConst(mlir::Type t, double v) {
+    return b.create<mlir::arith::ConstantOp>(loc, b.getFloatAttr(t, v));
+  }
+  /// A new tensor of `sizes` x `elt` filled with `v` (linalg.fill).
+  mlir::Value filled(llvm::ArrayRef<mlir::OpFoldResult> sizes, mlir::Type elt,
+                     mlir::Value v) {
+    return b.create<mlir::linalg::FillOp>(loc, v, empty(sizes, elt))
+        .getResult(0);
+  }
+  /// A new tensor of `sizes` x float type `elt` filled with the constant `v`.
+  mlir::Value filledF(llvm::ArrayRef<mlir::OpFoldResult> sizes, mlir::Type elt,
+                      double v) {
+    return filled(sizes, elt, floatConst(elt, v));
+  }
+  /// The float tensor `t` overwritten with the constant `v` (linalg.fill).
+  mlir::Value fill(mlir::Value t, double v) {
+    return b
+        .create<mlir::linalg::FillOp>(
+            loc, floatConst(tensorTypeOf(t).getElementType(), v), t)
+        .getResult(0);
+  }
+  /// Size `s` (`tensor.dim` or constant) as a value of float type `t`.
+  mlir::Value sizeAsFloat(mlir::OpFoldResult s, mlir::Type t) {
+    mlir::Value idx = mlir::getValueOrCreateConstantIndexOp(b, loc, s);
+    mlir::Value i64 =
+        b.create<mlir::arith::IndexCastOp>(loc, b.getI64Type(), idx);
+    return b.create<mlir::arith::SIToFPOp>(loc, t, i64);
+  }
+  /// `linalg.generic` with the given operands, indexing maps, iterators and
+  /// body; returns its results.
+  mlir::ValueRange
+  generic(mlir::TypeRange resultTypes, mlir::ValueRange ins,
+          mlir::ValueRange outs, llvm::ArrayRef<mlir::AffineMap> maps,
+          llvm::ArrayRef<mlir::utils::IteratorType> iters,
+          llvm::function_ref<void(mlir::OpBuilder &, mlir::Location,
+                                  mlir::ValueRange)>
+              body) {
+    return b
+        .create<mlir::linalg::GenericOp>(loc, resultTypes, ins, outs, maps,
+                                         iters, body)
+        .getResults();
+  }
+
+  // Scalar helpers usable inside region bodies.
+  /// `v` extended to the float type `ct` (no-op when already `ct`).
+  static mlir::Value ext(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                         mlir::Type ct) {
+    if (v.getType() == ct)
+      return v;
+    return b.create<mlir::arith::ExtFOp>(loc, ct, v);
+  }
+  /// `v` truncated to the float type `elt` (no-op when already `elt`).
+  static mlir::Value trunc(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value v, mlir::Type elt) {
+    if (v.getType() == elt)
+      return v;
+    return b.create<mlir::arith::TruncFOp>(loc, elt, v);
+  }
+  /// Integer / i1 mask or id value to float (0/1 masks become 0.0/1.0).
+  static mlir::Value intToFloat(mlir::OpBuilder &b, mlir::Location loc,
+                                mlir::Value v, mlir::Type ft) {
+    if (v.getType().isInteger(1))
+      return b.create<mlir::arith::UIToFPOp>(loc, ft, v);
+    return b.create<mlir::arith::SIToFPOp>(loc, ft, v);
+  }
+};
 
 } // namespace bt::codegen
 

@@ -41,51 +41,10 @@ constexpr double kF32Min = -3.4028234663852886e38;
 
 using namespace bt::codegen;
 
-class Emitter {
+class Emitter : public LinalgEmitter {
 public:
-  Emitter(OpBuilder &b, Location loc) : b(b), loc(loc), ctx(b.getContext()) {}
+  using LinalgEmitter::LinalgEmitter;
 
-  OpBuilder &b;
-  Location loc;
-  MLIRContext *ctx;
-
-  SmallVector<OpFoldResult> sizes(Value t) {
-    return tensor::getMixedSizes(b, loc, t);
-  }
-  Value empty(ArrayRef<OpFoldResult> sz, Type elt) {
-    return b.create<tensor::EmptyOp>(loc, sz, elt);
-  }
-  Value fconst(Type t, double v) {
-    return b.create<arith::ConstantOp>(loc, b.getFloatAttr(t, v));
-  }
-  Value filled(ArrayRef<OpFoldResult> sz, Type elt, double v) {
-    return b.create<linalg::FillOp>(loc, fconst(elt, v), empty(sz, elt))
-        .getResult(0);
-  }
-  Value fill(Value t, double v) {
-    return b
-        .create<linalg::FillOp>(loc, fconst(tensorTypeOf(t).getElementType(), v),
-                                t)
-        .getResult(0);
-  }
-  Value sizeAsFloat(OpFoldResult s, Type t) {
-    Value idx = getValueOrCreateConstantIndexOp(b, loc, s);
-    Value i64 = b.create<arith::IndexCastOp>(loc, b.getI64Type(), idx);
-    return b.create<arith::SIToFPOp>(loc, t, i64);
-  }
-  ValueRange generic(TypeRange resultTypes, ValueRange ins, ValueRange outs,
-                     ArrayRef<AffineMap> maps, ArrayRef<IteratorType> iters,
-                     function_ref<void(OpBuilder &, Location, ValueRange)> body) {
-    return b
-        .create<linalg::GenericOp>(loc, resultTypes, ins, outs, maps, iters,
-                                   body)
-        .getResults();
-  }
-  static Value intToFloat(OpBuilder &nb, Location l, Value v, Type ft) {
-    if (v.getType().isInteger(1))
-      return nb.create<arith::UIToFPOp>(l, ft, v);
-    return nb.create<arith::SIToFPOp>(l, ft, v);
-  }
   /// `v` with all dims collapsed into one ([1] for a 0-d tensor).
   Value flatten(Value v) {
     int64_t r = tensorTypeOf(v).getRank();
@@ -138,7 +97,7 @@ public:
     AffineMap lastMap = selectDims(ctx, r, {r - 1});
     AffineMap rowId = AffineMap::getMultiDimIdentityMap(r - 1, ctx);
     auto rowType = RankedTensorType::get(staticShapeOf(rows), ct);
-    auto zerosRows = [&] { return filled(rows, ct, 0.0); };
+    auto zerosRows = [&] { return filledF(rows, ct, 0.0); };
 
     // Statistics as in the forward: mean, then the biased variance.
     Value sum = generic(rowType, x, zerosRows(), {id, rowMap},
@@ -160,7 +119,7 @@ public:
                                                          reassoc(nb))
                                     .getResult());
                        })[0];
-    Value epsV = fconst(ct, eps);
+    Value epsV = floatConst(ct, eps);
     ValueRange stats = generic(
         TypeRange{rowType, rowType}, ValueRange{sum, m2},
         ValueRange{empty(rows, ct), empty(rows, ct)},
@@ -215,7 +174,7 @@ public:
     iters.push_back(IteratorType::parallel);
     ValueRange dwb = generic(
         TypeRange{wt, wt}, ValueRange{x, dy, mean, rstd},
-        ValueRange{filled(cs, ct, 0.0), filled(cs, ct, 0.0)},
+        ValueRange{filledF(cs, ct, 0.0), filledF(cs, ct, 0.0)},
         {id, id, rowMap, rowMap, lastMap, lastMap}, iters,
         [&](OpBuilder &nb, Location l, ValueRange a) {
           Value xhat = nb.create<arith::MulFOp>(
@@ -248,7 +207,7 @@ public:
                                  sizes(op.getResultGrad())[0]});
     int64_t vocab = tableType.getDimSize(0);
     OpFoldResult e = sizes(dy)[1];
-    Value init = filled({b.getIndexAttr(vocab), e}, elt, 0.0);
+    Value init = filledF({b.getIndexAttr(vocab), e}, elt, 0.0);
     Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
     Value one = b.create<arith::ConstantIndexOp>(loc, 1);
     Value m = b.create<tensor::DimOp>(loc, ids, 0);
@@ -312,14 +271,14 @@ public:
     auto rowType = RankedTensorType::get(staticShapeOf(rows), ct);
     Value rowMax = generic(
         rowType, logits,
-        filled(rows, ct, -std::numeric_limits<double>::infinity()),
+        filledF(rows, ct, -std::numeric_limits<double>::infinity()),
         {id, rowMap}, iterators(r - 1, 1),
         [&](OpBuilder &nb, Location l, ValueRange a) {
           nb.create<linalg::YieldOp>(
               l, nb.create<arith::MaximumFOp>(l, a[1], a[0]).getResult());
         })[0];
     Value sumExp = generic(
-        rowType, ValueRange{logits, rowMax}, filled(rows, ct, 0.0),
+        rowType, ValueRange{logits, rowMax}, filledF(rows, ct, 0.0),
         {id, rowMap, rowMap}, iterators(r - 1, 1),
         [&](OpBuilder &nb, Location l, ValueRange a) {
           Value d = nb.create<arith::SubFOp>(l, a[0], a[1]);
@@ -458,7 +417,7 @@ public:
     Value scores =
         b.create<linalg::MatmulTransposeBOp>(
              loc, TypeRange{squareType}, ValueRange{qh, kh},
-             ValueRange{filled(square, ct, 0.0)})
+             ValueRange{filledF(square, ct, 0.0)})
             .getResult(0);
     SmallVector<Value> ins{scores};
     SmallVector<AffineMap> maps{id2};
@@ -469,7 +428,7 @@ public:
     maps.push_back(rowMap);
     Value rowMax = generic(
         rowVecType, ins,
-        filled(rows, ct, -std::numeric_limits<double>::infinity()), maps,
+        filledF(rows, ct, -std::numeric_limits<double>::infinity()), maps,
         iterators(1, 1), [&](OpBuilder &bb, Location ll, ValueRange a) {
           Value x = masked(bb, ll, a[0], hasMask ? a[1] : Value(), ct, scale);
           bb.create<linalg::YieldOp>(
@@ -500,7 +459,7 @@ public:
           bb.create<linalg::YieldOp>(
               ll, bb.create<arith::SelectOp>(ll, under, zf, ev).getResult());
         })[0];
-    Value rowSum = generic(rowVecType, ex, filled(rows, ct, 0.0), {id2, rowMap},
+    Value rowSum = generic(rowVecType, ex, filledF(rows, ct, 0.0), {id2, rowMap},
                            iterators(1, 1),
                            [&](OpBuilder &bb, Location ll, ValueRange a) {
                              bb.create<linalg::YieldOp>(
@@ -534,11 +493,11 @@ public:
     // dP = dO · Vᵀ.
     Value dp = b.create<linalg::MatmulTransposeBOp>(
                     loc, TypeRange{squareType}, ValueRange{doh, vh},
-                    ValueRange{filled(square, ct, 0.0)})
+                    ValueRange{filledF(square, ct, 0.0)})
                    .getResult(0);
     // rowDot = Σ_t dP · P.
     Value rowDot = generic(rowVecType, ValueRange{dp, probs},
-                           filled(rows, ct, 0.0), {id2, id2, rowMap},
+                           filledF(rows, ct, 0.0), {id2, id2, rowMap},
                            iterators(1, 1),
                            [&](OpBuilder &bb, Location ll, ValueRange a) {
                              Value m = bb.create<arith::MulFOp>(ll, a[0], a[1]);

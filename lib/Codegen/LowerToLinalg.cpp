@@ -69,44 +69,9 @@ SmallVector<ReassociationIndices> collapseLeading(unsigned rank,
 }
 
 /// Emits the tensor IR of the layer-level ops at one insertion point.
-class Emitter {
+class Emitter : public LinalgEmitter {
 public:
-  Emitter(OpBuilder &b, Location loc) : b(b), loc(loc), ctx(b.getContext()) {}
-
-  OpBuilder &b;
-  Location loc;
-  MLIRContext *ctx;
-
-  SmallVector<OpFoldResult> sizes(Value t) {
-    return tensor::getMixedSizes(b, loc, t);
-  }
-  Value empty(ArrayRef<OpFoldResult> sizes, Type elt) {
-    return b.create<tensor::EmptyOp>(loc, sizes, elt);
-  }
-  Value floatConst(Type t, double v) {
-    return b.create<arith::ConstantOp>(loc, b.getFloatAttr(t, v));
-  }
-  Value filled(ArrayRef<OpFoldResult> sizes, Type elt, Value v) {
-    return b.create<linalg::FillOp>(loc, v, empty(sizes, elt)).getResult(0);
-  }
-  Value filledF(ArrayRef<OpFoldResult> sizes, Type elt, double v) {
-    return filled(sizes, elt, floatConst(elt, v));
-  }
-
-  /// `tensor.dim` / constant of size `s` as an f32/f64 value of type `t`.
-  Value sizeAsFloat(OpFoldResult s, Type t) {
-    Value idx = getValueOrCreateConstantIndexOp(b, loc, s);
-    Value i64 = b.create<arith::IndexCastOp>(loc, b.getI64Type(), idx);
-    return b.create<arith::SIToFPOp>(loc, t, i64);
-  }
-
-  ValueRange generic(TypeRange resultTypes, ValueRange ins, ValueRange outs,
-                     ArrayRef<AffineMap> maps, ArrayRef<IteratorType> iters,
-                     function_ref<void(OpBuilder &, Location, ValueRange)> body) {
-    auto op = b.create<linalg::GenericOp>(loc, resultTypes, ins, outs, maps,
-                                          iters, body);
-    return op.getResults();
-  }
+  using LinalgEmitter::LinalgEmitter;
 
   Value collapse(Value v, ArrayRef<ReassociationIndices> re) {
     return b.create<tensor::CollapseShapeOp>(loc, v, re);
@@ -134,24 +99,6 @@ public:
     Value shapeT = b.create<tensor::FromElementsOp>(loc, dims);
     return b.create<tensor::ReshapeOp>(loc, type, v, shapeT);
   }
-  // Scalar helpers usable inside region bodies.
-  static Value ext(OpBuilder &b, Location loc, Value v, Type ct) {
-    if (v.getType() == ct)
-      return v;
-    return b.create<arith::ExtFOp>(loc, ct, v);
-  }
-  static Value trunc(OpBuilder &b, Location loc, Value v, Type elt) {
-    if (v.getType() == elt)
-      return v;
-    return b.create<arith::TruncFOp>(loc, elt, v);
-  }
-  /// Integer / i1 mask or id value to float (0/1 masks become 0.0/1.0).
-  static Value intToFloat(OpBuilder &b, Location loc, Value v, Type ft) {
-    if (v.getType().isInteger(1))
-      return b.create<arith::UIToFPOp>(loc, ft, v);
-    return b.create<arith::SIToFPOp>(loc, ft, v);
-  }
-
   //===--------------------------------------------------------------------===//
   // Ops
   //===--------------------------------------------------------------------===//
@@ -498,11 +445,6 @@ public:
     Value scores, rowMax, rowSum;
   };
 
-  /// `t` filled with `v` (linalg.fill).
-  Value fill(Value t, Type elt, double v) {
-    return b.create<linalg::FillOp>(loc, floatConst(elt, v), t).getResult(0);
-  }
-
   /// One head of causal attention, HF eager semantics: qh [S, hd], kh, vh
   /// [Sk, hd] (kh, vh may be strided views; Sk = S unless the keys come from
   /// a KV cache, then `kseq` = Sk and query s sits at position
@@ -523,7 +465,7 @@ public:
     OpFoldResult kseq = kseqIn ? kseqIn : seq;
     auto rowVecType = RankedTensorType::get({sStatic}, ct);
     bool hasMask = static_cast<bool>(maskRowFn);
-    Value scoresInit = scratch.scores ? fill(scratch.scores, elt, 0.0)
+    Value scoresInit = scratch.scores ? fill(scratch.scores, 0.0)
                                       : filledF({seq, kseq}, elt, 0.0);
     Value scores = b.create<linalg::MatmulTransposeBOp>(
                         loc, TypeRange{scoresInit.getType()}, ValueRange{qh, kh},
@@ -566,7 +508,7 @@ public:
     }
     maps.push_back(rowMap);
     double negInf = -std::numeric_limits<double>::infinity();
-    Value rowMaxInit = scratch.rowMax ? fill(scratch.rowMax, ct, negInf)
+    Value rowMaxInit = scratch.rowMax ? fill(scratch.rowMax, negInf)
                                       : filledF(rows, ct, negInf);
     Value rowMax =
         generic(rowVecType, ins, rowMaxInit, maps, iterators(1, 1),
@@ -612,7 +554,7 @@ public:
         })[0];
     // Row sum, reciprocal, normalize (in place).
     Value rowSumInit =
-        scratch.rowSum ? fill(scratch.rowSum, ct, 0.0) : filledF(rows, ct, 0.0);
+        scratch.rowSum ? fill(scratch.rowSum, 0.0) : filledF(rows, ct, 0.0);
     Value rowSum = generic(
         rowVecType, ex, rowSumInit, {id2, rowMap}, iterators(1, 1),
         [&](OpBuilder &bb, Location ll, ValueRange a) {

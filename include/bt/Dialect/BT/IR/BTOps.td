@@ -28,7 +28,11 @@ def BT_IdTensor : RankedTensorOf<[I32, I64]>;
 def BT_MaskTensor : RankedTensorOf<[I1, I32, I64]>;
 // Positions (RoPE indices).
 def BT_PositionTensor : RankedTensorOf<[I32, I64]>;
-def BT_ScalarF32Tensor : 0DTensorOf<[F32]>;
+// `tensor<f32>` scalars (losses, norms, learning rates); buildable, so an
+// assembly format need not spell their type.
+def BT_F32ScalarTensor : 0DTensorOf<[F32]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
+}
 
 // Ops that are independent along leading ("block") dimensions.
 def BT_BlockLocal : DeclareOpInterfaceMethods<BT_BlockLocalOpInterface>;
@@ -378,7 +382,7 @@ def BT_CrossEntropyOp : BT_Op<"cross_entropy", [Pure, BT_Differentiable]> {
   }];
   let arguments = (ins BT_FloatTensor:$logits, BT_IdTensor:$labels,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
-  let results = (outs BT_ScalarF32Tensor:$loss);
+  let results = (outs BT_F32ScalarTensor:$loss);
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($loss)
   }];
@@ -770,7 +774,7 @@ def BT_CrossEntropyGradOp : BT_Op<"cross_entropy_grad", [Pure,
     ```
   }];
   let arguments = (ins BT_FloatTensor:$logits, BT_IdTensor:$labels,
-                       BT_ScalarF32Tensor:$loss_grad,
+                       BT_F32ScalarTensor:$loss_grad,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs BT_FloatTensor:$logits_grad);
   let assemblyFormat = [{

@@ -12,13 +12,11 @@
 #ifndef BT_OPTIMIZER_OPS_TD
 #define BT_OPTIMIZER_OPS_TD
 
-// `tensor<i64>` / `tensor<f32>` scalars that the assembly format can build
-// (their types are not spelled in the custom syntax).
+// `tensor<i64>` scalars that the assembly format can build (their type is
+// not spelled in the custom syntax); `tensor<f32>` ones are
+// BT_F32ScalarTensor (BTOps.td).
 def BT_I64ScalarTensor : 0DTensorOf<[I64]> {
   let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getI64Type())";
-}
-def BT_F32ScalarTensor : 0DTensorOf<[F32]> {
-  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
 }
 def BT_F32Tensor : RankedTensorOf<[F32]>;
 
