@@ -8,7 +8,7 @@
 #block = #bt.neox<hidden = 64, layers = 2, heads = 2, head_dim = 32, intermediate = 256, rotary_dims = 8, rotary_base = 10000.0, eps = 1.0e-05>
 #token = #bt.neox<hidden = 64, layers = 2, heads = 2, head_dim = 32, intermediate = 256, rotary_dims = 8, rotary_base = 10000.0, eps = 1.0e-05>
 !global = !bt.kv_cache<global, batch = ?, layers = 2, heads = 2, capacity = 512, head_dim = 32, f32>
-!local = !bt.kv_cache<local, batch = ?, layers = 2, heads = 2, capacity = 6, head_dim = 32, f32>
+!local = !bt.kv_cache<local, batch = ?, layers = 2, heads = 2, capacity = 5, head_dim = 32, f32>
 
 module {
   bt.param @"block_decoder.gpt_neox.final_layer_norm.bias" : tensor<64xf32>
@@ -93,7 +93,8 @@ module {
 
   // Generation skeleton: prefill the global (per-block) cache with the prompt
   // blocks, then decode one block per step; each step's token decoder owns a
-  // local cache of at most P + L_B entries that lives for that block only.
+  // local cache of P + L_B - 1 entries (its inputs) that lives for that block
+  // only.
   func.func @generate(%prompt: tensor<?x3x64xf32>, %next: tensor<?x1x64xf32>,
                       %q: tensor<?x1x2x32xf32>, %kv: tensor<?x1x2x32xf32>,
                       %steps: index) -> tensor<?x1x64xf32> {

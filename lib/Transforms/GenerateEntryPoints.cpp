@@ -288,7 +288,7 @@ LogicalResult Generator::buildDecodeTokens() {
   bool summation = td.getStrategy() == TokenDecoderStrategy::summation;
   // Inputs of one block: [P_0 .. P_{P-1}, t_0 .. t_{L_B-2}] (prefix) or
   // [bos + e_0, t_0 + e_1, ...] (summation).
-  int64_t inputs = summation ? lb : p + lb - 1;
+  int64_t inputs = td.getLocalCacheEntries(lb);
   std::vector<ParamSpec> specs =
       getTokenDecoderParams(td.getParams(), cfg, d, p);
   StringRef embedName = specs.front().name;

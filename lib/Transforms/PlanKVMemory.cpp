@@ -137,8 +137,10 @@ FailureOr<KVPlan> bt::computeKVPlan(ModuleOp module,
     plan.global = caches.global;
     plan.local = caches.local;
     plan.localCapacity = caches.localCapacity;
+    // Without the model op, P from the capacity C = P + L_B - 1 (prefix
+    // strategy, as decode_tokens allocates it).
     if (!tokenDecoder && caches.hasLocal)
-      plan.prefixLength = caches.localCapacity - blockLength;
+      plan.prefixLength = caches.localCapacity - blockLength + 1;
   } else {
     plan.source = "model ops";
   }
@@ -156,7 +158,9 @@ FailureOr<KVPlan> bt::computeKVPlan(ModuleOp module,
         tokenDecoder.getConfig(),
         llvm::cast<RankedTensorType>(tokenDecoder.getContextEmbedding().getType())
             .getElementType());
-    plan.localCapacity = plan.prefixLength + blockLength;
+    // The capacity decode_tokens allocates: P + L_B - 1 (prefix) or L_B
+    // (summation) entries, not P + L_B (t_{L_B-1} is never an input).
+    plan.localCapacity = tokenDecoder.getLocalCacheEntries(blockLength);
   }
   plan.vanilla = plan.local.empty();
 
@@ -359,9 +363,9 @@ void bt::printKVPlan(llvm::raw_ostream &os, const KVPlan &plan,
   row("  * C = " + Twine(plan.globalBlocks) + " " + unit + "s",
       bytes(plan.globalBytesPerSequence));
   if (!plan.vanilla) {
-    os << "  local scratch (token decoder: <= P + L_B entries, one block at a "
-          "time), per sequence:\n";
-    os << "    2 * layers_T * H_T * (P + L_B) * hd_T * sizeof\n";
+    os << "  local scratch (token decoder, one block at a time: C_T = P + L_B "
+          "- 1 entries, L_B for summation), per sequence:\n";
+    os << "    2 * layers_T * H_T * C_T * hd_T * sizeof\n";
     row("    = 2 * " + Twine(l.layers) + " * " + Twine(l.heads) + " * " +
             Twine(plan.localCapacity) + " * " + Twine(l.headDim) + " * " +
             Twine(l.eltBytes) + " B",

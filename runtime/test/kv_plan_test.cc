@@ -18,8 +18,8 @@ using testing::StatusIs;
 using ::testing::HasSubstr;
 
 /// block_tiny's plan as `bt-run plan` prints it: L_B 4, global 2 layers x
-/// 2 x 2 heads x 32 x 4 B = 1 KiB per block, local 2 x 2 x 2 x 6 x 32 x 4 B
-/// = 6 KiB, 282,240 f32 parameters.
+/// 2 x 2 heads x 32 x 4 B = 1 KiB per block, local 2 x 2 x 2 x 5 x 32 x 4 B
+/// = 5 KiB (P + L_B - 1 = 5 entries), 282,240 f32 parameters.
 proto::Manifest TinyManifest() {
   proto::Manifest m;
   auto c = LoadModelConfig(testing::FixturesDir() + "/block_tiny");
@@ -29,7 +29,7 @@ proto::Manifest TinyManifest() {
   proto::KVMemoryPlan *p = m.mutable_kv_plan();
   p->set_block_length(4);
   p->set_global_bytes_per_entry(1024);
-  p->set_local_bytes_per_sequence(6144);
+  p->set_local_bytes_per_sequence(5120);
   p->set_weight_bytes(282240 * 4);
   p->set_source("model ops");
   return m;
@@ -41,17 +41,17 @@ TEST(KVPlan, EvaluatesTheFormula) {
   ASSERT_THAT(p.status(), IsOk());
   EXPECT_EQ(p->entries, 6);
   EXPECT_EQ(p->global_bytes, 6 * 1024);
-  EXPECT_EQ(p->local_bytes, 6144);
-  EXPECT_EQ(p->bytes_per_sequence, 12 * 1024);
+  EXPECT_EQ(p->local_bytes, 5120);
+  EXPECT_EQ(p->bytes_per_sequence, 11 * 1024);
   EXPECT_EQ(p->weight_bytes, 1128960);
   // 1 MiB budget: (1048576 - 1128960) < 0: the weights alone do not fit.
   auto none = PlannedMaxBatch(*p, 1 << 20);
   ASSERT_THAT(none.status(), IsOk());
   EXPECT_EQ(*none, 0);
-  // 3 MiB: floor((3145728 - 1128960) / 12288) = 164.
+  // 3 MiB: floor((3145728 - 1128960) / 11264) = 179.
   auto mb = PlannedMaxBatch(*p, 3 << 20);
   ASSERT_THAT(mb.status(), IsOk());
-  EXPECT_EQ(*mb, 164);
+  EXPECT_EQ(*mb, 179);
   EXPECT_THAT(PlannedMaxBatch(*p, 0).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, "must be positive"));
 }
@@ -103,19 +103,19 @@ TEST(BenchSettingsFor, ForwardGenerationAndPlannedMaxBatch) {
   EXPECT_EQ((*s)[0].name, "forward");
   EXPECT_EQ((*s)[0].planned_kv_bytes_per_sample, 0);
   EXPECT_EQ((*s)[2].name, "prefill-heavy");
-  EXPECT_EQ((*s)[2].planned_kv_bytes_per_sample, 12 * 1024);
+  EXPECT_EQ((*s)[2].planned_kv_bytes_per_sample, 11 * 1024);
   EXPECT_FALSE((*s)[3].max_batch);
   EXPECT_TRUE((*s)[4].max_batch);
-  EXPECT_EQ((*s)[4].batch, 164);
-  // decode-heavy 4 + 20 tokens: 1 + 5 blocks, the same 12 KiB.
-  EXPECT_EQ((*s)[7].batch, 164);
+  EXPECT_EQ((*s)[4].batch, 179);
+  // decode-heavy 4 + 20 tokens: 1 + 5 blocks, the same 11 KiB.
+  EXPECT_EQ((*s)[7].batch, 179);
   EXPECT_EQ((*s)[7].prompt_tokens, 4);
   ASSERT_EQ(notes.size(), 2u);
   EXPECT_EQ(notes[0],
             "planned max batch for prefill-heavy (10 + 12 tokens): floor((3.00 "
-            "MiB --memory 3MiB - 1.08 MiB weights) / 12.00 KiB KV cache per "
-            "sequence) = 164 (bt-plan-kv-memory: 6 global entries x 1.00 KiB + "
-            "6.00 KiB local scratch)");
+            "MiB --memory 3MiB - 1.08 MiB weights) / 11.00 KiB KV cache per "
+            "sequence) = 179 (bt-plan-kv-memory: 6 global entries x 1.00 KiB + "
+            "5.00 KiB local scratch)");
 
   // `--batch max` alone: no forward.
   s = BenchSettingsFor(m, *specs, {}, 8, true, 3 << 20, "m", nullptr);

@@ -6,24 +6,26 @@
 // bt-plan-kv-memory attaches the KV-cache memory plan as `bt.kv_plan`.
 
 // From the lifetimes of the caches of examples/block_tiny.mlir (@generate: a
-// global cache of 2 layers x 2 heads x 32, f32; a local cache of 6 entries):
+// global cache of 2 layers x 2 heads x 32, f32; a local cache of P + L_B - 1 = 5 entries):
 //   global per block   = 2 layers * 2 * 2 heads * 32 * 4 B        = 1024
 //   C                  = 2048/4 + 128/4                            = 544
 //   global per seq     = 544 * 1024                                = 557056
-//   local per seq      = 2 * 2 layers * 2 heads * 6 * 32 * 4 B     = 6144
+//   local per seq      = 2 * 2 layers * 2 heads * 5 * 32 * 4 B     = 5120
 //   weights            = 282240 parameters * 4 B                   = 1128960
-//   max batch          = (80 GiB - 1128960) / (557056 + 6144)      = 152518
-//   batch 4            = 1128960 + 4 * 563200                      = 3381760
-// LIFETIMES: module attributes {bt.kv_plan = {batch = 4 : i64, batch_bytes = 3381760 : i64, block_length = 4 : i64, bytes_per_sequence = 563200 : i64, element_bytes = 4 : i64, gen_tokens = 128 : i64, global_blocks = 544 : i64, global_bytes_per_block = 1024 : i64, global_bytes_per_sequence = 557056 : i64, global_head_dim = 32 : i64, global_heads = 2 : i64, global_layers = 2 : i64, local_bytes_per_sequence = 6144 : i64, local_capacity = 6 : i64, local_head_dim = 32 : i64, local_heads = 2 : i64, local_layers = 2 : i64, max_batch = 152518 : i64, memory_bytes = 85899345920 : i64, prefix_length = 2 : i64, prompt_tokens = 2048 : i64, source = "kv-cache lifetimes", weight_bytes = 1128960 : i64}}
+//   max batch          = (80 GiB - 1128960) / (557056 + 5120)      = 152795
+//   batch 4            = 1128960 + 4 * 562176                      = 3377664
+// LIFETIMES: module attributes {bt.kv_plan = {batch = 4 : i64, batch_bytes = 3377664 : i64, block_length = 4 : i64, bytes_per_sequence = 562176 : i64, element_bytes = 4 : i64, gen_tokens = 128 : i64, global_blocks = 544 : i64, global_bytes_per_block = 1024 : i64, global_bytes_per_sequence = 557056 : i64, global_head_dim = 32 : i64, global_heads = 2 : i64, global_layers = 2 : i64, local_bytes_per_sequence = 5120 : i64, local_capacity = 5 : i64, local_head_dim = 32 : i64, local_heads = 2 : i64, local_layers = 2 : i64, max_batch = 152795 : i64, memory_bytes = 85899345920 : i64, prefix_length = 2 : i64, prompt_tokens = 2048 : i64, source = "kv-cache lifetimes", weight_bytes = 1128960 : i64}}
 
 // Without caches, from the model-level ops' configs: L_B = 4, P = 2, a block
 // decoder of 1 layer x 2 heads x 8 and a token decoder of 1 layer x 2 heads x
-// 8; 10 + 12 tokens = 3 + 3 blocks.
-//   global = 6 * 1 * 2 * 2 * 8 * 4 = 768;  local = 2 * 1 * 2 * 6 * 8 * 4 = 768
+// 8; 10 + 12 tokens = 3 + 3 blocks. The local cache holds the token
+// decoder's P + L_B - 1 = 5 inputs (t_{L_B-1} never is one), as
+// decode_tokens allocates it.
+//   global = 6 * 1 * 2 * 2 * 8 * 4 = 768;  local = 2 * 1 * 2 * 5 * 8 * 4 = 640
 //   weights = 6208 parameters * 4 = 24832 (embedder 128, block decoder 2256,
 //             token decoder 512 + 2256 + expansion 544, LM head 512)
-//   max batch = (1 MiB - 24832) / 1536 = 666
-// CHECK: module attributes {bt.kv_plan = {block_length = 4 : i64, bytes_per_sequence = 1536 : i64, element_bytes = 4 : i64, gen_tokens = 12 : i64, global_blocks = 6 : i64, global_bytes_per_block = 128 : i64, global_bytes_per_sequence = 768 : i64, global_head_dim = 8 : i64, global_heads = 2 : i64, global_layers = 1 : i64, local_bytes_per_sequence = 768 : i64, local_capacity = 6 : i64, local_head_dim = 8 : i64, local_heads = 2 : i64, local_layers = 1 : i64, max_batch = 666 : i64, memory_bytes = 1048576 : i64, prefix_length = 2 : i64, prompt_tokens = 10 : i64, source = "model ops", weight_bytes = 24832 : i64}}
+//   max batch = (1 MiB - 24832) / 1408 = 727
+// CHECK: module attributes {bt.kv_plan = {block_length = 4 : i64, bytes_per_sequence = 1408 : i64, element_bytes = 4 : i64, gen_tokens = 12 : i64, global_blocks = 6 : i64, global_bytes_per_block = 128 : i64, global_bytes_per_sequence = 768 : i64, global_head_dim = 8 : i64, global_heads = 2 : i64, global_layers = 1 : i64, local_bytes_per_sequence = 640 : i64, local_capacity = 5 : i64, local_head_dim = 8 : i64, local_heads = 2 : i64, local_layers = 1 : i64, max_batch = 727 : i64, memory_bytes = 1048576 : i64, prefix_length = 2 : i64, prompt_tokens = 10 : i64, source = "model ops", weight_bytes = 24832 : i64}}
 #neox = #bt.neox<hidden = 16, layers = 1, heads = 2, head_dim = 8, intermediate = 32, rotary_dims = 4, rotary_base = 10000.0, eps = 1.0e-05>
 module {
   bt.param @"emb4.weight" : tensor<32x4xf32>

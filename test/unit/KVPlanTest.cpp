@@ -4,7 +4,8 @@
 // models against the closed-form formulas (paper §2.3-2.4, DESIGN.md §3):
 //   global per sequence = C · layers_B · 2 · H_B · hd_B · sizeof,
 //                         C = ceil(prompt / L_B) + ceil(gen / L_B)
-//   local per sequence  = 2 · layers_T · H_T · (P + L_B) · hd_T · sizeof
+//   local per sequence  = 2 · layers_T · H_T · (P + L_B - 1) · hd_T · sizeof
+//                         (the token decoder's inputs: t_{L_B-1} never is one)
 //   weights             = the parameter count of the architecture · sizeof
 //   max batch           = floor((memory − weights) / (global + local))
 // for the official fixture configs and the paper's block_main_b4_85; the
@@ -107,7 +108,7 @@ Expected closedForm(const ModelSpec &m, int64_t prompt, int64_t gen,
   int64_t c = (prompt + lb - 1) / lb + (gen + lb - 1) / lb;
   Expected e;
   e.global = c * m.block.layers * 2 * m.block.heads * m.block.headDim * elt;
-  e.local = 2 * m.token.layers * m.token.heads * (m.prefixLength + lb) *
+  e.local = 2 * m.token.layers * m.token.heads * (m.prefixLength + lb - 1) *
             m.token.headDim * elt;
   e.weights = blockParams(m) * elt;
   e.maxBatch = (memory - e.weights) / (e.global + e.local);
@@ -145,7 +146,7 @@ void checkAgainstClosedForm(MLIRContext &ctx, const ModelSpec &spec,
   EXPECT_EQ(plan->global.bytesPerEntryPerLayer(),
             2 * spec.block.heads * spec.block.headDim * elt);
   EXPECT_EQ(plan->globalBytesPerSequence, e.global);
-  EXPECT_EQ(plan->localCapacity, spec.prefixLength + spec.blockLength);
+  EXPECT_EQ(plan->localCapacity, spec.prefixLength + spec.blockLength - 1);
   EXPECT_EQ(plan->localBytesPerSequence, e.local);
   EXPECT_EQ(plan->bytesPerSequence, e.global + e.local);
   EXPECT_EQ(plan->weightParams, blockParams(spec));
@@ -179,9 +180,10 @@ TEST_F(KVPlanTest, BlockMain85At80GiB) {
   ASSERT_TRUE(succeeded(plan));
   EXPECT_EQ(plan->globalBlocks, 544);
   EXPECT_EQ(plan->globalBytesPerSequence, 544 * 6 * 6144);           // 19.125 MiB
-  EXPECT_EQ(plan->localBytesPerSequence, 2 * 6 * 12 * 6 * 64 * 4);   // 216 KiB
+  EXPECT_EQ(plan->localBytesPerSequence, 2 * 6 * 12 * 5 * 64 * 4);   // 180 KiB
   EXPECT_EQ(plan->weightParams, 173164032);
-  EXPECT_EQ(plan->maxBatch, 4202);
+  // floor((80 GiB - 173164032 · 4 B) / (20054016 + 184320 B)) = 4210.
+  EXPECT_EQ(plan->maxBatch, 4210);
   // Paper §2.3: the block decoder's cache holds one entry per block: L_B
   // times fewer per layer than a vanilla layer's (2176 tokens / 544 blocks).
   EXPECT_EQ(plan->vanillaTokens, 4 * plan->globalBlocks);
@@ -193,8 +195,8 @@ TEST_F(KVPlanTest, BlockMain85At80GiB) {
   printKVPlan(os, *plan, spec.name);
   EXPECT_NE(text.find("C = 544"), std::string::npos) << text;
   EXPECT_NE(text.find("19.12 MiB"), std::string::npos) << text;
-  EXPECT_NE(text.find("216.00 KiB"), std::string::npos) << text;
-  EXPECT_NE(text.find("4202"), std::string::npos) << text;
+  EXPECT_NE(text.find("180.00 KiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("4210"), std::string::npos) << text;
   EXPECT_NE(text.find("4.00x smaller"), std::string::npos) << text;
 }
 
@@ -256,7 +258,8 @@ TEST_F(KVPlanTest, FromLifetimes) {
   EXPECT_EQ(plan->global.bytesPerEntry(), 3 * 2 * 4 * 16 * 2);
   EXPECT_EQ(plan->globalBytesPerSequence, 32 * 3 * 2 * 4 * 16 * 2);
   EXPECT_EQ(plan->localCapacity, 6);
-  EXPECT_EQ(plan->prefixLength, 2); // capacity - L_B without a token decoder
+  // Without a token decoder, P = C - L_B + 1 (C = P + L_B - 1, prefix).
+  EXPECT_EQ(plan->prefixLength, 3);
   // Two local caches live at once in the loop.
   EXPECT_EQ(plan->localBytesPerSequence, 2 * (2 * 2 * 2 * 6 * 8 * 2));
   EXPECT_EQ(plan->maxBatch, -1); // no budget

@@ -33,8 +33,8 @@ def BT_Dialect : Dialect {
     lifetime: `bt.kv_alloc` → `bt.kv_append` (returns the new cache value;
     the old one is dead) / `bt.kv_attend` (reads) → `bt.kv_release`. The
     `global` scope is the block decoder's cache (one entry per block, lives
-    for a sequence); the `local` scope is the token decoder's cache (at most
-    P + L_B entries, lives for one block). `bt-verify-kv-lifetimes` checks
+    for a sequence); the `local` scope is the token decoder's cache (its inputs of
+    one block: P + L_B - 1 entries, L_B for summation; lives for one block). `bt-verify-kv-lifetimes` checks
     that every cache value is used linearly and released on every path.
 
     Symbols: B batch, N_blk blocks, L_B block length, D block-decoder width,

@@ -250,6 +250,20 @@ def BT_TokenDecoderOp : BT_Op<"token_decoder",
     `strategy` `` $strategy `prefix_length` $prefix_length attr-dict
     `:` type($context_embedding) `,` type($ids) (`,` type($mask)^)? `->` type($result)
   }];
+  let extraClassDeclaration = [{
+    /// Entries of the local KV cache when one block of L_B = `blockLength`
+    /// tokens is decoded: the token decoder's inputs S_in = P + L_B - 1
+    /// (prefix: P projected vectors, then t_0 .. t_{L_B-2}) or L_B
+    /// (summation). The last token t_{L_B-1} is never an input, so no later
+    /// position attends to it and it needs no cache entry. decode_tokens
+    /// (bt-generate-entry-points) allocates this capacity and
+    /// bt-plan-kv-memory plans it.
+    int64_t getLocalCacheEntries(int64_t blockLength) {
+      if (getStrategy() == ::bt::TokenDecoderStrategy::summation)
+        return blockLength;
+      return getPrefixLength() + blockLength - 1;
+    }
+  }];
   let hasVerifier = 1;
 }
 
