@@ -19,6 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bt/Transforms/EliminateDeadPrefill.h"
+
 #include "bt/Dialect/BT/IR/BTOps.h"
 #include "bt/Transforms/Passes.h"
 
@@ -617,22 +619,56 @@ std::pair<int64_t, int64_t> eraseDeadCacheChains(Operation *root) {
 // The pass
 //===----------------------------------------------------------------------===//
 
+} // namespace
+
+FailureOr<DeadPrefillStats> bt::eliminateDeadPrefill(Operation *fn) {
+  MLIRContext *ctx = fn->getContext();
+  Counters counters;
+  RewritePatternSet set(ctx);
+  set.add<NarrowBlockLocalOp>(ctx, counters);
+  set.add<FoldWholeSlice, SliceOfSplat>(ctx);
+  tensor::populateMergeConsecutiveInsertExtractSlicePatterns(set);
+  tensor::populateFoldTensorEmptyPatterns(set);
+  tensor::ExtractSliceOp::getCanonicalizationPatterns(set, ctx);
+  tensor::DimOp::getCanonicalizationPatterns(set, ctx);
+  FrozenRewritePatternSet patterns(std::move(set));
+
+  DeadPrefillStats stats;
+  GreedyRewriteConfig config;
+  config.enableRegionSimplification = GreedySimplifyRegionLevel::Disabled;
+  config.maxIterations = GreedyRewriteConfig::kNoLimit;
+  // Narrow and erase dead ops; erasing dead cache chains can make more of
+  // the token decoder dead (the keys/values they appended).
+  while (true) {
+    if (failed(applyPatternsAndFoldGreedily(fn->getRegion(0), patterns,
+                                            config)))
+      return fn->emitError("bt-eliminate-dead-prefill did not converge");
+    auto [local, global] = eraseDeadCacheChains(fn);
+    stats.localCaches += local;
+    stats.globalCaches += global;
+    if (local + global == 0)
+      break;
+  }
+  // Narrowing slices the same operand for several users (e.g. the residual
+  // stream for both LayerNorms and the residual add).
+  if (counters.rewritten > 0) {
+    IRRewriter rewriter(ctx);
+    DominanceInfo dominance(fn);
+    eliminateCommonSubExpressions(rewriter, dominance, fn);
+  }
+  stats.rewritten = counters.rewritten;
+  stats.removedBlocks = counters.removedBlocks;
+  stats.dynamicRewrites = counters.dynamicRewrites;
+  return stats;
+}
+
+namespace {
+
 struct EliminateDeadPrefillPass
     : public bt::impl::BTEliminateDeadPrefillBase<EliminateDeadPrefillPass> {
   using BTEliminateDeadPrefillBase::BTEliminateDeadPrefillBase;
 
   void runOnOperation() override {
-    MLIRContext *ctx = &getContext();
-    Counters counters;
-    RewritePatternSet set(ctx);
-    set.add<NarrowBlockLocalOp>(ctx, counters);
-    set.add<FoldWholeSlice, SliceOfSplat>(ctx);
-    tensor::populateMergeConsecutiveInsertExtractSlicePatterns(set);
-    tensor::populateFoldTensorEmptyPatterns(set);
-    tensor::ExtractSliceOp::getCanonicalizationPatterns(set, ctx);
-    tensor::DimOp::getCanonicalizationPatterns(set, ctx);
-    FrozenRewritePatternSet patterns(std::move(set));
-
     SmallVector<Operation *> functions;
     getOperation()->walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (isa<FunctionOpInterface>(op) && !op->getRegion(0).empty()) {
@@ -642,33 +678,10 @@ struct EliminateDeadPrefillPass
       return WalkResult::advance();
     });
     for (Operation *fn : functions) {
-      counters = Counters();
       int64_t opsBefore = countOps(fn);
-      int64_t localCaches = 0, globalCaches = 0;
-      GreedyRewriteConfig config;
-      config.enableRegionSimplification = GreedySimplifyRegionLevel::Disabled;
-      config.maxIterations = GreedyRewriteConfig::kNoLimit;
-      // Narrow and erase dead ops; erasing dead cache chains can make more
-      // of the token decoder dead (the keys/values they appended).
-      while (true) {
-        if (failed(applyPatternsAndFoldGreedily(fn->getRegion(0), patterns,
-                                                config))) {
-          fn->emitError("bt-eliminate-dead-prefill did not converge");
-          return signalPassFailure();
-        }
-        auto [local, global] = eraseDeadCacheChains(fn);
-        localCaches += local;
-        globalCaches += global;
-        if (local + global == 0)
-          break;
-      }
-      // Narrowing slices the same operand for several users (e.g. the
-      // residual stream for both LayerNorms and the residual add).
-      if (counters.rewritten > 0) {
-        IRRewriter rewriter(ctx);
-        DominanceInfo dominance(fn);
-        eliminateCommonSubExpressions(rewriter, dominance, fn);
-      }
+      FailureOr<DeadPrefillStats> stats = eliminateDeadPrefill(fn);
+      if (failed(stats))
+        return signalPassFailure();
 
       // Token-decoder blocks computed after the pass (static shapes).
       int64_t remaining = 0;
@@ -678,21 +691,21 @@ struct EliminateDeadPrefillPass
             remaining += *n;
       });
       int64_t removedOps = std::max<int64_t>(0, opsBefore - countOps(fn));
-      numRewritten += counters.rewritten;
-      numRemovedBlocks += counters.removedBlocks;
-      numDynamicRewrites += counters.dynamicRewrites;
+      numRewritten += stats->rewritten;
+      numRemovedBlocks += stats->removedBlocks;
+      numDynamicRewrites += stats->dynamicRewrites;
       numRemainingBlocks += remaining;
-      numLocalCachesRemoved += localCaches;
-      numGlobalCachesRemoved += globalCaches;
+      numLocalCachesRemoved += stats->localCaches;
+      numGlobalCachesRemoved += stats->globalCaches;
       numOpsRemoved += removedOps;
       if (report)
         fn->emitRemark()
-            << "bt-eliminate-dead-prefill: " << counters.rewritten
+            << "bt-eliminate-dead-prefill: " << stats->rewritten
             << " ops rewritten; token-decoder blocks: "
-            << counters.removedBlocks << " removed, " << remaining
-            << " remaining, " << counters.dynamicRewrites
-            << " dynamic rewrites; KV caches removed: " << localCaches
-            << " local, " << globalCaches << " global; " << removedOps
+            << stats->removedBlocks << " removed, " << remaining
+            << " remaining, " << stats->dynamicRewrites
+            << " dynamic rewrites; KV caches removed: " << stats->localCaches
+            << " local, " << stats->globalCaches << " global; " << removedOps
             << " ops removed";
     }
   }

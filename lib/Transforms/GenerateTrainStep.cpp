@@ -11,6 +11,7 @@
 #include "bt/Dialect/BT/IR/BTOps.h"
 #include "bt/Transforms/Autodiff.h"
 #include "bt/Transforms/Decompose.h"
+#include "bt/Transforms/EliminateDeadPrefill.h"
 #include "bt/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -256,10 +257,21 @@ LogicalResult Builder::buildTrainStep() {
   for (Operation &op : forward.getBody().front().without_terminator())
     b.clone(op, map);
   Value loss = map.lookup(forwardReturn->getOperand(lossIndex));
-  // A placeholder terminator while the body is built.
-  auto placeholder = b.create<func::ReturnOp>(loc("return"), ValueRange{});
+  // A placeholder terminator while the body is built; it returns the loss so
+  // that the narrowing below keeps the forward alive.
+  auto placeholder = b.create<func::ReturnOp>(loc("return"), ValueRange{loss});
   if (failed(decomposeModelOps(fn)))
     return failure();
+  // Narrow the layer-level forward to what the loss reads
+  // (bt-eliminate-dead-prefill's rewriting): the token decoder's last layer
+  // computes its LayerNorm, MLP, attention output projection and final
+  // LayerNorm only on the L_B positions P-1 .. P+L_B-2 that predict tokens,
+  // not on the P-1 discarded prefix positions, so the reverse sweep does not
+  // differentiate them either. The values it keeps are computed by the same
+  // row-wise arithmetic as before.
+  if (failed(eliminateDeadPrefill(fn)))
+    return failure();
+  loss = placeholder.getOperand(0);
 
   SmallVector<StringRef> names;
   for (ParamOp p : params)

@@ -126,8 +126,12 @@ def BTGenerateTrainStep : Pass<"bt-generate-train-step", "::mlir::ModuleOp"> {
     `loss`, `bt.cross_entropy`), adds:
 
     - `@train_step` (option `train-step`): one optimizer step. A copy of
-      `eval_loss` is decomposed to layer level (`bt-decompose`'s rewriting),
-      the reverse sweep of `include/bt/Transforms/Autodiff.h` gives the
+      `eval_loss` is decomposed to layer level (`bt-decompose`'s rewriting)
+      and narrowed to what the loss reads (`bt-eliminate-dead-prefill`'s
+      rewriting: after its last attention, the token decoder computes only
+      the L_B positions P-1 .. P+L_B-2 that predict tokens, not the P-1
+      discarded ones), the reverse sweep of
+      `include/bt/Transforms/Autodiff.h` gives the
       gradient of the loss with respect to every parameter the loss reads,
       and the optimizer below updates them. Arguments (`bt.name`):
       the batch (`eval_loss`'s inputs: `input_ids`, `attention_mask`,
