@@ -74,6 +74,29 @@ inline mlir::arith::FastMathFlagsAttr reassoc(mlir::OpBuilder &b) {
       b.getContext(), mlir::arith::FastMathFlags::reassoc);
 }
 
+/// Splits the flat loop index `iv` = ((b_0 · B_1 + b_1) · ... ) · H + h of a
+/// loop over the heads of the batch dims `batchSizes` = [B_0, ..., B_{nb-1}]
+/// into the head `h` and the batch indices `bIdx` [b_0, ..., b_{nb-1}].
+/// Used by the per-head attention loops (forward and backward).
+inline void delinearizeHeadIndex(mlir::OpBuilder &b, mlir::Location loc,
+                                 mlir::Value iv, mlir::Value heads,
+                                 llvm::ArrayRef<mlir::Value> batchSizes,
+                                 mlir::Value &h,
+                                 llvm::SmallVectorImpl<mlir::Value> &bIdx) {
+  h = b.create<mlir::arith::RemUIOp>(loc, iv, heads);
+  mlir::Value rest = b.create<mlir::arith::DivUIOp>(loc, iv, heads);
+  size_t nb = batchSizes.size();
+  bIdx.assign(nb, mlir::Value());
+  for (int i = static_cast<int>(nb) - 1; i >= 0; --i) {
+    if (i == 0) {
+      bIdx[i] = rest;
+    } else {
+      bIdx[i] = b.create<mlir::arith::RemUIOp>(loc, rest, batchSizes[i]);
+      rest = b.create<mlir::arith::DivUIOp>(loc, rest, batchSizes[i]);
+    }
+  }
+}
+
 /// Builders of the tensor-level IR at one insertion point, shared by the
 /// op emitters of bt-lower-to-linalg and bt-lower-backward (each derives its
 /// `Emitter` from this). Element types are whatever the caller passes; the

@@ -561,18 +561,9 @@ public:
         loc, zero, g, one, inits,
         [&](OpBuilder &lb, Location l, Value iv, ValueRange iter) {
           Emitter e(lb, l);
-          // iv = ((b0 · B1 + b1) ...) · H + h.
-          Value h = lb.create<arith::RemUIOp>(l, iv, headsV);
-          Value rest = lb.create<arith::DivUIOp>(l, iv, headsV);
-          SmallVector<Value> bIdx(nb);
-          for (int i = static_cast<int>(nb) - 1; i >= 0; --i) {
-            if (i == 0) {
-              bIdx[i] = rest;
-            } else {
-              bIdx[i] = lb.create<arith::RemUIOp>(l, rest, batchSizes[i]);
-              rest = lb.create<arith::DivUIOp>(l, rest, batchSizes[i]);
-            }
-          }
+          Value h;
+          SmallVector<Value> bIdx;
+          delinearizeHeadIndex(lb, l, iv, headsV, batchSizes, h, bIdx);
           SmallVector<OpFoldResult> offsets, sliceSizes,
               strides(n, lb.getIndexAttr(1));
           for (unsigned i = 0; i < nb; ++i) {
