@@ -17,8 +17,8 @@
 #
 # Measured here (2 shared cores, 1200 steps): held-out loss 8.36 -> 3.89 nats/token
 # (perplexity 48.8) in 6.7-10.5 min depending on the machine's load; bt and PyTorch
-# loss curves within 1.4e-5 over 200 steps; train tokens/s bt/PyTorch 0.81 (steps
-# taken in turns).
+# loss curves within 1.4e-5 over 200 steps; train tokens/s bt/PyTorch 0.81-0.98
+# (steps taken in turns; 0.88 on a fresh clone, whole script 27.6 min incl. build).
 #
 # Environment: STEPS (default 1200), BATCH (16), BASELINE_STEPS (200; 0 = no
 # PyTorch baseline), THREADS (2), OUT (build/kjv).
