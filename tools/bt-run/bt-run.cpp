@@ -2,6 +2,8 @@
 //
 //   bt-run compile <checkpoint> [--emit bt|bt-layer|llvm|artifact|executable]
 //                  [--target cpu] [--cpu NAME] [-o OUT]
+//   bt-run compile <checkpoint> --target cuda --emit ptx|llvm|bt|bt-layer
+//                  [--cuda-path DIR] [--gpu-chip sm_90] [-o OUT]
 //   bt-run eval <checkpoint|artifact|executable> --inputs IN -o OUT
 //   bt-run generate <checkpoint|artifact|executable>
 //                  (--inputs PROMPT.safetensors -o OUT | --prompt TEXT...)
@@ -32,6 +34,7 @@
 #include "RuntimeBridge.h"
 
 #include "bt/Codegen/CPUCodegen.h"
+#include "bt/Codegen/CUDACodegen.h"
 #include "bt/Codegen/Passes.h"
 #include "bt/Codegen/Pipelines.h"
 #include "bt/Dialect/BT/IR/BTOps.h"
@@ -75,10 +78,23 @@ cl::opt<std::string> outputPath("o", cl::desc("Output file"),
 cl::opt<std::string> emit(
     "emit",
     cl::desc("compile: what to write — bt (model-level IR), bt-layer "
-             "(layer-level IR), llvm (LLVM IR), artifact, executable"),
+             "(layer-level IR), llvm (LLVM IR; the host code for cuda), "
+             "artifact, executable (cpu), ptx (cuda: the kernels)"),
     cl::init("executable"), cl::cat(btCategory));
-cl::opt<std::string> target("target", cl::desc("Target: cpu"), cl::init("cpu"),
-                            cl::cat(btCategory));
+cl::opt<std::string> target("target",
+                            cl::desc("Target: cpu, or cuda (NVIDIA GPUs, "
+                                     "PTX for --gpu-chip)"),
+                            cl::init("cpu"), cl::cat(btCategory));
+cl::opt<std::string> cudaPath(
+    "cuda-path",
+    cl::desc("--target cuda: the CUDA toolkit whose libdevice resolves the "
+             "kernels' math functions (default: the build's, usually "
+             "/usr/local/cuda)"),
+    cl::cat(btCategory));
+cl::opt<std::string> gpuChip("gpu-chip",
+                             cl::desc("--target cuda: the GPU architecture "
+                                      "(default sm_90: H100/H200)"),
+                             cl::init("sm_90"), cl::cat(btCategory));
 cl::opt<std::string> cpuName(
     "cpu",
     cl::desc("LLVM CPU of the kernels: 'native' (this machine), or a name such "
@@ -205,6 +221,8 @@ cl::opt<std::string> pythonPath(
 constexpr const char *kUsage =
     "bt-run: compile and run Block Transformer checkpoints\n\n"
     "  bt-run compile <checkpoint> [--emit bt|bt-layer|llvm|artifact|executable]"
+    " [-o OUT]\n"
+    "  bt-run compile <checkpoint> --target cuda --emit ptx|llvm [--cuda-path DIR]"
     " [-o OUT]\n"
     "  bt-run eval <checkpoint|artifact|executable> --inputs IN -o OUT\n"
     "  bt-run generate <checkpoint|artifact|executable>\n"
@@ -338,6 +356,60 @@ std::unique_ptr<bt::bridge::Model> loadModel(const std::string &input,
   return model;
 }
 
+/// Whether --target and --emit `emitKind` go together (checked before a
+/// checkpoint is loaded).
+LogicalResult checkTarget(const std::string &emitKind) {
+  if (target != "cpu" && target != "cuda") {
+    fail("--target " + target + ": expected cpu or cuda");
+    return failure();
+  }
+  if (target == "cuda" && emitKind != "bt" && emitKind != "bt-layer" &&
+      emitKind != "ptx" && emitKind != "llvm") {
+    fail("--target cuda --emit " + emitKind +
+         ": this version writes the kernels (ptx) and the host code (llvm), "
+         "not yet an artifact or executable (the runtime has no CUDA "
+         "backend yet)");
+    return failure();
+  }
+  if (target == "cpu" && emitKind == "ptx") {
+    fail("--emit ptx needs --target cuda");
+    return failure();
+  }
+  return success();
+}
+
+/// --target cuda, after bt-lower-kv-caches: bt-cuda-pipeline, then the PTX
+/// of the kernels (--emit ptx) or the host code as LLVM IR (--emit llvm).
+LogicalResult compileCUDA(ModuleOp module,
+                          std::vector<bt::bridge::EntryInfo> &entries,
+                          const std::string &emitKind,
+                          const std::string &outPath) {
+  bt::CUDAPipelineOptions options;
+  options.blas = !noBlas;
+  options.fuseLocalAttention = static_cast<bool>(fuseLocalAttention);
+  options.chip = std::string(gpuChip);
+  if (!cudaPath.empty())
+    options.cudaPath = std::string(cudaPath);
+  if (failed(bt::runCUDAPipeline(module, options)) ||
+      failed(setEntryParams(module, entries)))
+    return failure();
+  FailureOr<std::string> ptx = bt::takePTX(module);
+  if (failed(ptx))
+    return failure();
+  if (emitKind == "ptx")
+    return writeText(outPath, [&](llvm::raw_ostream &os) { os << *ptx; });
+  bt::CPUCodegenOptions host;
+  host.cpu = cpuName.empty() ? "x86-64-v3" : std::string(cpuName);
+  if (host.cpu == "native")
+    host.cpu.clear();
+  llvm::Expected<std::string> ir = bt::compileToLLVMIR(module, host);
+  if (!ir) {
+    fail(llvm::toString(ir.takeError()));
+    return failure();
+  }
+  return writeText(outPath, [&](llvm::raw_ostream &os) { os << *ir; });
+}
+
 /// Compiles `model` as `--emit` asks. For artifact/executable, writes to
 /// `outPath`; for IR, prints to `outPath` (stdout if empty). `thisMachine`:
 /// the artifact runs here and now, so the kernels target the host CPU
@@ -345,10 +417,8 @@ std::unique_ptr<bt::bridge::Model> loadModel(const std::string &input,
 LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
                       const std::string &emitKind, const std::string &outPath,
                       const char *argv0, bool thisMachine = false) {
-  if (target != "cpu") {
-    fail("--target " + target + ": only 'cpu' is implemented in this version");
+  if (failed(checkTarget(emitKind)))
     return failure();
-  }
   OwningOpRef<ModuleOp> module = bt::importModel(&context, model.spec());
   if (!module)
     return failure();
@@ -387,6 +457,8 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
           [](PassManager &pm) { pm.addPass(bt::createBTLowerKVCaches()); })))
     return failure();
   std::vector<bt::bridge::EntryInfo> entries = collectEntries(*module);
+  if (target == "cuda")
+    return compileCUDA(*module, entries, emitKind, outPath);
   bt::CPUPipelineOptions pipelineOptions;
   pipelineOptions.blas = !noBlas;
   pipelineOptions.fuseLocalAttention = static_cast<bool>(fuseLocalAttention);
@@ -577,14 +649,18 @@ int main(int argc, char **argv) {
 
   DialectRegistry registry;
   registry.insert<bt::BTDialect>();
-  bt::registerCPUCodegenDialects(registry);
+  bt::registerCUDACodegenDialects(registry);
   MLIRContext context(registry);
 
   if (command == "compile") {
-    static const llvm::StringSet<> kinds = {"bt", "bt-layer", "llvm", "artifact",
-                                            "executable"};
+    static const llvm::StringSet<> kinds = {"bt",       "bt-layer",
+                                            "llvm",     "artifact",
+                                            "executable", "ptx"};
     if (!kinds.contains(emit))
-      return usage("--emit " + emit + ": expected bt, bt-layer, llvm, artifact or executable");
+      return usage("--emit " + emit +
+                   ": expected bt, bt-layer, llvm, artifact, executable or ptx");
+    if (failed(checkTarget(emit)))
+      return 1;
     bool binary = emit == "artifact" || emit == "executable";
     if (binary && outputPath.empty())
       return usage("compile --emit " + emit + " needs -o <path>");
