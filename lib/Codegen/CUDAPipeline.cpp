@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/Timing.h"
@@ -54,11 +55,13 @@ void bt::buildCUDAPipeline(OpPassManager &pm,
   // tensors, weights as leading arguments, elementwise fusion.
   if (options.fuseLocalAttention)
     pm.addPass(createBTFuseLocalAttention());
-  pm.addPass(createBTLowerKVCaches());
-  // The CPU's fused local-attention kernel keeps per-head buffers on the
-  // host stack; here every buffer is device memory (the unfused chain).
+  // Attention as dedicated kernels (GPUAttention.h): the fused local
+  // attention, prefill and split-K decode attention.
+  BTLowerKVCachesOptions caches;
+  caches.gpuAttention = true;
+  pm.addPass(createBTLowerKVCaches(caches));
   BTLowerToLinalgOptions lowering;
-  lowering.fusedKernel = false;
+  lowering.gpuAttention = true;
   pm.addPass(createBTLowerToLinalg(lowering));
   pm.addPass(createBTParamsToArguments());
   pm.addPass(createBTMarkEntryPoints());
@@ -105,6 +108,8 @@ void bt::buildCUDAPipeline(OpPassManager &pm,
   pm.addPass(createBTGPUHostAccesses());
 
   // Kernels: outlined into one gpu.module → NVVM → PTX.
+  // Constants and index arithmetic into the kernels (not kernel arguments).
+  pm.addPass(createGpuLauchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createBTMergeGPUModules());
   GpuNVVMAttachTargetOptions target;
@@ -159,8 +164,33 @@ void bt::registerCUDAPipeline() {
       buildCUDAPipeline);
 }
 
+namespace {
+/// gpu.barrier declares no memory effects in MLIR 19, and the ownership-based
+/// buffer deallocation rejects ops with unknown effects inside the attention
+/// kernels (emitted as gpu.launch before bufferization). A barrier orders
+/// all memory accesses of the block: it reads and writes memory.
+struct BarrierEffectsModel
+    : public MemoryEffectOpInterface::ExternalModel<BarrierEffectsModel,
+                                                    gpu::BarrierOp> {
+  void getEffects(
+      Operation *,
+      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+          &effects) const {
+    effects.emplace_back(MemoryEffects::Read::get());
+    effects.emplace_back(MemoryEffects::Write::get());
+  }
+};
+} // namespace
+
+void bt::registerCUDACodegenInterfaceModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, gpu::GPUDialect *) {
+    gpu::BarrierOp::attachInterface<BarrierEffectsModel>(*ctx);
+  });
+}
+
 void bt::registerCUDACodegenDialects(DialectRegistry &registry) {
   registerCPUCodegenDialects(registry);
+  registerCUDACodegenInterfaceModels(registry);
   registry.insert<gpu::GPUDialect, NVVM::NVVMDialect>();
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerGPUDialectTranslation(registry);

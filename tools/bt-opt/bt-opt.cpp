@@ -27,6 +27,7 @@ int main(int argc, char **argv) {
   mlir::registerAllGPUToLLVMIRTranslations(registry);
   registry.insert<bt::BTDialect>();
   bt::registerBTCodegenInterfaceModels(registry);
+  bt::registerCUDACodegenInterfaceModels(registry);
 
   mlir::registerAllPasses();
   bt::registerBTTransformsPasses();

@@ -452,9 +452,13 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
     return writeText(outPath, [&](llvm::raw_ostream &os) { module->print(os); });
 
   // KV caches → in-out tensors, so that the entry points have their final
-  // signatures (bt-cpu-pipeline runs this pass again, with nothing to do).
-  if (failed(runPasses(
-          [](PassManager &pm) { pm.addPass(bt::createBTLowerKVCaches()); })))
+  // signatures (the pipelines run this pass again, with nothing to do); on
+  // the CUDA target their attention becomes the GPU kernels here.
+  if (failed(runPasses([](PassManager &pm) {
+        bt::BTLowerKVCachesOptions caches;
+        caches.gpuAttention = target == "cuda";
+        pm.addPass(bt::createBTLowerKVCaches(caches));
+      })))
     return failure();
   std::vector<bt::bridge::EntryInfo> entries = collectEntries(*module);
   if (target == "cuda")

@@ -61,11 +61,26 @@ def BTLowerKVCaches : Pass<"bt-lower-kv-caches", "::mlir::ModuleOp"> {
     Limits (errors): caches may be used in the entry block of a function and
     in `scf.for` bodies nested in it only (no other regions, no branches,
     no calls with caches).
+
+    With `gpu-attention` (the CUDA pipeline), `bt.kv_attend` becomes the
+    CUDA target's attention kernels over the same views (head-major keys
+    and values, the key flags, the causal offset `len − S`): split-K
+    (FlashDecoding) for decode-like queries (static S ≤ 4), the tiled
+    online-softmax kernel otherwise (docs/codegen-cuda.md, "Attention
+    kernels"); head dims above 128 keep the head loop.
   }];
+  let options = [
+    Option<"gpuAttention", "gpu-attention", "bool", /*default=*/"false",
+           "Lower bt.kv_attend to the CUDA target's attention kernels">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
     "::mlir::cf::ControlFlowDialect",
+    "::mlir::gpu::GPUDialect",
     "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",
   ];
@@ -111,6 +126,20 @@ def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
     read with `tensor.dim`. f16/bf16 activations are computed in f32 and
     rounded back (matmuls stay in the element type).
 
+    With `gpu-attention` (the CUDA pipeline), the attention ops become
+    dedicated GPU kernels instead (docs/codegen-cuda.md, "Attention
+    kernels"), emitted at tensor level as `gpu.launch` ops on
+    `bufferization.to_memref ... read_only` views of the operands writing a
+    `memref.alloc` returned through `bufferization.to_tensor restrict
+    writable`: `bt.fused_local_attention` → one kernel, one block per
+    (block, head), q and k rotated into shared memory with v, a warp per
+    query row (f32, static S and hd with the three [S, hd + 1] arrays within
+    48 KiB; else the unfused chain with the kernel below);
+    `bt.attention` / `bt.local_attention` → the tiled online-softmax kernel
+    (a block per 4 query rows of a head, keys and values in shared-memory
+    tiles of 32, a lane per key), or split-K for static S ≤ 4. Head dims
+    above 128 keep the head loop.
+
     `bt.param_ref` is left alone (`bt-params-to-arguments` replaces it), and
     so is `bt.sample`, which one-shot bufferization turns into a call of the
     runtime's sampler `bt_rt_sample` (its `BufferizableOpInterface` model is
@@ -123,11 +152,14 @@ def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
   let options = [
     Option<"fusedKernel", "fused-kernel", "bool", /*default=*/"true",
            "Lower bt.fused_local_attention to one kernel (false: the unfused chain)">,
+    Option<"gpuAttention", "gpu-attention", "bool", /*default=*/"false",
+           "Lower the attention ops to the CUDA target's attention kernels">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::cf::ControlFlowDialect",
+    "::mlir::gpu::GPUDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::math::MathDialect",

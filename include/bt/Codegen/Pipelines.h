@@ -132,6 +132,13 @@ void registerCUDAPipeline();
 /// (gpu-module-to-binary).
 void registerCUDACodegenDialects(mlir::DialectRegistry &registry);
 
+/// Registers the external interface models the CUDA pipeline needs on
+/// upstream ops: memory effects (read + write) of gpu.barrier, which the
+/// buffer deallocation pipeline meets inside the attention kernels. Part of
+/// registerCUDACodegenDialects; bt-opt calls it next to its own
+/// registrations.
+void registerCUDACodegenInterfaceModels(mlir::DialectRegistry &registry);
+
 /// Appends the passes of `bt-cpu-pipeline` to `pm` (which runs on a
 /// builtin.module). The pass list is documented in docs/codegen.md.
 void buildCPUPipeline(mlir::OpPassManager &pm, const CPUPipelineOptions &options);
