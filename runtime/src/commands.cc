@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "bt/runtime/bench.h"
 #include "bt/runtime/compare.h"
 #include "bt/runtime/config.h"
+#include "bt/runtime/cuda.h"
 #include "bt/runtime/safetensors.h"
 #include "bt/runtime/status_macros.h"
 #include "bt/runtime/tokenizer.h"
@@ -71,6 +73,8 @@ std::string Usage(const std::string &prog) {
       "                                         writes new_tokens [B, N] and step_logits [N, B, V];\n",
       "                                         --prompt tokenizes with the artifact's SentencePiece\n",
       "                                         model and prints the text\n",
+      "  devices                                list the CPU and the CUDA GPU (or why "
+      "none is usable)\n",
       "  compare <actual> <reference> --check NAME[=REFNAME]:atol=X|rtol=X|equal ...\n",
       "                                         check tensors of two safetensors "
       "files against\n",
@@ -408,6 +412,17 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     return usage_error("missing command");
   const std::string cmd = args[i++];
 
+  if (cmd == "devices") {
+    // The devices this binary can run on (no model needed): always the CPU,
+    // and a CUDA GPU or the reason there is none (bt/runtime/cuda.h).
+    if (i < args.size())
+      return usage_error(absl::StrCat("devices takes no arguments, got '",
+                                      args[i], "'"));
+    out << "cpu: " << std::thread::hardware_concurrency()
+        << " hardware threads\n";
+    out << DescribeCudaAvailability() << "\n";
+    return 0;
+  }
   if (cmd == "compare") {
     // compare <actual> <reference> --check NAME:atol=X ... (no model needed)
     std::vector<std::string> files;
