@@ -15,13 +15,36 @@ can take turns call by call:
     (start)                                        -> {"ready": true, "description": "torch ..."}
     {"cmd": "prepare", "setting": "forward", "batch": B, "prompt_tokens": T, "gen_tokens": 0}
                                                    -> {"ok": true}   (inputs built, peak RSS reset)
+    {"cmd": "prepare", "setting": "prefill-heavy" | "decode-heavy", "batch": B,
+     "prompt_tokens": T, "gen_tokens": N, "prompt": F}
+                                                   -> {"ok": true}   (F: input_ids [B, T] I64,
+                                                      the prompts bt generates from)
     {"cmd": "call"}                                -> {"seconds": s} (one forward, no_grad, fp32)
+                                                      generation: {"progress": n, "total": N}
+                                                      lines (after the prefill and each block),
+                                                      then {"seconds": s, "prefill_seconds": p,
+                                                      "kv_bytes_per_sample": k} (greedy generate
+                                                      of N tokens, EOS ignored, no step logits)
+    {"cmd": "tokens", "output": G}                 -> {"ok": true}   (the last generation's
+                                                      new_tokens [B, N] I64 to G)
     {"cmd": "peak"}                                -> {"peak_rss_mb": m}
     {"cmd": "logits", "inputs": F, "output": G}    -> {"ok": true}   (forward on F, logits to G)
     errors                                         -> {"error": message}; EOF ends the process.
 `--bench` runs the same forward settings on its own and prints one JSON result per setting:
     bt_torch.py --bench --model-dir DIR --batch 1,8 --tokens 512 --iters 5 --warmup 1 --threads 2
-Both print {"unavailable": reason} and exit with status 3 when torch or numpy cannot be imported.
+`--train-serve` is the PyTorch side of `train --baseline torch` (runtime/include/bt/runtime/train.h):
+the same model, initial weights (DIR/model.safetensors, official names), batches in the same order
+(`--batches`: input_ids/attention_mask/labels [S, B, N, L], block_attention_mask [S, B, N], as bt
+feeds them) and learning rate per step (bt's compiled schedule's, sent with each request), with
+torch.optim.AdamW (one parameter group, weight decay on every parameter, as the official DeepSpeed
+setup) and clip_grad_norm_ — the official trainer's optimizer step. bt and torch take turns step by
+step (protocol: train_serve below), so a shared machine's load hits both alike. `--train` runs the
+same steps on its own with the `lr` column of bt's log.csv:
+    bt_torch.py --train --model-dir DIR --batches B.safetensors --lr-from log.csv --steps S \
+        --threads 2 --out torch_log.csv
+writing step,loss,grad_norm,lr,seconds,tokens_per_s per step (seconds: forward + backward + clip +
+AdamW, like bt's train_step).
+All modes print {"unavailable": reason} and exit with status 3 when torch or numpy cannot be imported.
 
 Shapes: B batch, N blocks, L = L_B block length, D block width, T token width,
 P prefix length, V vocabulary, H heads, hd head dim.
@@ -43,7 +66,7 @@ try:
 except ImportError as e:
     # bt-run bench reads this line and continues without the baseline.
     _msg = f"{sys.executable} cannot import torch/numpy ({e})"
-    if "--bench" in sys.argv or "--serve" in sys.argv:
+    if any(a in sys.argv for a in ("--bench", "--serve", "--train", "--train-serve")):
         print(json.dumps({"unavailable": _msg}), flush=True)
     print(f"bt_torch.py: {_msg}", file=sys.stderr)
     sys.exit(3)
@@ -99,6 +122,18 @@ def read_safetensors(path):
 # --------------------------------------------------------------------------
 # Model
 # --------------------------------------------------------------------------
+
+def _cache_bytes(caches):
+    """Bytes of the key/value tensors in per-layer cache dicts (values: tensors, or per-row dicts)."""
+    total = 0
+    for c in caches:
+        for v in c.values():
+            if isinstance(v, dict):
+                total += _cache_bytes([v])
+            else:
+                total += v.element_size() * v.nelement()
+    return total
+
 
 class Stack:
     """Architecture of one GPT-NeoX stack."""
@@ -157,7 +192,9 @@ class NeoXLayer(nn.Module):
         total = k.shape[2]
         scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(c.head_dim))
         fmin = torch.finfo(scores.dtype).min
-        causal = torch.ones(total, total, dtype=torch.bool).tril()[total - s:]
+        # Query i (at total - s + i) sees keys 0 .. total - s + i: an [s, total] mask (not a
+        # [total, total] one, which would cost O(total^2) per decoding step).
+        causal = torch.arange(total)[None, :] <= torch.arange(total - s, total)[:, None]
         scores = torch.where(causal, scores, torch.tensor(fmin, dtype=scores.dtype))
         if key_mask is not None:
             scores = scores + (1.0 - key_mask[:, None, None, :].to(scores.dtype)) * fmin
@@ -267,13 +304,17 @@ class BlockTransformer(nn.Module):
 
 
     @torch.no_grad()
-    def generate(self, prompt_ids, prompt_mask, max_new_tokens, official_positions=False):
+    def generate(self, prompt_ids, prompt_mask, max_new_tokens, official_positions=False,
+                 keep_logits=True, progress=None, stats=None):
         """Greedy generation with KV caches (global: one entry per block; local: one block).
         prompt_ids/mask [B, T] (left padding: mask 0). The prompt is left-padded to a block
         boundary (official preprocess_inputs_for_generation). Token-decoder positions are the
         training ones (0..P+L-2) unless official_positions, which reproduces the official
         generate: every prefix vector at 0, token t_{k-1} at k. Returns (new_tokens [B, N],
-        step_logits [N, B, V]). No EOS stopping."""
+        step_logits [N, B, V], or None without keep_logits). No EOS stopping.
+        progress(done, total) is called after the prefill and after each block; stats (a dict)
+        receives prefill_seconds and kv_bytes_per_sample (the block decoder's cache at the end)."""
+        t_start = time.perf_counter()
         bsz, t = prompt_ids.shape
         pad = (-t) % self.L
         ids = F.pad(prompt_ids, (pad, 0), value=self.pad_id).view(bsz, -1, self.L)
@@ -282,6 +323,10 @@ class BlockTransformer(nn.Module):
         caches = [dict() for _ in self.block_decoder.layers]
         x = self.embeddings(ids).reshape(bsz, ids.shape[1], -1)
         ctx = self.block_decoder(x, block_mask, caches=caches)[:, -1]
+        if stats is not None:
+            stats["prefill_seconds"] = time.perf_counter() - t_start
+        if progress:
+            progress(0, max_new_tokens)
         new_tokens, step_logits = [], []
         while len(new_tokens) < max_new_tokens:
             prefix = self.expansion(ctx).view(bsz, self.P, self.T)
@@ -295,7 +340,8 @@ class BlockTransformer(nn.Module):
             for k in range(self.L):
                 logits = self.embed_out(h)
                 nxt = logits.argmax(-1)
-                step_logits.append(logits)
+                if keep_logits:
+                    step_logits.append(logits)
                 new_tokens.append(nxt)
                 block.append(nxt)
                 if len(new_tokens) == max_new_tokens or k == self.L - 1:
@@ -303,13 +349,18 @@ class BlockTransformer(nn.Module):
                 p = k + 1 if official_positions else self.P + k
                 h = self.token_decoder(self.token_embed(nxt)[:, None], positions=torch.tensor([p]),
                                        caches=local)[:, -1]
+            if progress:
+                progress(len(new_tokens), max_new_tokens)
             if len(new_tokens) == max_new_tokens:
                 break
             blk = torch.stack(block, dim=1)  # [B, L]
             block_mask = torch.cat([block_mask, torch.ones(bsz, 1, dtype=torch.long)], dim=1)
             x = self.embeddings(blk).reshape(bsz, 1, -1)
             ctx = self.block_decoder(x, block_mask, caches=caches)[:, -1]
-        return torch.stack(new_tokens, dim=1), torch.stack(step_logits, dim=0)
+        if stats is not None:
+            stats["kv_bytes_per_sample"] = _cache_bytes(caches) // bsz
+        return (torch.stack(new_tokens, dim=1),
+                torch.stack(step_logits, dim=0) if keep_logits else None)
 
 
 class VanillaNeoX(nn.Module):
@@ -337,26 +388,51 @@ class VanillaNeoX(nn.Module):
 
 
     @torch.no_grad()
-    def generate(self, prompt_ids, prompt_mask, max_new_tokens):
-        """HF-style greedy generation with a KV cache; positions cumsum(mask)-1 (pads at 1)."""
+    def generate(self, prompt_ids, prompt_mask, max_new_tokens, keep_logits=True, progress=None,
+                 stats=None):
+        """HF-style greedy generation with a KV cache; positions cumsum(mask)-1 (pads at 1).
+        Without padding every row has the same positions and the batch runs as one; otherwise
+        row by row. keep_logits, progress (after the prefill and each token) and stats
+        (prefill_seconds, kv_bytes_per_sample) as BlockTransformer.generate."""
+        t_start = time.perf_counter()
         pos = prompt_mask.cumsum(-1) - 1
         pos = pos.masked_fill(prompt_mask == 0, 1)
+        batched = bool((prompt_mask == 1).all())
         caches = [dict() for _ in self.gpt_neox.layers]
         mask = prompt_mask
         new_tokens, step_logits = [], []
         x = self.embed_in(prompt_ids)
-        # Rows may need different positions: run the stack per row for the prompt.
-        h = self._rows(x, mask, pos, caches)
+        if batched:
+            h = self.gpt_neox(x, mask, positions=pos[0], caches=caches)[:, -1]
+        else:
+            # Rows may need different positions: run the stack per row for the prompt.
+            h = self._rows(x, mask, pos, caches)
+        if stats is not None:
+            stats["prefill_seconds"] = time.perf_counter() - t_start
+        if progress:
+            progress(0, max_new_tokens)
         nxt_pos = pos[:, -1] + 1
-        for _ in range(max_new_tokens):
+        for step in range(max_new_tokens):
             logits = self.embed_out(h)
             nxt = logits.argmax(-1)
-            step_logits.append(logits)
+            if keep_logits:
+                step_logits.append(logits)
             new_tokens.append(nxt)
+            if progress:
+                progress(step + 1, max_new_tokens)
+            if step == max_new_tokens - 1:
+                break
             mask = torch.cat([mask, torch.ones(mask.shape[0], 1, dtype=mask.dtype)], dim=1)
-            h = self._rows(self.embed_in(nxt)[:, None], mask, nxt_pos[:, None], caches)
+            if batched:
+                h = self.gpt_neox(self.embed_in(nxt)[:, None], mask, positions=nxt_pos[:1],
+                                  caches=caches)[:, -1]
+            else:
+                h = self._rows(self.embed_in(nxt)[:, None], mask, nxt_pos[:, None], caches)
             nxt_pos = nxt_pos + 1
-        return torch.stack(new_tokens, dim=1), torch.stack(step_logits, dim=0)
+        if stats is not None:
+            stats["kv_bytes_per_sample"] = _cache_bytes(caches) // prompt_ids.shape[0]
+        return (torch.stack(new_tokens, dim=1),
+                torch.stack(step_logits, dim=0) if keep_logits else None)
 
     def _rows(self, x, key_mask, positions, caches):
         """Runs the stack row by row (per-row positions) and returns the last hidden state [B, W]."""
@@ -517,12 +593,20 @@ def eval_inputs(model, path):
     return (t["input_ids"], t["attention_mask"])
 
 
+GENERATION_SETTINGS = ("prefill-heavy", "decode-heavy")
+
+
 def serve(args):
     """The request loop of --serve (protocol in the module docstring)."""
     model, desc = load_bench_model(args)
     gen = torch.Generator().manual_seed(args.seed)
     inputs = None
+    prompt, gen_tokens, last_tokens = None, 0, None
     print(json.dumps({"ready": True, "description": desc}), flush=True)
+
+    def report(done, total):
+        print(json.dumps({"progress": done, "total": total}), flush=True)
+
     with torch.no_grad():
         for line in sys.stdin:
             if not line.strip():
@@ -531,19 +615,43 @@ def serve(args):
                 req = json.loads(line)
                 cmd = req["cmd"]
                 if cmd == "prepare":
-                    if req["setting"] != "forward":
+                    inputs, prompt, last_tokens = None, None, None
+                    if req["setting"] in GENERATION_SETTINGS:
+                        ids = read_safetensors(req["prompt"])[0]["input_ids"]
+                        if list(ids.shape) != [int(req["batch"]), int(req["prompt_tokens"])]:
+                            raise ValueError(f"prompt {list(ids.shape)} does not match the setting")
+                        prompt = torch.from_numpy(ids)
+                        gen_tokens = int(req["gen_tokens"])
+                    elif req["setting"] == "forward":
+                        inputs = forward_inputs(model, int(req["batch"]), int(req["prompt_tokens"]), gen)
+                    else:
                         raise ValueError(f"setting {req['setting']!r} is not implemented")
-                    inputs = None
-                    inputs = forward_inputs(model, int(req["batch"]), int(req["prompt_tokens"]), gen)
                     _reset_peak_rss()
                     reply = {"ok": True}
                 elif cmd == "call":
-                    if inputs is None:
+                    if prompt is not None:
+                        # Greedy, EOS ignored (generate never stops early), no step logits kept.
+                        stats = {}
+                        last_tokens = None
+                        t0 = time.perf_counter()
+                        toks, _ = model.generate(prompt, torch.ones_like(prompt), gen_tokens,
+                                                 keep_logits=False, progress=report, stats=stats)
+                        reply = {"seconds": time.perf_counter() - t0,
+                                 "prefill_seconds": stats["prefill_seconds"],
+                                 "kv_bytes_per_sample": stats["kv_bytes_per_sample"]}
+                        last_tokens = toks
+                    elif inputs is not None:
+                        t0 = time.perf_counter()
+                        out = run_forward(model, inputs)
+                        reply = {"seconds": time.perf_counter() - t0}
+                        del out
+                    else:
                         raise ValueError("call before prepare")
-                    t0 = time.perf_counter()
-                    out = run_forward(model, inputs)
-                    reply = {"seconds": time.perf_counter() - t0}
-                    del out
+                elif cmd == "tokens":
+                    if last_tokens is None:
+                        raise ValueError("tokens before a generation call")
+                    write_safetensors(req["output"], {"new_tokens": last_tokens.numpy()})
+                    reply = {"ok": True}
                 elif cmd == "peak":
                     reply = {"peak_rss_mb": _peak_rss_mb()}
                 elif cmd == "logits":
@@ -589,6 +697,95 @@ def bench(args):
             write_safetensors(args.check_output, {"logits": logits.numpy()})
 
 
+def read_lr_column(path):
+    """{step: lr} from bt's log.csv (rows with a loss; the header names the columns)."""
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+        cs, cl = header.index("step"), header.index("lr")
+        lrs = {}
+        for line in f:
+            c = line.strip().split(",")
+            if len(c) > cl and c[cl]:
+                lrs[int(c[cs])] = float(c[cl])
+    return lrs
+
+
+class TrainSession:
+    """The model, bt's batches and AdamW of --train / --train-serve."""
+
+    def __init__(self, args):
+        torch.set_num_threads(args.threads)
+        cfg = json.load(open(os.path.join(args.model_dir, "bt_config.json")))
+        self.model = model_from_bt_config(cfg)
+        if not isinstance(self.model, BlockTransformer):
+            raise SystemExit("bt_torch.py --train: only the Block Transformer is implemented")
+        w, _ = read_safetensors(os.path.join(args.model_dir, "model.safetensors"))
+        self.model.load(w)
+        del w
+        self.model.train()
+        self.batches, _ = read_safetensors(args.batches)
+        self.steps = self.batches["input_ids"].shape[0]
+        self.tokens = int(np.prod(self.batches["input_ids"].shape[1:]))
+        self.clip = args.clip
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=0.0, betas=(args.beta1, args.beta2),
+                                     eps=args.eps, weight_decay=args.weight_decay)
+        self.description = f"torch {torch.__version__}, {torch.get_num_threads()} thread(s)"
+
+    def step(self, step, lr):
+        """Optimizer step `step` (1-based: batch step - 1) at `lr`: (loss, grad_norm, seconds)."""
+        b = {k: torch.from_numpy(v[step - 1]) for k, v in self.batches.items()}
+        t0 = time.perf_counter()
+        for g in self.opt.param_groups:
+            g["lr"] = lr
+        _, loss = self.model(b["input_ids"], b["attention_mask"], b["block_attention_mask"], b["labels"])
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
+        self.opt.step()
+        return loss.item(), float(norm), time.perf_counter() - t0
+
+
+def train(args):
+    """--train: every dumped batch at bt's learning rates (log.csv), per-step CSV."""
+    s = TrainSession(args)
+    lrs = read_lr_column(args.lr_from)
+    steps = min(args.steps, s.steps)
+    rows = ["step,loss,grad_norm,lr,seconds,tokens_per_s"]
+    print(f"[torch] {s.description}: {steps} steps of {s.tokens} tokens", file=sys.stderr, flush=True)
+    for step in range(1, steps + 1):
+        loss, norm, dt = s.step(step, lrs[step])
+        rows.append(f"{step},{loss:.9g},{norm:.9g},{lrs[step]:.9g},{dt:.6f},{s.tokens / dt:.1f}")
+    tmp = args.out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(rows) + "\n")
+    os.replace(tmp, args.out)
+
+
+def train_serve(args):
+    """--train-serve: one optimizer step per request, so that bt and torch take turns step by step
+    (bt/runtime/train.h):
+        (start)                                   -> {"ready": true, "description": ..., "steps": S}
+        {"cmd": "step", "step": s, "lr": x}       -> {"loss": l, "grad_norm": g, "seconds": t}
+        errors                                    -> {"error": message}; EOF ends the process."""
+    s = TrainSession(args)
+    print(json.dumps({"ready": True, "description": s.description, "steps": s.steps}), flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+            if req["cmd"] != "step":
+                raise ValueError(f"unknown command {req['cmd']!r}")
+            step = int(req["step"])
+            if not 1 <= step <= s.steps:
+                raise ValueError(f"step {step} outside the {s.steps} dumped batches")
+            loss, norm, dt = s.step(step, float(req["lr"]))
+            reply = {"loss": loss, "grad_norm": norm, "seconds": dt}
+        except Exception as e:  # reported to bt
+            reply = {"error": f"{type(e).__name__}: {e}"}
+        print(json.dumps(reply), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", metavar="FIXTURES_DIR", help="compare with every official fixture case")
@@ -603,10 +800,32 @@ def main():
     ap.add_argument("--seed", type=int, default=0, help="--bench: seed of the random ids")
     ap.add_argument("--check-inputs", help="--bench: also run the forward on these inputs ...")
     ap.add_argument("--check-output", help="--bench: ... and write its logits here")
+    ap.add_argument("--train", action="store_true", help="AdamW steps on bt's batches, lr from its log.csv")
+    ap.add_argument("--train-serve", action="store_true", help="AdamW steps on bt's batches on request "
+                    "(bt train --baseline torch)")
+    ap.add_argument("--batches", help="--train: the batches bt trained on (safetensors, [S, ...])")
+    ap.add_argument("--lr-from", help="--train: bt's log.csv (the lr column is used per step)")
+    ap.add_argument("--steps", type=int, default=1 << 62, help="--train: at most this many steps")
+    ap.add_argument("--beta1", type=float, default=0.9)
+    ap.add_argument("--beta2", type=float, default=0.95)
+    ap.add_argument("--eps", type=float, default=1e-8)
+    ap.add_argument("--weight-decay", type=float, default=0.1)
+    ap.add_argument("--clip", type=float, default=1.0, help="--train: max global gradient norm")
+    ap.add_argument("--out", help="--train: the per-step CSV to write")
     args = ap.parse_args()
     torch.manual_seed(0)
     if args.check:
         sys.exit(0 if check_fixtures(args.check) else 1)
+    if args.train:
+        if not (args.model_dir and args.batches and args.lr_from and args.out):
+            ap.error("--train needs --model-dir, --batches, --lr-from and --out")
+        train(args)
+        return
+    if args.train_serve:
+        if not (args.model_dir and args.batches):
+            ap.error("--train-serve needs --model-dir and --batches")
+        train_serve(args)
+        return
     if args.bench or args.serve:
         if not args.model_dir:
             ap.error("--bench/--serve need --model-dir")

@@ -16,6 +16,9 @@ PACKAGES=(
   # Static archives for the self-contained bt-launcher (BT_STATIC_LAUNCHER):
   # OpenBLAS needs libgfortran.a; zlib for protobuf.
   libgfortran-12-dev zlib1g-dev
+  # Training (bt-run train, scripts/main.sh): loss plots, and the King James
+  # Bible (`bible gen1:1-rev22:21`) as training text.
+  gnuplot-nox bible-kjv
 )
 PACKAGES+=("$@")
 

@@ -2,9 +2,11 @@
 //
 // bt-gemm-to-blas: after bufferization, linalg matmul variants on f32 memrefs
 // with unit innermost strides become row-major cblas_sgemm calls
-// (beta = 1: the output holds the init, e.g. the bias of bt.linear). The
-// CUDA pipeline calls the runtime's bt_gpu_sgemm instead (same signature,
-// device pointers; docs/abi.md).
+// (beta = 1: the output holds the init, e.g. the bias of bt.linear).
+// linalg.matmul_transpose_a (the weight gradients of the backward sweep,
+// dW = dyᵀ · x) becomes transA = CblasTrans. The CUDA pipeline calls the
+// runtime's bt_gpu_sgemm instead (same signature, device pointers;
+// docs/abi.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,11 +37,12 @@ constexpr int32_t kRowMajor = 101;
 constexpr int32_t kNoTrans = 111;
 constexpr int32_t kTrans = 112;
 
-/// A supported GEMM: C (+)= A · op(B), optionally batched over dim 0.
+/// A supported GEMM: C (+)= op(A) · op(B), optionally batched over dim 0.
 struct Gemm {
   Value a, b, c;
   bool transB;
   bool batched;
+  bool transA = false;
 };
 
 std::optional<Gemm> matchGemm(Operation *op) {
@@ -55,6 +58,8 @@ std::optional<Gemm> matchGemm(Operation *op) {
     g = {nullptr, nullptr, nullptr, false, true};
   else if (isa<linalg::BatchMatmulTransposeBOp>(op))
     g = {nullptr, nullptr, nullptr, true, true};
+  else if (isa<linalg::MatmulTransposeAOp>(op))
+    g = {nullptr, nullptr, nullptr, false, false, true};
   else
     return std::nullopt;
   g.a = linalgOp.getDpsInputOperand(0)->get();
@@ -132,7 +137,7 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
     auto ct = cast<MemRefType>(g.c.getType());
     int64_t r = ct.getRank();
     int64_t m = ct.getDimSize(r - 2), n = ct.getDimSize(r - 1),
-            k = at.getDimSize(r - 1);
+            k = at.getDimSize(g.transA ? r - 2 : r - 1);
     if (ShapedType::isDynamic(m) || ShapedType::isDynamic(n) ||
         ShapedType::isDynamic(k))
       return true;
@@ -162,7 +167,9 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
     };
     Operand A = describe(g.a), B = describe(g.b), C = describe(g.c);
     Value one = b.create<arith::ConstantIndexOp>(loc, 1);
-    Value m = C.sizes[r - 2], n = C.sizes[r - 1], k = A.sizes[r - 1];
+    // A is [M, K], or [K, M] with transA.
+    Value m = C.sizes[r - 2], n = C.sizes[r - 1],
+          k = A.sizes[g.transA ? r - 2 : r - 1];
     // BLAS requires ld >= max(1, row length) even where the row stride is
     // irrelevant (one row).
     auto ld = [&](const Operand &o, Value cols) -> Value {
@@ -172,13 +179,13 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
     auto toI32 = [&](Value idx) -> Value {
       return b.create<arith::IndexCastOp>(loc, i32, idx);
     };
-    Value lda = toI32(ld(A, k));
+    Value lda = toI32(ld(A, g.transA ? m : k));
     Value ldb = toI32(ld(B, g.transB ? k : n));
     Value ldc = toI32(ld(C, n));
     auto i32c = [&](int32_t v) -> Value {
       return b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(v));
     };
-    Value order = i32c(kRowMajor), transA = i32c(kNoTrans),
+    Value order = i32c(kRowMajor), transA = i32c(g.transA ? kTrans : kNoTrans),
           transB = i32c(g.transB ? kTrans : kNoTrans);
     Value alpha = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(1.0f));
     Value beta = alpha;

@@ -8,6 +8,8 @@
 
 #include "Attention.h"
 #include "GPUAttention.h"
+#include "LinalgUtils.h"
+#include "Optimizer.h"
 #include "bt/Codegen/Passes.h"
 #include "bt/Dialect/BT/IR/BTDialect.h"
 #include "bt/Dialect/BT/IR/BTOps.h"
@@ -43,51 +45,16 @@ using namespace bt;
 namespace {
 
 using utils::IteratorType;
+using namespace bt::codegen;
 
 /// finfo(float32).min, the HF mask value.
 constexpr double kF32Min = -3.4028234663852886e38;
-
-RankedTensorType tensorTypeOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
 
 /// f16 / bf16 are computed in f32; f32 stays f32.
 Type computeTypeFor(Type elt) {
   if (elt.getIntOrFloatBitWidth() < 32)
     return Float32Type::get(elt.getContext());
   return elt;
-}
-
-SmallVector<int64_t> staticShapeOf(ArrayRef<OpFoldResult> sizes) {
-  SmallVector<int64_t> shape;
-  for (OpFoldResult s : sizes) {
-    std::optional<int64_t> c = getConstantIntValue(s);
-    shape.push_back(c ? *c : ShapedType::kDynamic);
-  }
-  return shape;
-}
-
-/// Identity-like affine map over `numDims` dims selecting `dims`.
-AffineMap selectDims(MLIRContext *ctx, unsigned numDims,
-                     ArrayRef<unsigned> dims) {
-  SmallVector<AffineExpr> exprs;
-  for (unsigned d : dims)
-    exprs.push_back(getAffineDimExpr(d, ctx));
-  return AffineMap::get(numDims, 0, exprs, ctx);
-}
-
-/// Map over `numDims` dims that drops the last `n` dims.
-AffineMap dropLastDims(MLIRContext *ctx, unsigned numDims, unsigned n) {
-  SmallVector<unsigned> dims;
-  for (unsigned i = 0; i + n < numDims; ++i)
-    dims.push_back(i);
-  return selectDims(ctx, numDims, dims);
-}
-
-SmallVector<IteratorType> iterators(unsigned parallel, unsigned reduction) {
-  SmallVector<IteratorType> it(parallel, IteratorType::parallel);
-  it.append(reduction, IteratorType::reduction);
-  return it;
 }
 
 SmallVector<ReassociationIndices> collapseLeading(unsigned rank,
@@ -101,15 +68,6 @@ SmallVector<ReassociationIndices> collapseLeading(unsigned rank,
   for (unsigned i = numLeading + 1; i < rank; ++i)
     re.push_back({static_cast<int64_t>(i)});
   return re;
-}
-
-/// Fast-math flags of the additions of row reductions (LayerNorm statistics,
-/// softmax and log-sum-exp sums): `reassoc` lets LLVM vectorize them with
-/// several partial sums, as PyTorch's vectorized kernels do, instead of one
-/// serial chain (the exact order of PyTorch cannot be reproduced anyway).
-arith::FastMathFlagsAttr reassoc(OpBuilder &b) {
-  return arith::FastMathFlagsAttr::get(b.getContext(),
-                                       arith::FastMathFlags::reassoc);
 }
 
 /// Emits the tensor IR of the layer-level ops at one insertion point.
@@ -1128,6 +1086,11 @@ struct LowerToLinalgPass
     } else if (auto o = dyn_cast<CrossEntropyOp>(op)) {
       result = e.crossEntropy(o.getLogits(), o.getLabels(), o.getIgnoreIndex(),
                               o.getType());
+    } else if (isOptimizerOp(op)) {
+      FailureOr<SmallVector<Value>> lowered = lowerOptimizerOp(b, op);
+      if (failed(lowered))
+        return failure();
+      results = *lowered;
     } else {
       return op->emitOpError()
              << "is not a layer-level op that bt-lower-to-linalg can lower; "

@@ -58,6 +58,7 @@ void bt::buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options) 
   // KV caches → destination-passing tensors; layer-level bt → linalg on
   // tensors; weights become leading arguments.
   pm.addPass(createBTLowerKVCaches());
+  pm.addPass(createBTLowerBackward());
   pm.addPass(createBTLowerToLinalg());
   pm.addPass(createBTParamsToArguments());
   pm.addPass(createBTMarkEntryPoints());

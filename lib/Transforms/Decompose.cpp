@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bt/Dialect/BT/IR/BTOps.h"
+#include "bt/Transforms/Decompose.h"
 #include "bt/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -482,26 +483,34 @@ LogicalResult Decomposer::decompose(LMHeadOp head) {
   return success();
 }
 
+} // namespace
+
+LogicalResult bt::decomposeModelOps(Operation *root) {
+  SmallVector<Operation *> ops;
+  root->walk([&](Operation *op) {
+    if (isa<EmbedderOp, BlockDecoderOp, TokenDecoderOp, TokenDecoderStepOp,
+            LMHeadOp>(op))
+      ops.push_back(op);
+  });
+  SymbolTableCollection tables;
+  bool failedAny = false;
+  for (Operation *op : ops) {
+    Decomposer d(op, tables);
+    LogicalResult r =
+        llvm::TypeSwitch<Operation *, LogicalResult>(op)
+            .Case<EmbedderOp, BlockDecoderOp, TokenDecoderOp,
+                  TokenDecoderStepOp, LMHeadOp>(
+                [&](auto concrete) { return d.decompose(concrete); });
+    failedAny |= failed(r);
+  }
+  return success(!failedAny);
+}
+
+namespace {
+
 struct DecomposePass : public bt::impl::BTDecomposeBase<DecomposePass> {
   void runOnOperation() override {
-    SmallVector<Operation *> ops;
-    getOperation()->walk([&](Operation *op) {
-      if (isa<EmbedderOp, BlockDecoderOp, TokenDecoderOp, TokenDecoderStepOp,
-              LMHeadOp>(op))
-        ops.push_back(op);
-    });
-    SymbolTableCollection tables;
-    bool failedAny = false;
-    for (Operation *op : ops) {
-      Decomposer d(op, tables);
-      LogicalResult r =
-          llvm::TypeSwitch<Operation *, LogicalResult>(op)
-              .Case<EmbedderOp, BlockDecoderOp, TokenDecoderOp,
-                    TokenDecoderStepOp, LMHeadOp>(
-                  [&](auto concrete) { return d.decompose(concrete); });
-      failedAny |= failed(r);
-    }
-    if (failedAny)
+    if (failed(decomposeModelOps(getOperation())))
       signalPassFailure();
   }
 };

@@ -1,6 +1,7 @@
 //===- bench.cc - throughput benchmarks of a compiled model ---------------===//
 
 #include "bt/runtime/bench.h"
+#include "bt/runtime/child_process.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,10 +23,13 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "bt/runtime/file_util.h"
+#include "bt/runtime/kv_plan.h"
 #include "bt/runtime/safetensors.h"
 #include "bt/runtime/status_macros.h"
 #include "google/protobuf/util/json_util.h"
@@ -93,96 +97,6 @@ private:
   std::string path_;
 };
 
-/// A child process: we write its stdin (a socket, so that writing to an
-/// exited child is an error, not SIGPIPE) and read its stdout; its stderr
-/// is ours.
-struct Child {
-  pid_t pid = -1;
-  int to_child = -1;
-  FILE *from_child = nullptr;
-};
-
-/// Starts `argv` (a bare argv[0] is looked up in $PATH) with
-/// `env_overrides` added to this process's environment.
-absl::StatusOr<Child> SpawnChild(const std::vector<std::string> &argv,
-                                 const std::map<std::string, std::string> &env_overrides) {
-  std::vector<std::string> env;
-  for (char **e = environ; e && *e; ++e) {
-    std::string kv = *e;
-    std::string key = kv.substr(0, kv.find('='));
-    if (!env_overrides.count(key))
-      env.push_back(kv);
-  }
-  for (const auto &[k, v] : env_overrides)
-    env.push_back(k + "=" + v);
-  std::vector<char *> cargv, cenv;
-  for (const std::string &a : argv)
-    cargv.push_back(const_cast<char *>(a.c_str()));
-  cargv.push_back(nullptr);
-  for (const std::string &e : env)
-    cenv.push_back(const_cast<char *>(e.c_str()));
-  cenv.push_back(nullptr);
-
-  int in[2], out[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0)
-    return ErrnoToStatus(errno, "socketpair");
-  if (pipe2(out, O_CLOEXEC) != 0) {
-    const int e = errno;
-    close(in[0]);
-    close(in[1]);
-    return ErrnoToStatus(e, "pipe");
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in[1], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(),
-                        cenv.data());
-  posix_spawn_file_actions_destroy(&actions);
-  close(in[1]);
-  close(out[1]);
-  if (rc != 0) {
-    close(in[0]);
-    close(out[0]);
-    return ErrnoToStatus(rc, absl::StrCat("cannot run ", argv[0]));
-  }
-  Child c;
-  c.pid = pid;
-  c.to_child = in[0];
-  c.from_child = fdopen(out[0], "r");
-  if (c.from_child == nullptr) {
-    const int e = errno;
-    close(out[0]);
-    close(in[0]);
-    waitpid(pid, nullptr, 0);
-    return ErrnoToStatus(e, "fdopen");
-  }
-  return c;
-}
-
-/// The next line from `f` that starts with '{' (a JSON reply; other lines
-/// are skipped), without the newline. Errors: OutOfRange at end of file.
-absl::StatusOr<std::string> ReadLine(FILE *f) {
-  std::string line;
-  for (;;) {
-    int c = fgetc(f);
-    if (c == EOF && ferror(f) && errno == EINTR) {
-      clearerr(f);
-      continue;
-    }
-    if (c == EOF || c == '\n') {
-      if (!line.empty() && line[0] == '{')
-        return line;
-      if (c == EOF)
-        return absl::OutOfRangeError("end of the child's output");
-      line.clear();
-      continue;
-    }
-    line += static_cast<char>(c);
-  }
-}
-
 bool IsExecutable(const std::string &path) {
   return access(path.c_str(), X_OK) == 0;
 }
@@ -214,10 +128,91 @@ const BenchResult *Match(const BenchResult &r,
   for (const BenchResult &t : torch)
     if (t.setting.name == r.setting.name && t.setting.batch == r.setting.batch &&
         t.setting.prompt_tokens == r.setting.prompt_tokens &&
-        t.setting.gen_tokens == r.setting.gen_tokens)
+        t.setting.gen_tokens == r.setting.gen_tokens &&
+        t.setting.max_batch == r.setting.max_batch)
       return &t;
   return nullptr;
 }
+
+/// The current line of RunSettings' progress output, and the progress of
+/// the call being timed on it: "bar" redraws `line + bar` in place (carriage
+/// return, erase to end of line), "dots" appends " [" and one dot per tenth
+/// of the call, "none" shows nothing. Calls that report no progress (the
+/// forward) leave no trace.
+class ProgressLine {
+public:
+  ProgressLine(std::ostream &os, std::string mode)
+      : os_(os), mode_(std::move(mode)) {}
+  void Print(const std::string &s) {
+    os_ << s << std::flush;
+    line_ += s;
+  }
+  void NewLine() {
+    os_ << "\n" << std::flush;
+    line_.clear();
+  }
+  /// The progress callback of the call about to start.
+  ProgressFn Begin() {
+    started_ = false;
+    dots_ = 0;
+    begin_ = Clock::now();
+    if (mode_ != "bar" && mode_ != "dots")
+      return nullptr;
+    return [this](int64_t done, int64_t total) { Update(done, total); };
+  }
+  /// After the call: removes the bar, or closes the dots.
+  void End() {
+    if (!started_)
+      return;
+    started_ = false;
+    if (mode_ == "bar")
+      os_ << "\r" << line_ << "\x1b[K" << std::flush;
+    else
+      Print("]");
+  }
+
+private:
+  void Update(int64_t done, int64_t total) {
+    if (total <= 0)
+      return;
+    const double f =
+        std::clamp(static_cast<double>(done) / static_cast<double>(total), 0.0, 1.0);
+    if (mode_ == "dots") {
+      if (!started_) {
+        Print(" [");
+        started_ = true;
+      }
+      const int want = static_cast<int>(f * 10);
+      if (want > dots_) {
+        Print(std::string(want - dots_, '.'));
+        dots_ = want;
+      }
+      return;
+    }
+    const auto now = Clock::now();
+    if (started_ && done < total &&
+        now - last_draw_ < std::chrono::milliseconds(100))
+      return;
+    started_ = true;
+    last_draw_ = now;
+    constexpr int kWidth = 24;
+    const int fill = static_cast<int>(f * kWidth);
+    const double elapsed = std::chrono::duration<double>(now - begin_).count();
+    std::string eta = "";
+    if (f > 0 && done < total)
+      eta = absl::StrFormat(", ETA %.0fs", elapsed * (1 - f) / f);
+    os_ << "\r" << line_ << " [" << std::string(fill, '#')
+        << std::string(kWidth - fill, '-') << "] " << done << "/" << total
+        << " tokens" << eta << "\x1b[K" << std::flush;
+  }
+
+  std::ostream &os_;
+  std::string mode_;
+  std::string line_;
+  bool started_ = false;
+  int dots_ = 0;
+  Clock::time_point begin_, last_draw_;
+};
 
 std::string CsvField(const std::string &s) {
   if (s.find_first_of(",\"\n") == std::string::npos)
@@ -236,6 +231,119 @@ double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t n = values.size();
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+bool IsGenerationSetting(const std::string &name) {
+  return name == kPrefillHeavySetting || name == kDecodeHeavySetting;
+}
+
+absl::StatusOr<std::vector<BenchSettingSpec>>
+ParseBenchSettings(const std::string &list, int64_t prompt_tokens,
+                   int64_t gen_tokens) {
+  std::vector<BenchSettingSpec> out;
+  const std::string known = absl::StrCat(kForwardSetting, ", ",
+                                         kPrefillHeavySetting, ", ",
+                                         kDecodeHeavySetting);
+  for (absl::string_view item : absl::StrSplit(list, ',')) {
+    std::vector<std::string> parts = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    BenchSettingSpec spec;
+    spec.name = parts[0];
+    if (spec.name != kForwardSetting && !IsGenerationSetting(spec.name))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--setting ", list, ": unknown setting '", spec.name,
+          "' (expected ", known, ")"));
+    for (const BenchSettingSpec &o : out)
+      if (o.name == spec.name)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--setting ", list, ": '", spec.name, "' is given twice"));
+    if (spec.name == kForwardSetting) {
+      if (parts.size() > 1)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--setting ", list, ": '", kForwardSetting,
+            "' takes no lengths (its length is --tokens / --seq-blocks)"));
+      out.push_back(spec);
+      continue;
+    }
+    const bool prefill = spec.name == kPrefillHeavySetting;
+    spec.prompt_tokens = prompt_tokens > 0 ? prompt_tokens : prefill ? 2048 : 128;
+    spec.gen_tokens = gen_tokens > 0 ? gen_tokens : prefill ? 128 : 2048;
+    if (parts.size() > 1) {
+      std::vector<std::string> len = absl::StrSplit(parts[1], '/');
+      if (len.size() != 2 || !absl::SimpleAtoi(len[0], &spec.prompt_tokens) ||
+          !absl::SimpleAtoi(len[1], &spec.gen_tokens) ||
+          spec.prompt_tokens < 1 || spec.gen_tokens < 1)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--setting ", list, ": '", item,
+            "': expected NAME=PROMPT/GEN with positive token counts, e.g. ",
+            kPrefillHeavySetting, "=2048/128"));
+    }
+    out.push_back(spec);
+  }
+  if (out.empty())
+    return absl::InvalidArgumentError("--setting: no setting given");
+  return out;
+}
+
+absl::StatusOr<std::vector<BenchSetting>>
+GenerationSettings(const BenchSettingSpec &spec,
+                   const std::vector<int64_t> &batches, int64_t max_batch) {
+  if (!IsGenerationSetting(spec.name))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench: '", spec.name, "' is not a generation setting"));
+  if (spec.prompt_tokens < 1 || spec.gen_tokens < 1)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench: ", spec.name, " needs at least 1 prompt and 1 generated "
+        "token, got ", spec.prompt_tokens, "/", spec.gen_tokens));
+  if (batches.empty() && max_batch <= 0)
+    return absl::InvalidArgumentError("bench: no batch size given");
+  std::vector<BenchSetting> out;
+  auto add = [&](int64_t b, bool max) -> absl::Status {
+    if (b < 1)
+      return absl::InvalidArgumentError(
+          absl::StrCat("bench: batch size ", b, " must be >= 1"));
+    BenchSetting s;
+    s.name = spec.name;
+    s.batch = b;
+    s.prompt_tokens = spec.prompt_tokens;
+    s.gen_tokens = spec.gen_tokens;
+    s.max_batch = max;
+    out.push_back(s);
+    return absl::OkStatus();
+  };
+  for (int64_t b : batches)
+    BT_RETURN_IF_ERROR(add(b, false));
+  if (max_batch > 0)
+    BT_RETURN_IF_ERROR(add(max_batch, true));
+  return out;
+}
+
+absl::StatusOr<Tensor> GenerationPrompt(const proto::ModelConfig &config,
+                                        const BenchSetting &setting,
+                                        uint64_t seed) {
+  const int64_t B = setting.batch, T = setting.prompt_tokens;
+  const int64_t V = config.vocab_size();
+  if (B < 1 || T < 1 || V < 3)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench: cannot build prompts for batch ", B, ", ", T,
+        " tokens, vocabulary ", V));
+  BT_ASSIGN_OR_RETURN(Tensor ids, Tensor::Allocate(proto::I64, {B, T}));
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> dist(2, V - 1);
+  int64_t *id = ids.data_as<int64_t>();
+  for (int64_t i = 0; i < ids.num_elements(); ++i)
+    id[i] = dist(rng);
+  return ids;
+}
+
+std::string FormatBytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (bytes >= (int64_t{1} << 30))
+    return absl::StrFormat("%.2f GiB", b / (1 << 30));
+  if (bytes >= (int64_t{1} << 20))
+    return absl::StrFormat("%.2f MiB", b / (1 << 20));
+  if (bytes >= (int64_t{1} << 10))
+    return absl::StrFormat("%.2f KiB", b / (1 << 10));
+  return absl::StrFormat("%d B", bytes);
 }
 
 absl::StatusOr<std::vector<BenchSetting>>
@@ -264,6 +372,65 @@ ForwardSettings(const proto::ModelConfig &config,
     s.prompt_tokens = tokens;
     out.push_back(s);
   }
+  return out;
+}
+
+absl::StatusOr<std::vector<BenchSetting>>
+BenchSettingsFor(const proto::Manifest &manifest,
+                 const std::vector<BenchSettingSpec> &specs,
+                 const std::vector<int64_t> &batches, int64_t forward_tokens,
+                 bool with_max, int64_t memory_bytes,
+                 const std::string &memory_source,
+                 std::vector<std::string> *notes) {
+  bool any_generation = false;
+  for (const BenchSettingSpec &sp : specs)
+    any_generation |= IsGenerationSetting(sp.name);
+  if (with_max && !any_generation)
+    return absl::InvalidArgumentError(
+        "bench --batch max applies to the generation settings (prefill-heavy, "
+        "decode-heavy)");
+  std::vector<BenchSetting> out;
+  for (const BenchSettingSpec &sp : specs) {
+    std::vector<BenchSetting> settings;
+    if (sp.name == kForwardSetting) {
+      if (batches.empty())
+        continue; // `--batch max` alone: generation settings only
+      BT_ASSIGN_OR_RETURN(settings, ForwardSettings(manifest.config(), batches,
+                                                    forward_tokens));
+    } else {
+      int64_t planned = 0, max_batch = 0;
+      if (manifest.has_kv_plan() || with_max) {
+        BT_ASSIGN_OR_RETURN(PlannedKV plan,
+                            PlanKV(manifest, sp.prompt_tokens, sp.gen_tokens));
+        planned = plan.bytes_per_sequence;
+        if (with_max) {
+          BT_ASSIGN_OR_RETURN(max_batch, PlannedMaxBatch(plan, memory_bytes));
+          const std::string explain = absl::StrCat(
+              "floor((", FormatBytes(memory_bytes), " ", memory_source, " - ",
+              FormatBytes(plan.weight_bytes), " weights) / ",
+              FormatBytes(plan.bytes_per_sequence), " KV cache per sequence)");
+          if (max_batch < 1)
+            return absl::InvalidArgumentError(absl::StrCat(
+                "bench --batch max for ", sp.name, " (", sp.prompt_tokens,
+                " + ", sp.gen_tokens, " tokens): ", explain,
+                " is 0: the budget does not fit one sequence"));
+          if (notes != nullptr)
+            notes->push_back(absl::StrCat(
+                "planned max batch for ", sp.name, " (", sp.prompt_tokens,
+                " + ", sp.gen_tokens, " tokens): ", explain, " = ", max_batch,
+                " (bt-plan-kv-memory: ", plan.entries, " global entries x ",
+                FormatBytes(manifest.kv_plan().global_bytes_per_entry()),
+                " + ", FormatBytes(plan.local_bytes), " local scratch)"));
+        }
+      }
+      BT_ASSIGN_OR_RETURN(settings, GenerationSettings(sp, batches, max_batch));
+      for (BenchSetting &s : settings)
+        s.planned_kv_bytes_per_sample = planned;
+    }
+    out.insert(out.end(), settings.begin(), settings.end());
+  }
+  if (out.empty())
+    return absl::InvalidArgumentError("bench: no setting to run");
   return out;
 }
 
@@ -312,10 +479,34 @@ int SetBenchThreads(int threads) {
 absl::Status BtRunner::Prepare(const BenchSetting &setting) {
   inputs_.clear();
   outputs_.clear();
+  entry_.clear();
+  counters_ = GenerateCounters();
+  setting_ = setting;
+  if (IsGenerationSetting(setting.name)) {
+    const bool vanilla =
+        model_.config().kind() == proto::ModelConfig::VANILLA;
+    const std::vector<std::string> need =
+        vanilla ? std::vector<std::string>{"prefill", "decode_step"}
+                : std::vector<std::string>{"prefill", "decode_tokens",
+                                           "decode_block"};
+    for (const std::string &n : need)
+      if (model_.FindEntryPoint(n) == nullptr)
+        return absl::NotFoundError(absl::StrCat(
+            model_.artifact().path(), ": no '", n, "' entry point for the ",
+            setting.name, " setting (it has: ",
+            absl::StrJoin(model_.EntryPointNames(), ", "),
+            "); compile it with a bt-run that emits the generation entry "
+            "points (docs/generation.md)"));
+    BT_ASSIGN_OR_RETURN(Tensor ids,
+                        GenerationPrompt(model_.config(), setting, seed_));
+    inputs_.emplace("input_ids", std::move(ids));
+    entry_ = "generate";
+    ResetPeakRss();
+    return absl::OkStatus();
+  }
   if (setting.name != kForwardSetting)
-    return absl::UnimplementedError(absl::StrCat(
-        "bench setting '", setting.name, "' needs the generation entry points "
-        "(docs/generation.md); this version measures '", kForwardSetting, "'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench: unknown setting '", setting.name, "'"));
   const proto::EntryPoint *ep = model_.FindEntryPoint("eval");
   if (ep == nullptr)
     return absl::NotFoundError(absl::StrCat(
@@ -339,16 +530,45 @@ absl::Status BtRunner::Prepare(const BenchSetting &setting) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> BtRunner::Call() {
+absl::StatusOr<CallStats> BtRunner::Call(const ProgressFn &progress) {
   if (entry_.empty())
     return absl::FailedPreconditionError("bench: Call() before Prepare()");
   outputs_.clear(); // free the previous outputs before the next call
+  CallStats stats;
+  if (entry_ == "generate") {
+    GenerateOptions o;
+    o.max_new_tokens = setting_.gen_tokens;
+    o.stop_at_eos = false;       // fixed work per call
+    o.keep_step_logits = false;  // [N, B, V] floats would dwarf the caches
+    o.on_progress = progress;
+    const auto t0 = Clock::now();
+    absl::StatusOr<GenerateResult> r =
+        Generate(model_, inputs_.at("input_ids"), Tensor(), o);
+    stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!r.ok())
+      return r.status();
+    counters_ = r->counters;
+    outputs_.emplace("new_tokens", std::move(r->new_tokens));
+    stats.prefill_seconds = counters_.prefill_seconds;
+    stats.kv_bytes_per_sample =
+        counters_.cache_bytes_initial / std::max<int64_t>(setting_.batch, 1);
+    return stats;
+  }
   const auto t0 = Clock::now();
   BT_ASSIGN_OR_RETURN(outputs_, model_.Run(entry_, inputs_));
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+  stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return stats;
 }
 
 absl::StatusOr<double> BtRunner::PeakRssMb() { return ProcessPeakRssMb(); }
+
+absl::StatusOr<std::vector<int64_t>> BtRunner::GeneratedTokens() {
+  auto it = outputs_.find("new_tokens");
+  if (entry_ != "generate" || it == outputs_.end())
+    return std::vector<int64_t>();
+  const int64_t *p = it->second.data_as<int64_t>();
+  return std::vector<int64_t>(p, p + it->second.num_elements());
+}
 
 // --- torch -------------------------------------------------------------------
 
@@ -366,6 +586,8 @@ TorchRunner::Start(const Model &model, const BenchOptions &opts,
         "no Python interpreter at ", python, " (pass --python)"));
 
   std::unique_ptr<TorchRunner> r(new TorchRunner());
+  r->config_ = model.config();
+  r->seed_ = opts.seed;
   {
     BT_ASSIGN_OR_RETURN(ScratchDir dir, ScratchDir::Create());
     r->dir_ = dir.Release();
@@ -414,68 +636,64 @@ TorchRunner::Start(const Model &model, const BenchOptions &opts,
                                    r->dir_,       "--threads",
                                    threads,       "--seed",
                                    absl::StrCat(opts.seed)};
-  absl::StatusOr<Child> child = SpawnChild(argv, env);
-  if (!child.ok())
-    return absl::UnavailableError(std::string(child.status().message()));
-  r->pid_ = child->pid;
-  r->to_child_ = child->to_child;
-  r->from_child_ = child->from_child;
   // The first line: {"ready": ...} or {"unavailable": ...}.
-  absl::StatusOr<std::string> hello = ReadLine(r->from_child_);
-  if (!hello.ok())
+  std::string hello;
+  absl::StatusOr<std::unique_ptr<JsonLineChild>> child =
+      JsonLineChild::Start(argv, env, &hello);
+  if (!child.ok())
     return absl::UnavailableError(absl::StrCat(
-        python, " ", script, " --serve exited before it was ready"));
-  nlohmann::json j = nlohmann::json::parse(*hello, nullptr, false);
+        python, " ", script, " --serve: ", child.status().message()));
+  r->child_ = std::move(*child);
+  nlohmann::json j = nlohmann::json::parse(hello, nullptr, false);
   if (j.is_object() && j.contains("unavailable"))
     return absl::UnavailableError(j["unavailable"].is_string()
                                       ? j["unavailable"].get<std::string>()
                                       : j["unavailable"].dump());
   if (!j.is_object() || !j.contains("ready"))
     return absl::InternalError(absl::StrCat(
-        script, " --serve: unexpected first line '", *hello, "'"));
+        script, " --serve: unexpected first line '", hello, "'"));
   r->description_ = j.value("description", std::string("torch"));
+  // The child holds the weights now: remove their copy at once, so that a
+  // long benchmark stopped by a signal leaves no model-sized file behind
+  // (an open or mapped file stays readable after unlink).
+  std::remove(file("model.safetensors").c_str());
   return r;
 }
 
 TorchRunner::~TorchRunner() {
-  if (to_child_ >= 0)
-    close(to_child_); // EOF: the script exits
-  if (from_child_ != nullptr)
-    fclose(from_child_);
-  if (pid_ > 0) {
-    int status = 0;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
+  child_.reset(); // EOF: the script exits; wait for it before removing dir_
   if (!dir_.empty()) {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
 }
 
-absl::StatusOr<std::string> TorchRunner::Request(const std::string &line) {
-  if (to_child_ < 0)
+absl::StatusOr<std::string> TorchRunner::Request(const std::string &line,
+                                                 const ProgressFn &progress) {
+  if (child_ == nullptr)
     return absl::FailedPreconditionError("the PyTorch baseline is not running");
-  const std::string msg = line + "\n";
-  size_t done = 0;
-  while (done < msg.size()) {
-    ssize_t n = send(to_child_, msg.data() + done, msg.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR)
+  absl::Status sent = child_->Send(line);
+  if (!sent.ok())
+    return absl::InternalError(absl::StrCat("PyTorch baseline: ", sent.message()));
+  for (;;) {
+    absl::StatusOr<std::string> reply = child_->ReadReply();
+    if (!reply.ok())
+      return absl::InternalError(absl::StrCat("PyTorch baseline: ", reply.status().message()));
+    nlohmann::json j = nlohmann::json::parse(*reply, nullptr, false);
+    // {"progress": done, "total": n} lines precede a generation's reply.
+    if (j.is_object() && j.contains("progress")) {
+      if (progress && j["progress"].is_number() && j.contains("total") &&
+          j["total"].is_number())
+        progress(j["progress"].get<int64_t>(), j["total"].get<int64_t>());
       continue;
-    if (n <= 0)
-      return absl::InternalError("the PyTorch baseline process has exited");
-    done += static_cast<size_t>(n);
+    }
+    if (j.is_object() && j.contains("error"))
+      return absl::InternalError(absl::StrCat("PyTorch baseline: ",
+                                              j["error"].is_string()
+                                                  ? j["error"].get<std::string>()
+                                                  : j["error"].dump()));
+    return reply;
   }
-  absl::StatusOr<std::string> reply = ReadLine(from_child_);
-  if (!reply.ok())
-    return absl::InternalError(
-        "the PyTorch baseline process exited during a request (see its "
-        "messages above)");
-  nlohmann::json j = nlohmann::json::parse(*reply, nullptr, false);
-  if (j.is_object() && j.contains("error"))
-    return absl::InternalError(absl::StrCat("PyTorch baseline: ",
-                                            j["error"].get<std::string>()));
-  return *reply;
 }
 
 namespace {
@@ -494,19 +712,54 @@ absl::Status TorchRunner::Prepare(const BenchSetting &setting) {
                         {"batch", setting.batch},
                         {"prompt_tokens", setting.prompt_tokens},
                         {"gen_tokens", setting.gen_tokens}};
+  generation_ = IsGenerationSetting(setting.name);
+  if (generation_) {
+    // The same prompts as bt's (same generator and seed).
+    BT_ASSIGN_OR_RETURN(Tensor ids, GenerationPrompt(config_, setting, seed_));
+    const std::string path = dir_ + "/prompt.safetensors";
+    TensorMap m;
+    m.emplace("input_ids", std::move(ids));
+    BT_RETURN_IF_ERROR(WriteSafetensors(path, m));
+    req["prompt"] = path;
+  }
   BT_ASSIGN_OR_RETURN(std::string reply, Request(req.dump()));
   (void)reply;
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> TorchRunner::Call() {
-  BT_ASSIGN_OR_RETURN(std::string reply, Request(R"({"cmd": "call"})"));
-  return NumberField(reply, "seconds");
+absl::StatusOr<CallStats> TorchRunner::Call(const ProgressFn &progress) {
+  BT_ASSIGN_OR_RETURN(std::string reply,
+                      Request(R"({"cmd": "call"})", progress));
+  CallStats stats;
+  BT_ASSIGN_OR_RETURN(stats.seconds, NumberField(reply, "seconds"));
+  if (generation_) {
+    BT_ASSIGN_OR_RETURN(stats.prefill_seconds,
+                        NumberField(reply, "prefill_seconds"));
+    BT_ASSIGN_OR_RETURN(double kv, NumberField(reply, "kv_bytes_per_sample"));
+    stats.kv_bytes_per_sample = static_cast<int64_t>(kv);
+  }
+  return stats;
 }
 
 absl::StatusOr<double> TorchRunner::PeakRssMb() {
   BT_ASSIGN_OR_RETURN(std::string reply, Request(R"({"cmd": "peak"})"));
   return NumberField(reply, "peak_rss_mb");
+}
+
+absl::StatusOr<std::vector<int64_t>> TorchRunner::GeneratedTokens() {
+  if (!generation_)
+    return std::vector<int64_t>();
+  const std::string out = dir_ + "/new_tokens.safetensors";
+  nlohmann::json req = {{"cmd", "tokens"}, {"output", out}};
+  BT_ASSIGN_OR_RETURN(std::string reply, Request(req.dump()));
+  (void)reply;
+  BT_ASSIGN_OR_RETURN(SafetensorsFile f, SafetensorsFile::Open(out));
+  BT_ASSIGN_OR_RETURN(Tensor t, f.Get("new_tokens"));
+  if (t.dtype() != proto::I64)
+    return absl::InternalError(absl::StrCat(
+        "PyTorch baseline: new_tokens is ", t.DebugString(), ", expected I64"));
+  const int64_t *p = t.data_as<int64_t>();
+  return std::vector<int64_t>(p, p + t.num_elements());
 }
 
 absl::StatusOr<Tensor> TorchRunner::Logits(const TensorMap &inputs) {
@@ -529,11 +782,14 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
             absl::Status *secondary_error) {
   std::vector<std::vector<BenchResult>> results(runners.size());
   std::vector<bool> alive(runners.size(), true);
+  ProgressLine line(progress, opts.progress);
   auto drop = [&](size_t k, const absl::Status &s) -> absl::Status {
     if (k == 0)
       return s;
-    progress << "\n[" << runners[k]->impl() << "] failed: " << s.message()
-             << "; continuing without it\n";
+    line.NewLine();
+    line.Print(absl::StrCat("[", runners[k]->impl(), "] failed: ", s.message(),
+                            "; continuing without it"));
+    line.NewLine();
     if (secondary_error != nullptr && secondary_error->ok())
       *secondary_error = s;
     alive[k] = false;
@@ -541,7 +797,10 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
   };
   const bool turns = runners.size() > 1;
   for (const BenchSetting &setting : opts.settings) {
+    const bool generation = IsGenerationSetting(setting.name);
     std::vector<BenchResult> current(runners.size());
+    std::vector<std::vector<double>> prefill(runners.size()),
+        decode(runners.size());
     for (size_t k = 0; k < runners.size(); ++k) {
       if (!alive[k])
         continue;
@@ -550,41 +809,54 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
       r.impl = runners[k]->impl();
       r.device = opts.device;
       r.model = model_name;
-      r.tokens = setting.batch * (setting.prompt_tokens + setting.gen_tokens);
-      if (setting.name == kForwardSetting)
-        r.tokens = setting.batch * setting.prompt_tokens;
+      if (generation) {
+        r.tokens = setting.batch * setting.gen_tokens;
+        r.total_tokens =
+            setting.batch * (setting.prompt_tokens + setting.gen_tokens);
+      } else {
+        r.tokens = r.total_tokens = setting.batch * setting.prompt_tokens;
+      }
       absl::Status s = runners[k]->Prepare(setting);
       if (!s.ok())
         BT_RETURN_IF_ERROR(drop(k, s));
     }
-    progress << absl::StrFormat("%s batch %d x %d tokens", setting.name,
-                                setting.batch, setting.prompt_tokens);
+    line.Print(absl::StrFormat("%s batch %d%s x %d tokens", setting.name,
+                               setting.batch,
+                               setting.max_batch ? " (planned max)" : "",
+                               setting.prompt_tokens));
     if (setting.gen_tokens > 0)
-      progress << absl::StrFormat(" + %d generated", setting.gen_tokens);
-    progress << ":\n" << std::flush;
+      line.Print(absl::StrFormat(" + %d generated", setting.gen_tokens));
+    line.Print(":");
+    line.NewLine();
     for (int i = 0; i < opts.warmup + opts.iters; ++i) {
       const bool warm = i < opts.warmup;
-      progress << (warm ? absl::StrFormat("  warmup %d/%d:", i + 1, opts.warmup)
-                        : absl::StrFormat("  call %d/%d:", i - opts.warmup + 1,
-                                          opts.iters))
-               << std::flush;
+      line.Print(warm ? absl::StrFormat("  warmup %d/%d:", i + 1, opts.warmup)
+                      : absl::StrFormat("  call %d/%d:", i - opts.warmup + 1,
+                                        opts.iters));
       for (size_t k = 0; k < runners.size(); ++k) {
         if (!alive[k])
           continue;
         if (turns)
           std::this_thread::sleep_for(
               std::chrono::duration<double>(opts.switch_pause));
-        absl::StatusOr<double> t = runners[k]->Call();
+        line.Print(" " + runners[k]->impl());
+        absl::StatusOr<CallStats> t = runners[k]->Call(line.Begin());
+        line.End();
         if (!t.ok()) {
           BT_RETURN_IF_ERROR(drop(k, t.status()));
           continue;
         }
-        if (!warm)
-          current[k].run_seconds.push_back(*t);
-        progress << absl::StrFormat(" %s %.3gs", runners[k]->impl(), *t)
-                 << std::flush;
+        if (!warm) {
+          current[k].run_seconds.push_back(t->seconds);
+          if (t->prefill_seconds >= 0) {
+            prefill[k].push_back(t->prefill_seconds);
+            decode[k].push_back(t->seconds - t->prefill_seconds);
+          }
+        }
+        current[k].kv_bytes_per_sample = t->kv_bytes_per_sample;
+        line.Print(absl::StrFormat(" %.3gs", t->seconds));
       }
-      progress << "\n" << std::flush;
+      line.NewLine();
     }
     for (size_t k = 0; k < runners.size(); ++k) {
       if (!alive[k])
@@ -595,25 +867,55 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
         BT_RETURN_IF_ERROR(drop(k, peak.status()));
         continue;
       }
+      if (generation) {
+        absl::StatusOr<std::vector<int64_t>> toks = runners[k]->GeneratedTokens();
+        if (!toks.ok()) {
+          BT_RETURN_IF_ERROR(drop(k, toks.status()));
+          continue;
+        }
+        r.new_tokens = std::move(*toks);
+        r.prefill_seconds = Median(prefill[k]);
+        r.decode_seconds = Median(decode[k]);
+        r.decode_tokens_per_s =
+            r.decode_seconds > 0 ? r.tokens / r.decode_seconds : 0;
+      }
       r.peak_rss_mb = *peak;
       r.seconds = Median(r.run_seconds);
       r.tokens_per_s = r.seconds > 0 ? r.tokens / r.seconds : 0;
-      progress << absl::StrFormat("  %-6s %.1f tok/s (median %.4g s)\n",
-                                  r.impl, r.tokens_per_s, r.seconds);
+      r.total_tokens_per_s = r.seconds > 0 ? r.total_tokens / r.seconds : 0;
+      if (generation)
+        line.Print(absl::StrFormat(
+            "  %-6s %.1f tok/s generated (median %.4g s: prefill %.4g s + "
+            "decode %.4g s = %.1f tok/s), KV %s per sample",
+            r.impl, r.tokens_per_s, r.seconds, r.prefill_seconds,
+            r.decode_seconds, r.decode_tokens_per_s,
+            FormatBytes(r.kv_bytes_per_sample)));
+      else
+        line.Print(absl::StrFormat("  %-6s %.1f tok/s (median %.4g s)", r.impl,
+                                   r.tokens_per_s, r.seconds));
+      line.NewLine();
       results[k].push_back(std::move(r));
     }
-    progress << std::flush;
   }
   return results;
 }
 
+namespace {
+std::string BatchLabel(const BenchSetting &s) {
+  return absl::StrCat(s.batch, s.max_batch ? "*" : "");
+}
+} // namespace
+
 std::string FormatBenchTable(const std::vector<BenchResult> &bt,
                              const std::vector<BenchResult> &torch) {
   std::string s = absl::StrFormat(
-      "%-10s %5s %7s %6s %12s %12s %9s %9s %9s %10s %10s\n", "setting",
+      "%-13s %6s %7s %6s %12s %12s %9s %9s %9s %10s %10s\n", "setting",
       "batch", "prompt", "gen", "bt tok/s", "torch tok/s", "bt/torch",
       "bt s", "torch s", "bt MiB", "torch MiB");
+  bool generation = false, planned = false;
   for (const BenchResult &r : bt) {
+    generation |= IsGenerationSetting(r.setting.name);
+    planned |= r.setting.max_batch;
     const BenchResult *t = Match(r, torch);
     const std::string tps = t ? absl::StrFormat("%.1f", t->tokens_per_s) : "-";
     const std::string ratio =
@@ -623,11 +925,87 @@ std::string FormatBenchTable(const std::vector<BenchResult> &bt,
     const std::string tsec = t ? absl::StrFormat("%.4f", t->seconds) : "-";
     const std::string tmem = t ? absl::StrFormat("%.0f", t->peak_rss_mb) : "-";
     absl::StrAppend(
-        &s, absl::StrFormat("%-10s %5d %7d %6d %12.1f %12s %9s %9.4f %9s %10.0f %10s\n",
-                            r.setting.name, r.setting.batch,
+        &s, absl::StrFormat("%-13s %6s %7d %6d %12.1f %12s %9s %9.4f %9s %10.0f %10s\n",
+                            r.setting.name, BatchLabel(r.setting),
                             r.setting.prompt_tokens, r.setting.gen_tokens,
                             r.tokens_per_s, tps, ratio, r.seconds, tsec,
                             r.peak_rss_mb, tmem));
+  }
+  if (!generation)
+    return s;
+  // Generation details: prefill and decode, memory per sample.
+  absl::StrAppend(
+      &s, "\n",
+      absl::StrFormat("%-13s %6s %7s %6s %10s %10s %11s %11s %11s %11s %11s\n",
+                      "generation", "batch", "prompt", "gen", "bt pref s",
+                      "torch pref", "bt dec/s", "torch dec/s", "plan KV/smp",
+                      "bt KV/smp", "torch KV/smp"));
+  for (const BenchResult &r : bt) {
+    if (!IsGenerationSetting(r.setting.name))
+      continue;
+    const BenchResult *t = Match(r, torch);
+    absl::StrAppend(
+        &s, absl::StrFormat(
+                "%-13s %6s %7d %6d %10.4f %10s %11.1f %11s %11s %11s %11s\n",
+                r.setting.name, BatchLabel(r.setting), r.setting.prompt_tokens,
+                r.setting.gen_tokens, r.prefill_seconds,
+                t ? absl::StrFormat("%.4f", t->prefill_seconds) : "-",
+                r.decode_tokens_per_s,
+                t ? absl::StrFormat("%.1f", t->decode_tokens_per_s) : "-",
+                r.setting.planned_kv_bytes_per_sample > 0
+                    ? FormatBytes(r.setting.planned_kv_bytes_per_sample)
+                    : "-",
+                FormatBytes(r.kv_bytes_per_sample),
+                t ? FormatBytes(t->kv_bytes_per_sample) : "-"));
+  }
+  absl::StrAppend(
+      &s,
+      "tok/s: forward = batch x tokens / call; prefill-heavy, decode-heavy = "
+      "generated tokens (batch x gen) / call, prefill included (the paper's "
+      "throughput)\n"
+      "pref s: median prefill seconds per call; dec/s: batch x gen / (call - "
+      "prefill), generated tokens only\n"
+      "KV/smp: KV-cache bytes per sequence: plan = bt-plan-kv-memory (global "
+      "+ local scratch); bt = allocated by the runtime (kv_cache + kv_valid); "
+      "torch = its key/value tensors. MiB: peak resident set of the process "
+      "(docs/bench.md)\n");
+  if (planned)
+    absl::StrAppend(&s, "*: the planned max batch for the memory budget "
+                        "(bt-plan-kv-memory: KV caches and weights only)\n");
+  return s;
+}
+
+std::string FormatTokensCheck(const std::vector<BenchResult> &bt,
+                              const std::vector<BenchResult> &torch) {
+  std::string s;
+  for (const BenchResult &r : bt) {
+    const BenchResult *t = Match(r, torch);
+    if (!IsGenerationSetting(r.setting.name) || t == nullptr ||
+        r.new_tokens.empty() || t->new_tokens.empty())
+      continue;
+    const int64_t B = r.setting.batch, N = r.setting.gen_tokens;
+    absl::StrAppend(&s, "tokens check ", r.setting.name, " batch ", B, ": ");
+    if (static_cast<int64_t>(r.new_tokens.size()) != B * N ||
+        t->new_tokens.size() != r.new_tokens.size()) {
+      absl::StrAppend(&s, "bt has ", r.new_tokens.size(), " tokens, torch ",
+                      t->new_tokens.size(), ", expected ", B * N, "\n");
+      continue;
+    }
+    int64_t same = 0, first_row = -1, first_step = -1;
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t k = 0;
+      while (k < N && r.new_tokens[b * N + k] == t->new_tokens[b * N + k])
+        ++k;
+      if (k == N)
+        ++same;
+      else if (first_row < 0)
+        first_row = b, first_step = k;
+    }
+    absl::StrAppend(&s, same, "/", B, " rows identical");
+    if (first_row >= 0)
+      absl::StrAppend(&s, " (row ", first_row, " first differs at token ",
+                      first_step, ")");
+    absl::StrAppend(&s, "\n");
   }
   return s;
 }
@@ -636,14 +1014,27 @@ absl::Status WriteBenchCsv(const std::string &path,
                            const std::vector<BenchResult> &bt,
                            const std::vector<BenchResult> &torch) {
   std::string csv = "setting,device,model,batch,tokens,seconds,tokens_per_s,"
-                    "impl,ratio_vs_torch,peak_rss_mb\n";
+                    "impl,ratio_vs_torch,peak_rss_mb,prompt_tokens,gen_tokens,"
+                    "total_tokens,total_tokens_per_s,prefill_seconds,"
+                    "decode_tokens_per_s,kv_bytes_per_sample,"
+                    "planned_kv_bytes_per_sample,max_batch\n";
   auto row = [&](const BenchResult &r, const std::string &ratio) {
-    absl::StrAppend(&csv, CsvField(r.setting.name), ",", CsvField(r.device),
-                    ",", CsvField(r.model), ",", r.setting.batch, ",",
-                    r.tokens, ",", absl::StrFormat("%.6f", r.seconds), ",",
-                    absl::StrFormat("%.2f", r.tokens_per_s), ",",
-                    CsvField(r.impl), ",", ratio, ",",
-                    absl::StrFormat("%.1f", r.peak_rss_mb), "\n");
+    const bool gen = IsGenerationSetting(r.setting.name);
+    absl::StrAppend(
+        &csv, CsvField(r.setting.name), ",", CsvField(r.device), ",",
+        CsvField(r.model), ",", r.setting.batch, ",", r.tokens, ",",
+        absl::StrFormat("%.6f", r.seconds), ",",
+        absl::StrFormat("%.2f", r.tokens_per_s), ",", CsvField(r.impl), ",",
+        ratio, ",", absl::StrFormat("%.1f", r.peak_rss_mb), ",",
+        r.setting.prompt_tokens, ",", r.setting.gen_tokens, ",",
+        r.total_tokens, ",", absl::StrFormat("%.2f", r.total_tokens_per_s),
+        ",", gen ? absl::StrFormat("%.6f", r.prefill_seconds) : "", ",",
+        gen ? absl::StrFormat("%.2f", r.decode_tokens_per_s) : "", ",",
+        gen ? absl::StrCat(r.kv_bytes_per_sample) : "", ",",
+        gen && r.setting.planned_kv_bytes_per_sample > 0
+            ? absl::StrCat(r.setting.planned_kv_bytes_per_sample)
+            : "",
+        ",", r.setting.max_batch ? 1 : 0, "\n");
   };
   for (const BenchResult &r : bt) {
     const BenchResult *t = Match(r, torch);
@@ -665,6 +1056,10 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
   if (opts.baseline != "torch" && opts.baseline != "none")
     return absl::InvalidArgumentError(absl::StrCat(
         "bench --baseline ", opts.baseline, ": expected 'torch' or 'none'"));
+  if (opts.progress != "bar" && opts.progress != "dots" &&
+      opts.progress != "none")
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench --progress ", opts.progress, ": expected bar, dots or none"));
   if (opts.torch_malloc != "tuned" && opts.torch_malloc != "default")
     return absl::InvalidArgumentError(absl::StrCat(
         "bench --torch-malloc ", opts.torch_malloc,
@@ -681,6 +1076,8 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
       model.config().name(), opts.device,
       model.manifest().cpu().empty() ? "cpu" : model.manifest().cpu(), threads,
       opts.warmup, opts.iters);
+  for (const std::string &note : opts.notes)
+    out << note << "\n";
   out << std::flush;
 
   BtRunner bt(model, opts.seed);
@@ -730,7 +1127,7 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
       err << "logits check: batch " << cs->batch << " on both sides ... "
           << std::flush;
       BT_RETURN_IF_ERROR(bt.Prepare(*cs));
-      BT_RETURN_IF_ERROR(bt.Call().status());
+      BT_RETURN_IF_ERROR(bt.Call(nullptr).status());
       absl::StatusOr<Tensor> theirs = torch->Logits(bt.inputs());
       auto mine = bt.outputs().find("logits");
       if (!theirs.ok()) {
@@ -764,6 +1161,7 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
     out << absl::StrFormat(
         "logits check (batch %d): max|bt - torch| = %.3g (max|logits| %.3g)\n",
         check_batch, *diff, scale);
+  out << FormatTokensCheck(results[0], torch_results);
   out << std::flush;
   if (!opts.csv_path.empty()) {
     BT_RETURN_IF_ERROR(WriteBenchCsv(opts.csv_path, results[0], torch_results));

@@ -128,8 +128,18 @@ LoadCheckpoint(const proto::ModelConfig &config,
   for (const ParamSpec &spec : KnownUnusedParams(config)) {
     accounted.insert(spec.name);
     auto it = where.find(spec.name);
-    if (it != where.end())
-      ck.notices.push_back(absl::StrCat(
+    if (it == where.end())
+      continue;
+    {
+      const SafetensorsFile &f = files[it->second];
+      BT_ASSIGN_OR_RETURN(Tensor t, f.Get(spec.name));
+      if (opts.convert_to_f32 && t.dtype() != proto::F32 &&
+          (t.dtype() == proto::BF16 || t.dtype() == proto::F16)) {
+        BT_ASSIGN_OR_RETURN(t, ConvertToF32(t, spec.name));
+      }
+      ck.unused.emplace(spec.name, std::move(t));
+    }
+    ck.notices.push_back(absl::StrCat(
           "ignored unused tensor '", spec.name, "' ",
           ShapeToString(files[it->second].Find(spec.name)->shape), " in ",
           files[it->second].path(), " (the model never reads it)"));

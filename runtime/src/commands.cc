@@ -2,7 +2,11 @@
 
 #include "bt/runtime/commands.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <thread>
@@ -16,12 +20,15 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bt/runtime/bench.h"
+#include "bt/runtime/kv_plan.h"
 #include "bt/runtime/compare.h"
 #include "bt/runtime/config.h"
 #include "bt/runtime/cuda.h"
 #include "bt/runtime/safetensors.h"
 #include "bt/runtime/status_macros.h"
 #include "bt/runtime/tokenizer.h"
+#include "bt/runtime/train.h"
+#include "bt/runtime/trainer.h"
 
 namespace bt::rt {
 namespace {
@@ -64,6 +71,11 @@ std::string Usage(const std::string &prog) {
       "labels) or 'eval'\n",
       "                                         and write the outputs (logits, "
       "loss)\n",
+      "  grad --inputs <in.safetensors> -o <out.safetensors>\n",
+      "                                         run 'grad' (inputs with labels) "
+      "and write loss and\n",
+      "                                         grad.<param> for every parameter "
+      "(raw, unclipped)\n",
       "  generate (--inputs <prompt.safetensors> | --prompt TEXT...) [-o <out.safetensors>]\n",
       "           [--max-new-tokens N] [--greedy | --temperature T --top-k K --top-p P --seed S]\n",
       "           [--official-generate-positions] [--ignore-eos]\n",
@@ -75,23 +87,56 @@ std::string Usage(const std::string &prog) {
       "                                         model and prints the text\n",
       "  devices                                list the CPU and the CUDA GPU (or why "
       "none is usable)\n",
+      "  train-step (--inputs <batch.safetensors> | --grads <grads.safetensors>) -o <dir>\n",
+      "           [--checkpoint <dir>] [--config-file <file>] [--lr X] [--warmup-steps N]\n",
+      "           [--total-steps N] [--state-out <state.safetensors>]\n",
+      "           [--step-outputs <out.safetensors>]\n",
+      "                                         one optimizer step ('train_step' on a batch,\n",
+      "                                         or 'apply_gradients' on grad.<name> tensors) from\n",
+      "                                         the weights with zero moments, step 1; writes the\n",
+      "                                         parameters as a checkpoint directory (atomically)\n",
+      "  ", TrainUsage(),
+      "                                         train the model (entry points train_step,\n"
+      "                                         eval_loss; docs/training.md) on text files:\n"
+      "                                         checkpoints, held-out loss, log.csv, loss.png\n",
       "  compare <actual> <reference> --check NAME[=REFNAME]:atol=X|rtol=X|equal ...\n",
+      "          [--mask-file <masks.safetensors>] [--absent-as-zero]\n",
       "                                         check tensors of two safetensors "
       "files against\n",
-      "                                         tolerances (rtol: max|d| / max|ref|)"
-      "\n",
-      "  bench [--device cpu] [--batch 1,8] [--seq-blocks N | --tokens N]\n"
-      "        [--iters K] [--warmup W] [--threads T] [--csv out.csv]\n"
-      "        [--baseline torch|none] [--torch-script bt_torch.py] [--python PATH]\n"
-      "        [--seed S] [--torch-malloc tuned|default]\n",
-      "                                         forward ('eval') throughput in "
-      "tokens/s per batch\n",
-      "                                         size (median of K calls after W "
-      "warmups; default\n",
-      "                                         batches 1,8, 512 tokens, K 5, W 1, "
-      "2 threads), side\n",
-      "                                         by side with the PyTorch baseline "
-      "bench/bt_torch.py\n",
+      "                                         tolerances (rtol: max|d| / max|ref|);"
+      " NAME may be\n",
+      "                                         * or PREFIX* (every matching "
+      "reference tensor);\n",
+      "                                         atol/rtol may add "
+      ",where=|MASK|*F>T (or <=T):\n",
+      "                                         only elements whose |MASK| * F "
+      "exceeds T, MASK\n",
+      "                                         from --mask-file (default: the "
+      "reference), {} = NAME\n",
+      "                                         --absent-as-zero: a tensor missing from "
+      "<actual> counts as zeros\n",
+      "  bench [--device cpu] [--setting forward|prefill-heavy|decode-heavy[=P/G],...]\n"
+      "        [--batch 1,8[,max]] [--memory 8GiB] [--prompt P] [--gen G]\n"
+      "        [--seq-blocks N | --tokens N] [--iters K] [--warmup W] [--threads T]\n"
+      "        [--csv out.csv] [--baseline torch|none] [--torch-script bt_torch.py]\n"
+      "        [--python PATH] [--seed S] [--torch-malloc tuned|default]\n"
+      "        [--progress auto|bar|dots|none]\n",
+      "                                         tokens/s per setting and batch "
+      "size, median of K calls\n",
+      "                                         after W warmups (default: all "
+      "three settings, batches\n",
+      "                                         1,8, forward 512 tokens, K 5, W 1, "
+      "2 threads), side by\n",
+      "                                         side with the PyTorch baseline "
+      "bench/bt_torch.py;\n",
+      "                                         prefill-heavy (2048/128) and "
+      "decode-heavy (128/2048)\n",
+      "                                         generate greedily, EOS ignored "
+      "(--prompt/--gen replace\n",
+      "                                         the lengths); --batch max: the "
+      "largest batch the\n",
+      "                                         KV-cache plan fits in --memory "
+      "(default: available)\n",
       "\n",
       "The artifact is read from the end of this executable unless --artifact "
       "is given.\n");
@@ -124,6 +169,15 @@ absl::Status RunInfoCommand(const Model &model, std::ostream &out) {
     for (const proto::TensorSpec &s : ep.outputs())
       out << "    out " << SpecString(s) << "\n";
   }
+  if (m.has_kv_plan()) {
+    const proto::KVMemoryPlan &p = m.kv_plan();
+    out << "kv-cache plan (bt-plan-kv-memory, " << p.source()
+        << "): per sequence (ceil(prompt / " << p.block_length()
+        << ") + ceil(gen / " << p.block_length() << ")) x "
+        << FormatBytes(p.global_bytes_per_entry()) << " + "
+        << FormatBytes(p.local_bytes_per_sequence()) << " local scratch; "
+        << "weights " << FormatBytes(p.weight_bytes()) << "\n";
+  }
   return absl::OkStatus();
 }
 
@@ -139,15 +193,14 @@ absl::StatusOr<std::string> ChooseEvalEntry(const Model &model,
       absl::StrJoin(model.EntryPointNames(), ", "), ")"));
 }
 
-absl::Status RunEvalCommand(const Model &model, const std::string &inputs_path,
+namespace {
+
+/// Runs `entry` on the named inputs of `in` and writes its outputs to
+/// `output_path` (RunEvalCommand, RunGradCommand).
+absl::Status RunEntryOnFile(const Model &model, const std::string &entry,
+                            const SafetensorsFile &in,
+                            const std::string &inputs_path,
                             const std::string &output_path, std::ostream &log) {
-  BT_ASSIGN_OR_RETURN(SafetensorsFile in, SafetensorsFile::Open(inputs_path));
-  BT_ASSIGN_OR_RETURN(std::string entry,
-                      ChooseEvalEntry(model, in.contains("labels")));
-  if (in.contains("labels") && entry == "eval")
-    log << "note: " << inputs_path
-        << " has labels, but the artifact has no eval_loss entry; running "
-           "eval\n";
   const proto::EntryPoint *ep = model.FindEntryPoint(entry);
   TensorMap inputs;
   std::vector<std::string> used;
@@ -174,6 +227,19 @@ absl::Status RunEvalCommand(const Model &model, const std::string &inputs_path,
   for (const auto &[name, t] : outputs)
     if (t.rank() == 0)
       log << name << " = " << ScalarString(t) << "\n";
+  // The total L2 norm of the gradients (the fixtures' grad_norm_preclip).
+  double sq = 0.0;
+  int grads = 0;
+  for (const auto &[name, t] : outputs)
+    if (name.rfind("grad.", 0) == 0 && t.dtype() == proto::F32) {
+      const float *d = t.data_as<float>();
+      for (int64_t j = 0; j < t.num_elements(); ++j)
+        sq += static_cast<double>(d[j]) * d[j];
+      ++grads;
+    }
+  if (grads > 0)
+    log << "grad norm = " << absl::StrFormat("%.8g", std::sqrt(sq)) << " ("
+        << grads << " parameters)\n";
   std::map<std::string, std::string> metadata = {
       {"entry_point", entry},
       {"model", model.config().name()},
@@ -184,6 +250,31 @@ absl::Status RunEvalCommand(const Model &model, const std::string &inputs_path,
   log << "wrote " << outputs.size() << " tensor(s) of " << entry << " to "
       << output_path << "\n";
   return absl::OkStatus();
+}
+
+} // namespace
+
+absl::Status RunEvalCommand(const Model &model, const std::string &inputs_path,
+                            const std::string &output_path, std::ostream &log) {
+  BT_ASSIGN_OR_RETURN(SafetensorsFile in, SafetensorsFile::Open(inputs_path));
+  BT_ASSIGN_OR_RETURN(std::string entry,
+                      ChooseEvalEntry(model, in.contains("labels")));
+  if (in.contains("labels") && entry == "eval")
+    log << "note: " << inputs_path
+        << " has labels, but the artifact has no eval_loss entry; running "
+           "eval\n";
+  return RunEntryOnFile(model, entry, in, inputs_path, output_path, log);
+}
+
+absl::Status RunGradCommand(const Model &model, const std::string &inputs_path,
+                            const std::string &output_path, std::ostream &log) {
+  if (model.FindEntryPoint("grad") == nullptr)
+    return absl::NotFoundError(absl::StrCat(
+        model.artifact().path(), ": the artifact has no 'grad' entry point "
+        "(it has: ", absl::StrJoin(model.EntryPointNames(), ", "),
+        "); compile it with a bt-run that builds grad"));
+  BT_ASSIGN_OR_RETURN(SafetensorsFile in, SafetensorsFile::Open(inputs_path));
+  return RunEntryOnFile(model, "grad", in, inputs_path, output_path, log);
 }
 
 absl::StatusOr<GenerateCommandOptions>
@@ -427,8 +518,15 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     // compare <actual> <reference> --check NAME:atol=X ... (no model needed)
     std::vector<std::string> files;
     std::vector<TensorCheck> checks;
+    CompareOptions compare_options;
     for (; i < args.size(); ++i) {
-      if (args[i] == "--check") {
+      if (args[i] == "--absent-as-zero") {
+        compare_options.absent_as_zero = true;
+      } else if (args[i] == "--mask-file") {
+        if (i + 1 >= args.size())
+          return usage_error("--mask-file needs a path");
+        compare_options.mask_path = args[++i];
+      } else if (args[i] == "--check") {
         if (i + 1 >= args.size())
           return usage_error("--check needs NAME:atol=X, NAME:rtol=X or NAME:equal");
         absl::StatusOr<TensorCheck> check = ParseTensorCheck(args[++i]);
@@ -444,7 +542,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     if (files.size() != 2 || checks.empty())
       return usage_error("compare needs <actual> <reference> and at least one --check");
     absl::StatusOr<std::vector<TensorCheckResult>> results =
-        CompareTensors(files[0], files[1], checks, out);
+        CompareTensors(files[0], files[1], checks, out, compare_options);
     if (!results.ok()) {
       err << prog << ": " << results.status().message() << "\n";
       return 1;
@@ -461,7 +559,9 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
   if (cmd == "bench") {
     BenchOptions opts;
     std::vector<int64_t> batches = {1, 8};
-    int64_t tokens = 0, seq_blocks = 0;
+    bool with_max = false;
+    std::string setting_list = kDefaultBenchSettings, memory, progress = "auto";
+    int64_t tokens = 0, seq_blocks = 0, prompt_tokens = 0, gen_tokens = 0;
     for (; i < args.size(); ++i) {
       const std::string &a = args[i];
       if (a == "-h" || a == "--help") {
@@ -471,7 +571,8 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
       static const std::set<std::string> kValued = {
           "--device", "--batch", "--seq-blocks", "--tokens", "--iters",
           "--warmup", "--threads", "--csv", "--baseline", "--torch-script",
-          "--python", "--seed", "--torch-malloc"};
+          "--python", "--seed", "--torch-malloc", "--setting", "--prompt",
+          "--gen", "--memory", "--progress"};
       if (!kValued.count(a))
         return usage_error(absl::StrCat("bench: unexpected argument '", a, "'"));
       if (i + 1 >= args.size())
@@ -482,15 +583,30 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
         opts.device = v;
       } else if (a == "--batch") {
         batches.clear();
+        with_max = false;
         for (absl::string_view b : absl::StrSplit(v, ',')) {
           int64_t x = 0;
+          if (b == "max") {
+            with_max = true;
+            continue;
+          }
           if (!absl::SimpleAtoi(b, &x) || x < 1)
             return usage_error(absl::StrCat(
-                "--batch ", v, ": expected positive integers separated by commas"));
+                "--batch ", v, ": expected positive integers separated by "
+                "commas (and 'max')"));
           batches.push_back(x);
         }
       } else if (a == "--csv") {
         opts.csv_path = v;
+      } else if (a == "--setting") {
+        setting_list = v;
+      } else if (a == "--memory") {
+        memory = v;
+      } else if (a == "--progress") {
+        if (v != "auto" && v != "bar" && v != "dots" && v != "none")
+          return usage_error(absl::StrCat(
+              "--progress ", v, ": expected auto, bar, dots or none"));
+        progress = v;
       } else if (a == "--baseline") {
         if (v != "torch" && v != "none")
           return usage_error(absl::StrCat("--baseline ", v, ": expected torch or none"));
@@ -514,6 +630,10 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
         seq_blocks = n;
       } else if (a == "--tokens") {
         tokens = n;
+      } else if (a == "--prompt") {
+        prompt_tokens = n;
+      } else if (a == "--gen") {
+        gen_tokens = n;
       } else if (a == "--iters") {
         opts.iters = static_cast<int>(n);
       } else if (a == "--warmup") {
@@ -526,6 +646,33 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     }
     if (tokens > 0 && seq_blocks > 0)
       return usage_error("bench: give --seq-blocks or --tokens, not both");
+    absl::StatusOr<std::vector<BenchSettingSpec>> specs =
+        ParseBenchSettings(setting_list, prompt_tokens, gen_tokens);
+    if (!specs.ok())
+      return usage_error(std::string(specs.status().message()));
+    // The memory budget of --batch max: --memory, else what is available.
+    int64_t memory_bytes = 0;
+    std::string memory_source;
+    if (!memory.empty()) {
+      if (!with_max)
+        return usage_error("bench --memory is the budget of --batch max; add "
+                           "'max' to --batch");
+      absl::StatusOr<int64_t> m = ParseByteSize(memory);
+      if (!m.ok() || *m <= 0)
+        return usage_error(absl::StrCat(
+            "--memory ", memory, ": expected a positive size such as 80GiB "
+            "(binary), 80GB (decimal) or 1073741824 (bytes)"));
+      memory_bytes = *m;
+      memory_source = absl::StrCat("--memory ", memory);
+    } else if (with_max) {
+      absl::StatusOr<int64_t> m = AvailableMemoryBytes();
+      if (!m.ok()) {
+        err << prog << ": bench --batch max: " << m.status().message() << "\n";
+        return 1;
+      }
+      memory_bytes = *m;
+      memory_source = "available (MemAvailable)";
+    }
     auto model = Model::Open(artifact);
     if (!model.ok()) {
       err << prog << ": " << model.status().message() << "\n";
@@ -540,11 +687,48 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     else if (tokens == 0)
       tokens = (512 + L - 1) / L * L; // 512 tokens (128 blocks at L_B = 4)
     absl::StatusOr<std::vector<BenchSetting>> settings =
-        ForwardSettings(config, batches, tokens);
-    if (!settings.ok())
-      return usage_error(std::string(settings.status().message()));
+        BenchSettingsFor((*model)->manifest(), *specs, batches, tokens,
+                         with_max, memory_bytes, memory_source, &opts.notes);
+    if (!settings.ok()) {
+      if (absl::IsInvalidArgument(settings.status()))
+        return usage_error(std::string(settings.status().message()));
+      err << prog << ": " << artifact << ": " << settings.status().message()
+          << "\n";
+      return 1;
+    }
     opts.settings = std::move(*settings);
+    if (progress == "auto") {
+      const char *term = getenv("TERM");
+      progress = isatty(STDERR_FILENO) && term != nullptr &&
+                         std::string(term) != "dumb"
+                     ? "bar"
+                     : "dots";
+    }
+    opts.progress = progress;
     absl::Status s = RunBenchCommand(**model, opts, out, err);
+    if (!s.ok()) {
+      err << prog << ": " << s.message() << "\n";
+      return 1;
+    }
+    return 0;
+  }
+
+  if (cmd == "train") {
+    std::vector<std::string> rest(args.begin() + i, args.end());
+    for (const std::string &a : rest)
+      if (a == "-h" || a == "--help") {
+        out << "usage: " << prog << " " << TrainUsage();
+        return 0;
+      }
+    absl::StatusOr<TrainOptions> opts = ParseTrainArgs(rest);
+    if (!opts.ok())
+      return usage_error(std::string(opts.status().message()));
+    auto model = Model::Open(artifact);
+    if (!model.ok()) {
+      err << prog << ": " << model.status().message() << "\n";
+      return 1;
+    }
+    absl::Status s = RunTraining(**model, *opts, out, err);
     if (!s.ok()) {
       err << prog << ": " << s.message() << "\n";
       return 1;
@@ -554,7 +738,19 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
 
   std::string inputs, output;
   GenerateCommandOptions gen;
-  if (cmd == "generate") {
+  TrainStepCommandOptions train;
+  if (cmd == "train-step") {
+    std::vector<std::string> rest(args.begin() + i, args.end());
+    for (const std::string &a : rest)
+      if (a == "-h" || a == "--help") {
+        out << Usage(prog);
+        return 0;
+      }
+    absl::StatusOr<TrainStepCommandOptions> parsed = ParseTrainStepArgs(rest);
+    if (!parsed.ok())
+      return usage_error(std::string(parsed.status().message()));
+    train = std::move(parsed).value();
+  } else if (cmd == "generate") {
     std::vector<std::string> rest(args.begin() + i, args.end());
     for (const std::string &a : rest)
       if (a == "-h" || a == "--help") {
@@ -569,7 +765,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     if (i < args.size())
       return usage_error(absl::StrCat("info takes no arguments, got '",
                                       args[i], "'"));
-  } else if (cmd == "eval") {
+  } else if (cmd == "eval" || cmd == "grad") {
     for (; i < args.size(); ++i) {
       const std::string &a = args[i];
       if (a == "-h" || a == "--help") {
@@ -581,13 +777,15 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
           return usage_error(absl::StrCat(a, " needs a path"));
         (a == "--inputs" ? inputs : output) = args[++i];
       } else {
-        return usage_error(absl::StrCat("eval: unexpected argument '", a, "'"));
+        return usage_error(
+            absl::StrCat(cmd, ": unexpected argument '", a, "'"));
       }
     }
     if (inputs.empty())
-      return usage_error("eval: missing --inputs <inputs.safetensors>");
+      return usage_error(
+          absl::StrCat(cmd, ": missing --inputs <inputs.safetensors>"));
     if (output.empty())
-      return usage_error("eval: missing -o <outputs.safetensors>");
+      return usage_error(absl::StrCat(cmd, ": missing -o <outputs.safetensors>"));
   } else {
     return usage_error(absl::StrCat("unknown command '", cmd, "'"));
   }
@@ -597,9 +795,11 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     err << prog << ": " << model.status().message() << "\n";
     return 1;
   }
-  absl::Status s = cmd == "info"       ? RunInfoCommand(**model, out)
-                   : cmd == "generate" ? RunGenerateCommand(**model, gen, out, err)
-                                       : RunEvalCommand(**model, inputs, output, err);
+  absl::Status s = cmd == "info"         ? RunInfoCommand(**model, out)
+                   : cmd == "generate"   ? RunGenerateCommand(**model, gen, out, err)
+                   : cmd == "grad"       ? RunGradCommand(**model, inputs, output, err)
+                   : cmd == "train-step" ? RunTrainStepCommand(**model, train, out)
+                                         : RunEvalCommand(**model, inputs, output, err);
   if (!s.ok()) {
     err << prog << ": " << s.message() << "\n";
     return 1;

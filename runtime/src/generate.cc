@@ -292,13 +292,16 @@ absl::Status GenerateBlock(const Model &model, const Prompt &p,
   c.blocks_prefilled += B * N;
   auto t1 = Clock::now();
   c.prefill_seconds = Seconds(t0, t1);
+  if (o.on_progress)
+    o.on_progress(0, N_new);
 
   std::vector<int64_t> active(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b)
     active[b] = b;
   int64_t produced = 0;
   int64_t *new_tokens = res.new_tokens.data_as<int64_t>();
-  float *step_logits = res.step_logits.data_as<float>();
+  float *step_logits =
+      res.step_logits.valid() ? res.step_logits.data_as<float>() : nullptr;
   for (int64_t g = 0; g < gen_blocks; ++g) {
     const int64_t rows = static_cast<int64_t>(active.size());
     const std::string where = absl::StrCat("generated block ", g);
@@ -329,8 +332,9 @@ absl::Status GenerateBlock(const Model &model, const Prompt &p,
       const int64_t s = active[r];
       for (int64_t k = 0; k < take; ++k) {
         new_tokens[s * N_new + produced + k] = tok[r * L + k];
-        std::memcpy(step_logits + ((produced + k) * B + s) * V,
-                    lg + (r * L + k) * V, sizeof(float) * V);
+        if (step_logits != nullptr)
+          std::memcpy(step_logits + ((produced + k) * B + s) * V,
+                      lg + (r * L + k) * V, sizeof(float) * V);
       }
       const int64_t e = sampler.eos_step_in_block(s);
       if (e >= 0 && e < take) {
@@ -339,6 +343,8 @@ absl::Status GenerateBlock(const Model &model, const Prompt &p,
       }
     }
     produced += take;
+    if (o.on_progress)
+      o.on_progress(produced, N_new);
     if (produced == N_new)
       break;
     std::vector<int64_t> keep = LiveRows(active, sampler);
@@ -420,12 +426,15 @@ absl::Status GenerateVanilla(const Model &model, const Prompt &p,
   c.blocks_prefilled += B * T;
   auto t1 = Clock::now();
   c.prefill_seconds = Seconds(t0, t1);
+  if (o.on_progress)
+    o.on_progress(0, N_new);
 
   std::vector<int64_t> active(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b)
     active[b] = b;
   int64_t *new_tokens = res.new_tokens.data_as<int64_t>();
-  float *step_logits = res.step_logits.data_as<float>();
+  float *step_logits =
+      res.step_logits.valid() ? res.step_logits.data_as<float>() : nullptr;
   for (int64_t s = 0; s < N_new; ++s) {
     const int64_t rows = static_cast<int64_t>(active.size());
     BT_RETURN_IF_ERROR(sampler.BeginBlock(active));
@@ -436,13 +445,16 @@ absl::Status GenerateVanilla(const Model &model, const Prompt &p,
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t q = active[r];
       new_tokens[q * N_new + s] = tok.data_as<int64_t>()[r];
-      std::memcpy(step_logits + (s * B + q) * V,
-                  logits.data_as<float>() + r * V, sizeof(float) * V);
+      if (step_logits != nullptr)
+        std::memcpy(step_logits + (s * B + q) * V,
+                    logits.data_as<float>() + r * V, sizeof(float) * V);
       if (sampler.eos_step_in_block(q) >= 0) {
         res.finished[q] = true;
         res.lengths[q] = s + 1;
       }
     }
+    if (o.on_progress)
+      o.on_progress(s + 1, N_new);
     if (s == N_new - 1)
       break;
     std::vector<int64_t> keep = LiveRows(active, sampler);
@@ -564,8 +576,10 @@ absl::StatusOr<GenerateResult> Generate(const Model &model,
   GenerateResult res;
   BT_ASSIGN_OR_RETURN(res.new_tokens, Tensor::Allocate(proto::I64, {p.batch, N}));
   std::fill_n(res.new_tokens.data_as<int64_t>(), p.batch * N, cfg.pad_token_id());
-  BT_ASSIGN_OR_RETURN(res.step_logits,
-                      Tensor::Allocate(proto::F32, {N, p.batch, V}));
+  if (options.keep_step_logits) {
+    BT_ASSIGN_OR_RETURN(res.step_logits,
+                        Tensor::Allocate(proto::F32, {N, p.batch, V}));
+  }
   res.finished.assign(static_cast<size_t>(p.batch), false);
   res.lengths.assign(static_cast<size_t>(p.batch), N);
   if (N == 0 || p.batch == 0)

@@ -278,7 +278,8 @@ absl::Status Model::CheckInputs(const proto::EntryPoint &ep,
 
 absl::StatusOr<TensorMap> Model::Run(const std::string &entry,
                                      const TensorMap &inputs,
-                                     TensorMap *inouts) const {
+                                     TensorMap *inouts,
+                                     const TensorMap *overrides) const {
   const proto::EntryPoint *ep = FindEntryPoint(entry);
   if (ep == nullptr)
     return absl::NotFoundError(absl::StrCat(
@@ -286,8 +287,19 @@ absl::StatusOr<TensorMap> Model::Run(const std::string &entry,
         absl::StrJoin(EntryPointNames(), ", "), ")"));
   BT_RETURN_IF_ERROR(CheckInputs(*ep, inputs, inouts));
   std::vector<const Tensor *> params, args;
-  for (const std::string &p : ep->params())
-    params.push_back(&weights_.at(p));
+  for (const std::string &p : ep->params()) {
+    const Tensor &w = weights_.at(p);
+    auto it = overrides ? overrides->find(p) : TensorMap::const_iterator();
+    if (overrides == nullptr || it == overrides->end()) {
+      params.push_back(&w);
+      continue;
+    }
+    if (it->second.dtype() != w.dtype() || it->second.shape() != w.shape())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "entry point '", entry, "': parameter '", p, "' replaced by ",
+          it->second.DebugString(), ", expected ", w.DebugString()));
+    params.push_back(&it->second);
+  }
   for (const proto::TensorSpec &s : ep->inputs())
     args.push_back(FindArg(s, inputs, inouts));
   BT_ASSIGN_OR_RETURN(std::vector<Tensor> outs,

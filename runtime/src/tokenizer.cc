@@ -27,6 +27,10 @@ struct ShimApi {
   int64_t (*vocab_size)(void *);
   int (*encode)(void *, const char *, size_t, int64_t **, size_t *, char **);
   int (*decode)(void *, const int64_t *, size_t, char **, size_t *, char **);
+  int64_t (*eos_id)(void *);
+  int64_t (*unk_id)(void *);
+  int (*train)(const char *, const char *const *, const size_t *, size_t,
+               char **, size_t *, char **);
   void (*free)(void *);
 };
 
@@ -63,9 +67,12 @@ absl::StatusOr<const ShimApi *> Shim() {
         reinterpret_cast<decltype(a->vocab_size)>(dlsym(h, "bt_spm_vocab_size"));
     a->encode = reinterpret_cast<decltype(a->encode)>(dlsym(h, "bt_spm_encode"));
     a->decode = reinterpret_cast<decltype(a->decode)>(dlsym(h, "bt_spm_decode"));
+    a->eos_id = reinterpret_cast<decltype(a->eos_id)>(dlsym(h, "bt_spm_eos_id"));
+    a->unk_id = reinterpret_cast<decltype(a->unk_id)>(dlsym(h, "bt_spm_unk_id"));
+    a->train = reinterpret_cast<decltype(a->train)>(dlsym(h, "bt_spm_train"));
     a->free = reinterpret_cast<decltype(a->free)>(dlsym(h, "bt_spm_free"));
     if (!a->load || !a->unload || !a->vocab_size || !a->encode || !a->decode ||
-        !a->free) {
+        !a->eos_id || !a->unk_id || !a->train || !a->free) {
       api = absl::InternalError("the SentencePiece shim lacks a symbol");
       return;
     }
@@ -98,6 +105,8 @@ Tokenizer::LoadSentencePiece(absl::string_view model_proto) {
   std::unique_ptr<Tokenizer> t(new Tokenizer());
   t->handle_ = h;
   t->vocab_size_ = (*api)->vocab_size(h);
+  t->eos_id_ = (*api)->eos_id(h);
+  t->unk_id_ = (*api)->unk_id(h);
   return t;
 }
 
@@ -134,6 +143,33 @@ absl::StatusOr<std::string> Tokenizer::Decode(absl::Span<const int64_t> ids) con
   std::string s(text, n);
   api.free(text);
   return s;
+}
+
+// Declared in data.cc (TrainSentencePiece); here because this file owns the
+// shim.
+absl::StatusOr<std::string>
+TrainSentencePieceWithShim(const std::string &args,
+                           const std::vector<std::string> &sentences) {
+  absl::StatusOr<const ShimApi *> api = Shim();
+  if (!api.ok())
+    return api.status();
+  std::vector<const char *> ptrs;
+  std::vector<size_t> sizes;
+  ptrs.reserve(sentences.size());
+  sizes.reserve(sentences.size());
+  for (const std::string &s : sentences) {
+    ptrs.push_back(s.data());
+    sizes.push_back(s.size());
+  }
+  char *model = nullptr, *error = nullptr;
+  size_t n = 0;
+  if ((*api)->train(args.c_str(), ptrs.data(), sizes.data(), ptrs.size(),
+                    &model, &n, &error) != 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SentencePiece training (", args, ") failed: ", TakeError(**api, error)));
+  std::string proto(model, n);
+  (*api)->free(model);
+  return proto;
 }
 
 } // namespace bt::rt

@@ -14,7 +14,8 @@ using testing::StatusIs;
 using ::testing::HasSubstr;
 
 // Every fixture checkpoint loads: all expected tensors, official shapes, the
-// unused block-decoder embed_in ignored with a notice, values untouched.
+// unused block-decoder embed_in ignored with a notice (and kept in `unused`),
+// values untouched.
 TEST(Checkpoint, LoadsEveryFixture) {
   for (const std::string &c : testing::FixtureCases()) {
     SCOPED_TRACE(c);
@@ -37,8 +38,14 @@ TEST(Checkpoint, LoadsEveryFixture) {
       ASSERT_EQ(ck->notices.size(), 1u);
       EXPECT_THAT(ck->notices[0],
                   HasSubstr("ignored unused tensor 'block_decoder.gpt_neox.embed_in.weight'"));
+      // Kept apart, unchanged, for checkpoints written back (Trainer).
+      ASSERT_EQ(ck->unused.size(), 1u);
+      const Tensor &u = ck->unused.at("block_decoder.gpt_neox.embed_in.weight");
+      EXPECT_EQ(u.bytes(), file->Get("block_decoder.gpt_neox.embed_in.weight")->bytes());
+      EXPECT_EQ(ck->weights.count("block_decoder.gpt_neox.embed_in.weight"), 0u);
     } else {
       EXPECT_TRUE(ck->notices.empty());
+      EXPECT_TRUE(ck->unused.empty());
     }
   }
 }

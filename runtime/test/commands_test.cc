@@ -86,6 +86,18 @@ TEST_F(CommandsTest, EvalErrorsNameTheFileAndTensor) {
               StatusIs(absl::StatusCode::kNotFound, "absent.safetensors"));
 }
 
+TEST_F(CommandsTest, GradNeedsTheGradEntryPoint) {
+  // The toy artifact has no grad entry point (the real one
+  // is exercised by test/bt-run/fixtures-grad.test and executable.test).
+  std::ostringstream log;
+  const std::string out = dir_.File("grad.safetensors");
+  EXPECT_THAT(RunGradCommand(*model_, dir_.File("in_labels.safetensors"), out, log),
+              StatusIs(absl::StatusCode::kNotFound,
+                       "the artifact has no 'grad' entry point (it has: eval, "
+                       "eval_loss, add, wrong_shape)"));
+  EXPECT_FALSE(SafetensorsFile::Open(out).ok()) << "nothing is written";
+}
+
 int Launch(const std::vector<std::string> &args, std::string *out, std::string *err) {
   std::vector<const char *> argv;
   for (const std::string &a : args)
@@ -111,6 +123,12 @@ TEST_F(CommandsTest, LauncherMainUsage) {
   EXPECT_THAT(err, HasSubstr("eval: missing --inputs"));
   EXPECT_EQ(Launch({"model", "eval", "--inputs"}, &out, &err), 2);
   EXPECT_THAT(err, HasSubstr("--inputs needs a path"));
+  EXPECT_EQ(Launch({"model", "grad", "--inputs", "x"}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr("grad: missing -o"));
+  EXPECT_EQ(Launch({"model", "grad", "-o", "x"}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr("grad: missing --inputs"));
+  EXPECT_EQ(Launch({"model", "grad", "--bogus"}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr("grad: unexpected argument '--bogus'"));
   EXPECT_EQ(Launch({"model", "info", "extra"}, &out, &err), 2);
   EXPECT_EQ(Launch({"model", "--help"}, &out, &err), 0);
   EXPECT_THAT(out, HasSubstr("usage: model"));
@@ -125,6 +143,11 @@ TEST_F(CommandsTest, LauncherMainUsage) {
                    &out, &err),
             1);
   EXPECT_THAT(err, HasSubstr("no tensor 'attention_mask'"));
+  EXPECT_EQ(Launch({"model", "--artifact", dir_.File("toy.btart"), "grad", "--inputs",
+                    dir_.File("in_labels.safetensors"), "-o", dir_.File("g")},
+                   &out, &err),
+            1);
+  EXPECT_THAT(err, HasSubstr("no 'grad' entry point"));
 }
 
 // Runs a command line, returning its exit status and stdout+stderr.

@@ -181,6 +181,67 @@ absl::Status WriteToyArtifact(const std::string &path, const std::string &prefix
   return w.Write(path);
 }
 
+absl::Status WriteTrainArtifact(const std::string &path, int64_t vocab,
+                                const std::string &tokenizer, const std::string &prefix) {
+  proto::Manifest m;
+  m.set_target("cpu");
+  m.set_cpu("x86-64");
+  m.set_producer("btrt-tests");
+  auto cases = FixtureCases();
+  if (cases.empty())
+    return absl::NotFoundError("no fixtures");
+  auto config = LoadModelConfig(cases[0]);
+  if (!config.ok())
+    return config.status();
+  config->set_vocab_size(vocab);
+  config->set_name("fake_bigram");
+  *m.mutable_config() = *config;
+  const int64_t L = config->block_length();
+  auto batch = [&](proto::EntryPoint *ep) {
+    *ep->add_inputs() = Spec("input_ids", proto::I64, {-1, -1, L}, {"B", "N_blk", "L_B"});
+    *ep->add_inputs() = Spec("attention_mask", proto::I64, {-1, -1, L}, {"B", "N_blk", "L_B"});
+    *ep->add_inputs() = Spec("block_attention_mask", proto::I64, {-1, -1}, {"B", "N_blk"});
+    *ep->add_inputs() = Spec("labels", proto::I64, {-1, -1, L}, {"B", "N_blk", "L_B"});
+  };
+  proto::EntryPoint *ts = m.add_entry_points();
+  ts->set_name("train_step");
+  ts->set_symbol("bt_entry_train_step");
+  batch(ts);
+  *ts->add_inputs() = Spec("step", proto::I64, {});
+  *ts->add_inputs() = Spec("peak_lr", proto::F32, {});
+  *ts->add_inputs() = Spec("warmup_steps", proto::I64, {});
+  *ts->add_inputs() = Spec("total_steps", proto::I64, {});
+  for (const char *name : {"param.bigram", "adam_m.bigram", "adam_v.bigram"}) {
+    proto::TensorSpec s = Spec(name, proto::F32, {vocab, vocab});
+    s.set_inout(true);
+    *ts->add_inputs() = s;
+  }
+  for (const char *name : {"loss", "grad_norm", "lr"})
+    *ts->add_outputs() = Spec(name, proto::F32, {});
+  proto::EntryPoint *ev = m.add_entry_points();
+  ev->set_name("eval_loss");
+  ev->set_symbol("bt_entry_eval_loss");
+  ev->add_params("bigram");
+  batch(ev);
+  *ev->add_outputs() = Spec("logits", proto::F32, {-1, -1, L, vocab}, {"B", "", "L_B", "V"});
+  *ev->add_outputs() = Spec("loss", proto::F32, {});
+  ArtifactWriter w(m);
+  w.SetKernels(ReadRaw(BT_TEST_TRAIN_KERNELS));
+  w.SetTokenizer(tokenizer);
+  Tensor bigram = MakeF32({vocab, vocab}, std::vector<float>(vocab * vocab, 0.0f));
+  // A weight no entry trains (as the block decoder's embed_in).
+  Tensor untrained = MakeF32({2, 3}, {1, 2, 3, 4, 5, 6});
+  for (auto &[name, t] : {std::pair<const char *, Tensor *>{"bigram", &bigram},
+                          {"untrained", &untrained}}) {
+    absl::Status s = w.AddWeight(name, *t);
+    if (!s.ok())
+      return s;
+  }
+  if (!prefix.empty())
+    w.SetPrefixFile(prefix);
+  return w.Write(path);
+}
+
 absl::Status WriteGenArtifact(const std::string &path,
                               const GenArtifactOptions &o) {
   proto::Manifest m;

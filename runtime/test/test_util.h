@@ -87,6 +87,17 @@ inline constexpr float kFakePeak = 3.0f;
 /// entry points prefill, decode_tokens, decode_block of docs/generation.md,
 /// pad 0, eos 0, generation pad 1) or the fake vanilla model (prefill,
 /// decode_step; generation pad 0), with param `peak` = F32[1] {3}.
+/// Writes an artifact whose kernels are train_test_kernels.c's shared
+/// object (BT_TEST_TRAIN_KERNELS): a bigram model with the entry points
+/// train_step (docs/training.md's inputs and in-out state) and eval_loss,
+/// the configuration of the first fixture case with vocabulary `vocab`,
+/// weights `bigram` F32[V, V] (zeros) and `untrained` F32[2, 3] (read by no
+/// entry), and `tokenizer` as its tokenizer section. With `prefix` (a
+/// launcher binary) the result is an executable.
+absl::Status WriteTrainArtifact(const std::string &path, int64_t vocab,
+                                const std::string &tokenizer,
+                                const std::string &prefix = "");
+
 absl::Status WriteGenArtifact(const std::string &path,
                               const GenArtifactOptions &options = {});
 

@@ -115,3 +115,23 @@ func.func @keep_fill(%a: memref<?x37xf32>, %b: memref<29x37xf32>, %c: memref<?x2
   linalg.matmul_transpose_b ins(%a, %b : memref<?x37xf32>, memref<29x37xf32>) outs(%d : memref<?x29xf32>)
   return %d : memref<?x29xf32>
 }
+
+// C += Aᵀ · B (linalg.matmul_transpose_a, the weight gradients of the backward
+// sweep: A is [K, M]): A transposed (112), B not (111); M and N are C's sizes,
+// K is A's row count and lda = max(A's row stride, M, 1).
+// CHECK-LABEL: func.func @matmul_transpose_a
+//  CHECK-SAME:   %[[A:.*]]: memref<?x29xf32>, %[[B:.*]]: memref<?x37xf32>, %[[C:.*]]: memref<29x37xf32>
+//       CHECK:   %{{.*}}, %{{.*}}, %[[ASZ:.*]]:2, %[[AST:.*]]:2 = memref.extract_strided_metadata %[[A]]
+//       CHECK:   %{{.*}}, %{{.*}}, %[[CSZ:.*]]:2, %{{.*}}:2 = memref.extract_strided_metadata %[[C]]
+//       CHECK:   %[[LDMIN:.*]] = arith.maxsi %[[CSZ]]#0, %{{.*}} : index
+//       CHECK:   %[[LDA:.*]] = arith.maxsi %[[AST]]#0, %[[LDMIN]] : index
+//       CHECK:   %[[LDA32:.*]] = arith.index_cast %[[LDA]] : index to i32
+//       CHECK:   %[[M32:.*]] = arith.index_cast %[[CSZ]]#0 : index to i32
+//       CHECK:   %[[N32:.*]] = arith.index_cast %[[CSZ]]#1 : index to i32
+//       CHECK:   %[[K32:.*]] = arith.index_cast %[[ASZ]]#0 : index to i32
+//       CHECK:   call @cblas_sgemm(%c101_i32{{.*}}, %c112_i32{{.*}}, %c111_i32{{.*}}, %[[M32]], %[[N32]], %[[K32]], %{{.*}}, %{{.*}}, %[[LDA32]],
+//   CHECK-NOT:   linalg.matmul_transpose_a
+func.func @matmul_transpose_a(%a: memref<?x29xf32>, %b: memref<?x37xf32>, %c: memref<29x37xf32>) {
+  linalg.matmul_transpose_a ins(%a, %b : memref<?x29xf32>, memref<?x37xf32>) outs(%c : memref<29x37xf32>)
+  return
+}

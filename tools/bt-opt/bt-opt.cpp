@@ -11,6 +11,7 @@
 #include "bt/Codegen/Passes.h"
 #include "bt/Codegen/Pipelines.h"
 #include "bt/Dialect/BT/IR/BTDialect.h"
+#include "bt/Transforms/Autodiff.h"
 #include "bt/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -28,6 +29,7 @@ int main(int argc, char **argv) {
   registry.insert<bt::BTDialect>();
   bt::registerBTCodegenInterfaceModels(registry);
   bt::registerCUDACodegenInterfaceModels(registry);
+  bt::registerAutodiffInterfaces(registry);
 
   mlir::registerAllPasses();
   bt::registerBTTransformsPasses();

@@ -6,6 +6,7 @@
 
 #include "RuntimeBridge.h"
 
+#include "absl/strings/match.h"
 #include "bt/runtime/artifact.h"
 #include "bt/runtime/checkpoint.h"
 #include "bt/runtime/commands.h"
@@ -13,6 +14,7 @@
 #include "bt/runtime/safetensors.h"
 #include "bt/runtime/tensor.h"
 #include "bt/runtime/tokenizer.h"
+#include "bt/runtime/train.h"
 
 #include <cmath>
 #include <fstream>
@@ -205,8 +207,17 @@ std::unique_ptr<Model> randomModel(const std::string &configPath,
 bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
                    const std::string &kernels, const std::string &cpu,
                    const std::string &launcherPath, const std::string &outPath,
-                   std::string &error, const std::string &tokenizer) {
+                   std::string &error, const std::string &tokenizer,
+                   const KVPlanInfo &kvPlan) {
   proto::Manifest manifest;
+  if (kvPlan.blockLength > 0) {
+    proto::KVMemoryPlan *p = manifest.mutable_kv_plan();
+    p->set_block_length(kvPlan.blockLength);
+    p->set_global_bytes_per_entry(kvPlan.globalBytesPerEntry);
+    p->set_local_bytes_per_sequence(kvPlan.localBytesPerSequence);
+    p->set_weight_bytes(kvPlan.weightBytes);
+    p->set_source(kvPlan.source);
+  }
   manifest.set_target("cpu");
   manifest.set_cpu(cpu);
   manifest.set_producer("bt-run");
@@ -280,6 +291,43 @@ bool readTokenizer(const Model &model, const std::string &path,
   }
   return true;
 }
+
+bool prepareTraining(const std::vector<std::string> &loopArgs,
+                     const std::string &configPath,
+                     const std::string &tokenizerPath, int64_t vocabSize,
+                     const std::string &spmModelType,
+                     std::string &compileConfig, std::string &tokenizerFile,
+                     std::string &outputDir, std::string &error,
+                     bool &usageError) {
+  usageError = false;
+  absl::StatusOr<rt::TrainOptions> opts = rt::ParseTrainArgs(loopArgs);
+  if (!opts.ok()) {
+    usageError = true;
+    error = std::string(opts.status().message());
+    return false;
+  }
+  rt::TrainModelSetup setup;
+  setup.config_path = configPath;
+  setup.tokenizer_path = tokenizerPath;
+  setup.spm.vocab_size = vocabSize;
+  setup.spm.model_type = spmModelType;
+  setup.spm.seed = static_cast<uint32_t>(opts->seed);
+  setup.train = *opts;
+  absl::StatusOr<rt::TrainModelFiles> files =
+      rt::PrepareTrainingModel(setup, std::cerr);
+  if (!files.ok()) {
+    usageError = files.status().code() == absl::StatusCode::kInvalidArgument &&
+                 absl::StartsWith(files.status().message(), "train");
+    error = std::string(files.status().message());
+    return false;
+  }
+  compileConfig = files->config_path;
+  tokenizerFile = files->tokenizer_path;
+  outputDir = opts->output_dir;
+  return true;
+}
+
+std::string trainLoopUsage() { return rt::TrainUsage(); }
 
 bool isArtifact(const std::string &path) {
   return rt::Artifact::Open(path).ok();

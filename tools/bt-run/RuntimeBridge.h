@@ -75,20 +75,52 @@ std::unique_ptr<Model> loadModel(const CheckpointPaths &paths,
 std::unique_ptr<Model> randomModel(const std::string &configPath,
                                    uint64_t seed, std::string &error);
 
+/// The KV-cache memory plan stored in the manifest (bt.proto KVMemoryPlan):
+/// per-sequence coefficients of bt-plan-kv-memory (bt::KVPlan), bytes.
+struct KVPlanInfo {
+  int64_t blockLength = 0; ///< 0: no plan (the manifest gets none)
+  int64_t globalBytesPerEntry = 0;
+  int64_t localBytesPerSequence = 0;
+  int64_t weightBytes = 0;
+  std::string source;
+};
+
 /// Writes an artifact (docs/abi.md) for `model` with the compiled kernels;
 /// with `launcherPath` non-empty, prefixes the launcher to make a standalone
 /// executable; `tokenizer` (a SentencePiece model proto, see readTokenizer)
-/// becomes the tokenizer section. Atomic (temp file + rename).
+/// becomes the tokenizer section; `kvPlan` the manifest's kv_plan. Atomic
+/// (temp file + rename).
 bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
                    const std::string &kernels, const std::string &cpu,
                    const std::string &launcherPath, const std::string &outPath,
-                   std::string &error, const std::string &tokenizer = "");
+                   std::string &error, const std::string &tokenizer = "",
+                   const KVPlanInfo &kvPlan = {});
 
 /// Reads a SentencePiece model file (spm_train's .model) into `bytes` and
 /// checks it: it loads with libsentencepiece and has at most the model's
 /// vocabulary size of pieces. On error returns false with `error` set.
 bool readTokenizer(const Model &model, const std::string &path,
                    std::string &bytes, std::string &error);
+
+/// `bt-run train` before compiling: parses the training loop's arguments
+/// (`loopArgs`, bt/runtime/train.h ParseTrainArgs) and runs
+/// PrepareTrainingModel: the config to compile (`compileConfig`, in the
+/// output directory: vocab_size = the tokenizer's) and the SentencePiece
+/// model to embed (`tokenizerFile`), trained on the training text with
+/// `vocabSize` pieces (0: the config's vocab_size) and `spmModelType`
+/// (unigram|bpe) unless `tokenizerPath` names one. With --resume both come
+/// from the checkpoint. On error returns false with `error` set
+/// (`usageError` true for bad arguments).
+bool prepareTraining(const std::vector<std::string> &loopArgs,
+                     const std::string &configPath,
+                     const std::string &tokenizerPath, int64_t vocabSize,
+                     const std::string &spmModelType,
+                     std::string &compileConfig, std::string &tokenizerFile,
+                     std::string &outputDir, std::string &error,
+                     bool &usageError);
+
+/// Usage text of the training loop's arguments (TrainUsage).
+std::string trainLoopUsage();
 
 /// True if `path` ends with a bt artifact trailer (artifact or executable).
 bool isArtifact(const std::string &path);

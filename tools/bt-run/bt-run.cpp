@@ -5,18 +5,28 @@
 //   bt-run compile <checkpoint> --target cuda --emit ptx|llvm|bt|bt-layer
 //                  [--cuda-path DIR] [--gpu-chip sm_90] [-o OUT]
 //   bt-run eval <checkpoint|artifact|executable> --inputs IN -o OUT
+//   bt-run grad <checkpoint|artifact|executable> --inputs IN -o OUT
 //   bt-run generate <checkpoint|artifact|executable>
 //                  (--inputs PROMPT.safetensors -o OUT | --prompt TEXT...)
 //                  [--max-new-tokens N] [--greedy | --temperature T --top-k K
 //                  --top-p P --seed S] [--official-generate-positions]
 //                  [--ignore-eos]
 //   bt-run info <checkpoint|artifact|executable>
+//   bt-run train (--config C | --resume DIR) --data FILE... -o DIR --steps N
+//                [--tokenizer spm.model | --vocab-size V] [--init-seed S]
+//                [loop options, bt/runtime/train.h]
 //   bt-run plan <checkpoint|--config FILE> [--memory 80GiB] [--prompt 2048]
 //               [--gen 128] [--batch N] [--dtype f32|bf16|f16]
 //   bt-run bench [--device cpu] <checkpoint|artifact|executable | --config C
-//                --random-init> [--batch 1,8] [--seq-blocks N | --tokens N]
+//                --random-init> [--setting forward,prefill-heavy,decode-heavy]
+//                [--batch 1,8[,max]] [--memory 8GiB] [--seq-blocks N |
+//                --tokens N] [--prompt P] [--gen G]
 //                [--iters K] [--warmup W] [--threads T] [--csv OUT]
-//                [--baseline torch|none]
+//                [--baseline torch|none] [--progress auto|bar|dots|none]
+//   bt-run train-step <checkpoint|artifact|executable>
+//                (--inputs BATCH | --grads GRADS) --lr X -o DIR
+//                [--warmup-steps N] [--total-steps N] [--state-out FILE]
+//                [--step-outputs FILE]
 //
 // A checkpoint is a directory with the official trainer YAML (config.yaml)
 // or a resolved config.json, and model.safetensors (official tensor names);
@@ -24,8 +34,11 @@
 // SentencePiece model (for generate --prompt). The pipeline
 // (DESIGN.md §2): import (eval, eval_loss) → bt-generate-entry-points
 // (prefill, decode_block, decode_tokens; vanilla prefill, decode_step) →
-// bt-decompose → bt-lower-kv-caches → bt-cpu-pipeline → LLVM → shared
-// object → artifact (docs/abi.md), optionally prefixed by the runtime
+// [bt-generate-train-step (train_step, apply_gradients) for train-step and
+// compile --train] →
+// bt-decompose → bt-generate-gradients (grad: compile, and the grad command)
+// → bt-lower-kv-caches → bt-cpu-pipeline → LLVM → shared object → artifact
+// (docs/abi.md), optionally prefixed by the runtime
 // launcher to make a standalone executable. MLIR's pass-manager options
 // (--mlir-print-ir-after-all, --mlir-timing, ...) apply to the pipeline.
 //
@@ -62,6 +75,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include <algorithm>
 #include <optional>
 
 using namespace mlir;
@@ -124,8 +138,48 @@ cl::opt<std::string> launcherPath(
     "launcher", cl::desc("bt-launcher binary for --emit executable (default: "
                          "next to bt-run)"),
     cl::cat(btCategory));
+// train-step (the runtime's command, bt/runtime/trainer.h) and compile --train.
+cl::opt<bool> trainEntries(
+    "train",
+    cl::desc("compile: also build the training entry points train_step and "
+             "apply_gradients (bt-generate-train-step)"),
+    cl::cat(btCategory));
+cl::opt<std::string> gradsPath(
+    "grads",
+    cl::desc("train-step: apply these gradients (grad.<name>, e.g. a fixture's "
+             "outputs.safetensors) with apply_gradients instead of computing "
+             "them from --inputs"),
+    cl::cat(btCategory));
+cl::opt<std::string> learningRate(
+    "lr", cl::desc("train-step: peak learning rate (default 1e-3)"),
+    cl::init("1e-3"), cl::cat(btCategory));
+cl::opt<std::string> warmupSteps(
+    "warmup-steps", cl::desc("train-step: LR warmup steps (default 0)"),
+    cl::init("0"), cl::cat(btCategory));
+cl::opt<std::string> totalSteps(
+    "total-steps", cl::desc("train-step: total steps of the LR schedule "
+                            "(default 0)"),
+    cl::init("0"), cl::cat(btCategory));
+cl::opt<std::string> stateOut(
+    "state-out",
+    cl::desc("train-step: also write the optimizer state (parameters, "
+             "moments, step) to this safetensors file"),
+    cl::cat(btCategory));
+
+cl::opt<std::string> stepOutputs(
+    "step-outputs",
+    cl::desc("train-step: also write loss, grad_norm, lr and step to this "
+             "safetensors file"),
+    cl::cat(btCategory));
+
 cl::opt<bool> noBlas("no-blas", cl::desc("Keep GEMMs as generated loops"),
                      cl::cat(btCategory));
+cl::opt<bool> gradEntry(
+    "grad-entry",
+    cl::desc("compile: build the 'grad' entry point (loss and parameter "
+             "gradients, bt-generate-gradients; default on). eval, generate "
+             "and bench on a checkpoint never build it, grad always does"),
+    cl::init(true), cl::cat(btCategory));
 cl::opt<std::string> tokenizerPath(
     "tokenizer",
     cl::desc("compile / generate: SentencePiece model (.model) to embed in the "
@@ -134,7 +188,10 @@ cl::opt<std::string> tokenizerPath(
 
 // generate (passed on to the runtime's command, bt/runtime/commands.h).
 cl::list<std::string> prompts("prompt",
-                              cl::desc("generate: a text prompt (repeatable)"),
+                              cl::desc("generate: a text prompt (repeatable); "
+                                       "plan, bench: prompt tokens (bench: "
+                                       "replaces each generation setting's "
+                                       "length)"),
                               cl::cat(btCategory));
 cl::opt<std::string> maxNewTokens("max-new-tokens",
                                   cl::desc("generate: new tokens per prompt "
@@ -165,10 +222,13 @@ cl::opt<bool> fuseLocalAttention(
              "into one kernel (bt-fuse-local-attention; default on)"),
     cl::init(true), cl::cat(btCategory));
 cl::opt<std::string> memoryBudget(
-    "memory", cl::desc("plan: device memory budget, e.g. 80GiB (binary), "
-                       "80GB (decimal), or bytes"),
+    "memory", cl::desc("plan, bench --batch max: memory budget, e.g. 80GiB "
+                       "(binary), 80GB (decimal), or bytes (bench default: "
+                       "this machine's available memory)"),
     cl::cat(btCategory));
-cl::opt<int64_t> genTokens("gen", cl::desc("plan: tokens to generate"),
+cl::opt<int64_t> genTokens("gen", cl::desc("plan, bench: tokens to generate "
+                                           "(bench: replaces each generation "
+                                           "setting's length)"),
                            cl::init(128), cl::cat(btCategory));
 cl::opt<std::string> planDType(
     "dtype",
@@ -181,9 +241,22 @@ cl::opt<std::string> device("device", cl::desc("bench: device (cpu)"),
                             cl::init("cpu"), cl::cat(btCategory));
 cl::opt<std::string> batches(
     "batch",
-    cl::desc("bench: batch sizes, comma-separated (default 1,8); plan: one "
-             "batch size to check against --memory"),
+    cl::desc("bench: batch sizes, comma-separated (default 1,8); 'max' adds "
+             "the largest batch the KV-cache plan allows for --memory "
+             "(generation settings); plan: one batch size to check against "
+             "--memory"),
     cl::init("1,8"), cl::cat(btCategory));
+cl::opt<std::string> benchSettings(
+    "setting",
+    cl::desc("bench: settings, comma-separated: forward (eval), prefill-heavy "
+             "(2048 prompt / 128 generated tokens), decode-heavy (128 / 2048); "
+             "NAME=P/G gives the lengths (default: all three)"),
+    cl::init("forward,prefill-heavy,decode-heavy"), cl::cat(btCategory));
+cl::opt<std::string> progressMode(
+    "progress",
+    cl::desc("bench: progress of generation calls: auto (a bar on a "
+             "terminal, else dots), bar, dots, none"),
+    cl::init("auto"), cl::cat(btCategory));
 cl::opt<unsigned> seqBlocks("seq-blocks",
                             cl::desc("bench: blocks per row (tokens = N * L_B)"),
                             cl::init(0), cl::cat(btCategory));
@@ -225,6 +298,7 @@ constexpr const char *kUsage =
     "  bt-run compile <checkpoint> --target cuda --emit ptx|llvm [--cuda-path DIR]"
     " [-o OUT]\n"
     "  bt-run eval <checkpoint|artifact|executable> --inputs IN -o OUT\n"
+    "  bt-run grad <checkpoint|artifact|executable> --inputs IN -o OUT\n"
     "  bt-run generate <checkpoint|artifact|executable>\n"
     "         (--inputs PROMPT.safetensors -o OUT | --prompt TEXT...) "
     "[--max-new-tokens N]\n"
@@ -235,9 +309,22 @@ constexpr const char *kUsage =
     " [--gen 128] [--batch N] [--dtype f32|bf16|f16]\n"
     "  bt-run bench [--device cpu] <checkpoint|artifact|executable | --config C "
     "--random-init>\n"
-    "               [--batch 1,8] [--seq-blocks N | --tokens N] [--iters K] "
-    "[--warmup W]\n"
-    "               [--threads T (default 2)] [--csv OUT] [--baseline torch|none]\n";
+    "               [--setting forward|prefill-heavy|decode-heavy[=P/G],...] "
+    "[--batch 1,8[,max]] [--memory M]\n"
+    "               [--seq-blocks N | --tokens N] [--prompt P] "
+    "[--gen G] [--iters K] [--warmup W]\n"
+    "               [--threads T (default 2)] [--csv OUT] [--baseline torch|none]"
+    " [--progress auto|bar|dots|none]\n"
+    "  bt-run train-step <checkpoint|artifact|executable> (--inputs BATCH | "
+    "--grads GRADS)\n"
+    "               [--lr 1e-3] [--warmup-steps N] [--total-steps N] -o DIR "
+    "[--state-out FILE]\n"
+    "               [--step-outputs FILE]\n"
+    "  bt-run train (--config C | --resume DIR) --data FILE... -o DIR --steps N\n"
+    "               [--tokenizer spm.model | --vocab-size V [--spm-model-type "
+    "unigram|bpe]]\n"
+    "               [--init-seed S] [--cpu NAME] [the loop's options: bt-run train "
+    "--help]\n";
 
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "bt-run") << message << "\n";
@@ -303,12 +390,15 @@ LogicalResult setEntryParams(ModuleOp lowered,
                              std::vector<bt::bridge::EntryInfo> &entries) {
   for (bt::bridge::EntryInfo &e : entries) {
     Operation *fn = SymbolTable::lookupSymbolIn(lowered, e.name);
-    auto params = fn ? fn->getAttrOfType<ArrayAttr>("bt.params") : ArrayAttr();
-    if (!params) {
-      fail("internal error: lowered entry point '" + e.name +
-           "' has no bt.params attribute");
+    if (!fn) {
+      fail("internal error: no lowered entry point '" + e.name + "'");
       return failure();
     }
+    // No attribute: the function reads no bt.param (e.g. train_step and
+    // apply_gradients, whose weights are in-out arguments).
+    auto params = fn->getAttrOfType<ArrayAttr>("bt.params");
+    if (!params)
+      continue;
     for (Attribute p : params)
       e.params.push_back(llvm::cast<StringAttr>(p).str());
   }
@@ -413,10 +503,19 @@ LogicalResult compileCUDA(ModuleOp module,
 /// Compiles `model` as `--emit` asks. For artifact/executable, writes to
 /// `outPath`; for IR, prints to `outPath` (stdout if empty). `thisMachine`:
 /// the artifact runs here and now, so the kernels target the host CPU
-/// unless --cpu says otherwise.
+/// unless --cpu says otherwise. `withGrad`: also build the `grad` entry point
+/// (bt-generate-gradients).
+/// Which training entry points compile builds (bt-generate-train-step).
+struct TrainingEntries {
+  bool trainStep = false;
+  bool applyGradients = false;
+};
+
 LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
                       const std::string &emitKind, const std::string &outPath,
-                      const char *argv0, bool thisMachine = false) {
+                      const char *argv0, bool withGrad,
+                      bool thisMachine = false,
+                      TrainingEntries training = {}) {
   if (failed(checkTarget(emitKind)))
     return failure();
   OwningOpRef<ModuleOp> module = bt::importModel(&context, model.spec());
@@ -434,18 +533,44 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
     build(pm);
     return pm.run(*module);
   };
+  // The KV-cache memory plan (bt-plan-kv-memory) of the imported model, as
+  // `bt-run plan` computes it (from the model ops, before the generation
+  // functions exist, so that both give the same numbers), stored as
+  // per-sequence coefficients for the runtime (bench --batch max, memory
+  // per sample).
+  bt::bridge::KVPlanInfo kvPlanInfo;
+  {
+    FailureOr<bt::KVPlan> plan = bt::computeKVPlan(*module, {});
+    if (failed(plan))
+      return failure();
+    kvPlanInfo.blockLength = plan->vanilla ? 1 : plan->blockLength;
+    kvPlanInfo.globalBytesPerEntry = plan->global.bytesPerEntry();
+    kvPlanInfo.localBytesPerSequence = plan->localBytesPerSequence;
+    kvPlanInfo.weightBytes = plan->weightBytes;
+    kvPlanInfo.source = plan->source;
+  }
+
   // The generation entry points, derived from the forward.
-  if (failed(runPasses([](PassManager &pm) {
+  if (failed(runPasses([&](PassManager &pm) {
         pm.addPass(bt::createBTGenerateEntryPoints());
         pm.addPass(bt::createBTVerifyKVLifetimes());
+        if (training.trainStep || training.applyGradients) {
+          bt::BTGenerateTrainStepOptions train;
+          train.trainStep = training.trainStep;
+          train.applyGradients = training.applyGradients;
+          pm.addPass(bt::createBTGenerateTrainStep(train));
+        }
       })))
     return failure();
   if (emitKind == "bt")
     return writeText(outPath, [&](llvm::raw_ostream &os) { module->print(os); });
 
-  if (failed(runPasses([](PassManager &pm) {
+  if (failed(runPasses([&](PassManager &pm) {
         pm.addPass(bt::createBTDecompose());
         pm.addPass(bt::createBTVerifyKVLifetimes());
+        // grad: loss and d loss / d param, from eval_loss.
+        if (withGrad)
+          pm.addPass(bt::createBTGenerateGradients());
       })))
     return failure();
   if (emitKind == "bt-layer")
@@ -507,7 +632,7 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
     return failure();
   }
   if (!bt::bridge::writeArtifact(model, entries, *so, cpu, launcher, outPath,
-                                 error, tokenizer)) {
+                                 error, tokenizer, kvPlanInfo)) {
     fail(error);
     return failure();
   }
@@ -524,7 +649,7 @@ std::string temporaryArtifact() {
 
 int runOnModel(MLIRContext &context, const std::string &input,
                const std::vector<std::string> &launcherArgs, const char *argv0,
-               bool progress = false) {
+               bool progress = false, TrainingEntries training = {}) {
   if (!input.empty() && bt::bridge::isArtifact(input))
     return bt::bridge::runLauncher(input, launcherArgs);
   std::unique_ptr<bt::bridge::Model> model = loadModel(input, true);
@@ -537,8 +662,10 @@ int runOnModel(MLIRContext &context, const std::string &input,
     llvm::errs() << "bt-run: compiling " << model->spec().name
                  << " for this machine ... ";
   llvm::TimeRecord start = llvm::TimeRecord::getCurrentTime(true);
+  // Only `grad` needs the backward sweep (it doubles the compile time).
+  bool withGrad = !launcherArgs.empty() && launcherArgs[0] == "grad";
   bool ok = succeeded(compile(context, *model, "artifact", artifact, argv0,
-                              /*thisMachine=*/true));
+                              withGrad, /*thisMachine=*/true, training));
   if (progress && ok)
     llvm::errs() << llvm::format(
         "done (%.1f s)\n",
@@ -626,10 +753,131 @@ bool takeThreadsOption(int &argc, char **argv) {
 
 } // namespace
 
+/// `bt-run train`: prepares the tokenizer and the config
+/// (bt::bridge::prepareTraining), compiles a randomly initialized model
+/// (--init-seed; official initialization) with the training entry points
+/// into OUT/model.btart, and runs the launcher's `train` on it. Options of
+/// its own: --config, --tokenizer, --vocab-size, --spm-model-type,
+/// --init-seed, --cpu (and --threads, taken out before); every other
+/// argument belongs to the loop (bt/runtime/train.h).
+int trainCommand(int argc, char **argv) {
+  std::vector<std::string> loop;
+  std::string config, tokenizer, spmType = "unigram", cpu;
+  int64_t vocab = 0;
+  uint64_t initSeed = 0;
+  for (int i = 2; i < argc; ++i) {
+    llvm::StringRef a = argv[i];
+    if (a == "-h" || a == "--help") {
+      llvm::outs() << "usage: bt-run train (--config C | --resume DIR) --data FILE... "
+                      "-o DIR --steps N\n"
+                      "         [--tokenizer spm.model | --vocab-size V [--spm-model-type "
+                      "unigram|bpe]]\n"
+                      "         [--init-seed S] [--cpu NAME] [--threads T]\n"
+                      "the loop's options:\n  "
+                   << bt::bridge::trainLoopUsage();
+      return 0;
+    }
+    std::string name = a.str(), value;
+    bool inlineValue = false;
+    if (a.starts_with("--") && a.contains('=')) {
+      name = a.split('=').first.str();
+      value = a.split('=').second.str();
+      inlineValue = true;
+    }
+    auto take = [&]() -> bool {
+      if (inlineValue)
+        return true;
+      if (i + 1 >= argc)
+        return false;
+      value = argv[++i];
+      return true;
+    };
+    if (name == "--config" || name == "--tokenizer" || name == "--spm-model-type" ||
+        name == "--cpu" || name == "--vocab-size" || name == "--init-seed") {
+      if (!take())
+        return usage("train: " + name + " needs a value");
+      if (name == "--config")
+        config = value;
+      else if (name == "--tokenizer")
+        tokenizer = value;
+      else if (name == "--spm-model-type")
+        spmType = value;
+      else if (name == "--cpu")
+        cpu = value;
+      else if (name == "--vocab-size" &&
+               (llvm::StringRef(value).getAsInteger(10, vocab) || vocab < 2))
+        return usage("train: --vocab-size " + value + ": expected an integer >= 2");
+      else if (name == "--init-seed" && llvm::StringRef(value).getAsInteger(10, initSeed))
+        return usage("train: --init-seed " + value + ": expected an integer >= 0");
+      continue;
+    }
+    loop.push_back(argv[i]);
+  }
+  if (spmType != "unigram" && spmType != "bpe")
+    return usage("train: --spm-model-type " + spmType + ": expected unigram or bpe");
+  if (!tokenizer.empty() && vocab != 0)
+    return usage("train: --vocab-size applies when the tokenizer is trained; drop it "
+                 "with --tokenizer");
+  loop.insert(loop.end(), {"--threads", std::to_string(threads)});
+  // --baseline torch: this source tree's PyTorch model unless named.
+  if (std::find(loop.begin(), loop.end(), "--torch-script") == loop.end())
+    loop.insert(loop.end(), {"--torch-script", BT_SOURCE_DIR "/bench/bt_torch.py"});
+  // The compiler's own options (pass manager, --cpu) must be registered and
+  // parsed for compile().
+  std::vector<std::string> clStrings = {argv[0], "train"};
+  if (!cpu.empty())
+    clStrings.push_back("--cpu=" + cpu);
+  std::vector<const char *> clArgs;
+  for (const std::string &s : clStrings)
+    clArgs.push_back(s.c_str());
+  cl::ParseCommandLineOptions(static_cast<int>(clArgs.size()), clArgs.data(), kUsage);
+
+  std::string compileConfig, tokenizerFile, outDir, error;
+  bool usageError = false;
+  if (!bt::bridge::prepareTraining(loop, config, tokenizer, vocab, spmType, compileConfig,
+                                   tokenizerFile, outDir, error, usageError))
+    return usageError ? usage(error) : fail(error);
+  std::unique_ptr<bt::bridge::Model> model =
+      bt::bridge::randomModel(compileConfig, initSeed, error);
+  if (!model)
+    return fail(error);
+  tokenizerPath = tokenizerFile;
+  DialectRegistry registry;
+  registry.insert<bt::BTDialect>();
+  bt::registerCPUCodegenDialects(registry);
+  MLIRContext context(registry);
+  const std::string artifact = outDir + "/model.btart";
+  llvm::errs() << "bt-run: compiling " << model->spec().name
+               << " with train_step for this machine ... ";
+  llvm::TimeRecord start = llvm::TimeRecord::getCurrentTime(true);
+  TrainingEntries training;
+  training.trainStep = true;
+  if (failed(compile(context, *model, "artifact", artifact, argv[0], /*withGrad=*/false,
+                     /*thisMachine=*/true, training)))
+    return 1;
+  llvm::errs() << llvm::format("done (%.1f s) -> %s\n",
+                               llvm::TimeRecord::getCurrentTime(false).getWallTime() -
+                                   start.getWallTime(),
+                               artifact.c_str());
+  model.reset(); // the weights now live in the artifact
+  std::vector<std::string> args = {"train"};
+  args.insert(args.end(), loop.begin(), loop.end());
+  return bt::bridge::runLauncher(artifact, args);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   if (!takeThreadsOption(argc, argv))
     return 2;
+  if (argc > 1 && llvm::StringRef(argv[1]) == "train") {
+    bt::registerBTTransformsPasses();
+    bt::registerBTCodegenPasses();
+    registerAsmPrinterCLOptions();
+    registerMLIRContextCLOptions();
+    registerPassManagerCLOptions();
+    registerDefaultTimingManagerCLOptions();
+    return trainCommand(argc, argv);
+  }
   // Named so that --mlir-print-ir-after=<pass> and friends can refer to them.
   bt::registerBTTransformsPasses();
   bt::registerBTCodegenPasses();
@@ -671,12 +919,23 @@ int main(int argc, char **argv) {
     std::unique_ptr<bt::bridge::Model> model = loadModel(input, binary);
     if (!model)
       return 1;
-    return failed(compile(context, *model, emit, outputPath, argv[0])) ? 1 : 0;
+    TrainingEntries training;
+    training.trainStep = training.applyGradients = trainEntries;
+    return failed(compile(context, *model, emit, outputPath, argv[0],
+                          gradEntry, /*thisMachine=*/false, training))
+               ? 1
+               : 0;
   }
   if (command == "eval") {
     if (inputsPath.empty() || outputPath.empty())
       return usage("eval needs --inputs <file> and -o <file>");
     return runOnModel(context, input, {"eval", "--inputs", inputsPath, "-o", outputPath},
+                      argv[0]);
+  }
+  if (command == "grad") {
+    if (inputsPath.empty() || outputPath.empty())
+      return usage("grad needs --inputs <file> and -o <file>");
+    return runOnModel(context, input, {"grad", "--inputs", inputsPath, "-o", outputPath},
                       argv[0]);
   }
   if (command == "generate") {
@@ -723,9 +982,23 @@ int main(int argc, char **argv) {
         std::to_string(threads),    "--baseline",
         baseline,      "--torch-script", torchScript,
         "--seed",      std::to_string(seed),
-        "--torch-malloc", torchMalloc};
+        "--torch-malloc", torchMalloc,
+        "--progress",  progressMode};
+    if (benchSettings.getNumOccurrences())
+      args.insert(args.end(), {"--setting", benchSettings});
     if (seqBlocks && tokens)
       return usage("bench: give --seq-blocks or --tokens, not both");
+    // `--prompt` is shared with generate (text there) and plan; bench takes
+    // one token count. `--gen` defaults to plan's 128: forwarded only when
+    // given, so that each setting keeps its own length otherwise.
+    if (prompts.size() > 1)
+      return usage("bench: --prompt takes one token count, e.g. --prompt 512");
+    if (prompts.size() == 1)
+      args.insert(args.end(), {"--prompt", prompts[0]});
+    if (genTokens.getNumOccurrences())
+      args.insert(args.end(), {"--gen", std::to_string(genTokens)});
+    if (!memoryBudget.empty())
+      args.insert(args.end(), {"--memory", memoryBudget});
     if (seqBlocks)
       args.insert(args.end(), {"--seq-blocks", std::to_string(seqBlocks)});
     if (tokens)
@@ -747,6 +1020,40 @@ int main(int argc, char **argv) {
       return 1;
     llvm::outs() << model->describe() << "\n";
     return 0;
+  }
+  if (command == "train-step") {
+    if (inputsPath.empty() == gradsPath.empty())
+      return usage("train-step needs --inputs <batch> or --grads <gradients>");
+    if (outputPath.empty())
+      return usage("train-step needs -o <checkpoint directory>");
+    std::vector<std::string> args = {
+        "train-step",     "-o",          outputPath,   "--lr",
+        learningRate,     "--warmup-steps", warmupSteps, "--total-steps",
+        totalSteps};
+    if (!inputsPath.empty())
+      args.insert(args.end(), {"--inputs", inputsPath});
+    else
+      args.insert(args.end(), {"--grads", gradsPath});
+    if (!stateOut.empty())
+      args.insert(args.end(), {"--state-out", stateOut});
+    if (!stepOutputs.empty())
+      args.insert(args.end(), {"--step-outputs", stepOutputs});
+    TrainingEntries training;
+    // apply_gradients needs no differentiation; train_step does.
+    training.applyGradients = true;
+    training.trainStep = gradsPath.empty();
+    if (!bt::bridge::isArtifact(input) && !randomInit) {
+      // The checkpoint the step starts from: its weights (as compiled), its
+      // unused tensors and its config are written back.
+      if (llvm::sys::fs::is_directory(input) && weightsPath.empty())
+        args.insert(args.end(), {"--checkpoint", input});
+      if (!configPath.empty())
+        args.insert(args.end(), {"--config-file", configPath});
+      else if (!llvm::sys::fs::is_directory(input))
+        args.insert(args.end(), {"--config-file", input});
+    }
+    return runOnModel(context, input, args, argv[0], /*progress=*/false,
+                      training);
   }
   if (command == "plan")
     return plan(context, input);

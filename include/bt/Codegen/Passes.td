@@ -121,6 +121,10 @@ def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
     | `bt.attention`, `bt.local_attention` | one `scf.for` over the B·H (B·N_blk·H) heads; per head the strided `[S, hd]` slices of q, k, v (no transposes: BLAS reads them in place), scores by `linalg.matmul_transpose_b` into one `[S, S]` buffer that the softmax updates in place; HF eager masking in f32 `where(t ≤ s, q·k·scale, MIN) + (1 − key_mask)·MIN` with `MIN = finfo(f32).min`; softmax with max subtraction (`exp(v − max)`, exactly 0 below −104 like PyTorch's Sleef expf, times `1/sum`); `linalg.matmul` with v into the output slice. Like HF, a query without any valid causal key is uniform over the keys whose score is exactly MIN (its masked causal keys and the valid non-causal ones; masked non-causal keys are `MIN + MIN = −inf`) |
     | `bt.fused_local_attention` | one kernel: one `scf.for` over the B·N_blk·H heads; per head, the S rows of q, k, v are strided views of the QKV projection (no split), q and k are rotated (the `bt.rotary` payload and table) into `[S, hd]` stack buffers, the scores `[S, S]` and the row max and sum `[S]` (the reciprocal overwrites the sum) live in stack buffers (`memref.alloca` at the function entry, used through `bufferization.to_tensor restrict writable`), softmax and `· v` as for `bt.local_attention`, and only the `[S, hd]` result is written. The same arithmetic as the unfused chain (results may differ in the last bits where LLVM vectorizes the exp loops differently). With `fused-kernel=false`, or S or hd dynamic: the unfused chain `bt.split_qkv` → `bt.rotary` (q, k; one shared table) → `bt.local_attention` |
     | `bt.cross_entropy` | per row `−((x[label] − max) − log Σ exp(x − max))` (PyTorch log_softmax order), summed in f64 over labels `≠ ignore_index`, divided by their count in f32 (`0/0 = NaN` when all are ignored) |
+    | `bt.global_norm` | per tensor, Σ x² in f32 (`reassoc` additions) as two `linalg.generic` reductions of the flattened tensor viewed as `[n/K, K]` (K: the divisor of n nearest below √n; dynamic shapes: one reduction), its `math.sqrt`; then `sqrt(Σ_t n_t²)` over the tensors in operand order |
+    | `bt.clip_coefficient` | `min(1, (1 / (norm + eps)) · max_norm)` in f32 (torch's `max_norm / tensor` is `reciprocal() * max_norm`), `arith.minimumf` (NaN propagates) |
+    | `bt.lr_schedule` | the op's formula in f64 scalar arith (`math.cos`), rounded to f32 |
+    | `bt.adamw` | the step's scalars once (f64: `math.powf` bias corrections, then rounded to f32), then one `linalg.generic` with `ins(grad) outs(param, m, v)` computing the op's f32 formula from the outs' block arguments; bufferization writes param, m and v in place when their buffers are writable (in-out arguments) |
 
     Dynamic dims (batch, number of blocks, sequence) are supported; shapes are
     read with `tensor.dim`. f16/bf16 activations are computed in f32 and
@@ -162,6 +166,32 @@ def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
     "::mlir::gpu::GPUDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def BTLowerBackward : Pass<"bt-lower-backward"> {
+  let summary = "Lower the backward bt ops to linalg, tensor, scf, arith and math on tensors";
+  let description = [{
+    Rewrites the layer-level backward ops that the vector-Jacobian rules of
+    `bt-generate-gradients` (bt/Transforms/Autodiff.h) emit, following their
+    ODS formulas; runs in `bt-cpu-pipeline` right before
+    `bt-lower-to-linalg` (the rest of a backward sweep is already linalg,
+    tensor and existing bt ops). f32 only.
+
+    | op | lowering |
+    |---|---|
+    | `bt.layer_norm_grad` | row mean and rstd recomputed as in the forward; per-row sums `Σ dy·w` and `Σ dy·w·x̂` (one reduction), `dx = rstd·(dy·w − Σ₁/C − x̂·Σ₂/C)`; `dweight = Σ_rows dy·x̂` and `dbias = Σ_rows dy` (one reduction over all leading dims) |
+    | `bt.embedding_grad` | zero `[V, E]` table, then one `scf.for` over the rows of `ids` (row-major) adding `dy[i, :]` to `table[ids[i], :]` in place; an id outside `[0, V)` fails a `cf.assert` |
+    | `bt.attention_grad` | one `scf.for` over the B·H (B·N_blk·H) heads carrying dq, dk, dv; per head the strided `[S, hd]` slices, the probabilities recomputed with the forward's masking and softmax numerics, `dV = Pᵀ·dO` (`linalg.matmul_transpose_a`), `dP = dO·Vᵀ` (`linalg.matmul_transpose_b`), `dS = where(t ≤ s, P·(dP − Σ_t dP·P), 0)·scale` in place of dP, `dQ = dS·K` (`linalg.matmul`), `dK = dSᵀ·Q` (`linalg.matmul_transpose_a`) into the output slices |
+    | `bt.cross_entropy_grad` | row max and `log Σ exp(x − max)` as in the forward, the count n of labels `≠ ignore_index` (labels outside `[0, V)` fail a `cf.assert`), then `loss_grad/n · (exp(x − max − log Σ) − [c = label])` on counted rows and 0 on ignored ones |
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",

@@ -118,6 +118,141 @@ def BTGenerateEntryPoints : Pass<"bt-generate-entry-points", "::mlir::ModuleOp">
                            "::mlir::tensor::TensorDialect"];
 }
 
+def BTGenerateTrainStep : Pass<"bt-generate-train-step", "::mlir::ModuleOp"> {
+  let summary = "Build the training entry points: train_step (forward, backward, AdamW) and apply_gradients";
+  let description = [{
+    Issue "Training"; docs/training.md. From the model-level forward with
+    loss, the function `eval_loss` the importer builds (its result named
+    `loss`, `bt.cross_entropy`), adds:
+
+    - `@train_step` (option `train-step`): one optimizer step. A copy of
+      `eval_loss` is decomposed to layer level (`bt-decompose`'s rewriting),
+      the reverse sweep of `include/bt/Transforms/Autodiff.h` gives the
+      gradient of the loss with respect to every parameter the loss reads,
+      and the optimizer below updates them. Arguments (`bt.name`):
+      the batch (`eval_loss`'s inputs: `input_ids`, `attention_mask`,
+      `block_attention_mask`, `labels`; vanilla `input_ids`,
+      `attention_mask`, `labels`), then the schedule and optimizer scalars,
+      then the in-out state. Results: `loss`, `grad_norm`, `lr` (all
+      `tensor<f32>`), then the in-out results.
+    - `@apply_gradients` (option `apply-gradients`): the same optimizer
+      step with the gradients given as inputs `grad.<name>` (the fixtures'
+      names, `outputs.safetensors`), before the scalars; results
+      `grad_norm`, `lr`, then the in-out results. It checks the optimizer
+      against stored gradients independently of differentiation.
+
+    Scalars: `step` (`tensor<i64>`, 1-based count of this step: the first
+    step is 1), `peak_lr` (`tensor<f32>`), `warmup_steps`, `total_steps`
+    (`tensor<i64>`); the learning rate is computed in the entry point
+    (`bt.lr_schedule`) and returned as `lr`.
+
+    In-out state, f32, for every parameter the loss depends on (module
+    declaration order = official state_dict order; a declared parameter the
+    forward never reads, e.g. the Block Transformer's
+    `block_decoder.gpt_neox.embed_in.weight`, has no gradient and is not
+    part of the step, as torch skips a parameter whose grad is None):
+    `param.<name>`, then `adam_m.<name>`, then `adam_v.<name>`. Each
+    argument carries `bt.inout` and the matching result
+    `bt.inout_arg = "<that name>"`, as the KV caches of generation:
+    the parameters are read by the forward and the backward, then written
+    in place by `bt.adamw` (its results are the updated buffers), and
+    `bt-drop-inout-results` removes the results after bufferization (it
+    fails if bufferization copied a parameter). In these functions the
+    weights are these arguments, not `bt.param_ref`s: the runtime owns
+    writable buffers for them.
+
+    The step (torch 1.13 `clip_grad_norm_` + single-tensor `AdamW`, one
+    parameter group with weight decay on everything, as the fixtures'
+    `adamw_step` and the official DeepSpeed config):
+
+    ```
+    grad_norm = bt.global_norm(grads)                    (pre-clip, f32)
+    clip      = bt.clip_coefficient(grad_norm, max-grad-norm)
+    lr        = bt.lr_schedule(step, peak_lr, warmup_steps, total_steps)
+    p, m, v   = bt.adamw(p, g, m, v, lr, step, clip)     (every parameter)
+    ```
+
+    Every argument and result has `bt.name`; the batch arguments and
+    `loss` keep `eval_loss`'s `bt.dims`.
+
+    Errors: no `eval_loss`, or no result named `loss`; an entry point name
+    already defined; a model-level op that cannot be decomposed; the loss
+    cannot be differentiated.
+  }];
+  let options = [
+    Option<"trainStep", "train-step", "bool", /*default=*/"true",
+           "Build train_step (forward + backward + optimizer)">,
+    Option<"applyGradients", "apply-gradients", "bool", /*default=*/"true",
+           "Build apply_gradients (the optimizer on given gradients)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9",
+           "AdamW beta1 (official adam_beta1)">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.95",
+           "AdamW beta2 (official adam_beta2)">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8",
+           "AdamW eps (HF adam_epsilon)">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.1",
+           "AdamW weight decay, applied to every parameter">,
+    Option<"maxGradNorm", "max-grad-norm", "double", /*default=*/"1.0",
+           "Gradient clipping norm (HF max_grad_norm)">,
+    Option<"cosMinRatio", "cos-min-ratio", "double", /*default=*/"0.1",
+           "LR floor as a fraction of the peak (DeepSpeed cos_min_ratio)">,
+    Option<"warmupMinRatio", "warmup-min-ratio", "double", /*default=*/"0.0",
+           "LR at the start of warmup as a fraction of the peak">,
+    Option<"initialLRRatio", "initial-lr-ratio", "double", /*default=*/"1.0",
+           "LR of step 1 as a fraction of the peak (1: DeepSpeed <= 0.15.2, "
+           "as the official runs; 0: DeepSpeed >= 0.15.3)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def BTGenerateGradients : Pass<"bt-generate-gradients", "::mlir::ModuleOp"> {
+  let summary = "Derive the `grad` entry point (loss and parameter gradients) from `eval_loss`";
+  let description = [{
+    Reverse-mode differentiation of the training graph (issue "Training"):
+    clones the layer-level function `eval_loss` (option `from`; the
+    importer's forward with `bt.cross_entropy`, after `bt-decompose`) into a
+    new function `grad` (option `name`) with the same arguments (and their
+    `bt.name` / `bt.dims`), builds the backward sweep of its `loss` result
+    (the result whose `bt.name` is "loss") with the C++ API
+    `bt::buildParamGradients` (include/bt/Transforms/Autodiff.h) and returns
+
+    - `loss` (`tensor<f32>`, its attributes copied),
+    - one `grad.<param>` per parameter the forward reads, in `bt.param`
+      declaration order (official state_dict order): d loss / d param, raw
+      (before clipping), the type of the parameter, `bt.name =
+      "grad.<param>"` and `bt.dims` of empty names. These are the fixture
+      names of `outputs.safetensors`.
+
+    The forward values that only fed the other results (e.g. the logits
+    zeroing of `eval_loss`) are removed from `grad`.
+
+    Every op on a path from a parameter to the loss must implement
+    `bt::DifferentiableOpInterface` (BTInterfaces.td): the layer-level bt ops
+    do, with backward ops `bt.layer_norm_grad`, `bt.embedding_grad`,
+    `bt.attention_grad`, `bt.cross_entropy_grad` where a composition would be
+    poor, and so do the upstream tensor / arith ops bt-decompose emits
+    (external models). Any other op on such a path is an error located at it
+    ("op 'x' has no vector-Jacobian rule"), as are model-level ops (run
+    `bt-decompose` first).
+
+    Errors: no function `from`, a function `name` already defined, no result
+    named "loss", an op without a rule on a parameter → loss path.
+  }];
+  let options = [
+    Option<"from", "from", "std::string", /*default=*/"\"eval_loss\"",
+           "The forward function with a `loss` result">,
+    Option<"name", "name", "std::string", /*default=*/"\"grad\"",
+           "Name of the generated function">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def BTDecompose : Pass<"bt-decompose", "::mlir::ModuleOp"> {
   let summary = "Rewrite model-level bt ops into layer-level bt ops";
   let description = [{

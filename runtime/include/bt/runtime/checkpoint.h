@@ -37,6 +37,11 @@ struct Checkpoint {
   std::map<std::string, Tensor> weights;
   /// dtype of the tensors in the files (F32, BF16 or F16; the first seen).
   proto::DType file_dtype = proto::DTYPE_UNSPECIFIED;
+  /// The known-unused tensors present in the files (KnownUnusedParams, e.g.
+  /// the block decoder's embed_in), converted like `weights`: the model
+  /// never reads them, but a checkpoint written back (e.g. after a training
+  /// step) carries them unchanged.
+  std::map<std::string, Tensor> unused;
   /// Human-readable notes, e.g. "ignored unused tensor
   /// block_decoder.gpt_neox.embed_in.weight [512, 64]".
   std::vector<std::string> notices;
@@ -57,7 +62,7 @@ absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string &dir,
 ///    shape and a dtype of F32, BF16 or F16 (InvalidArgument otherwise); the
 ///    message names the tensor, the file, and the expected shape;
 ///  - known-unused tensors (KnownUnusedParams, e.g. the block decoder's
-///    embed_in) are ignored with a notice;
+///    embed_in) are kept apart in `unused`, with a notice;
 ///  - any other tensor is an InvalidArgument error ("unexpected tensor");
 ///  - duplicate tensors across shards are an InvalidArgument error.
 /// The config is validated first (ValidateModelConfig).

@@ -5,9 +5,11 @@
 //
 //   ./model info
 //   ./model eval --inputs inputs.safetensors -o outputs.safetensors
+//   ./model grad --inputs inputs.safetensors -o grads.safetensors
 //   ./model generate --inputs prompt.safetensors --max-new-tokens 32 -o out.safetensors
 //   ./model generate --prompt "In the beginning" --temperature 0.8 --top-p 0.95
 //   ./model bench [--batch 1,8] [--tokens 512] [--baseline torch|none] ...
+//   ./model train-step --inputs batch.safetensors --checkpoint ckpt/ -o out/
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +51,17 @@ absl::StatusOr<std::string> ChooseEvalEntry(const Model &model,
 absl::Status RunEvalCommand(const Model &model, const std::string &inputs_path,
                             const std::string &output_path, std::ostream &log);
 
+/// Runs the entry point `grad` (loss and d loss / d param of every
+/// parameter, bt-generate-gradients) on the inputs of `inputs_path` (as
+/// RunEvalCommand: input_ids, attention_mask, block_attention_mask, labels)
+/// and writes `loss` and `grad.<param>` (the fixtures' names) to
+/// `output_path`. Logs the loss and the total L2 norm of the gradients
+/// ("grad norm = 3.8047 (37 parameters)", the fixtures' grad_norm_preclip).
+/// Errors: NotFound if the artifact has no `grad` entry point; those of
+/// RunEvalCommand.
+absl::Status RunGradCommand(const Model &model, const std::string &inputs_path,
+                            const std::string &output_path, std::ostream &log);
+
 /// What `generate` does: token ids from a file, or text prompts.
 struct GenerateCommandOptions {
   /// --inputs: a safetensors file with `prompt.input_ids` I64 [B, T] and
@@ -88,8 +101,13 @@ absl::Status RunGenerateCommand(const Model &model,
 /// main() of bt-launcher: parses
 ///   <prog> [--artifact <path>] info
 ///   <prog> [--artifact <path>] eval --inputs <file> -o|--output <file>
+///   <prog> [--artifact <path>] grad --inputs <file> -o|--output <file>
 ///   <prog> [--artifact <path>] generate ... (ParseGenerateArgs)
-///   <prog> [--artifact <path>] compare <actual> <reference> --check ...
+///   <prog> [--artifact <path>] train-step ... (ParseTrainStepArgs,
+///          RunTrainStepCommand, bt/runtime/trainer.h)
+///   <prog> [--artifact <path>] compare <actual> <reference>
+///          [--absent-as-zero] [--mask-file <file>] --check ...
+///          (CompareTensors, bt/runtime/compare.h)
 ///   <prog> [--artifact <path>] bench [--device cpu] [--batch 1,8]
 ///          [--seq-blocks N | --tokens N] [--iters K] [--warmup W]
 ///          [--threads T] [--csv F] [--baseline torch|none]

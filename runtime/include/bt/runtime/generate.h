@@ -21,6 +21,7 @@
 #define BT_RUNTIME_GENERATE_H
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,15 @@ struct GenerateOptions {
   /// Stop sequences at EOS (config.eos_token_id), with the official
   /// semantics (docs/generation.md). When false, EOS is an ordinary token.
   bool stop_at_eos = true;
+  /// Keep every step's logits in GenerateResult::step_logits ([N, B, V]
+  /// floats: 3.3 GB for 2048 tokens x 8 rows x 50304). When false,
+  /// step_logits is left unallocated (an invalid Tensor) and nothing is
+  /// copied: what benchmarks want.
+  bool keep_step_logits = true;
+  /// Called after prefill with (0, max_new_tokens) and after each generated
+  /// block (vanilla: token) with the number of tokens produced per row so
+  /// far, from the calling thread (a progress bar). May be empty.
+  std::function<void(int64_t produced, int64_t total)> on_progress;
 };
 
 /// Work done by one generation (what the kernels were asked to compute).
@@ -103,6 +113,7 @@ struct GenerateResult {
   Tensor new_tokens;
   /// F32 [N, B, V]: the next-token logits of every step; 0 for the steps of
   /// a sequence after the block in which it finished (never computed).
+  /// Invalid (not allocated) with GenerateOptions::keep_step_logits false.
   Tensor step_logits;
   /// Per sequence: emitted EOS within the N tokens, and the number of tokens
   /// up to and including EOS (N if none).

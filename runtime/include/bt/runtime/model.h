@@ -96,9 +96,16 @@ public:
   /// with the arguments (InvalidArgument). Thread-safe: kernels keep no state
   /// (docs/abi.md); in-out buffers must not be shared between concurrent
   /// calls.
+  ///
+  /// `params`, when given, replaces the artifact's weights by name for this
+  /// call (e.g. the parameters being trained, for eval_loss during
+  /// training; bt/runtime/train.h): a replacement must have the weight's
+  /// dtype and shape (InvalidArgument otherwise, naming it); names the entry
+  /// does not take are ignored.
   absl::StatusOr<TensorMap> Run(const std::string &entry,
                                 const TensorMap &inputs,
-                                TensorMap *inouts = nullptr) const;
+                                TensorMap *inouts = nullptr,
+                                const TensorMap *params = nullptr) const;
 
 private:
   Model() = default;

@@ -49,11 +49,16 @@ public:
   absl::StatusOr<std::string> Decode(absl::Span<const int64_t> ids) const;
   /// Number of pieces of the model.
   int64_t vocab_size() const { return vocab_size_; }
+  /// The model's EOS id (-1 if it has none), and its UNK id.
+  int64_t eos_id() const { return eos_id_; }
+  int64_t unk_id() const { return unk_id_; }
 
 private:
   Tokenizer() = default;
   void *handle_ = nullptr;
   int64_t vocab_size_ = 0;
+  int64_t eos_id_ = -1;
+  int64_t unk_id_ = 0;
 };
 
 } // namespace bt::rt

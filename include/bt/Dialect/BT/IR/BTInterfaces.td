@@ -61,4 +61,47 @@ def BT_KVCacheUserOpInterface : OpInterface<"KVCacheUserOpInterface"> {
   ];
 }
 
+def BT_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
+  let cppNamespace = "::bt";
+  let description = [{
+    Declares the vector-Jacobian product (VJP) of an op, the rule of
+    reverse-mode differentiation (`include/bt/Transforms/Autodiff.h`,
+    `bt-generate-gradients`). Every op that can lie on a path from a
+    parameter (`bt.param_ref`) to the loss of a training graph implements it:
+    the bt layer-level ops (in ODS) and the upstream ops that `bt-decompose`
+    and the importer emit (`tensor.extract_slice`, `tensor.concat`,
+    `tensor.collapse_shape`, `arith.addf`, ...; external models registered by
+    `bt::registerAutodiffInterfaces`). An op without the interface on such a
+    path is an error ("op 'x' has no vector-Jacobian rule"), never a silent
+    zero gradient.
+
+    `buildVJP` is called once per op during the backward sweep, with the
+    builder's insertion point where the backward code goes (after the whole
+    forward computation, so every forward value may be read):
+
+    - `resultGrads` has one entry per result: the gradient of the loss with
+      respect to that result (same type as the result), or a null Value when
+      no gradient flows into it (treated as zero). At least one is non-null.
+    - On success `operandGrads` holds one entry per operand: the gradient
+      with respect to that operand (type equal to the operand's, or
+      cast-compatible: static vs dynamic dims), or null for an operand that
+      is not differentiable (ids, masks, positions, sizes). A rule never
+      returns null for a floating-point operand it can differentiate; a
+      float operand it cannot handle is a failure with a diagnostic.
+    - The rule only creates ops (it does not modify or erase the forward);
+      unused gradients are removed as dead code by the caller.
+  }];
+  let methods = [
+    InterfaceMethod<
+      /*desc=*/[{Builds the gradients of the operands from the gradients of
+        the results (see the interface description). Returns failure, after
+        emitting a diagnostic, if the op's configuration is not supported.}],
+      /*retTy=*/"::mlir::LogicalResult",
+      /*methodName=*/"buildVJP",
+      /*args=*/(ins "::mlir::OpBuilder &":$builder,
+                    "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
+                    "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
 #endif // BT_INTERFACES_TD

@@ -34,6 +34,8 @@ def BT_ScalarF32Tensor : 0DTensorOf<[F32]>;
 def BT_BlockLocal : DeclareOpInterfaceMethods<BT_BlockLocalOpInterface>;
 def BT_CacheUser : DeclareOpInterfaceMethods<BT_KVCacheUserOpInterface>;
 def BT_ParamUser : DeclareOpInterfaceMethods<SymbolUserOpInterface>;
+// Ops with a vector-Jacobian rule (reverse-mode differentiation).
+def BT_Differentiable : DeclareOpInterfaceMethods<BT_DifferentiableOpInterface>;
 
 //===----------------------------------------------------------------------===//
 // Parameters
@@ -67,7 +69,7 @@ def BT_ParamOp : BT_Op<"param", [Symbol]> {
   }];
 }
 
-def BT_ParamRefOp : BT_Op<"param_ref", [Pure, BT_ParamUser]> {
+def BT_ParamRefOp : BT_Op<"param_ref", [Pure, BT_ParamUser, BT_Differentiable]> {
   let summary = "Reads a parameter declared with bt.param";
   let description = [{
     Returns the current value of the parameter `@name`. The result type must
@@ -359,7 +361,7 @@ def BT_LMHeadOp : BT_Op<"lm_head", [Pure, BT_BlockLocal, BT_ParamUser]> {
   let hasVerifier = 1;
 }
 
-def BT_CrossEntropyOp : BT_Op<"cross_entropy", [Pure]> {
+def BT_CrossEntropyOp : BT_Op<"cross_entropy", [Pure, BT_Differentiable]> {
   let summary = "Mean token cross-entropy over non-ignored targets";
   let description = [{
     `loss = mean over {j : labels[j] ≠ ignore_index} of
@@ -387,7 +389,7 @@ def BT_CrossEntropyOp : BT_Op<"cross_entropy", [Pure]> {
 // Layer level
 //===----------------------------------------------------------------------===//
 
-def BT_LayerNormOp : BT_Op<"layer_norm", [Pure, BT_BlockLocal]> {
+def BT_LayerNormOp : BT_Op<"layer_norm", [Pure, BT_BlockLocal, BT_Differentiable]> {
   let summary = "LayerNorm over the last dimension";
   let description = [{
     `y = (x - mean(x)) / sqrt(var(x) + eps) · weight + bias` over the last
@@ -408,7 +410,7 @@ def BT_LayerNormOp : BT_Op<"layer_norm", [Pure, BT_BlockLocal]> {
   let hasVerifier = 1;
 }
 
-def BT_LinearOp : BT_Op<"linear", [Pure, BT_BlockLocal]> {
+def BT_LinearOp : BT_Op<"linear", [Pure, BT_BlockLocal, BT_Differentiable]> {
   let summary = "Affine map with a PyTorch-layout weight";
   let description = [{
     `y = x · Wᵀ + b` (PyTorch `nn.Linear`, and Conv1d with kernel 1 when the
@@ -429,7 +431,8 @@ def BT_LinearOp : BT_Op<"linear", [Pure, BT_BlockLocal]> {
   let hasVerifier = 1;
 }
 
-def BT_GeluOp : BT_Op<"gelu", [Pure, BT_BlockLocal, SameOperandsAndResultType]> {
+def BT_GeluOp : BT_Op<"gelu", [Pure, BT_BlockLocal, BT_Differentiable,
+    SameOperandsAndResultType]> {
   let summary = "Exact (erf) GELU";
   let description = [{
     `y = x/2 · (1 + erf(x/√2))` elementwise (HF `ACT2FN["gelu"]`, PyTorch
@@ -440,7 +443,8 @@ def BT_GeluOp : BT_Op<"gelu", [Pure, BT_BlockLocal, SameOperandsAndResultType]> 
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def BT_EmbeddingLookupOp : BT_Op<"embedding_lookup", [Pure, BT_BlockLocal]> {
+def BT_EmbeddingLookupOp : BT_Op<"embedding_lookup", [Pure, BT_BlockLocal,
+    BT_Differentiable]> {
   let summary = "Row gather from an embedding table";
   let description = [{
     `result[..., :] = table[ids[...], :]`.
@@ -458,7 +462,8 @@ def BT_EmbeddingLookupOp : BT_Op<"embedding_lookup", [Pure, BT_BlockLocal]> {
   let hasVerifier = 1;
 }
 
-def BT_PrefixProjectionOp : BT_Op<"prefix_projection", [Pure, BT_BlockLocal]> {
+def BT_PrefixProjectionOp : BT_Op<"prefix_projection", [Pure, BT_BlockLocal,
+    BT_Differentiable]> {
   let summary = "Projects context embeddings into P prefix vectors of width T";
   let description = [{
     Paper §2.4 (official `BaseTokenDecoder.expand_block_embeddings`,
@@ -481,7 +486,7 @@ def BT_PrefixProjectionOp : BT_Op<"prefix_projection", [Pure, BT_BlockLocal]> {
   let hasVerifier = 1;
 }
 
-def BT_SplitQKVOp : BT_Op<"split_qkv", [Pure, BT_BlockLocal]> {
+def BT_SplitQKVOp : BT_Op<"split_qkv", [Pure, BT_BlockLocal, BT_Differentiable]> {
   let summary = "Splits a fused GPT-NeoX QKV projection into per-head q, k, v";
   let description = [{
     GPT-NeoX lays out `query_key_value` rows per head: `[H, 3, hd]`. This op
@@ -503,7 +508,7 @@ def BT_SplitQKVOp : BT_Op<"split_qkv", [Pure, BT_BlockLocal]> {
   ];
 }
 
-def BT_RotaryOp : BT_Op<"rotary", [Pure, BT_BlockLocal]> {
+def BT_RotaryOp : BT_Op<"rotary", [Pure, BT_BlockLocal, BT_Differentiable]> {
   let summary = "Partial rotary position embedding, GPT-NeoX rotate-half";
   let description = [{
     Applies RoPE to the first `rotary_dims` dims of each head (the rest pass
@@ -530,7 +535,7 @@ def BT_RotaryOp : BT_Op<"rotary", [Pure, BT_BlockLocal]> {
   let hasVerifier = 1;
 }
 
-def BT_AttentionOp : BT_Op<"attention", [Pure,
+def BT_AttentionOp : BT_Op<"attention", [Pure, BT_Differentiable,
     AllTypesMatch<["q", "k", "v", "result"]>]> {
   let summary = "Global causal multi-head attention (block decoder, vanilla)";
   let description = [{
@@ -557,6 +562,7 @@ def BT_AttentionOp : BT_Op<"attention", [Pure,
 }
 
 def BT_LocalAttentionOp : BT_Op<"local_attention", [Pure, BT_BlockLocal,
+    BT_Differentiable,
     AllTypesMatch<["q", "k", "v", "result"]>]> {
   let summary = "Block-local causal attention (token decoder)";
   let description = [{
@@ -580,7 +586,7 @@ def BT_LocalAttentionOp : BT_Op<"local_attention", [Pure, BT_BlockLocal,
 }
 
 def BT_FusedLocalAttentionOp : BT_Op<"fused_local_attention",
-    [Pure, BT_BlockLocal]> {
+    [Pure, BT_BlockLocal, BT_Differentiable]> {
   let summary = "QKV split + partial rotary + block-local causal attention, fused";
   let description = [{
     Produced by `bt-fuse-local-attention` from `bt.split_qkv` →
@@ -603,6 +609,173 @@ def BT_FusedLocalAttentionOp : BT_Op<"fused_local_attention",
     $qkv `,` $positions (`key_mask` $key_mask^)? `heads` $heads `head_dim`
     $head_dim `rotary_dims` $rotary_dims `base` $base `scale` $scale attr-dict
     `:` type($qkv) `,` type($positions) (`,` type($key_mask)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer (layer level; BTOptimizerOps.td)
+//===----------------------------------------------------------------------===//
+
+include "bt/Dialect/BT/IR/BTOptimizerOps.td"
+
+//===----------------------------------------------------------------------===//
+// Backward (reverse-mode differentiation, bt-generate-gradients)
+//===----------------------------------------------------------------------===//
+
+// The vector-Jacobian products that would be poor as a composition of other
+// ops. Emitted by the buildVJP rules (BT_DifferentiableOpInterface) and lowered
+// by bt-lower-backward. Everything else (linear, GELU, rotary, QKV split,
+// shape ops) is differentiated into existing bt ops, linalg and tensor ops.
+
+def BT_LayerNormGradOp : BT_Op<"layer_norm_grad", [Pure,
+    AllTypesMatch<["input", "result_grad", "input_grad"]>,
+    AllTypesMatch<["weight", "weight_grad", "bias_grad"]>]> {
+  let summary = "Backward of bt.layer_norm: input, weight and bias gradients";
+  let description = [{
+    For `y = bt.layer_norm(x, weight, bias, eps)` over the last dim C, with
+    `dy` the gradient of the loss w.r.t. `y` (PyTorch `native_layer_norm_backward`;
+    statistics recomputed from `x`):
+
+    ```
+    rstd = 1 / sqrt(var_C(x) + eps)        (biased variance)
+    x̂    = (x - mean_C(x)) · rstd
+    g    = dy · weight
+    dx   = rstd · (g - mean_C(g) - x̂ · mean_C(g · x̂))
+    dweight = Σ_rows dy · x̂,   dbias = Σ_rows dy   (rows = all leading dims)
+    ```
+
+    - `input`, `result_grad`: `[..., C]`; `weight`: `[C]`;
+      results `input_grad` `[..., C]`, `weight_grad`, `bias_grad` `[C]`.
+
+    Errors: weight shape ≠ `[C]`, element types differ, eps ≤ 0.
+
+    Example:
+    ```mlir
+    %dx, %dw, %db = bt.layer_norm_grad %x, %w, %dy eps 1.0e-05
+        : tensor<2x6x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins BT_FloatTensor:$input, BT_FloatTensor:$weight,
+                       BT_FloatTensor:$result_grad, F64Attr:$eps);
+  let results = (outs BT_FloatTensor:$input_grad, BT_FloatTensor:$weight_grad,
+                      BT_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $result_grad `eps` $eps attr-dict `:` type($input)
+    `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_EmbeddingGradOp : BT_Op<"embedding_grad", [Pure]> {
+  let summary = "Backward of bt.embedding_lookup: scatter-add into the table";
+  let description = [{
+    For `y = bt.embedding_lookup(ids, table)` with `dy` the gradient w.r.t.
+    `y`: `table_grad[v, :] = Σ_{i : ids[i] = v} dy[i, :]`, summed in the
+    row-major order of `ids` (PyTorch `embedding_backward`, dense). Rows of
+    ids that do not occur are exactly zero. Ids outside `[0, V)` are a runtime
+    error in generated code, as in the forward.
+
+    - `ids`: `[...]` i64/i32; `result_grad`: `[..., E]`;
+      result `table_grad`: `[V, E]` with a static V (the table's).
+
+    Errors: result_grad shape ≠ ids shape + `[E]`, result not rank 2, dynamic
+    V, element types differ.
+
+    Example:
+    ```mlir
+    %dt = bt.embedding_grad %ids, %dy : tensor<2x6x4xi64>, tensor<2x6x4x16xf32> -> tensor<512x16xf32>
+    ```
+  }];
+  let arguments = (ins BT_IdTensor:$ids, BT_FloatTensor:$result_grad);
+  let results = (outs BT_FloatTensor:$table_grad);
+  let assemblyFormat = [{
+    $ids `,` $result_grad attr-dict `:` type($ids) `,` type($result_grad) `->`
+    type($table_grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_AttentionGradOp : BT_Op<"attention_grad", [Pure,
+    AllTypesMatch<["q", "k", "v", "result_grad", "q_grad", "k_grad", "v_grad"]>]> {
+  let summary = "Backward of bt.attention / bt.local_attention";
+  let description = [{
+    Gradients of `o = bt.attention(q, k, v, key_mask, scale)` (rank 4,
+    `[B, S, H, hd]`) or `bt.local_attention` (rank 5, `[B, N_blk, S, H, hd]`,
+    every block on its own) w.r.t. q, k and v, given `dO` = `result_grad`.
+    The probabilities are recomputed with the forward's HF-eager numerics; per
+    batch element (and block) and head, with `m` the key mask:
+
+    ```
+    s[i, j]  = where(j ≤ i, q_i · k_j · scale, MIN) + (1 - m[j]) · MIN
+    P        = softmax_j(s)                      (MIN = finfo(f32).min)
+    dV       = Pᵀ · dO
+    dP       = dO · Vᵀ
+    dS[i, j] = where(j ≤ i, P[i, j] · (dP[i, j] - Σ_j' dP[i, j'] · P[i, j']), 0)
+    dQ       = scale · dS · K,      dK = scale · dSᵀ · Q
+    ```
+
+    The additive key mask is a constant, so gradients flow through masked
+    causal scores exactly as in PyTorch autograd of HF's
+    `torch.where(causal, scores, MIN) + attention_mask`; the non-causal
+    entries are cut by the `where`.
+
+    - `q`, `k`, `v`, `result_grad` and the three results share one type;
+      `key_mask` (optional): `[B, S]` (rank 4) or `[B, N_blk, S]` (rank 5).
+
+    Errors: rank not 4 or 5, mask shape, scale ≤ 0.
+
+    Example:
+    ```mlir
+    %dq, %dk, %dv = bt.attention_grad %q, %k, %v, %do key_mask %m
+        scale 0.17677669529663687 : tensor<2x6x2x32xf32>, tensor<2x6xi64>
+    ```
+  }];
+  let arguments = (ins BT_FloatTensor:$q, BT_FloatTensor:$k, BT_FloatTensor:$v,
+                       BT_FloatTensor:$result_grad,
+                       Optional<BT_MaskTensor>:$key_mask, F64Attr:$scale);
+  let results = (outs BT_FloatTensor:$q_grad, BT_FloatTensor:$k_grad,
+                      BT_FloatTensor:$v_grad);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $result_grad (`key_mask` $key_mask^)? `scale` $scale
+    attr-dict `:` type($q) (`,` type($key_mask)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def BT_CrossEntropyGradOp : BT_Op<"cross_entropy_grad", [Pure,
+    AllTypesMatch<["logits", "logits_grad"]>]> {
+  let summary = "Backward of bt.cross_entropy";
+  let description = [{
+    Gradient of `loss = bt.cross_entropy(logits, labels, ignore_index)` (mean
+    over the n non-ignored rows) w.r.t. the logits, given the scalar
+    `loss_grad`:
+
+    ```
+    logits_grad[j, :] = loss_grad / n · (softmax(logits[j, :]) - onehot(labels[j]))
+                        for labels[j] ≠ ignore_index,
+    logits_grad[j, :] = 0 for ignored rows (all rows when n = 0).
+    ```
+
+    - `logits`: `[..., V]`; `labels`: `[...]` i64/i32; `loss_grad`:
+      `tensor<f32>`; result: the type of `logits`. Labels outside `[0, V)`
+      are a runtime error in generated code, as in the forward.
+
+    Errors: labels shape ≠ logits shape without the last dim.
+
+    Example:
+    ```mlir
+    %dl = bt.cross_entropy_grad %logits, %labels, %dloss
+        : tensor<2x5x4x512xf32>, tensor<2x5x4xi64>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins BT_FloatTensor:$logits, BT_IdTensor:$labels,
+                       BT_ScalarF32Tensor:$loss_grad,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs BT_FloatTensor:$logits_grad);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $loss_grad attr-dict `:` type($logits) `,`
+    type($labels) `,` type($loss_grad)
   }];
   let hasVerifier = 1;
 }
