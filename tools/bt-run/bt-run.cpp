@@ -518,6 +518,18 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
                       TrainingEntries training = {}) {
   if (failed(checkTarget(emitKind)))
     return failure();
+  if (target == "cuda") {
+    // The backward and optimizer ops have no GPU lowering yet (issue 6):
+    // the default grad entry is left out, an explicit request is an error.
+    if (training.trainStep || training.applyGradients ||
+        (withGrad && gradEntry.getNumOccurrences() > 0 && gradEntry)) {
+      fail("--target cuda: the training entry points (grad, train_step, "
+           "apply_gradients) are not implemented for the GPU yet; compile "
+           "without --train / --grad-entry");
+      return failure();
+    }
+    withGrad = false;
+  }
   OwningOpRef<ModuleOp> module = bt::importModel(&context, model.spec());
   if (!module)
     return failure();
