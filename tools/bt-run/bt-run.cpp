@@ -2,7 +2,8 @@
 //
 //   bt-run compile <checkpoint> [--emit bt|bt-layer|llvm|artifact|executable]
 //                  [--target cpu] [--cpu NAME] [-o OUT]
-//   bt-run compile <checkpoint> --target cuda --emit ptx|llvm|bt|bt-layer
+//   bt-run compile <checkpoint> --target cuda
+//                  [--emit executable|artifact|ptx|llvm|bt|bt-layer]
 //                  [--cuda-path DIR] [--gpu-chip sm_90] [-o OUT]
 //   bt-run eval <checkpoint|artifact|executable> --inputs IN -o OUT
 //   bt-run grad <checkpoint|artifact|executable> --inputs IN -o OUT
@@ -93,7 +94,7 @@ cl::opt<std::string> emit(
     "emit",
     cl::desc("compile: what to write — bt (model-level IR), bt-layer "
              "(layer-level IR), llvm (LLVM IR; the host code for cuda), "
-             "artifact, executable (cpu), ptx (cuda: the kernels)"),
+             "artifact, executable, ptx (cuda: the kernels)"),
     cl::init("executable"), cl::cat(btCategory));
 cl::opt<std::string> target("target",
                             cl::desc("Target: cpu, or cuda (NVIDIA GPUs, "
@@ -295,8 +296,8 @@ constexpr const char *kUsage =
     "bt-run: compile and run Block Transformer checkpoints\n\n"
     "  bt-run compile <checkpoint> [--emit bt|bt-layer|llvm|artifact|executable]"
     " [-o OUT]\n"
-    "  bt-run compile <checkpoint> --target cuda --emit ptx|llvm [--cuda-path DIR]"
-    " [-o OUT]\n"
+    "  bt-run compile <checkpoint> --target cuda [--emit ptx|llvm|artifact|"
+    "executable]\n         [--cuda-path DIR] [--gpu-chip sm_90] [-o OUT]\n"
     "  bt-run eval <checkpoint|artifact|executable> --inputs IN -o OUT\n"
     "  bt-run grad <checkpoint|artifact|executable> --inputs IN -o OUT\n"
     "  bt-run generate <checkpoint|artifact|executable>\n"
@@ -453,14 +454,6 @@ LogicalResult checkTarget(const std::string &emitKind) {
     fail("--target " + target + ": expected cpu or cuda");
     return failure();
   }
-  if (target == "cuda" && emitKind != "bt" && emitKind != "bt-layer" &&
-      emitKind != "ptx" && emitKind != "llvm") {
-    fail("--target cuda --emit " + emitKind +
-         ": this version writes the kernels (ptx) and the host code (llvm), "
-         "not yet an artifact or executable (the runtime has no CUDA "
-         "backend yet)");
-    return failure();
-  }
   if (target == "cpu" && emitKind == "ptx") {
     fail("--emit ptx needs --target cuda");
     return failure();
@@ -468,12 +461,10 @@ LogicalResult checkTarget(const std::string &emitKind) {
   return success();
 }
 
-/// --target cuda, after bt-lower-kv-caches: bt-cuda-pipeline, then the PTX
-/// of the kernels (--emit ptx) or the host code as LLVM IR (--emit llvm).
-LogicalResult compileCUDA(ModuleOp module,
-                          std::vector<bt::bridge::EntryInfo> &entries,
-                          const std::string &emitKind,
-                          const std::string &outPath) {
+/// --target cuda, after bt-lower-kv-caches: bt-cuda-pipeline; returns the
+/// PTX of the kernels and leaves the host code (LLVM dialect) in `module`.
+FailureOr<std::string> lowerCUDA(ModuleOp module,
+                                 std::vector<bt::bridge::EntryInfo> &entries) {
   bt::CUDAPipelineOptions options;
   options.blas = !noBlas;
   options.fuseLocalAttention = static_cast<bool>(fuseLocalAttention);
@@ -483,21 +474,7 @@ LogicalResult compileCUDA(ModuleOp module,
   if (failed(bt::runCUDAPipeline(module, options)) ||
       failed(setEntryParams(module, entries)))
     return failure();
-  FailureOr<std::string> ptx = bt::takePTX(module);
-  if (failed(ptx))
-    return failure();
-  if (emitKind == "ptx")
-    return writeText(outPath, [&](llvm::raw_ostream &os) { os << *ptx; });
-  bt::CPUCodegenOptions host;
-  host.cpu = cpuName.empty() ? "x86-64-v3" : std::string(cpuName);
-  if (host.cpu == "native")
-    host.cpu.clear();
-  llvm::Expected<std::string> ir = bt::compileToLLVMIR(module, host);
-  if (!ir) {
-    fail(llvm::toString(ir.takeError()));
-    return failure();
-  }
-  return writeText(outPath, [&](llvm::raw_ostream &os) { os << *ir; });
+  return bt::takePTX(module);
 }
 
 /// Compiles `model` as `--emit` asks. For artifact/executable, writes to
@@ -598,14 +575,25 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
       })))
     return failure();
   std::vector<bt::bridge::EntryInfo> entries = collectEntries(*module);
-  if (target == "cuda")
-    return compileCUDA(*module, entries, emitKind, outPath);
-  bt::CPUPipelineOptions pipelineOptions;
-  pipelineOptions.blas = !noBlas;
-  pipelineOptions.fuseLocalAttention = static_cast<bool>(fuseLocalAttention);
-  if (failed(bt::runCPUPipeline(*module, pipelineOptions)) ||
-      failed(setEntryParams(*module, entries)))
-    return failure();
+  // The CUDA target: the kernels as PTX, the rest as for the CPU on the
+  // host code (docs/codegen-cuda.md).
+  bt::bridge::GPUArtifactInfo gpu;
+  if (target == "cuda") {
+    FailureOr<std::string> ptx = lowerCUDA(*module, entries);
+    if (failed(ptx))
+      return failure();
+    if (emitKind == "ptx")
+      return writeText(outPath, [&](llvm::raw_ostream &os) { os << *ptx; });
+    gpu.ptx = std::move(*ptx);
+    gpu.chip = std::string(gpuChip);
+  } else {
+    bt::CPUPipelineOptions pipelineOptions;
+    pipelineOptions.blas = !noBlas;
+    pipelineOptions.fuseLocalAttention = static_cast<bool>(fuseLocalAttention);
+    if (failed(bt::runCPUPipeline(*module, pipelineOptions)) ||
+        failed(setEntryParams(*module, entries)))
+      return failure();
+  }
   bt::CPUCodegenOptions codegenOptions;
   // Files may travel to other machines; in-process runs use this one.
   std::string cpu = !cpuName.empty() ? std::string(cpuName)
@@ -644,7 +632,7 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
     return failure();
   }
   if (!bt::bridge::writeArtifact(model, entries, *so, cpu, launcher, outPath,
-                                 error, tokenizer, kvPlanInfo)) {
+                                 error, tokenizer, kvPlanInfo, gpu)) {
     fail(error);
     return failure();
   }

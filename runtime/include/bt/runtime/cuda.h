@@ -32,6 +32,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "bt/proto/bt.pb.h"
+#include "bt/runtime/kernels.h"
+#include "bt/runtime/sampler.h"
+#include "bt/runtime/tensor.h"
 
 namespace bt::rt {
 
@@ -166,6 +171,38 @@ private:
   std::unique_ptr<DevicePool> pool_;
 };
 
+/// A tensor in device memory (a weight uploaded once): its address, dtype
+/// and dense row-major shape.
+struct DeviceTensor {
+  uint64_t address = 0;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+};
+
+/// Uploads `t` to a block of `gpu`'s pool (nbytes 0: address 0). Errors:
+/// the pool's and the copy's.
+absl::StatusOr<DeviceTensor> UploadTensor(CudaBackend &gpu, const Tensor &t);
+
+/// Calls entry point `ep` of a CUDA-target kernel library (docs/abi.md,
+/// "Kernel library (CUDA target)") on `gpu`, which it makes current: the
+/// host tensors `inputs` (ep.inputs() order) are copied to device buffers
+/// of the pool, `params` (ep.params() order) are already on the device;
+/// every descriptor is dense row-major (allocated = aligned = the device
+/// address, offset 0). After the call (and a stream synchronization) the
+/// in-out inputs (TensorSpec.inout) are copied back into their host
+/// tensors, which must be writable, the outputs (device buffers of
+/// bt_gpu_alloc) are copied into new dense host tensors, returned in
+/// ep.outputs() order, and every device buffer of the call is released to
+/// the pool. Errors (InvalidArgument, naming the entry and tensor), as
+/// CallEntryPoint: an argument count, dtype or rank mismatch; an output with
+/// a negative size, a size contradicting a static dim of its spec, or a null
+/// buffer with elements; plus the device's errors (copies, synchronization).
+absl::StatusOr<std::vector<Tensor>>
+CallDeviceEntryPoint(CudaBackend &gpu, KernelEntryFn fn,
+                     const proto::EntryPoint &ep,
+                     absl::Span<const DeviceTensor *const> params,
+                     absl::Span<Tensor *const> inputs);
+
 /// One line for `bt-launcher devices`: the device of CudaBackend::Open(), or
 /// why there is none ("no CUDA GPU found: ...").
 std::string DescribeCudaAvailability(const CudaOptions &options = {});
@@ -187,6 +224,13 @@ void bt_gpu_sgemm(int32_t order, int32_t trans_a, int32_t trans_b, int32_t m,
                   float *c, int32_t ldc);
 void bt_gpu_memcpy_dtoh(void *dst_host, const void *src_device,
                         int64_t bytes);
+// The sampler callback of `decode_tokens` on this target (same signature as
+// _mlir_ciface_bt_rt_sample, docs/generation.md): `logits` [B, V] and
+// `tokens` [B] are device buffers; the logits are copied to the host, the
+// runtime's sampler picks the tokens there and they are copied back.
+void _mlir_ciface_bt_gpu_sample(int64_t sampler,
+                                bt::rt::StridedMemRef<float, 2> *logits,
+                                bt::rt::StridedMemRef<int64_t, 1> *tokens);
 }
 
 #endif // BT_RUNTIME_CUDA_H
