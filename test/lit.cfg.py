@@ -21,6 +21,19 @@ config.substitutions.append(("%bt_src_root", config.bt_src_root))
 config.substitutions.append(("%bt_obj_root", config.bt_obj_root))
 config.substitutions.append(("%fixtures", config.bt_fixtures_dir))
 
+# `ptxas`: the CUDA toolkit's PTX assembler (no GPU needed) checks the PTX of
+# the CUDA target (test/bt-run/cuda-ptxas.test).
+ptxas = os.path.join(config.bt_cuda_path, "bin", "ptxas")
+if os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+# `libdevice`: the CUDA pipeline can compile kernels to PTX (gpu-module-to-binary
+# links the toolkit's libdevice).
+if os.path.exists(os.path.join(config.bt_cuda_path, "nvvm", "libdevice",
+                               "libdevice.10.bc")):
+    config.available_features.add("libdevice")
+config.substitutions.append(("%cuda_path", config.bt_cuda_path))
+
 # test/bt-run/manifest-generation.test decodes a manifest with protoc.
 import shutil
 if shutil.which("protoc"):

@@ -4,7 +4,9 @@
 // with unit innermost strides become row-major cblas_sgemm calls
 // (beta = 1: the output holds the init, e.g. the bias of bt.linear).
 // linalg.matmul_transpose_a (the weight gradients of the backward sweep,
-// dW = dyᵀ · x) becomes transA = CblasTrans.
+// dW = dyᵀ · x) becomes transA = CblasTrans. The CUDA pipeline calls the
+// runtime's bt_gpu_sgemm instead (same signature, device pointers;
+// docs/abi.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,7 +32,6 @@ using namespace mlir;
 
 namespace {
 
-constexpr StringLiteral kSgemm = "cblas_sgemm";
 // CBLAS enum values (cblas.h).
 constexpr int32_t kRowMajor = 101;
 constexpr int32_t kNoTrans = 111;
@@ -113,18 +114,18 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
   using BTGemmToBlasBase::BTGemmToBlasBase;
 
   func::FuncOp getOrDeclareSgemm(ModuleOp module) {
-    if (auto f = module.lookupSymbol<func::FuncOp>(kSgemm))
+    if (auto f = module.lookupSymbol<func::FuncOp>(callee))
       return f;
     MLIRContext *ctx = module.getContext();
     OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
     Type i32 = b.getI32Type(), f32 = b.getF32Type();
     Type ptr = LLVM::LLVMPointerType::get(ctx);
     // void cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb,
-    //                  beta, C, ldc)
+    //                  beta, C, ldc); the same signature for every callee.
     auto type = b.getFunctionType(
         {i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32},
         {});
-    auto f = b.create<func::FuncOp>(module.getLoc(), kSgemm, type);
+    auto f = b.create<func::FuncOp>(module.getLoc(), callee, type);
     f.setPrivate();
     return f;
   }
@@ -230,6 +231,10 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (callee.empty()) {
+      module.emitError("bt-gemm-to-blas: the callee option is empty");
+      return signalPassFailure();
+    }
     SmallVector<std::pair<Operation *, Gemm>> work;
     module.walk([&](Operation *op) {
       if (std::optional<Gemm> g = matchGemm(op); g && worthIt(*g))

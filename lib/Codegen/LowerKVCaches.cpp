@@ -10,14 +10,19 @@
 //===----------------------------------------------------------------------===//
 
 #include "Attention.h"
+#include "GPUAttention.h"
 #include "bt/Codegen/Passes.h"
 #include "bt/Dialect/BT/IR/BTOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -69,7 +74,8 @@ struct Cache {
 
 class Lowering {
 public:
-  Lowering(func::FuncOp fn) : fn(fn), b(fn.getContext()) {}
+  Lowering(func::FuncOp fn, bool gpuAttention)
+      : fn(fn), b(fn.getContext()), gpuAttention(gpuAttention) {}
   LogicalResult run();
 
 private:
@@ -143,6 +149,8 @@ private:
 
   func::FuncOp fn;
   OpBuilder b;
+  /// Attention as the CUDA target's dedicated kernels (GPUAttention.h).
+  bool gpuAttention;
   DenseMap<Value, Cache> caches;
   /// Cache arguments, in order, with the three arguments that replace each.
   SmallVector<std::pair<BlockArgument, std::array<BlockArgument, 3>>> cacheArgs;
@@ -421,8 +429,13 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         RankedTensorType::get({staticOf(c.batch), staticOf(len)},
                               b.getI64Type()),
         c.flags, offsets, sizes, strides);
-    Value out = emitCachedAttention(b, l, attend.getQuery(), keys, values,
-                                    flags, attend.getScale().convertToDouble());
+    double scale = attend.getScale().convertToDouble();
+    auto qType = cast<RankedTensorType>(attend.getQuery().getType());
+    Value out = gpuAttention && gpuAttentionSupports(qType)
+                    ? emitGPUAttention(b, l, attend.getQuery(), keys, values,
+                                       flags, scale, /*headMajorKV=*/true)
+                    : emitCachedAttention(b, l, attend.getQuery(), keys,
+                                          values, flags, scale);
     if (out.getType() != attend.getType())
       out = b.create<tensor::CastOp>(l, attend.getType(), out);
     attend.getResult().replaceAllUsesWith(out);
@@ -630,9 +643,11 @@ LogicalResult Lowering::run() {
 
 struct LowerKVCachesPass
     : public bt::impl::BTLowerKVCachesBase<LowerKVCachesPass> {
+  using BTLowerKVCachesBase::BTLowerKVCachesBase;
+
   void runOnOperation() override {
     for (auto fn : getOperation().getOps<func::FuncOp>())
-      if (failed(Lowering(fn).run()))
+      if (failed(Lowering(fn, gpuAttention).run()))
         return signalPassFailure();
   }
 };

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Attention.h"
+#include "GPUAttention.h"
 #include "LinalgUtils.h"
 #include "Optimizer.h"
 #include "bt/Codegen/Passes.h"
@@ -17,6 +18,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -949,6 +951,16 @@ struct LowerToLinalgPass
     return table;
   }
 
+  /// bt.attention / bt.local_attention: the GPU kernels with
+  /// gpu-attention (when they support the shape), else the head loop.
+  Value attention(Emitter &e, Value q, Value k, Value v, Value mask,
+                  double scale) {
+    if (gpuAttention && gpuAttentionSupports(tensorTypeOf(q)))
+      return emitGPUAttention(e.b, e.loc, q, k, v, mask, scale,
+                              /*headMajorKV=*/false);
+    return e.attention(q, k, v, mask, scale);
+  }
+
   LogicalResult lower(Operation *op) {
     OpBuilder b(op);
     Emitter e(b, op->getLoc());
@@ -978,26 +990,31 @@ struct LowerToLinalgPass
                              o.getBase().convertToDouble());
       result = e.rotary(o.getInput(), c, s, o.getRotaryDims());
     } else if (auto o = dyn_cast<AttentionOp>(op)) {
-      result = e.attention(o.getQ(), o.getK(), o.getV(), o.getKeyMask(),
-                           o.getScale().convertToDouble());
+      result = attention(e, o.getQ(), o.getK(), o.getV(), o.getKeyMask(),
+                         o.getScale().convertToDouble());
     } else if (auto o = dyn_cast<LocalAttentionOp>(op)) {
-      result = e.attention(o.getQ(), o.getK(), o.getV(), o.getKeyMask(),
-                           o.getScale().convertToDouble());
+      result = attention(e, o.getQ(), o.getK(), o.getV(), o.getKeyMask(),
+                         o.getScale().convertToDouble());
     } else if (auto o = dyn_cast<FusedLocalAttentionOp>(op)) {
       auto [c, s] = getTable(o.getPositions(), o.getRotaryDims(),
                              o.getBase().convertToDouble());
       RankedTensorType qkvType = tensorTypeOf(o.getQkv());
       auto fn = op->getParentOfType<FunctionOpInterface>();
-      if (fusedKernel && fn && !qkvType.isDynamicDim(2) &&
-          !qkvType.isDynamicDim(3)) {
+      if (gpuAttention &&
+          gpuFusedLocalAttentionSupports(qkvType, o.getHeadDim())) {
+        result = emitGPUFusedLocalAttention(
+            b, op->getLoc(), o.getQkv(), c, s, o.getKeyMask(), o.getHeads(),
+            o.getHeadDim(), o.getRotaryDims(), o.getScale().convertToDouble());
+      } else if (fusedKernel && !gpuAttention && fn &&
+                 !qkvType.isDynamicDim(2) && !qkvType.isDynamicDim(3)) {
         result = e.fusedLocalAttention(o, c, s, &fn.getFunctionBody().front());
       } else {
         // The unfused chain (fused-kernel=false, or S or hd dynamic).
         auto [q, k, v] = e.splitQKV(o.getQkv(), o.getHeads(), o.getHeadDim());
         Value qr = e.rotary(q, c, s, o.getRotaryDims());
         Value kr = e.rotary(k, c, s, o.getRotaryDims());
-        result = e.attention(qr, kr, v, o.getKeyMask(),
-                             o.getScale().convertToDouble());
+        result = attention(e, qr, kr, v, o.getKeyMask(),
+                           o.getScale().convertToDouble());
       }
     } else if (auto o = dyn_cast<CrossEntropyOp>(op)) {
       result = e.crossEntropy(o.getLogits(), o.getLabels(), o.getIgnoreIndex(),

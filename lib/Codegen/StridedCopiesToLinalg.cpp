@@ -28,10 +28,12 @@ bool isContiguous(Type type) {
 
 struct StridedCopiesToLinalgPass
     : public bt::impl::BTStridedCopiesToLinalgBase<StridedCopiesToLinalgPass> {
+  using BTStridedCopiesToLinalgBase::BTStridedCopiesToLinalgBase;
+
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
     getOperation()->walk([&](memref::CopyOp copy) {
-      if (!isContiguous(copy.getSource().getType()) ||
+      if (contiguous || !isContiguous(copy.getSource().getType()) ||
           !isContiguous(copy.getTarget().getType()))
         copies.push_back(copy);
     });

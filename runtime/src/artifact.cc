@@ -105,6 +105,11 @@ proto::Manifest ArtifactWriter::LaidOutManifest() const {
   const uint64_t tstart = AlignUp(wstart + cur, kTensorAlignment);
   m.mutable_tokenizer()->set_offset(tokenizer_.empty() ? 0 : tstart);
   m.mutable_tokenizer()->set_size(tokenizer_.size());
+  const uint64_t pstart = AlignUp(
+      tokenizer_.empty() ? wstart + cur : tstart + tokenizer_.size(),
+      kTensorAlignment);
+  m.mutable_ptx()->set_offset(ptx_.empty() ? 0 : pstart);
+  m.mutable_ptx()->set_size(ptx_.size());
   return m;
 }
 
@@ -116,7 +121,8 @@ absl::Status ArtifactWriter::Write(const std::string &path) const {
   const uint64_t payload_start = AlignUp(prefix.size(), kArtifactPageSize);
   proto::Manifest m = LaidOutManifest();
   const uint64_t tend =
-      m.tokenizer().size() > 0
+      m.ptx().size() > 0 ? m.ptx().offset() + m.ptx().size()
+      : m.tokenizer().size() > 0
           ? m.tokenizer().offset() + m.tokenizer().size()
           : m.weights_data().offset() + m.weights_data().size();
   const uint64_t manifest_offset = AlignUp(tend, 8);
@@ -142,6 +148,10 @@ absl::Status ArtifactWriter::Write(const std::string &path) const {
   if (!tokenizer_.empty()) {
     BT_RETURN_IF_ERROR(pad_to(m.tokenizer().offset()));
     BT_RETURN_IF_ERROR(out->Write(tokenizer_));
+  }
+  if (!ptx_.empty()) {
+    BT_RETURN_IF_ERROR(pad_to(m.ptx().offset()));
+    BT_RETURN_IF_ERROR(out->Write(ptx_));
   }
   BT_RETURN_IF_ERROR(pad_to(manifest_offset));
   BT_RETURN_IF_ERROR(out->Write(manifest_bytes));
@@ -206,7 +216,8 @@ Artifact::Open(const std::string &path) {
   for (const auto &[name, s] :
        {std::make_pair("kernels", &m.kernels()),
         std::make_pair("weights_data", &m.weights_data()),
-        std::make_pair("tokenizer", &m.tokenizer())}) {
+        std::make_pair("tokenizer", &m.tokenizer()),
+        std::make_pair("ptx", &m.ptx())}) {
     if (!InRange(s->offset(), s->size(), payload_size))
       return bad(absl::StrCat(name, " section [", s->offset(), ", +",
                               s->size(), ") runs past the payload (",
@@ -312,6 +323,7 @@ absl::string_view Artifact::kernels() const { return Section(manifest_.kernels()
 absl::string_view Artifact::tokenizer() const {
   return Section(manifest_.tokenizer());
 }
+absl::string_view Artifact::ptx() const { return Section(manifest_.ptx()); }
 
 const proto::Weight *Artifact::FindWeight(const std::string &name) const {
   auto it = weight_index_.find(name);

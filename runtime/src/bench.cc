@@ -1049,10 +1049,15 @@ absl::Status WriteBenchCsv(const std::string &path,
 
 absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
                              std::ostream &out, std::ostream &err) {
-  if (opts.device != "cpu")
-    return absl::UnimplementedError(absl::StrCat(
-        "bench --device ", opts.device,
-        ": this runtime runs 'cpu' artifacts only"));
+  if (opts.device != model.device())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench --device ", opts.device, ": the artifact runs on '",
+        model.device(), "' (bt-run compile --target ", opts.device,
+        " makes one for '", opts.device, "')"));
+  if (opts.device == "cuda" && opts.baseline == "torch")
+    return absl::UnimplementedError(
+        "bench --device cuda: the PyTorch baseline on the GPU is not "
+        "implemented yet (issue 6); pass --baseline none");
   if (opts.baseline != "torch" && opts.baseline != "none")
     return absl::InvalidArgumentError(absl::StrCat(
         "bench --baseline ", opts.baseline, ": expected 'torch' or 'none'"));
@@ -1074,7 +1079,10 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
       "bench: model %s, device %s (%s), %d BLAS thread(s), %d warmup + %d "
       "timed call(s) per setting, median\n",
       model.config().name(), opts.device,
-      model.manifest().cpu().empty() ? "cpu" : model.manifest().cpu(), threads,
+      model.gpu() != nullptr ? model.gpu()->device().Describe()
+      : model.manifest().cpu().empty() ? "cpu"
+                                       : model.manifest().cpu(),
+      threads,
       opts.warmup, opts.iters);
   for (const std::string &note : opts.notes)
     out << note << "\n";

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "bt/runtime/kv_plan.h"
 #include "bt/runtime/compare.h"
 #include "bt/runtime/config.h"
+#include "bt/runtime/cuda.h"
 #include "bt/runtime/safetensors.h"
 #include "bt/runtime/status_macros.h"
 #include "bt/runtime/tokenizer.h"
@@ -83,6 +85,8 @@ std::string Usage(const std::string &prog) {
       "                                         writes new_tokens [B, N] and step_logits [N, B, V];\n",
       "                                         --prompt tokenizes with the artifact's SentencePiece\n",
       "                                         model and prints the text\n",
+      "  devices                                list the CPU and the CUDA GPU (or why "
+      "none is usable)\n",
       "  train-step (--inputs <batch.safetensors> | --grads <grads.safetensors>) -o <dir>\n",
       "           [--checkpoint <dir>] [--config-file <file>] [--lr X] [--warmup-steps N]\n",
       "           [--total-steps N] [--state-out <state.safetensors>]\n",
@@ -111,7 +115,7 @@ std::string Usage(const std::string &prog) {
       "reference), {} = NAME\n",
       "                                         --absent-as-zero: a tensor missing from "
       "<actual> counts as zeros\n",
-      "  bench [--device cpu] [--setting forward|prefill-heavy|decode-heavy[=P/G],...]\n"
+      "  bench [--device cpu|cuda] [--setting forward|prefill-heavy|decode-heavy[=P/G],...]\n"
       "        [--batch 1,8[,max]] [--memory 8GiB] [--prompt P] [--gen G]\n"
       "        [--seq-blocks N | --tokens N] [--iters K] [--warmup W] [--threads T]\n"
       "        [--csv out.csv] [--baseline torch|none] [--torch-script bt_torch.py]\n"
@@ -141,8 +145,12 @@ std::string Usage(const std::string &prog) {
 } // namespace
 
 absl::Status RunInfoCommand(const Model &model, std::ostream &out) {
-  const proto::Manifest &m = model.manifest();
-  out << "artifact: " << model.artifact().path() << "\n";
+  return RunInfoCommand(model.artifact(), out);
+}
+
+absl::Status RunInfoCommand(const Artifact &artifact, std::ostream &out) {
+  const proto::Manifest &m = artifact.manifest();
+  out << "artifact: " << artifact.path() << "\n";
   out << "  format version " << m.format_version() << ", target " << m.target();
   if (!m.cpu().empty())
     out << " (" << m.cpu() << ")";
@@ -154,7 +162,11 @@ absl::Status RunInfoCommand(const Model &model, std::ostream &out) {
     weight_bytes += w.nbytes();
   out << "  " << m.weights_size() << " weights (" << weight_bytes
       << " bytes), kernels " << m.kernels().size() << " bytes, tokenizer "
-      << m.tokenizer().size() << " bytes\n";
+      << m.tokenizer().size() << " bytes";
+  if (m.ptx().size() > 0)
+    out << ", ptx " << m.ptx().size() << " bytes ("
+        << (m.gpu_chip().empty() ? "?" : m.gpu_chip()) << ")";
+  out << "\n";
   out << DescribeModelConfig(m.config());
   out << "entry points:\n";
   for (const proto::EntryPoint &ep : m.entry_points()) {
@@ -499,6 +511,17 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     return usage_error("missing command");
   const std::string cmd = args[i++];
 
+  if (cmd == "devices") {
+    // The devices this binary can run on (no model needed): always the CPU,
+    // and a CUDA GPU or the reason there is none (bt/runtime/cuda.h).
+    if (i < args.size())
+      return usage_error(absl::StrCat("devices takes no arguments, got '",
+                                      args[i], "'"));
+    out << "cpu: " << std::thread::hardware_concurrency()
+        << " hardware threads\n";
+    out << DescribeCudaAvailability() << "\n";
+    return 0;
+  }
   if (cmd == "compare") {
     // compare <actual> <reference> --check NAME:atol=X ... (no model needed)
     std::vector<std::string> files;
@@ -544,7 +567,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
   if (cmd == "bench") {
     BenchOptions opts;
     std::vector<int64_t> batches = {1, 8};
-    bool with_max = false;
+    bool with_max = false, device_given = false;
     std::string setting_list = kDefaultBenchSettings, memory, progress = "auto";
     int64_t tokens = 0, seq_blocks = 0, prompt_tokens = 0, gen_tokens = 0;
     for (; i < args.size(); ++i) {
@@ -566,6 +589,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
       int64_t n = 0;
       if (a == "--device") {
         opts.device = v;
+        device_given = true;
       } else if (a == "--batch") {
         batches.clear();
         with_max = false;
@@ -663,6 +687,9 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
       err << prog << ": " << model.status().message() << "\n";
       return 1;
     }
+    // The device is the artifact's unless --device names one.
+    if (!device_given)
+      opts.device = (*model)->device();
     const proto::ModelConfig &config = (*model)->config();
     const int64_t L = config.kind() == proto::ModelConfig::VANILLA
                           ? 1
@@ -775,6 +802,18 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     return usage_error(absl::StrCat("unknown command '", cmd, "'"));
   }
 
+  if (cmd == "info") {
+    // A cuda artifact describes itself without a GPU.
+    absl::StatusOr<std::shared_ptr<const Artifact>> a = Artifact::Open(artifact);
+    if (a.ok() && (*a)->manifest().target() == "cuda") {
+      absl::Status s = RunInfoCommand(**a, out);
+      if (!s.ok()) {
+        err << prog << ": " << s.message() << "\n";
+        return 1;
+      }
+      return 0;
+    }
+  }
   auto model = Model::Open(artifact);
   if (!model.ok()) {
     err << prog << ": " << model.status().message() << "\n";

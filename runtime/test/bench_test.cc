@@ -250,7 +250,8 @@ TEST_F(BenchTest, CommandWithoutBaseline) {
 
   opts.device = "cuda";
   EXPECT_THAT(RunBenchCommand(*model_, opts, out, err),
-              StatusIs(absl::StatusCode::kUnimplemented, "--device cuda"));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "bench --device cuda: the artifact runs on 'cpu'"));
 }
 
 TEST(BenchTable, RatioAndCsv) {

@@ -144,9 +144,19 @@ TEST_F(ModelTest, TokenValuesAreChecked) {
 
 TEST(Model, RejectsOtherTargets) {
   testing::TempDir dir;
+  ASSERT_THAT(testing::WriteToyArtifact(dir.File("rocm.btart"), "", "rocm"), IsOk());
+  EXPECT_THAT(Model::Open(dir.File("rocm.btart")).status(),
+              StatusIs(absl::StatusCode::kUnimplemented, "artifact target 'rocm'"));
+}
+
+// A cuda artifact needs its PTX (checked before the GPU is opened).
+TEST(Model, CudaArtifactWithoutPtx) {
+  testing::TempDir dir;
   ASSERT_THAT(testing::WriteToyArtifact(dir.File("cuda.btart"), "", "cuda"), IsOk());
-  EXPECT_THAT(Model::Open(dir.File("cuda.btart")).status(),
-              StatusIs(absl::StatusCode::kUnimplemented, "artifact target 'cuda'"));
+  CudaOptions no_driver;
+  no_driver.driver_library = dir.File("none/libcuda.so.1");
+  EXPECT_THAT(Model::Open(dir.File("cuda.btart"), no_driver).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "no ptx section"));
 }
 
 TEST(Model, MissingKernelSymbolFailsAtOpen) {

@@ -1,5 +1,13 @@
 // RUN: bt-opt %s --bt-gemm-to-blas=min-mnk=0 | FileCheck %s
 // RUN: bt-opt %s --bt-gemm-to-blas | FileCheck %s --check-prefix=THRESHOLD
+// RUN: bt-opt %s --bt-gemm-to-blas="min-mnk=0 callee=bt_gpu_sgemm" | FileCheck %s --check-prefix=CALLEE
+
+// CALLEE is the CUDA pipeline's form: the same call ABI, another function
+// (the runtime's cuBLAS wrapper on device pointers).
+// CALLEE: func.func private @bt_gpu_sgemm(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, !llvm.ptr, i32, f32, !llvm.ptr, i32)
+// CALLEE-LABEL: func.func @matmul_transpose_b
+//       CALLEE:   call @bt_gpu_sgemm(%c101_i32, %c111_i32, %c112_i32,
+// CALLEE-NOT: cblas_sgemm
 
 // THRESHOLD is the default min-mnk = 4096: static GEMMs with M·N·K below it
 // (local attention sizes) stay loops, dynamic ones always call BLAS.

@@ -1,4 +1,11 @@
 // RUN: bt-opt %s --bt-strided-copies-to-linalg | FileCheck %s
+// RUN: bt-opt %s --bt-strided-copies-to-linalg=contiguous | FileCheck %s --check-prefix=ALL
+
+// ALL (the CUDA pipeline: every copy becomes a kernel):
+// ALL-LABEL: func.func @copies
+//       ALL:   linalg.copy ins(%{{.*}} : memref<4x8xf32>) outs(%{{.*}} : memref<4x8xf32>)
+//       ALL:   linalg.copy ins(%{{.*}} : memref<4x2xf32, strided<[8, 1], offset: 3>>)
+//   ALL-NOT:   memref.copy
 
 // Copies between identity layouts stay (llvm.memcpy); any other becomes a
 // linalg.copy (loops) instead of a call to the runner utils' memrefCopy.

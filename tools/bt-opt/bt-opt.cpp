@@ -4,7 +4,7 @@
 //   bt-opt input.mlir --bt-verify-kv-lifetimes
 // Registers all upstream dialects, passes and extensions, the GPU → LLVM IR
 // translations (needed by gpu-module-to-binary), and the bt dialect, passes
-// and pipelines (bt-cpu-pipeline).
+// and pipelines (bt-cpu-pipeline, bt-cuda-pipeline).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,12 +28,14 @@ int main(int argc, char **argv) {
   mlir::registerAllGPUToLLVMIRTranslations(registry);
   registry.insert<bt::BTDialect>();
   bt::registerBTCodegenInterfaceModels(registry);
+  bt::registerCUDACodegenInterfaceModels(registry);
   bt::registerAutodiffInterfaces(registry);
 
   mlir::registerAllPasses();
   bt::registerBTTransformsPasses();
   bt::registerBTCodegenPasses();
   bt::registerCPUPipeline();
+  bt::registerCUDAPipeline();
 
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "bt optimizer driver\n", registry));

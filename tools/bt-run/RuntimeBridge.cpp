@@ -208,7 +208,7 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
                    const std::string &kernels, const std::string &cpu,
                    const std::string &launcherPath, const std::string &outPath,
                    std::string &error, const std::string &tokenizer,
-                   const KVPlanInfo &kvPlan) {
+                   const KVPlanInfo &kvPlan, const GPUArtifactInfo &gpu) {
   proto::Manifest manifest;
   if (kvPlan.blockLength > 0) {
     proto::KVMemoryPlan *p = manifest.mutable_kv_plan();
@@ -218,8 +218,9 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
     p->set_weight_bytes(kvPlan.weightBytes);
     p->set_source(kvPlan.source);
   }
-  manifest.set_target("cpu");
+  manifest.set_target(gpu.ptx.empty() ? "cpu" : "cuda");
   manifest.set_cpu(cpu);
+  manifest.set_gpu_chip(gpu.chip);
   manifest.set_producer("bt-run");
   *manifest.mutable_config() = model.impl->config;
   for (const EntryInfo &e : entries) {
@@ -244,6 +245,8 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
   }
   rt::ArtifactWriter writer(std::move(manifest));
   writer.SetKernels(kernels);
+  if (!gpu.ptx.empty())
+    writer.SetPtx(gpu.ptx);
   if (!tokenizer.empty())
     writer.SetTokenizer(tokenizer);
   for (const std::string &name : model.impl->paramNames) {

@@ -88,13 +88,19 @@ struct KVPlanInfo {
 /// Writes an artifact (docs/abi.md) for `model` with the compiled kernels;
 /// with `launcherPath` non-empty, prefixes the launcher to make a standalone
 /// executable; `tokenizer` (a SentencePiece model proto, see readTokenizer)
-/// becomes the tokenizer section; `kvPlan` the manifest's kv_plan. Atomic
-/// (temp file + rename).
+/// becomes the tokenizer section; `kvPlan` the manifest's kv_plan; `gpu`
+/// the CUDA target's parts (docs/abi.md, "Kernel library (CUDA target)":
+/// then `kernels` is the host code). Atomic (temp file + rename).
+struct GPUArtifactInfo {
+  std::string ptx;  // non-empty: target "cuda", the ptx section
+  std::string chip; // e.g. "sm_90"
+};
 bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
                    const std::string &kernels, const std::string &cpu,
                    const std::string &launcherPath, const std::string &outPath,
                    std::string &error, const std::string &tokenizer = "",
-                   const KVPlanInfo &kvPlan = {});
+                   const KVPlanInfo &kvPlan = {},
+                   const GPUArtifactInfo &gpu = {});
 
 /// Reads a SentencePiece model file (spm_train's .model) into `bytes` and
 /// checks it: it loads with libsentencepiece and has at most the model's

@@ -2,6 +2,9 @@
 //
 //   bt-run compile <checkpoint> [--emit bt|bt-layer|llvm|artifact|executable]
 //                  [--target cpu] [--cpu NAME] [-o OUT]
+//   bt-run compile <checkpoint> --target cuda
+//                  [--emit executable|artifact|ptx|llvm|bt|bt-layer]
+//                  [--cuda-path DIR] [--gpu-chip sm_90] [-o OUT]
 //   bt-run eval <checkpoint|artifact|executable> --inputs IN -o OUT
 //   bt-run grad <checkpoint|artifact|executable> --inputs IN -o OUT
 //   bt-run generate <checkpoint|artifact|executable>
@@ -45,6 +48,7 @@
 #include "RuntimeBridge.h"
 
 #include "bt/Codegen/CPUCodegen.h"
+#include "bt/Codegen/CUDACodegen.h"
 #include "bt/Codegen/Passes.h"
 #include "bt/Codegen/Pipelines.h"
 #include "bt/Dialect/BT/IR/BTOps.h"
@@ -89,10 +93,23 @@ cl::opt<std::string> outputPath("o", cl::desc("Output file"),
 cl::opt<std::string> emit(
     "emit",
     cl::desc("compile: what to write — bt (model-level IR), bt-layer "
-             "(layer-level IR), llvm (LLVM IR), artifact, executable"),
+             "(layer-level IR), llvm (LLVM IR; the host code for cuda), "
+             "artifact, executable, ptx (cuda: the kernels)"),
     cl::init("executable"), cl::cat(btCategory));
-cl::opt<std::string> target("target", cl::desc("Target: cpu"), cl::init("cpu"),
-                            cl::cat(btCategory));
+cl::opt<std::string> target("target",
+                            cl::desc("Target: cpu, or cuda (NVIDIA GPUs, "
+                                     "PTX for --gpu-chip)"),
+                            cl::init("cpu"), cl::cat(btCategory));
+cl::opt<std::string> cudaPath(
+    "cuda-path",
+    cl::desc("--target cuda: the CUDA toolkit whose libdevice resolves the "
+             "kernels' math functions (default: the build's, usually "
+             "/usr/local/cuda)"),
+    cl::cat(btCategory));
+cl::opt<std::string> gpuChip("gpu-chip",
+                             cl::desc("--target cuda: the GPU architecture "
+                                      "(default sm_90: H100/H200)"),
+                             cl::init("sm_90"), cl::cat(btCategory));
 cl::opt<std::string> cpuName(
     "cpu",
     cl::desc("LLVM CPU of the kernels: 'native' (this machine), or a name such "
@@ -279,6 +296,8 @@ constexpr const char *kUsage =
     "bt-run: compile and run Block Transformer checkpoints\n\n"
     "  bt-run compile <checkpoint> [--emit bt|bt-layer|llvm|artifact|executable]"
     " [-o OUT]\n"
+    "  bt-run compile <checkpoint> --target cuda [--emit ptx|llvm|artifact|"
+    "executable]\n         [--cuda-path DIR] [--gpu-chip sm_90] [-o OUT]\n"
     "  bt-run eval <checkpoint|artifact|executable> --inputs IN -o OUT\n"
     "  bt-run grad <checkpoint|artifact|executable> --inputs IN -o OUT\n"
     "  bt-run generate <checkpoint|artifact|executable>\n"
@@ -428,6 +447,36 @@ std::unique_ptr<bt::bridge::Model> loadModel(const std::string &input,
   return model;
 }
 
+/// Whether --target and --emit `emitKind` go together (checked before a
+/// checkpoint is loaded).
+LogicalResult checkTarget(const std::string &emitKind) {
+  if (target != "cpu" && target != "cuda") {
+    fail("--target " + target + ": expected cpu or cuda");
+    return failure();
+  }
+  if (target == "cpu" && emitKind == "ptx") {
+    fail("--emit ptx needs --target cuda");
+    return failure();
+  }
+  return success();
+}
+
+/// --target cuda, after bt-lower-kv-caches: bt-cuda-pipeline; returns the
+/// PTX of the kernels and leaves the host code (LLVM dialect) in `module`.
+FailureOr<std::string> lowerCUDA(ModuleOp module,
+                                 std::vector<bt::bridge::EntryInfo> &entries) {
+  bt::CUDAPipelineOptions options;
+  options.blas = !noBlas;
+  options.fuseLocalAttention = static_cast<bool>(fuseLocalAttention);
+  options.chip = std::string(gpuChip);
+  if (!cudaPath.empty())
+    options.cudaPath = std::string(cudaPath);
+  if (failed(bt::runCUDAPipeline(module, options)) ||
+      failed(setEntryParams(module, entries)))
+    return failure();
+  return bt::takePTX(module);
+}
+
 /// Compiles `model` as `--emit` asks. For artifact/executable, writes to
 /// `outPath`; for IR, prints to `outPath` (stdout if empty). `thisMachine`:
 /// the artifact runs here and now, so the kernels target the host CPU
@@ -444,9 +493,19 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
                       const char *argv0, bool withGrad,
                       bool thisMachine = false,
                       TrainingEntries training = {}) {
-  if (target != "cpu") {
-    fail("--target " + target + ": only 'cpu' is implemented in this version");
+  if (failed(checkTarget(emitKind)))
     return failure();
+  if (target == "cuda") {
+    // The backward and optimizer ops have no GPU lowering yet (issue 6):
+    // the default grad entry is left out, an explicit request is an error.
+    if (training.trainStep || training.applyGradients ||
+        (withGrad && gradEntry.getNumOccurrences() > 0 && gradEntry)) {
+      fail("--target cuda: the training entry points (grad, train_step, "
+           "apply_gradients) are not implemented for the GPU yet; compile "
+           "without --train / --grad-entry");
+      return failure();
+    }
+    withGrad = false;
   }
   OwningOpRef<ModuleOp> module = bt::importModel(&context, model.spec());
   if (!module)
@@ -507,17 +566,34 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
     return writeText(outPath, [&](llvm::raw_ostream &os) { module->print(os); });
 
   // KV caches → in-out tensors, so that the entry points have their final
-  // signatures (bt-cpu-pipeline runs this pass again, with nothing to do).
-  if (failed(runPasses(
-          [](PassManager &pm) { pm.addPass(bt::createBTLowerKVCaches()); })))
+  // signatures (the pipelines run this pass again, with nothing to do); on
+  // the CUDA target their attention becomes the GPU kernels here.
+  if (failed(runPasses([](PassManager &pm) {
+        bt::BTLowerKVCachesOptions caches;
+        caches.gpuAttention = target == "cuda";
+        pm.addPass(bt::createBTLowerKVCaches(caches));
+      })))
     return failure();
   std::vector<bt::bridge::EntryInfo> entries = collectEntries(*module);
-  bt::CPUPipelineOptions pipelineOptions;
-  pipelineOptions.blas = !noBlas;
-  pipelineOptions.fuseLocalAttention = static_cast<bool>(fuseLocalAttention);
-  if (failed(bt::runCPUPipeline(*module, pipelineOptions)) ||
-      failed(setEntryParams(*module, entries)))
-    return failure();
+  // The CUDA target: the kernels as PTX, the rest as for the CPU on the
+  // host code (docs/codegen-cuda.md).
+  bt::bridge::GPUArtifactInfo gpu;
+  if (target == "cuda") {
+    FailureOr<std::string> ptx = lowerCUDA(*module, entries);
+    if (failed(ptx))
+      return failure();
+    if (emitKind == "ptx")
+      return writeText(outPath, [&](llvm::raw_ostream &os) { os << *ptx; });
+    gpu.ptx = std::move(*ptx);
+    gpu.chip = std::string(gpuChip);
+  } else {
+    bt::CPUPipelineOptions pipelineOptions;
+    pipelineOptions.blas = !noBlas;
+    pipelineOptions.fuseLocalAttention = static_cast<bool>(fuseLocalAttention);
+    if (failed(bt::runCPUPipeline(*module, pipelineOptions)) ||
+        failed(setEntryParams(*module, entries)))
+      return failure();
+  }
   bt::CPUCodegenOptions codegenOptions;
   // Files may travel to other machines; in-process runs use this one.
   std::string cpu = !cpuName.empty() ? std::string(cpuName)
@@ -556,7 +632,7 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
     return failure();
   }
   if (!bt::bridge::writeArtifact(model, entries, *so, cpu, launcher, outPath,
-                                 error, tokenizer, kvPlanInfo)) {
+                                 error, tokenizer, kvPlanInfo, gpu)) {
     fail(error);
     return failure();
   }
@@ -825,14 +901,18 @@ int main(int argc, char **argv) {
 
   DialectRegistry registry;
   registry.insert<bt::BTDialect>();
-  bt::registerCPUCodegenDialects(registry);
+  bt::registerCUDACodegenDialects(registry);
   MLIRContext context(registry);
 
   if (command == "compile") {
-    static const llvm::StringSet<> kinds = {"bt", "bt-layer", "llvm", "artifact",
-                                            "executable"};
+    static const llvm::StringSet<> kinds = {"bt",       "bt-layer",
+                                            "llvm",     "artifact",
+                                            "executable", "ptx"};
     if (!kinds.contains(emit))
-      return usage("--emit " + emit + ": expected bt, bt-layer, llvm, artifact or executable");
+      return usage("--emit " + emit +
+                   ": expected bt, bt-layer, llvm, artifact, executable or ptx");
+    if (failed(checkTarget(emit)))
+      return 1;
     bool binary = emit == "artifact" || emit == "executable";
     if (binary && outputPath.empty())
       return usage("compile --emit " + emit + " needs -o <path>");

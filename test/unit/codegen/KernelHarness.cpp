@@ -3,6 +3,7 @@
 #include "KernelHarness.h"
 
 #include "bt/Codegen/CPUCodegen.h"
+#include "bt/Codegen/CUDACodegen.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Diagnostics.h"
@@ -132,6 +133,33 @@ std::unique_ptr<Kernels> Kernels::compileModule(mlir::ModuleOp module,
     error = "bt-cpu-pipeline failed:\n" + diagOS.str();
     return nullptr;
   }
+  return loadLowered(module, error);
+}
+
+std::unique_ptr<Kernels> Kernels::compileCUDAModule(
+    mlir::ModuleOp module, const CUDAPipelineOptions &options, std::string &ptx,
+    std::string &error) {
+  std::string diagnostics;
+  llvm::raw_string_ostream diagOS(diagnostics);
+  mlir::ScopedDiagnosticHandler handler(module->getContext(), [&](mlir::Diagnostic &d) {
+    diagOS << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  if (mlir::failed(runCUDAPipeline(module, options))) {
+    error = "bt-cuda-pipeline failed:\n" + diagOS.str();
+    return nullptr;
+  }
+  mlir::FailureOr<std::string> text = takePTX(module);
+  if (mlir::failed(text)) {
+    error = "takePTX failed:\n" + diagOS.str();
+    return nullptr;
+  }
+  ptx = std::move(*text);
+  return loadLowered(module, error);
+}
+
+std::unique_ptr<Kernels> Kernels::loadLowered(mlir::ModuleOp module,
+                                              std::string &error) {
   llvm::Expected<std::string> so = compileToSharedObject(module, {});
   if (!so) {
     error = llvm::toString(so.takeError());

@@ -77,6 +77,14 @@ public:
   static std::unique_ptr<Kernels> compileModule(mlir::ModuleOp module,
                                                 const CPUPipelineOptions &options,
                                                 std::string &error);
+  /// Compiles a layer-level `module` for the CUDA target
+  /// (runCUDAPipeline, takePTX): loads the host shared object and returns
+  /// the PTX in `ptx`. The host code calls the GPU ABI (bt_gpu_*, docs/abi.md),
+  /// which the loading process must define.
+  static std::unique_ptr<Kernels> compileCUDAModule(mlir::ModuleOp module,
+                                                    const CUDAPipelineOptions &options,
+                                                    std::string &ptx,
+                                                    std::string &error);
   /// Calls bt_entry_<name> with dense descriptors of `args`; frees the
   /// results after copying them out.
   std::vector<Result> call(const std::string &name,
@@ -88,6 +96,9 @@ public:
   const std::string &sharedObject() const { return so; }
 
 private:
+  /// Compiles a module in the LLVM dialect to a shared object and loads it.
+  static std::unique_ptr<Kernels> loadLowered(mlir::ModuleOp module,
+                                              std::string &error);
   void *handle = nullptr;
   int fd = -1;
   std::string so;

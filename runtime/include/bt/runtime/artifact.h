@@ -7,6 +7,7 @@
 //     kernels section   (offset 0)
 //     weights section   (4096-aligned; each tensor 64-byte aligned)
 //     tokenizer section (optional)
+//     ptx section       (optional; target cuda: the PTX module)
 //     manifest          (serialized bt.proto.Manifest)
 //   trailer, 32 bytes:  "BTARTIF1" | u64 payload_start | u64 manifest_offset
 //                       | u64 manifest_size      (little-endian)
@@ -52,8 +53,11 @@ public:
   /// format_version, weights and the section fields are set by Write().
   explicit ArtifactWriter(proto::Manifest manifest);
 
-  /// The kernels section: an ELF shared object (cpu) or PTX (cuda).
+  /// The kernels section: an ELF shared object (cpu: the kernels; cuda: the
+  /// host code that launches the PTX kernels).
   void SetKernels(std::string bytes) { kernels_ = std::move(bytes); }
+  /// The ptx section (target cuda): the PTX module of every kernel (text).
+  void SetPtx(std::string text) { ptx_ = std::move(text); }
   /// The tokenizer section: a SentencePiece model proto (optional).
   void SetTokenizer(std::string bytes) { tokenizer_ = std::move(bytes); }
   /// Makes the output an executable: the file at `path` (the bt-launcher
@@ -80,7 +84,7 @@ private:
     Tensor tensor;
   };
   proto::Manifest manifest_;
-  std::string kernels_, tokenizer_, prefix_path_;
+  std::string kernels_, tokenizer_, ptx_, prefix_path_;
   std::vector<PendingWeight> weights_;
   absl::flat_hash_map<std::string, size_t> weight_index_;
 };
@@ -95,7 +99,7 @@ public:
   ///  - payload_start not 4096-aligned or past the trailer;
   ///  - manifest range past the payload; manifest does not parse;
   ///  - format_version != 1 (FailedPrecondition: produced by another version);
-  ///  - a section (kernels, weights_data, tokenizer) past the payload,
+  ///  - a section (kernels, weights_data, tokenizer, ptx) past the payload,
   ///    overlapping another section or the manifest; weights_data not
   ///    4096-aligned;
   ///  - a weight with an unknown dtype, a bad shape, nbytes != numel *
@@ -113,6 +117,7 @@ public:
   /// Section bytes (views into the mapping).
   absl::string_view kernels() const;
   absl::string_view tokenizer() const;
+  absl::string_view ptx() const;
 
   /// The weight's manifest entry, or nullptr.
   const proto::Weight *FindWeight(const std::string &name) const;

@@ -31,6 +31,9 @@ namespace bt::rt {
 /// inputs and outputs (dtype and shape; a dynamic dim prints as its
 /// dim_names name, or '?') to `out`.
 absl::Status RunInfoCommand(const Model &model, std::ostream &out);
+/// The same from the artifact alone (no kernels loaded, no GPU opened): the
+/// launcher's `info` of a cuda artifact, which works without a GPU.
+absl::Status RunInfoCommand(const Artifact &artifact, std::ostream &out);
 
 /// The entry point `eval` picks for an inputs file: "eval_loss" if the file
 /// has a `labels` tensor and the model has that entry, else "eval".

@@ -13,6 +13,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "bt/proto/bt.pb.h"
 #include "bt/runtime/artifact.h"
+#include "bt/runtime/cuda.h"
 #include "bt/runtime/kernels.h"
 #include "bt/runtime/tensor.h"
 
@@ -34,14 +36,21 @@ inline constexpr char kSelfExe[] = "/proc/self/exe";
 
 class Model {
 public:
-  /// Opens `artifact_path` (Artifact::Open validation), requires target
-  /// "cpu" (Unimplemented otherwise), loads the kernels section
-  /// (KernelLibrary::Load) and resolves every entry point's symbol.
+  /// Opens `artifact_path` (Artifact::Open validation), loads the kernels
+  /// section (KernelLibrary::Load) and resolves every entry point's symbol.
+  /// Target "cpu": the kernels run on this machine. Target "cuda"
+  /// (docs/codegen-cuda.md): opens the GPU (CudaBackend::Open with
+  /// `cuda`), loads the ptx section, uploads every weight to the device
+  /// once, and the kernels section is the host code of the entry points.
   /// Errors: those of Artifact::Open and KernelLibrary::Load; NotFound for
   /// an entry point whose symbol the kernels do not export; InvalidArgument
-  /// for entry points without a kernels section.
+  /// for entry points without a kernels section (or, for cuda, without a
+  /// ptx section); Unimplemented for another target; for cuda, Unavailable
+  /// "<path>: this artifact runs on a CUDA GPU (target cuda, sm_90); no
+  /// CUDA GPU found: ..." when there is no driver or no usable GPU, and the
+  /// errors of loading the PTX and uploading the weights.
   static absl::StatusOr<std::unique_ptr<Model>>
-  Open(const std::string &artifact_path);
+  Open(const std::string &artifact_path, const CudaOptions &cuda = {});
 
   /// Open(kSelfExe): the artifact appended to the running executable.
   static absl::StatusOr<std::unique_ptr<Model>> OpenSelf() {
@@ -51,6 +60,11 @@ public:
   const Artifact &artifact() const { return *artifact_; }
   const proto::Manifest &manifest() const { return artifact_->manifest(); }
   const proto::ModelConfig &config() const { return manifest().config(); }
+  /// The device the entry points run on: "cpu" or "cuda" (the artifact's
+  /// target).
+  const std::string &device() const { return manifest().target(); }
+  /// The GPU of a cuda artifact (nullptr for cpu).
+  CudaBackend *gpu() const { return gpu_.get(); }
   /// Entry point names, in manifest order.
   std::vector<std::string> EntryPointNames() const;
   /// The entry point `name`, or nullptr.
@@ -90,7 +104,10 @@ public:
   /// Runs entry point `entry` with `inputs` and, for entries with in-out
   /// arguments, `inouts` (CheckInputs first; the in-out buffers are updated
   /// in place and are not among the returned outputs) and returns its
-  /// outputs by name (owning tensors; CallEntryPoint). Errors: NotFound for
+  /// outputs by name (owning host tensors; CallEntryPoint, or for a cuda
+  /// artifact CallDeviceEntryPoint: host inputs and in-out buffers are
+  /// copied to the device and back around the call, calls are serialized).
+  /// Errors: NotFound for
   /// an unknown entry (the message lists the known ones), the errors of
   /// CheckInputs and CallEntryPoint, and an output whose named dim disagrees
   /// with the arguments (InvalidArgument). Thread-safe: kernels keep no state
@@ -113,6 +130,11 @@ private:
   std::unique_ptr<KernelLibrary> kernels_;
   std::map<std::string, KernelEntryFn> entries_;
   std::map<std::string, Tensor> weights_; // borrowed views into the mapping
+  // Target cuda: the GPU (declared before the weights on it, so that it
+  // outlives them) and the weights uploaded at Open.
+  std::unique_ptr<CudaBackend> gpu_;
+  std::map<std::string, DeviceTensor> device_weights_;
+  std::unique_ptr<std::mutex> gpu_mu_;
 };
 
 } // namespace bt::rt

@@ -1,0 +1,824 @@
+//===- GPUAttention.cpp - dedicated GPU attention kernels -----------------===//
+//
+// See GPUAttention.h. Kernels are `gpu.launch` ops with workgroup
+// (shared-memory) attributions; gpu-kernel-outlining turns them into
+// gpu.func kernels of the CUDA pipeline's PTX module.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GPUAttention.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace {
+
+/// finfo(float32).min, the HF mask value.
+constexpr double kF32Min = -3.4028234663852886e38;
+constexpr int64_t kWarp = 32;
+/// Query rows (warps) per block of the prefill kernel.
+constexpr int64_t kRowsPerBlock = 4;
+/// Keys per split of the decode (split-K) kernel.
+constexpr int64_t kKeysPerSplit = 128;
+/// Largest static query length handled as decode (split-K).
+constexpr int64_t kMaxDecodeRows = 4;
+
+/// Small arithmetic helpers at one insertion point.
+struct KB {
+  OpBuilder &b;
+  Location loc;
+
+  Value idx(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
+  Value f32(double v) {
+    return b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(v));
+  }
+  Value i32(int32_t v) {
+    return b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(v));
+  }
+  Value addi(Value x, Value y) { return b.create<arith::AddIOp>(loc, x, y); }
+  Value subi(Value x, Value y) { return b.create<arith::SubIOp>(loc, x, y); }
+  Value muli(Value x, Value y) { return b.create<arith::MulIOp>(loc, x, y); }
+  Value divu(Value x, Value y) { return b.create<arith::DivUIOp>(loc, x, y); }
+  Value remu(Value x, Value y) { return b.create<arith::RemUIOp>(loc, x, y); }
+  Value minu(Value x, Value y) { return b.create<arith::MinUIOp>(loc, x, y); }
+  Value maxu(Value x, Value y) { return b.create<arith::MaxUIOp>(loc, x, y); }
+  Value ceilDiv(Value x, Value y) {
+    return b.create<arith::CeilDivUIOp>(loc, x, y);
+  }
+  Value ult(Value x, Value y) {
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, x, y);
+  }
+  Value ule(Value x, Value y) {
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, x, y);
+  }
+  Value land(Value x, Value y) { return b.create<arith::AndIOp>(loc, x, y); }
+  Value select(Value c, Value x, Value y) {
+    return b.create<arith::SelectOp>(loc, c, x, y);
+  }
+  Value addf(Value x, Value y) { return b.create<arith::AddFOp>(loc, x, y); }
+  Value subf(Value x, Value y) { return b.create<arith::SubFOp>(loc, x, y); }
+  Value mulf(Value x, Value y) { return b.create<arith::MulFOp>(loc, x, y); }
+  Value divf(Value x, Value y) { return b.create<arith::DivFOp>(loc, x, y); }
+  Value maxf(Value x, Value y) { return b.create<arith::MaximumFOp>(loc, x, y); }
+  Value exp(Value x) { return b.create<math::ExpOp>(loc, x); }
+  Value oeq(Value x, Value y) {
+    return b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, x, y);
+  }
+  /// Loads an element as f32.
+  Value loadF(Value mem, ValueRange indices) {
+    Value v = b.create<memref::LoadOp>(loc, mem, indices);
+    if (!v.getType().isF32())
+      v = b.create<arith::ExtFOp>(loc, b.getF32Type(), v);
+    return v;
+  }
+  /// Stores an f32 value, rounded to the memref's element type.
+  void storeF(Value v, Value mem, ValueRange indices) {
+    Type elt = cast<MemRefType>(mem.getType()).getElementType();
+    if (elt != v.getType())
+      v = b.create<arith::TruncFOp>(loc, elt, v);
+    b.create<memref::StoreOp>(loc, v, mem, indices);
+  }
+  /// Key-mask element as f32 (0 or 1).
+  Value maskF(Value mem, ValueRange indices) {
+    Value m = b.create<memref::LoadOp>(loc, mem, indices);
+    if (m.getType().isInteger(1))
+      return b.create<arith::UIToFPOp>(loc, b.getF32Type(), m);
+    return b.create<arith::SIToFPOp>(loc, b.getF32Type(), m);
+  }
+  /// Butterfly reduction over the 32 lanes of a warp (every lane gets the
+  /// result).
+  Value warpReduce(Value v, bool max) {
+    for (int32_t off = kWarp / 2; off >= 1; off /= 2) {
+      Value o = b.create<gpu::ShuffleOp>(loc, v, i32(off), i32(kWarp),
+                                         gpu::ShuffleMode::XOR)
+                    .getShuffleResult();
+      v = max ? maxf(v, o) : addf(v, o);
+    }
+    return v;
+  }
+  Value broadcastLane(Value v, Value lane) {
+    Value l32 = b.create<arith::IndexCastOp>(loc, b.getI32Type(), lane);
+    return b.create<gpu::ShuffleOp>(loc, v, l32, i32(kWarp),
+                                    gpu::ShuffleMode::IDX)
+        .getShuffleResult();
+  }
+  void barrier() { b.create<gpu::BarrierOp>(loc); }
+};
+
+/// A warp's online-softmax state for one query row: running max, running
+/// sum, and the lane's slots of the output accumulator (dims lane + 32·j).
+struct RowState {
+  Value m, l;
+  SmallVector<Value> acc;
+
+  SmallVector<Value> flat() const {
+    SmallVector<Value> v{m, l};
+    v.append(acc.begin(), acc.end());
+    return v;
+  }
+  static RowState from(ValueRange v) {
+    RowState s;
+    s.m = v[0];
+    s.l = v[1];
+    s.acc.assign(v.begin() + 2, v.end());
+    return s;
+  }
+};
+
+/// The lane's head-dim slot j: d = lane + 32·j, clamped into [0, hd) so that
+/// loads stay in bounds (`inRange` says whether the slot is real).
+std::pair<Value, Value> laneDim(KB &k, Value lane, int64_t j, int64_t hd) {
+  Value d = k.addi(lane, k.idx(kWarp * j));
+  Value inRange = k.ult(d, k.idx(hd));
+  return {k.select(inRange, d, k.idx(0)), inRange};
+}
+
+/// One tile of up to 32 keys for a warp's query row: the lane's key has the
+/// (masked, scaled) score `x` and takes part iff `keyOk`; `vAt(kb, jj, d)`
+/// loads value component d of the tile's key jj. Online-softmax update
+/// (FlashAttention): m' = max(m, max_x), acc' = acc·e^(m−m') + Σ p·v,
+/// l' = l·e^(m−m') + Σ p with p = e^(x−m').
+RowState attendTile(KB &k, const RowState &st, Value x, Value keyOk,
+                    Value lane, int64_t hd,
+                    function_ref<Value(KB &, Value, Value)> vAt) {
+  Value negInf = k.f32(-std::numeric_limits<double>::infinity());
+  Value xm = k.select(keyOk, x, negInf);
+  Value mt = k.warpReduce(xm, /*max=*/true);
+  Value mNew = k.maxf(st.m, mt);
+  Value none = k.oeq(mNew, negInf);
+  Value alpha = k.select(none, k.f32(1.0), k.exp(k.subf(st.m, mNew)));
+  Value p = k.select(keyOk, k.exp(k.subf(x, mNew)), k.f32(0.0));
+  Value psum = k.warpReduce(p, /*max=*/false);
+  RowState out;
+  out.m = mNew;
+  out.l = k.addf(k.mulf(st.l, alpha), psum);
+  SmallVector<Value> scaled;
+  for (Value a : st.acc)
+    scaled.push_back(k.mulf(a, alpha));
+  int64_t slots = static_cast<int64_t>(st.acc.size());
+  auto loop = k.b.create<scf::ForOp>(
+      k.loc, k.idx(0), k.idx(kWarp), k.idx(1), scaled,
+      [&](OpBuilder &lb, Location l, Value jj, ValueRange accs) {
+        KB kk{lb, l};
+        Value pj = kk.broadcastLane(p, jj);
+        SmallVector<Value> next;
+        for (int64_t j = 0; j < slots; ++j) {
+          Value d = laneDim(kk, lane, j, hd).first;
+          next.push_back(kk.addf(accs[j], kk.mulf(pj, vAt(kk, jj, d))));
+        }
+        lb.create<scf::YieldOp>(l, next);
+      });
+  out.acc.assign(loop.getResults().begin(), loop.getResults().end());
+  return out;
+}
+
+/// HF's result for a query row without any valid causal key: the mean of v
+/// over the keys whose score is exactly MIN, i.e. keys t ≤ pos with mask 0
+/// and keys t > pos with mask 1, among `numKeys`. Returns the lane's slots.
+SmallVector<Value> noValidKeyMean(KB &k, Value numKeys, Value pos,
+                                  function_ref<Value(KB &, Value)> maskAt,
+                                  function_ref<Value(KB &, Value, Value)> vAt,
+                                  Value lane, int64_t hd, int64_t slots) {
+  SmallVector<Value> init(slots, k.f32(0.0));
+  init.push_back(k.f32(0.0)); // count
+  auto loop = k.b.create<scf::ForOp>(
+      k.loc, k.idx(0), numKeys, k.idx(1), init,
+      [&](OpBuilder &lb, Location l, Value t, ValueRange it) {
+        KB kk{lb, l};
+        Value m = maskAt(kk, t);
+        Value causal = kk.ule(t, pos);
+        // causal: weight 1 − m; non-causal: weight m.
+        Value w = kk.select(causal, kk.subf(kk.f32(1.0), m), m);
+        SmallVector<Value> next;
+        for (int64_t j = 0; j < slots; ++j) {
+          Value d = laneDim(kk, lane, j, hd).first;
+          next.push_back(kk.addf(it[j], kk.mulf(w, vAt(kk, t, d))));
+        }
+        next.push_back(kk.addf(it[slots], w));
+        lb.create<scf::YieldOp>(l, next);
+      });
+  SmallVector<Value> mean;
+  Value count = loop.getResult(slots);
+  for (int64_t j = 0; j < slots; ++j)
+    mean.push_back(k.divf(loop.getResult(j), count));
+  return mean;
+}
+
+/// `bufferization.to_memref ... read_only` of `t` with a fully dynamic
+/// strided layout (any buffer of `t` casts to it).
+Value readOnlyMemref(OpBuilder &b, Location loc, Value t) {
+  auto tt = cast<RankedTensorType>(t.getType());
+  SmallVector<int64_t> strides(tt.getRank(), ShapedType::kDynamic);
+  auto layout =
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides);
+  auto mt = MemRefType::get(tt.getShape(), tt.getElementType(), layout);
+  auto op = b.create<bufferization::ToMemrefOp>(loc, mt, t);
+  op.setReadOnly(true);
+  return op;
+}
+
+Value dimOf(OpBuilder &b, Location loc, Value t, int64_t d) {
+  return b.createOrFold<tensor::DimOp>(loc, t, d);
+}
+
+/// The kernel's shared memory: f32 arrays of the given shapes carved out of
+/// the dynamic shared memory (`gpu.dynamic_shared_memory` + `memref.view`;
+/// workgroup attributions would be memref block arguments of the launch,
+/// which the buffer deallocation pipeline would rewrite).
+struct SharedLayout {
+  SmallVector<SmallVector<int64_t>> shapes;
+  int64_t bytes() const {
+    int64_t total = 0;
+    for (const auto &s : shapes) {
+      int64_t n = 4;
+      for (int64_t d : s)
+        n *= d;
+      total += n;
+    }
+    return total;
+  }
+  SmallVector<Value> views(OpBuilder &b, Location loc) const {
+    MLIRContext *ctx = b.getContext();
+    auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    Value raw = b.create<gpu::DynamicSharedMemoryOp>(
+        loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                             MemRefLayoutAttrInterface{}, space));
+    SmallVector<Value> out;
+    int64_t offset = 0;
+    for (const auto &s : shapes) {
+      Value off = b.create<arith::ConstantIndexOp>(loc, offset);
+      auto type = MemRefType::get(s, b.getF32Type(),
+                                  MemRefLayoutAttrInterface{}, space);
+      out.push_back(
+          b.create<memref::ViewOp>(loc, type, raw, off, ValueRange{}));
+      int64_t n = 4;
+      for (int64_t d : s)
+        n *= d;
+      offset += n;
+    }
+    return out;
+  }
+};
+
+/// A `gpu.launch` guarded by `cond` (no launch of an empty grid) with the
+/// dynamic shared memory of `shared`; `body` fills the kernel and gets the
+/// shared arrays.
+void launchIf(OpBuilder &b, Location loc, Value cond, Value gx, Value gy,
+              Value gz, Value bx, const SharedLayout &shared,
+              function_ref<void(OpBuilder &, gpu::LaunchOp, ValueRange)> body) {
+  auto guard = b.create<scf::IfOp>(loc, cond, /*withElseRegion=*/false);
+  OpBuilder gb = guard.getThenBodyBuilder();
+  Value one = gb.create<arith::ConstantIndexOp>(loc, 1);
+  Value smem;
+  if (shared.bytes() > 0)
+    smem = gb.create<arith::ConstantOp>(
+        loc, gb.getI32IntegerAttr(static_cast<int32_t>(shared.bytes())));
+  auto launch = gb.create<gpu::LaunchOp>(loc, gx, gy, gz, bx, one, one, smem);
+  OpBuilder kb = OpBuilder::atBlockEnd(&launch.getBody().front());
+  SmallVector<Value> arrays = shared.views(kb, loc);
+  body(kb, launch, arrays);
+  kb.create<gpu::TerminatorOp>(loc);
+}
+
+} // namespace
+
+bool bt::gpuAttentionSupports(RankedTensorType q) {
+  int64_t n = q.getRank();
+  if (n < 4 || !isa<FloatType>(q.getElementType()))
+    return false;
+  int64_t h = q.getDimSize(n - 2), hd = q.getDimSize(n - 1);
+  return !ShapedType::isDynamic(h) && !ShapedType::isDynamic(hd) && hd > 0 &&
+         hd <= kGPUAttentionMaxHeadDim;
+}
+
+Value bt::emitGPUAttention(OpBuilder &b, Location loc, Value q, Value k,
+                           Value v, Value keyMask, double scale,
+                           bool headMajorKV) {
+  KB h{b, loc};
+  auto qt = cast<RankedTensorType>(q.getType());
+  int64_t n = qt.getRank();
+  int64_t nb = n - 3;
+  int64_t heads = qt.getDimSize(nb + 1), hd = qt.getDimSize(nb + 2);
+  int64_t slots = (hd + kWarp - 1) / kWarp;
+  bool hasMask = static_cast<bool>(keyMask);
+
+  // Host-side sizes.
+  SmallVector<Value> batch;
+  Value g = h.idx(heads);
+  for (int64_t i = 0; i < nb; ++i) {
+    batch.push_back(dimOf(b, loc, q, i));
+    g = h.muli(g, batch.back());
+  }
+  Value seq = dimOf(b, loc, q, nb);
+  Value keys = dimOf(b, loc, k, headMajorKV ? nb + 1 : nb);
+  Value offset = h.subi(keys, seq);
+
+  Value qm = readOnlyMemref(b, loc, q), km = readOnlyMemref(b, loc, k),
+        vm = readOnlyMemref(b, loc, v);
+  Value mm = hasMask ? readOnlyMemref(b, loc, keyMask) : Value();
+  SmallVector<Value> dynSizes;
+  for (int64_t i = 0; i < n; ++i)
+    if (qt.isDynamicDim(i))
+      dynSizes.push_back(dimOf(b, loc, q, i));
+  Value out = b.create<memref::AllocOp>(
+      loc, MemRefType::get(qt.getShape(), qt.getElementType()), dynSizes);
+
+  bool decode = !qt.isDynamicDim(nb) && qt.getDimSize(nb) <= kMaxDecodeRows;
+  int64_t rows = decode ? qt.getDimSize(nb) : kRowsPerBlock;
+  Value nonEmpty = b.create<arith::CmpIOp>(
+      loc, arith::CmpIPredicate::ugt, h.muli(g, seq), h.idx(0));
+
+  // Index helpers inside kernels: g → (batch indices, head).
+  auto split = [&](KB &kk, Value gi) {
+    Value head = kk.remu(gi, kk.idx(heads));
+    Value rest = kk.divu(gi, kk.idx(heads));
+    SmallVector<Value> bi(nb);
+    for (int64_t i = nb - 1; i >= 0; --i) {
+      if (i == 0) {
+        bi[i] = rest;
+      } else {
+        bi[i] = kk.remu(rest, batch[i]);
+        rest = kk.divu(rest, batch[i]);
+      }
+    }
+    return std::make_pair(bi, head);
+  };
+  auto idx4 = [&](ArrayRef<Value> bi, Value a, Value c, Value d) {
+    SmallVector<Value> ix(bi.begin(), bi.end());
+    ix.append({a, c, d});
+    return ix;
+  };
+  auto kvIdx = [&](ArrayRef<Value> bi, Value t, Value head, Value d) {
+    return headMajorKV ? idx4(bi, head, t, d) : idx4(bi, t, head, d);
+  };
+  auto maskIdx = [&](ArrayRef<Value> bi, Value t) {
+    SmallVector<Value> ix(bi.begin(), bi.end());
+    ix.push_back(t);
+    return ix;
+  };
+
+  // The attention kernel: block (g, row group, split), warp per query row.
+  // `partial`: write (acc, m, l) of the split to `ws` [Z, G, S, hd + 2].
+  auto attentionKernel = [&](OpBuilder &kb, gpu::LaunchOp launch,
+                             ValueRange shared, Value chunk, Value ws) {
+    KB kk{kb, loc};
+    Value ks = shared[0], vs = shared[1], qs = shared[2];
+    Value tid = launch.getThreadIds().x;
+    Value lane = kk.remu(tid, kk.idx(kWarp));
+    Value warp = kk.divu(tid, kk.idx(kWarp));
+    Value threads = kk.idx(kWarp * rows);
+    SmallVector<Value> bi;
+    Value head;
+    std::tie(bi, head) = split(kk, launch.getBlockIds().x);
+    Value group = launch.getBlockIds().y;
+    Value z = launch.getBlockIds().z;
+    Value s = kk.addi(kk.muli(group, kk.idx(rows)), warp);
+    Value rowValid = kk.ult(s, seq);
+    Value sc = kk.select(rowValid, s, kk.idx(0));
+    Value pos = kk.addi(offset, sc);
+    // Keys of this block: its split, up to the causal limit of its last row.
+    Value kBeg = kk.muli(z, chunk);
+    Value kEndSplit = kk.minu(keys, kk.addi(kBeg, chunk));
+    Value lastRow = kk.minu(kk.subi(seq, kk.idx(1)),
+                            kk.addi(kk.muli(group, kk.idx(rows)),
+                                    kk.idx(rows - 1)));
+    Value kEnd = kk.minu(kEndSplit, kk.addi(offset, kk.addi(lastRow, kk.idx(1))));
+    // The warp's query row into shared memory.
+    for (int64_t j = 0; j < slots; ++j) {
+      auto [d, inRange] = laneDim(kk, lane, j, hd);
+      Value qv = kk.loadF(qm, idx4(bi, sc, head, d));
+      auto st = kb.create<scf::IfOp>(loc, inRange, false);
+      OpBuilder tb = st.getThenBodyBuilder();
+      tb.create<memref::StoreOp>(loc, qv, qs, ValueRange{warp, d});
+    }
+    kk.barrier();
+    Value negInf = kk.f32(-std::numeric_limits<double>::infinity());
+    RowState init{negInf, kk.f32(0.0),
+                  SmallVector<Value>(slots, kk.f32(0.0))};
+    auto tiles = kb.create<scf::ForOp>(
+        loc, kBeg, kk.maxu(kBeg, kEnd), kk.idx(kWarp), init.flat(),
+        [&](OpBuilder &lb, Location l, Value t0, ValueRange it) {
+          KB tk{lb, l};
+          // Cooperative, coalesced load of the tile's keys and values.
+          lb.create<scf::ForOp>(
+              l, tid, tk.idx(kWarp * hd), threads, ValueRange{},
+              [&](OpBuilder &cb, Location cl, Value i, ValueRange) {
+                KB ck{cb, cl};
+                Value row = ck.divu(i, ck.idx(hd));
+                Value col = ck.remu(i, ck.idx(hd));
+                Value t = ck.addi(t0, row);
+                Value ok = ck.ult(t, kEnd);
+                Value tc = ck.select(ok, t, ck.idx(0));
+                Value kv = ck.loadF(km, kvIdx(bi, tc, head, col));
+                Value vv = ck.loadF(vm, kvIdx(bi, tc, head, col));
+                Value zero = ck.f32(0.0);
+                cb.create<memref::StoreOp>(cl, ck.select(ok, kv, zero), ks,
+                                           ValueRange{row, col});
+                cb.create<memref::StoreOp>(cl, ck.select(ok, vv, zero), vs,
+                                           ValueRange{row, col});
+                cb.create<scf::YieldOp>(cl);
+              });
+          tk.barrier();
+          // Warp-uniform: rows past S keep their state.
+          auto rowIf = lb.create<scf::IfOp>(
+              l, rowValid,
+              [&](OpBuilder &rb, Location rl) {
+                KB rk{rb, rl};
+                Value t = rk.addi(t0, lane);
+                Value keyOk = rk.land(rk.ult(t, kEnd), rk.ule(t, pos));
+                auto dot = rb.create<scf::ForOp>(
+                    rl, rk.idx(0), rk.idx(hd), rk.idx(1),
+                    ValueRange{rk.f32(0.0)},
+                    [&](OpBuilder &db, Location dl, Value d, ValueRange acc) {
+                      KB dk{db, dl};
+                      Value qd = db.create<memref::LoadOp>(
+                          dl, qs, ValueRange{warp, d});
+                      Value kd = db.create<memref::LoadOp>(
+                          dl, ks, ValueRange{lane, d});
+                      db.create<scf::YieldOp>(
+                          dl, dk.addf(acc[0], dk.mulf(qd, kd)));
+                    });
+                Value x = rk.mulf(dot.getResult(0), rk.f32(scale));
+                if (hasMask) {
+                  Value tc = rk.select(rk.ult(t, keys), t, rk.idx(0));
+                  Value mv = rk.maskF(mm, maskIdx(bi, tc));
+                  x = rk.addf(x, rk.mulf(rk.subf(rk.f32(1.0), mv),
+                                         rk.f32(kF32Min)));
+                }
+                RowState next = attendTile(
+                    rk, RowState::from(it), x, keyOk, lane, hd,
+                    [&](KB &vk, Value jj, Value d) -> Value {
+                      return vk.b.create<memref::LoadOp>(vk.loc, vs,
+                                                         ValueRange{jj, d});
+                    });
+                rb.create<scf::YieldOp>(rl, next.flat());
+              },
+              [&](OpBuilder &rb, Location rl) {
+                rb.create<scf::YieldOp>(rl, it);
+              });
+          // The next tile overwrites the shared buffers.
+          tk.barrier();
+          lb.create<scf::YieldOp>(l, rowIf.getResults());
+        });
+    RowState fin = RowState::from(tiles.getResults());
+    auto rowIf = kb.create<scf::IfOp>(loc, rowValid, false);
+    OpBuilder rb = rowIf.getThenBodyBuilder();
+    KB rk{rb, loc};
+    if (ws) {
+      // Partial results of this split.
+      SmallVector<Value> wsRow{z, launch.getBlockIds().x, sc};
+      for (int64_t j = 0; j < slots; ++j) {
+        auto [d, inRange] = laneDim(rk, lane, j, hd);
+        auto st = rb.create<scf::IfOp>(loc, inRange, false);
+        OpBuilder tb = st.getThenBodyBuilder();
+        SmallVector<Value> ix = wsRow;
+        ix.push_back(d);
+        tb.create<memref::StoreOp>(loc, fin.acc[j], ws, ix);
+      }
+      Value first = rk.b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                               lane, rk.idx(0));
+      auto st = rb.create<scf::IfOp>(loc, first, false);
+      OpBuilder tb = st.getThenBodyBuilder();
+      SmallVector<Value> ixm = wsRow, ixl = wsRow;
+      ixm.push_back(tb.create<arith::ConstantIndexOp>(loc, hd));
+      ixl.push_back(tb.create<arith::ConstantIndexOp>(loc, hd + 1));
+      tb.create<memref::StoreOp>(loc, fin.m, ws, ixm);
+      tb.create<memref::StoreOp>(loc, fin.l, ws, ixl);
+      return;
+    }
+    SmallVector<Value> result;
+    for (int64_t j = 0; j < slots; ++j)
+      result.push_back(rk.divf(fin.acc[j], fin.l));
+    if (hasMask) {
+      Value noKey = rk.oeq(fin.m, rk.f32(kF32Min));
+      auto fb = rb.create<scf::IfOp>(
+          loc, noKey,
+          [&](OpBuilder &fbb, Location fl) {
+            KB fk{fbb, fl};
+            SmallVector<Value> mean = noValidKeyMean(
+                fk, keys, pos,
+                [&](KB &mk, Value t) { return mk.maskF(mm, maskIdx(bi, t)); },
+                [&](KB &vk, Value t, Value d) {
+                  return vk.loadF(vm, kvIdx(bi, t, head, d));
+                },
+                lane, hd, slots);
+            fbb.create<scf::YieldOp>(fl, mean);
+          },
+          [&](OpBuilder &fbb, Location fl) {
+            fbb.create<scf::YieldOp>(fl, result);
+          });
+      result.assign(fb.getResults().begin(), fb.getResults().end());
+    }
+    for (int64_t j = 0; j < slots; ++j) {
+      auto [d, inRange] = laneDim(rk, lane, j, hd);
+      auto st = rb.create<scf::IfOp>(loc, inRange, false);
+      OpBuilder tb = st.getThenBodyBuilder();
+      KB tk{tb, loc};
+      tk.storeF(result[j], out, idx4(bi, sc, head, d));
+    }
+  };
+
+  SharedLayout shared{{{kWarp, hd + 1}, {kWarp, hd + 1}, {rows, hd}}};
+  Value threads = h.idx(kWarp * rows);
+  if (!decode) {
+    Value groups = h.ceilDiv(seq, h.idx(rows));
+    Value chunk = keys; // one split: all keys
+    launchIf(b, loc, nonEmpty, g, groups, h.idx(1), threads, shared,
+             [&](OpBuilder &kb, gpu::LaunchOp launch, ValueRange arrays) {
+               attentionKernel(kb, launch, arrays, chunk, Value());
+             });
+  } else {
+    Value chunk = h.idx(kKeysPerSplit);
+    Value splits = h.maxu(h.ceilDiv(keys, chunk), h.idx(1));
+    Value ws = b.create<memref::AllocOp>(
+        loc,
+        MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic,
+                         qt.getDimSize(nb), hd + 2},
+                        b.getF32Type()),
+        ValueRange{splits, g});
+    launchIf(b, loc, nonEmpty, g, h.idx(1), splits, threads, shared,
+             [&](OpBuilder &kb, gpu::LaunchOp launch, ValueRange arrays) {
+               attentionKernel(kb, launch, arrays, chunk, ws);
+             });
+    // Combine: one warp per (head, query row).
+    launchIf(
+        b, loc, nonEmpty, h.muli(g, seq), h.idx(1), h.idx(1), h.idx(kWarp),
+        SharedLayout{}, [&](OpBuilder &kb, gpu::LaunchOp launch, ValueRange) {
+          KB kk{kb, loc};
+          Value lane = launch.getThreadIds().x;
+          Value gs = launch.getBlockIds().x;
+          Value s = kk.remu(gs, seq);
+          Value gi = kk.divu(gs, seq);
+          SmallVector<Value> bi;
+          Value head;
+          std::tie(bi, head) = split(kk, gi);
+          Value pos = kk.addi(offset, s);
+          Value negInf = kk.f32(-std::numeric_limits<double>::infinity());
+          auto wsAt = [&](KB &wk, Value zi, Value c) {
+            return wk.b.create<memref::LoadOp>(wk.loc, ws,
+                                               ValueRange{zi, gi, s, c});
+          };
+          auto maxLoop = kb.create<scf::ForOp>(
+              loc, kk.idx(0), splits, kk.idx(1), ValueRange{negInf},
+              [&](OpBuilder &lb, Location l, Value zi, ValueRange it) {
+                KB lk{lb, l};
+                lb.create<scf::YieldOp>(
+                    l, lk.maxf(it[0], wsAt(lk, zi, lk.idx(hd))));
+              });
+          Value mMax = maxLoop.getResult(0);
+          SmallVector<Value> init(slots + 1, kk.f32(0.0));
+          auto sumLoop = kb.create<scf::ForOp>(
+              loc, kk.idx(0), splits, kk.idx(1), init,
+              [&](OpBuilder &lb, Location l, Value zi, ValueRange it) {
+                KB lk{lb, l};
+                Value mz = wsAt(lk, zi, lk.idx(hd));
+                Value w = lk.select(lk.oeq(mz, negInf), lk.f32(0.0),
+                                    lk.exp(lk.subf(mz, mMax)));
+                SmallVector<Value> next;
+                for (int64_t j = 0; j < slots; ++j) {
+                  Value d = laneDim(lk, lane, j, hd).first;
+                  next.push_back(
+                      lk.addf(it[j], lk.mulf(w, wsAt(lk, zi, d))));
+                }
+                next.push_back(lk.addf(
+                    it[slots], lk.mulf(w, wsAt(lk, zi, lk.idx(hd + 1)))));
+                lb.create<scf::YieldOp>(l, next);
+              });
+          SmallVector<Value> result;
+          for (int64_t j = 0; j < slots; ++j)
+            result.push_back(
+                kk.divf(sumLoop.getResult(j), sumLoop.getResult(slots)));
+          if (hasMask) {
+            Value noKey = kk.oeq(mMax, kk.f32(kF32Min));
+            auto fb = kb.create<scf::IfOp>(
+                loc, noKey,
+                [&](OpBuilder &fbb, Location fl) {
+                  KB fk{fbb, fl};
+                  SmallVector<Value> mean = noValidKeyMean(
+                      fk, keys, pos,
+                      [&](KB &mk, Value t) {
+                        return mk.maskF(mm, maskIdx(bi, t));
+                      },
+                      [&](KB &vk, Value t, Value d) {
+                        return vk.loadF(vm, kvIdx(bi, t, head, d));
+                      },
+                      lane, hd, slots);
+                  fbb.create<scf::YieldOp>(fl, mean);
+                },
+                [&](OpBuilder &fbb, Location fl) {
+                  fbb.create<scf::YieldOp>(fl, result);
+                });
+            result.assign(fb.getResults().begin(), fb.getResults().end());
+          }
+          for (int64_t j = 0; j < slots; ++j) {
+            auto [d, inRange] = laneDim(kk, lane, j, hd);
+            auto st = kb.create<scf::IfOp>(loc, inRange, false);
+            OpBuilder tb = st.getThenBodyBuilder();
+            KB tk{tb, loc};
+            tk.storeF(result[j], out, idx4(bi, s, head, d));
+          }
+        });
+  }
+  return b.create<bufferization::ToTensorOp>(
+      loc, RankedTensorType::get(qt.getShape(), qt.getElementType()), out,
+      /*restrict=*/true, /*writable=*/true);
+}
+
+bool bt::gpuFusedLocalAttentionSupports(RankedTensorType qkv,
+                                        int64_t headDim) {
+  if (qkv.getRank() != 4 || !isa<FloatType>(qkv.getElementType()) ||
+      qkv.isDynamicDim(2) || qkv.isDynamicDim(3) || headDim <= 0 ||
+      headDim > kGPUAttentionMaxHeadDim)
+    return false;
+  int64_t s = qkv.getDimSize(2);
+  return s > 0 && 3 * s * (headDim + 1) * 4 <= 48 * 1024;
+}
+
+Value bt::emitGPUFusedLocalAttention(OpBuilder &b, Location loc, Value qkv,
+                                     Value cosT, Value sinT, Value keyMask,
+                                     int64_t heads, int64_t hd,
+                                     int64_t rotaryDims, double scale) {
+  KB h{b, loc};
+  auto qt = cast<RankedTensorType>(qkv.getType());
+  int64_t seqLen = qt.getDimSize(2);
+  int64_t slots = (hd + kWarp - 1) / kWarp;
+  int64_t rows = std::min<int64_t>(seqLen, kRowsPerBlock);
+  int64_t half = rotaryDims / 2;
+  bool hasMask = static_cast<bool>(keyMask);
+  bool blockTables = cast<RankedTensorType>(cosT.getType()).getRank() == 4;
+
+  Value bSize = dimOf(b, loc, qkv, 0), nSize = dimOf(b, loc, qkv, 1);
+  Value g = h.muli(h.muli(bSize, nSize), h.idx(heads));
+  Value qm = readOnlyMemref(b, loc, qkv);
+  Value cm = readOnlyMemref(b, loc, cosT), sm = readOnlyMemref(b, loc, sinT);
+  Value mm = hasMask ? readOnlyMemref(b, loc, keyMask) : Value();
+  auto outType = MemRefType::get({qt.getDimSize(0), qt.getDimSize(1), seqLen,
+                                  heads, hd},
+                                 qt.getElementType());
+  SmallVector<Value> dyn;
+  if (qt.isDynamicDim(0))
+    dyn.push_back(bSize);
+  if (qt.isDynamicDim(1))
+    dyn.push_back(nSize);
+  Value out = b.create<memref::AllocOp>(loc, outType, dyn);
+  Value nonEmpty =
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt, g, h.idx(0));
+  SharedLayout shared{{{seqLen, hd + 1}, {seqLen, hd + 1}, {seqLen, hd + 1}}};
+
+  launchIf(
+      b, loc, nonEmpty, g, h.idx(1), h.idx(1), h.idx(kWarp * rows), shared,
+      [&](OpBuilder &kb, gpu::LaunchOp launch, ValueRange sh) {
+        KB kk{kb, loc};
+        Value qs = sh[0], ks = sh[1], vs = sh[2];
+        Value tid = launch.getThreadIds().x;
+        Value lane = kk.remu(tid, kk.idx(kWarp));
+        Value warp = kk.divu(tid, kk.idx(kWarp));
+        Value gi = launch.getBlockIds().x;
+        Value head = kk.remu(gi, kk.idx(heads));
+        Value rest = kk.divu(gi, kk.idx(heads));
+        Value nIdx = kk.remu(rest, nSize);
+        Value bIdx = kk.divu(rest, nSize);
+        Value threads = kk.idx(kWarp * rows);
+        // q, k rotated and v into shared memory.
+        kb.create<scf::ForOp>(
+            loc, tid, kk.idx(seqLen * hd), threads, ValueRange{},
+            [&](OpBuilder &lb, Location l, Value i, ValueRange) {
+              KB lk{lb, l};
+              Value s = lk.divu(i, lk.idx(hd));
+              Value d = lk.remu(i, lk.idx(hd));
+              Value base = lk.muli(head, lk.idx(3 * hd));
+              auto at = [&](int64_t which, Value dd) {
+                Value col = lk.addi(base, lk.addi(lk.idx(which * hd), dd));
+                return lk.loadF(qm, ValueRange{bIdx, nIdx, s, col});
+              };
+              Value v = at(2, d);
+              lb.create<memref::StoreOp>(l, v, vs, ValueRange{s, d});
+              if (half == 0) {
+                lb.create<memref::StoreOp>(l, at(0, d), qs, ValueRange{s, d});
+                lb.create<memref::StoreOp>(l, at(1, d), ks, ValueRange{s, d});
+                lb.create<scf::YieldOp>(l);
+                return;
+              }
+              // The bt.rotary payload: partner x[(d + r/2) mod r], table at
+              // d mod r/2; y = x·c − p·s (d < r/2), x·c + p·s (d < r), x.
+              Value isRot = lk.ult(d, lk.idx(rotaryDims));
+              Value isFirst = lk.ult(d, lk.idx(half));
+              Value dr = lk.select(isRot, d, lk.idx(0));
+              Value partner =
+                  lk.remu(lk.addi(dr, lk.idx(half)), lk.idx(rotaryDims));
+              Value ti = lk.remu(dr, lk.idx(half));
+              SmallVector<Value> tix{s, ti};
+              if (blockTables)
+                tix = {bIdx, nIdx, s, ti};
+              Value c = lk.loadF(cm, tix), sn = lk.loadF(sm, tix);
+              auto rotate = [&](int64_t which) {
+                Value x = at(which, d);
+                Value p = at(which, partner);
+                Value xc = lk.mulf(x, c), ps = lk.mulf(p, sn);
+                Value rot =
+                    lk.select(isFirst, lk.subf(xc, ps), lk.addf(xc, ps));
+                return lk.select(isRot, rot, x);
+              };
+              lb.create<memref::StoreOp>(l, rotate(0), qs, ValueRange{s, d});
+              lb.create<memref::StoreOp>(l, rotate(1), ks, ValueRange{s, d});
+              lb.create<scf::YieldOp>(l);
+            });
+        kk.barrier();
+        // Each warp attends its query rows s = warp, warp + rows, ...
+        Value negInf = kk.f32(-std::numeric_limits<double>::infinity());
+        kb.create<scf::ForOp>(
+            loc, warp, kk.idx(seqLen), kk.idx(rows), ValueRange{},
+            [&](OpBuilder &rb, Location rl, Value s, ValueRange) {
+              KB rk{rb, rl};
+              RowState init{negInf, rk.f32(0.0),
+                            SmallVector<Value>(slots, rk.f32(0.0))};
+              auto maskAt = [&](KB &mk, Value t) {
+                return mk.maskF(mm, ValueRange{bIdx, nIdx, t});
+              };
+              auto tiles = rb.create<scf::ForOp>(
+                  rl, rk.idx(0), rk.addi(s, rk.idx(1)), rk.idx(kWarp),
+                  init.flat(),
+                  [&](OpBuilder &tb, Location tl, Value t0, ValueRange it) {
+                    KB tk{tb, tl};
+                    Value t = tk.addi(t0, lane);
+                    Value keyOk = tk.ule(t, s);
+                    Value tc = tk.select(keyOk, t, tk.idx(0));
+                    auto dot = tb.create<scf::ForOp>(
+                        tl, tk.idx(0), tk.idx(hd), tk.idx(1),
+                        ValueRange{tk.f32(0.0)},
+                        [&](OpBuilder &db, Location dl, Value d,
+                            ValueRange acc) {
+                          KB dk{db, dl};
+                          Value qd = db.create<memref::LoadOp>(
+                              dl, qs, ValueRange{s, d});
+                          Value kd = db.create<memref::LoadOp>(
+                              dl, ks, ValueRange{tc, d});
+                          db.create<scf::YieldOp>(
+                              dl, dk.addf(acc[0], dk.mulf(qd, kd)));
+                        });
+                    Value x = tk.mulf(dot.getResult(0), tk.f32(scale));
+                    if (hasMask)
+                      x = tk.addf(x, tk.mulf(tk.subf(tk.f32(1.0),
+                                                     maskAt(tk, tc)),
+                                             tk.f32(kF32Min)));
+                    RowState next = attendTile(
+                        tk, RowState::from(it), x, keyOk, lane, hd,
+                        [&](KB &vk, Value jj, Value d) -> Value {
+                          Value tj = vk.addi(t0, jj);
+                          Value ok = vk.ult(tj, vk.idx(seqLen));
+                          tj = vk.select(ok, tj, vk.idx(0));
+                          return vk.b.create<memref::LoadOp>(
+                              vk.loc, vs, ValueRange{tj, d});
+                        });
+                    tb.create<scf::YieldOp>(tl, next.flat());
+                  });
+              RowState fin = RowState::from(tiles.getResults());
+              SmallVector<Value> result;
+              for (int64_t j = 0; j < slots; ++j)
+                result.push_back(rk.divf(fin.acc[j], fin.l));
+              if (hasMask) {
+                Value noKey = rk.oeq(fin.m, rk.f32(kF32Min));
+                auto fb = rb.create<scf::IfOp>(
+                    rl, noKey,
+                    [&](OpBuilder &fbb, Location fl) {
+                      KB fk{fbb, fl};
+                      SmallVector<Value> mean = noValidKeyMean(
+                          fk, fk.idx(seqLen), s, maskAt,
+                          [&](KB &vk, Value t, Value d) -> Value {
+                            return vk.b.create<memref::LoadOp>(
+                                vk.loc, vs, ValueRange{t, d});
+                          },
+                          lane, hd, slots);
+                      fbb.create<scf::YieldOp>(fl, mean);
+                    },
+                    [&](OpBuilder &fbb, Location fl) {
+                      fbb.create<scf::YieldOp>(fl, result);
+                    });
+                result.assign(fb.getResults().begin(), fb.getResults().end());
+              }
+              for (int64_t j = 0; j < slots; ++j) {
+                auto [d, inRange] = laneDim(rk, lane, j, hd);
+                auto st = rb.create<scf::IfOp>(rl, inRange, false);
+                OpBuilder tb = st.getThenBodyBuilder();
+                KB tk{tb, rl};
+                tk.storeF(result[j], out,
+                          ValueRange{bIdx, nIdx, s, head, d});
+              }
+              rb.create<scf::YieldOp>(rl);
+            });
+      });
+  return b.create<bufferization::ToTensorOp>(
+      loc,
+      RankedTensorType::get(outType.getShape(), outType.getElementType()),
+      out, /*restrict=*/true, /*writable=*/true);
+}

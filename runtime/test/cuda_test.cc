@@ -1,0 +1,320 @@
+// Tests of the CUDA backend (bt/runtime/cuda.h) without a GPU: the missing
+// driver, the CUDA toolkit's stub driver (no GPU behind it), and a fake
+// driver + cuBLAS on host memory (fake_cuda.c) for the backend's logic.
+
+#include "bt/runtime/cuda.h"
+
+#include <cstring>
+#include <dlfcn.h>
+#include <sstream>
+#include <vector>
+
+#include "bt/runtime/commands.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace bt::rt {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string Msg(const absl::Status &s) { return std::string(s.message()); }
+
+CudaOptions Fake() {
+  CudaOptions o;
+  o.driver_library = BT_FAKE_CUDA;
+  o.cublas_libraries = {BT_FAKE_CUDA};
+  return o;
+}
+
+// The fake's introspection functions.
+template <typename Fn> Fn FakeSymbol(const char *name) {
+  void *lib = ::dlopen(BT_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
+  EXPECT_NE(lib, nullptr);
+  return reinterpret_cast<Fn>(::dlsym(lib, name));
+}
+
+TEST(CudaBackend, MissingDriverIsNotFound) {
+  CudaOptions o;
+  o.driver_library = "/nonexistent/libcuda.so.1";
+  auto b = CudaBackend::Open(o);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Msg(b.status()),
+              StartsWith("no CUDA driver found: dlopen(/nonexistent/libcuda.so.1)"));
+  EXPECT_THAT(DescribeCudaAvailability(o),
+              StartsWith("cuda: no CUDA driver found: dlopen("));
+}
+
+TEST(CudaBackend, StubDriverHasNoGpu) {
+#ifdef BT_CUDA_STUB_DRIVER
+  // The toolkit's stub libcuda.so exports the whole driver API; every call
+  // fails with CUDA_ERROR_STUB_LIBRARY (a machine without a driver).
+  CudaOptions o;
+  o.driver_library = BT_CUDA_STUB_DRIVER;
+  auto b = CudaBackend::Open(o);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(Msg(b.status()), StartsWith("no CUDA GPU found: cuInit failed with "
+                                          "CUDA_ERROR_STUB_LIBRARY"));
+  EXPECT_THAT(Msg(b.status()), HasSubstr(BT_CUDA_STUB_DRIVER));
+#else
+  GTEST_SKIP() << "no CUDA toolkit stub driver";
+#endif
+}
+
+TEST(CudaBackend, FakeDriverWithoutDeviceIsUnavailable) {
+  ::setenv("BT_FAKE_CUDA_NO_DEVICE", "1", 1);
+  auto b = CudaBackend::Open(Fake());
+  ::unsetenv("BT_FAKE_CUDA_NO_DEVICE");
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(Msg(b.status()),
+              HasSubstr("no CUDA GPU found: cuInit failed with CUDA_ERROR_NO_DEVICE"));
+}
+
+TEST(CudaBackend, BadOrdinal) {
+  CudaOptions o = Fake();
+  o.device = 3;
+  auto b = CudaBackend::Open(o);
+  ASSERT_FALSE(b.ok());
+  EXPECT_THAT(Msg(b.status()), HasSubstr("CUDA device 3 does not exist (1 device(s))"));
+}
+
+TEST(CudaBackend, DeviceModuleAndLaunch) {
+  auto b = CudaBackend::Open(Fake());
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*b)->device().Describe(), "bt fake GPU (sm_90, 1.0 GiB, CUDA driver 13.0)");
+  EXPECT_EQ(DescribeCudaAvailability(Fake()),
+            "cuda: device 0: bt fake GPU (sm_90, 1.0 GiB, CUDA driver 13.0)");
+
+  void *params[1];
+  int64_t value = 42;
+  params[0] = &value;
+  absl::Status s = (*b)->Launch("k", 1, 1, 1, 32, 1, 1, 0, params);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+
+  s = (*b)->LoadModule("not ptx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(Msg(s), HasSubstr("CUDA_ERROR_INVALID_PTX"));
+  EXPECT_THAT(Msg(s), HasSubstr("fake ptxas: no .version directive"));
+
+  ASSERT_TRUE((*b)->LoadModule(".version 8.0\n.target sm_90\n.visible .entry k(\n"
+                               ".param .u64 p)\n{ ret; }\n")
+                  .ok());
+  s = (*b)->Launch("missing", 1, 1, 1, 32, 1, 1, 0, params);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Msg(s), HasSubstr("kernel 'missing' is not in the PTX module"));
+  s = (*b)->Launch("k", 0, 1, 1, 32, 1, 1, 0, params);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+
+  auto launches = FakeSymbol<int64_t (*)()>("bt_fake_cuda_launches");
+  auto last = FakeSymbol<const char *(*)(unsigned *, unsigned *, int64_t *)>(
+      "bt_fake_cuda_last_launch");
+  int64_t before = launches();
+  (*b)->MakeCurrent();
+  bt_gpu_launch("k", 7, 2, 3, 128, 1, 1, 640, params, 1);
+  CudaBackend::Current()->Synchronize().IgnoreError();
+  EXPECT_EQ(launches(), before + 1);
+  unsigned dims[6], smem = 0;
+  int64_t p0 = 0;
+  EXPECT_STREQ(last(dims, &smem, &p0), "k");
+  EXPECT_EQ(std::vector<unsigned>(dims, dims + 6),
+            (std::vector<unsigned>{7, 2, 3, 128, 1, 1}));
+  EXPECT_EQ(smem, 640u);
+  EXPECT_EQ(p0, 42);
+  (*b)->MakeCurrent();
+  b->reset();
+  EXPECT_EQ(CudaBackend::Current(), nullptr);
+}
+
+TEST(CudaBackend, AllocFreeAndCopiesThroughTheAbi) {
+  auto b = CudaBackend::Open(Fake());
+  ASSERT_TRUE(b.ok()) << b.status();
+  (*b)->MakeCurrent();
+  auto allocs = FakeSymbol<int64_t (*)()>("bt_fake_cuda_allocations");
+  int64_t before = allocs();
+  void *p = bt_gpu_alloc(1000);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 256, 0u);
+  std::vector<float> host = {1, 2, 3, 4};
+  ASSERT_TRUE((*b)->CopyToDevice(reinterpret_cast<uintptr_t>(p), host.data(), 16).ok());
+  float back[4] = {0};
+  bt_gpu_memcpy_dtoh(back, p, 16);
+  EXPECT_EQ(std::vector<float>(back, back + 4), host);
+  bt_gpu_free(p);
+  // The same size class comes from the cache.
+  void *q = bt_gpu_alloc(900);
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(allocs(), before + 1);
+  EXPECT_EQ(bt_gpu_alloc(0), nullptr);
+  bt_gpu_free(nullptr);
+  bt_gpu_free(q);
+  b->reset();
+}
+
+// Row-major reference: C = alpha·op(A)·op(B) + beta·C.
+void ReferenceSgemm(bool ta, bool tb, int m, int n, int k, float alpha,
+                    const std::vector<float> &a, int lda,
+                    const std::vector<float> &b, int ldb, float beta,
+                    std::vector<float> &c, int ldc) {
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      float acc = 0;
+      for (int p = 0; p < k; ++p)
+        acc += (ta ? a[p * lda + i] : a[i * lda + p]) *
+               (tb ? b[j * ldb + p] : b[p * ldb + j]);
+      c[i * ldc + j] = alpha * acc + beta * c[i * ldc + j];
+    }
+}
+
+TEST(CudaBackend, SgemmIsRowMajorCblas) {
+  auto b = CudaBackend::Open(Fake());
+  ASSERT_TRUE(b.ok()) << b.status();
+  (*b)->MakeCurrent();
+  const int m = 3, n = 5, k = 4;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      // Leading dims larger than the rows (strided views, as the kernels
+      // pass them).
+      int lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 1, ldc = n + 3;
+      std::vector<float> a((ta ? k : m) * lda), bm((tb ? n : k) * ldb),
+          c(m * ldc), expected;
+      for (size_t i = 0; i < a.size(); ++i)
+        a[i] = static_cast<float>((i * 7) % 11) - 5;
+      for (size_t i = 0; i < bm.size(); ++i)
+        bm[i] = static_cast<float>((i * 5) % 13) - 6;
+      for (size_t i = 0; i < c.size(); ++i)
+        c[i] = static_cast<float>(i % 3);
+      expected = c;
+      ReferenceSgemm(ta, tb, m, n, k, 1.5f, a, lda, bm, ldb, 0.5f, expected, ldc);
+      bt_gpu_sgemm(101, ta ? 112 : 111, tb ? 112 : 111, m, n, k, 1.5f, a.data(),
+                   lda, bm.data(), ldb, 0.5f, c.data(), ldc);
+      EXPECT_EQ(c, expected) << "transA " << ta << " transB " << tb;
+    }
+  // FP32 math (no TF32).
+  EXPECT_EQ(FakeSymbol<int (*)()>("bt_fake_cublas_math_mode")(), 0);
+  absl::Status s = (*b)->Sgemm(102, 111, 111, 1, 1, 1, 1, nullptr, 1, nullptr,
+                               1, 0, nullptr, 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  b->reset();
+}
+
+TEST(CudaBackend, MissingCublas) {
+  CudaOptions o = Fake();
+  o.cublas_libraries = {"/nonexistent/libcublas.so.13"};
+  auto b = CudaBackend::Open(o);
+  ASSERT_TRUE(b.ok()) << b.status();
+  absl::Status s = (*b)->Sgemm(101, 111, 111, 1, 1, 1, 1, nullptr, 1, nullptr,
+                               1, 0, nullptr, 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Msg(s), HasSubstr("cuBLAS not found: /nonexistent/libcublas.so.13"));
+}
+
+TEST(CudaAbiDeathTest, NoBackendIsAClearAbort) {
+  ASSERT_EQ(CudaBackend::Current(), nullptr);
+  EXPECT_DEATH(bt_gpu_alloc(16),
+               "bt: bt_gpu_alloc: no CUDA backend is active");
+  EXPECT_DEATH(bt_gpu_launch("k", 1, 1, 1, 1, 1, 1, 0, nullptr, 0),
+               "bt: bt_gpu_launch: no CUDA backend is active");
+}
+
+//===----------------------------------------------------------------------===//
+// DevicePool with a counting allocator
+//===----------------------------------------------------------------------===//
+
+struct Counting {
+  int64_t next = 0x10000, allocs = 0, frees = 0, fail_next = 0;
+  DevicePool Make() {
+    return DevicePool(
+        [this](uint64_t bytes) -> absl::StatusOr<uint64_t> {
+          if (fail_next > 0) {
+            --fail_next;
+            return absl::ResourceExhaustedError("out of memory");
+          }
+          ++allocs;
+          uint64_t a = next;
+          next += (bytes + 255) / 256 * 256 + 256;
+          return a;
+        },
+        [this](uint64_t) { ++frees; });
+  }
+};
+
+TEST(DevicePool, RoundsAndReusesBySizeClass) {
+  EXPECT_EQ(DevicePool::Rounded(1), 256u);
+  EXPECT_EQ(DevicePool::Rounded(256), 256u);
+  EXPECT_EQ(DevicePool::Rounded(257), 512u);
+  EXPECT_EQ(DevicePool::Rounded((1u << 20) + 1), 2u << 20);
+  Counting c;
+  {
+    DevicePool pool = c.Make();
+    auto a = pool.Allocate(300);
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ(pool.bytes_in_use(), 512);
+    ASSERT_TRUE(pool.Free(*a).ok());
+    EXPECT_EQ(pool.bytes_cached(), 512);
+    auto b = pool.Allocate(400); // same class: reused
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(*b, *a);
+    EXPECT_EQ(c.allocs, 1);
+    auto d = pool.Allocate(100); // another class
+    ASSERT_TRUE(d.ok());
+    EXPECT_NE(*d, *a);
+    EXPECT_EQ(pool.device_allocations(), 2);
+    EXPECT_EQ(pool.Allocate(0).value(), 0u);
+    EXPECT_TRUE(pool.Free(0).ok());
+    ASSERT_TRUE(pool.Free(*d).ok());
+    absl::Status twice = pool.Free(*d);
+    EXPECT_EQ(twice.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(Msg(twice), HasSubstr("not a block of the device memory pool"));
+    EXPECT_EQ(pool.Free(12345).code(), absl::StatusCode::kInvalidArgument);
+    pool.Trim();
+    EXPECT_EQ(pool.bytes_cached(), 0);
+    EXPECT_EQ(c.frees, 1);
+  }
+  // The destructor releases the block still in use.
+  EXPECT_EQ(c.frees, 2);
+}
+
+TEST(DevicePool, ReleasesTheCacheAndRetriesWhenTheDeviceIsFull) {
+  Counting c;
+  DevicePool pool = c.Make();
+  auto a = pool.Allocate(1000);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(pool.Free(*a).ok());
+  c.fail_next = 1;
+  auto b = pool.Allocate(5000); // fails once, cache released, retried
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(c.frees, 1);
+  EXPECT_EQ(pool.bytes_cached(), 0);
+  c.fail_next = 2;
+  auto d = pool.Allocate(7000);
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(Msg(d.status()), HasSubstr("cannot allocate 7000 bytes of device memory"));
+  EXPECT_EQ(pool.Allocate(-1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+//===----------------------------------------------------------------------===//
+// bt-launcher devices
+//===----------------------------------------------------------------------===//
+
+TEST(LauncherDevices, SaysWhetherAGpuWasFound) {
+  ::setenv("BT_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  const char *argv[] = {"bt-launcher", "devices"};
+  std::ostringstream out, err;
+  EXPECT_EQ(LauncherMain(2, argv, out, err), 0) << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("cpu: "));
+  EXPECT_THAT(out.str(), HasSubstr("cuda: no CUDA driver found: dlopen(/nonexistent/libcuda.so.1)"));
+  ::setenv("BT_CUDA_DRIVER", BT_FAKE_CUDA, 1);
+  std::ostringstream out2;
+  EXPECT_EQ(LauncherMain(2, argv, out2, err), 0) << err.str();
+  EXPECT_THAT(out2.str(), HasSubstr("cuda: device 0: bt fake GPU (sm_90"));
+  ::unsetenv("BT_CUDA_DRIVER");
+  const char *bad[] = {"bt-launcher", "devices", "--x"};
+  EXPECT_EQ(LauncherMain(3, bad, out, err), 2);
+}
+
+} // namespace
+} // namespace bt::rt

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# GPU checks of the CUDA target (issue 6, item 5), meant to run ON the GPU box
+# (H100/H200: CUDA driver, cuBLAS, python3; no LLVM/MLIR) in ONE call, on the
+# bundle that scripts/gpu_prepare.sh built on a build machine:
+#
+#   scripts/gpu_check.sh [BUNDLE_DIR] [FIXTURES_DIR]
+#     BUNDLE_DIR    default build/gpu-bundle (bt-launcher + <case>.btart, one
+#                   `--target cuda` artifact per fixture case)
+#     FIXTURES_DIR  default test/fixtures/official (in the repository)
+#   Results go to $OUT (default ./gpu-check-out), all text/CSV:
+#     summary.csv   case,check,status,detail,seconds (status OK|FAIL|SKIP)
+#     devices.txt   `bt-launcher devices` (+ nvidia-smi when present)
+#     <case>.<check>.txt  the full output of every command
+#
+# For every fixture case (docs/codegen-cuda.md, "Checks on a GPU machine"):
+#   eval      fp32 forward on the GPU: logits and loss vs outputs.safetensors,
+#             max|Δ| <= 1e-3 (issue 6);
+#   generate  greedy generation vs generate.safetensors (and
+#             generate_eos.safetensors): new_tokens equal, step_logits
+#             max|Δ| <= 1e-3 — block cases with the training token-decoder
+#             positions (trainpos.*) and --official-generate-positions
+#             (official.*), vanilla against official.*;
+#   memcheck  compute-sanitizer --tool memcheck on eval and one generate, when
+#             /usr/local/cuda/bin/compute-sanitizer (or $COMPUTE_SANITIZER)
+#             exists.
+# Every command runs under `timeout` (BT_GPU_CHECK_TIMEOUT seconds, default
+# 120) so that one hanging kernel cannot eat the device call. Exits 0 when
+# every check passed, 1 otherwise (the files are written either way), 2 for a
+# bad bundle.
+set -uo pipefail
+
+bundle=${1:-build/gpu-bundle}
+fixtures=${2:-test/fixtures/official}
+out=${OUT:-./gpu-check-out}
+limit=${BT_GPU_CHECK_TIMEOUT:-120}
+sanitizer=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
+mkdir -p "$out"
+launcher="$bundle/bt-launcher"
+if [ ! -x "$launcher" ]; then
+  echo "error: $launcher: no bt-launcher in the bundle (run scripts/gpu_prepare.sh on the build machine)" >&2
+  exit 2
+fi
+if [ ! -d "$fixtures" ]; then
+  echo "error: $fixtures: no fixtures directory" >&2
+  exit 2
+fi
+
+summary="$out/summary.csv"
+echo "case,check,status,detail,seconds" > "$summary"
+failures=0
+record() { # case check status detail seconds
+  echo "$1,$2,$3,\"$4\",$5" >> "$summary"
+  printf '%-14s %-34s %-4s %s\n' "$1" "$2" "$3" "$4"
+  [ "$3" = FAIL ] && failures=$((failures + 1))
+  return 0
+}
+# run CASE CHECK CMD...: runs CMD (output to $out/CASE.CHECK.txt), records
+# OK/FAIL with the last line that mentions FAIL/error, else the last line.
+run() {
+  local case=$1 check=$2
+  shift 2
+  local log="$out/$case.$check.txt" start end rc detail
+  start=$(date +%s.%N)
+  { echo "\$ $*"; timeout "$limit" "$@"; } > "$log" 2>&1
+  rc=$?
+  end=$(date +%s.%N)
+  local secs
+  secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
+  if [ $rc -eq 0 ]; then
+    detail=$(grep -E 'max\|Δ\||OK' "$log" | tail -1)
+    record "$case" "$check" OK "${detail:-$(tail -1 "$log")}" "$secs"
+  else
+    detail=$(grep -E 'FAIL|error|rror:' "$log" | head -1)
+    [ $rc -eq 124 ] && detail="timed out after ${limit}s"
+    record "$case" "$check" FAIL "rc=$rc ${detail:-$(tail -1 "$log")}" "$secs"
+  fi
+  return $rc
+}
+
+# dim1 TENSOR FILE: dim 1 of TENSOR in a safetensors header; has TENSOR FILE.
+header() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, struct, sys
+what, name, path = sys.argv[1:]
+with open(path, "rb") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    h = json.loads(f.read(n))
+if what == "has":
+    sys.exit(0 if name in h else 1)
+print(h[name]["shape"][1])
+PY
+}
+
+{
+  echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -n)"
+  "$launcher" devices
+  if command -v nvidia-smi > /dev/null; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv
+  fi
+} > "$out/devices.txt" 2>&1
+cat "$out/devices.txt"
+if ! grep -q '^cuda: device' "$out/devices.txt"; then
+  record all devices FAIL "$(grep '^cuda:' "$out/devices.txt" | head -1)" 0
+  echo "no usable CUDA GPU: nothing else to check" >&2
+  exit 1
+fi
+record all devices OK "$(grep '^cuda: device' "$out/devices.txt" | head -1)" 0
+
+n=0
+for dir in "$fixtures"/*/; do
+  dir=${dir%/}
+  case=$(basename "$dir")
+  artifact="$bundle/$case.btart"
+  if [ ! -f "$artifact" ]; then
+    record "$case" artifact SKIP "no $artifact in the bundle" 0
+    continue
+  fi
+  n=$((n + 1))
+  bt=("$launcher" --artifact "$artifact")
+  run "$case" info "${bt[@]}" info > /dev/null
+
+  # Forward numerics in fp32.
+  evalout="$out/$case.eval.safetensors"
+  if run "$case" eval "${bt[@]}" eval --inputs "$dir/inputs.safetensors" -o "$evalout"; then
+    run "$case" eval-compare "$launcher" compare "$evalout" "$dir/outputs.safetensors" \
+      --check logits:atol=1e-3 --check loss:atol=1e-3
+  fi
+
+  # Greedy generations.
+  for gen in "$dir/generate.safetensors" "$dir/generate_eos.safetensors"; do
+    [ -f "$gen" ] || continue
+    file=$(basename "$gen" .safetensors)
+    tokens=$(header dim1 official.new_tokens "$gen")
+    modes=official
+    header has trainpos.new_tokens "$gen" && modes="trainpos official"
+    for mode in $modes; do
+      flags=()
+      [ "$mode" = official ] && flags=(--official-generate-positions)
+      g="$out/$case.$file.$mode.safetensors"
+      if run "$case" "$file-$mode" "${bt[@]}" generate --inputs "$gen" \
+          --max-new-tokens "$tokens" --greedy "${flags[@]}" -o "$g"; then
+        run "$case" "$file-$mode-compare" "$launcher" compare "$g" "$gen" \
+          --check "new_tokens=$mode.new_tokens:equal" \
+          --check "step_logits=$mode.step_logits:atol=1e-3"
+      fi
+    done
+  done
+
+  # compute-sanitizer memcheck on the eval and one generation.
+  if [ -x "$sanitizer" ]; then
+    run "$case" memcheck-eval "$sanitizer" --tool memcheck --error-exitcode 99 \
+      --leak-check full "$launcher" --artifact "$artifact" eval \
+      --inputs "$dir/inputs.safetensors" -o "$out/$case.memcheck.safetensors"
+    if [ -f "$dir/generate.safetensors" ]; then
+      run "$case" memcheck-generate "$sanitizer" --tool memcheck \
+        --error-exitcode 99 "$launcher" --artifact "$artifact" generate \
+        --inputs "$dir/generate.safetensors" --max-new-tokens 4 --greedy \
+        -o "$out/$case.memcheck-gen.safetensors"
+    fi
+  else
+    record "$case" memcheck SKIP "no $sanitizer" 0
+  fi
+done
+
+if [ "$n" -eq 0 ]; then
+  echo "error: no fixture case of $fixtures has an artifact in $bundle" >&2
+  exit 2
+fi
+echo "checked $n case(s), $failures failure(s); summary: $summary"
+[ "$failures" -eq 0 ]

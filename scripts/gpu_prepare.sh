@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Builds, on a build machine (LLVM/MLIR and the CUDA toolkit's libdevice +
+# ptxas installed, no GPU needed), everything scripts/gpu_check.sh runs on the
+# GPU box, into ONE directory of at most 64 MiB that travels there (e.g. as a
+# `carry` path of the device tool):
+#
+#   scripts/gpu_prepare.sh [BUNDLE_DIR] [FIXTURES_DIR]
+#     BUNDLE_DIR    default build/gpu-bundle (replaced)
+#     FIXTURES_DIR  default test/fixtures/official
+#   BT_BUILD_DIR    the build directory with bin/bt-run and bin/bt-launcher
+#                   (default build; run scripts/build.sh bt-run bt-launcher)
+#
+# The bundle holds
+#   bt-launcher     the runtime (no LLVM/MLIR; stripped of debug info): it
+#                   runs artifacts with `bt-launcher --artifact X.btart ...`;
+#   <case>.btart    `bt-run compile <case> --target cuda --emit artifact` for
+#                   every fixture case: host code, PTX kernels (sm_90),
+#                   weights, manifest;
+#   ptxas.txt       `ptxas -arch=sm_90` of every artifact's kernels, when
+#                   ptxas is installed (the box has no toolkit to check it);
+#   BUNDLE.txt      the commit, the files and their sizes.
+# The fixtures themselves are tracked files of the repository, so they are
+# not copied. Standalone executables (`bt-run compile --target cuda -o model`,
+# the launcher with the artifact appended) are the same code but each holds a
+# copy of the ~33 MB launcher: the bundle keeps one launcher and the artifacts.
+# Then, on the GPU box:  OUT=<dir> scripts/gpu_check.sh BUNDLE_DIR
+set -euo pipefail
+
+bundle=${1:-build/gpu-bundle}
+fixtures=${2:-test/fixtures/official}
+build=${BT_BUILD_DIR:-build}
+limit=$((64 * 1024 * 1024))
+btrun="$build/bin/bt-run"
+launcher="$build/bin/bt-launcher"
+for tool in "$btrun" "$launcher"; do
+  if [ ! -x "$tool" ]; then
+    echo "error: $tool not found (run BT_JOBS=1 scripts/build.sh bt-run bt-launcher)" >&2
+    exit 1
+  fi
+done
+if ldd "$launcher" | grep -Eq 'libLLVM|libMLIR'; then
+  echo "error: $launcher links LLVM/MLIR; the GPU box has neither" >&2
+  exit 1
+fi
+
+rm -rf "$bundle"
+mkdir -p "$bundle"
+strip --strip-debug -o "$bundle/bt-launcher" "$launcher"
+
+ptxas=${PTXAS:-/usr/local/cuda/bin/ptxas}
+n=0
+for dir in "$fixtures"/*/; do
+  dir=${dir%/}
+  [ -f "$dir/model.safetensors" ] || continue
+  case=$(basename "$dir")
+  echo "== $case"
+  "$btrun" compile "$dir" --target cuda --emit artifact -o "$bundle/$case.btart"
+  if [ -x "$ptxas" ]; then
+    "$btrun" compile "$dir" --target cuda --emit ptx -o "$bundle/$case.ptx"
+    if "$ptxas" -arch=sm_90 "$bundle/$case.ptx" -o /dev/null 2> "$bundle/$case.ptxas.log"; then
+      echo "$case: ptxas -arch=sm_90 OK" >> "$bundle/ptxas.txt"
+    else
+      echo "$case: ptxas -arch=sm_90 FAILED: $(grep -m1 error "$bundle/$case.ptxas.log")" >> "$bundle/ptxas.txt"
+    fi
+    rm -f "$bundle/$case.ptx" "$bundle/$case.ptxas.log"
+  fi
+  n=$((n + 1))
+done
+if [ "$n" -eq 0 ]; then
+  echo "error: no fixture case (with model.safetensors) in $fixtures" >&2
+  exit 1
+fi
+
+{
+  echo "bt GPU bundle (scripts/gpu_prepare.sh), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+  echo "run on the GPU box: OUT=<dir> scripts/gpu_check.sh $bundle $fixtures"
+  (cd "$bundle" && ls -l)
+} > "$bundle/BUNDLE.txt"
+size=$(du -sb "$bundle" | cut -f1)
+echo "bundle $bundle: $n artifact(s), $size bytes"
+if [ "$size" -gt "$limit" ]; then
+  echo "error: the bundle is $size bytes, over the 64 MiB a device call carries" >&2
+  exit 1
+fi

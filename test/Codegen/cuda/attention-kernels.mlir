@@ -1,0 +1,143 @@
+// RUN: bt-opt %s --bt-lower-kv-caches=gpu-attention --bt-lower-to-linalg=gpu-attention --split-input-file | FileCheck %s
+// RUN: bt-opt %s --bt-cuda-pipeline="binary=false" --split-input-file -o %t
+// RUN: FileCheck %s --input-file %t --check-prefix=NVVM
+
+// The CUDA target's dedicated attention kernels (docs/codegen-cuda.md,
+// "Attention kernels"), emitted at tensor level by bt-lower-to-linalg and
+// bt-lower-kv-caches with gpu-attention (operands through read-only
+// to_memref, the result a fresh buffer returned by to_tensor restrict), and
+// their NVVM IR after bt-cuda-pipeline.
+
+// bt.fused_local_attention: ONE kernel, a block per (block, head) = B·N·H
+// blocks of 32·min(S, 4) threads; q and k rotated (the bt.rotary payload
+// with the cos/sin table) and v staged in three [S, hd + 1] shared arrays
+// (3·6·9·4 = 648 bytes of dynamic shared memory); a warp per query row: a
+// lane per key with the score from shared memory, butterfly max and sum
+// over the warp (shuffle xor 16, 8, 4, 2, 1), the probabilities broadcast
+// lane by lane (shuffle idx) into the lane's output slots; only the
+// [S, hd] result of the head is written.
+// CHECK-LABEL: func.func @fused_local_attention
+//       CHECK:   %[[G0:.*]] = arith.muli %{{.*}}, %c2
+//       CHECK:   %[[G:.*]] = arith.muli %[[G0]], %c2
+//       CHECK:   %[[QKV:.*]] = bufferization.to_memref %{{.*}} read_only : memref<?x2x6x48xf32, strided<[?, ?, ?, ?], offset: ?>>
+//       CHECK:   %[[COS:.*]] = bufferization.to_memref %{{.*}} read_only : memref<6x2xf32
+//       CHECK:   %[[OUT:.*]] = memref.alloc(%{{.*}}) : memref<?x2x6x2x8xf32>
+//       CHECK:   gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %[[G]], %{{.*}} = %c1, %{{.*}} = %c1) threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c648_i32
+//       CHECK:     %[[SMEM:.*]] = gpu.dynamic_shared_memory
+//       CHECK:     %[[QS:.*]] = memref.view %[[SMEM]][%c0][] {{.*}} to memref<6x9xf32, #gpu.address_space<workgroup>>
+//       CHECK:     %[[KS:.*]] = memref.view %[[SMEM]][%c216][] {{.*}} to memref<6x9xf32, #gpu.address_space<workgroup>>
+//       CHECK:     %[[VS:.*]] = memref.view %[[SMEM]][%c432][] {{.*}} to memref<6x9xf32, #gpu.address_space<workgroup>>
+//       CHECK:     scf.for %{{.*}} = %[[TID]] to %c48 step %c128 {
+//       CHECK:       memref.store %{{.*}}, %[[VS]]
+//       CHECK:       memref.load %[[COS]]
+//       CHECK:       memref.store %{{.*}}, %[[QS]]
+//       CHECK:       memref.store %{{.*}}, %[[KS]]
+//       CHECK:     gpu.barrier
+//       CHECK:     scf.for %[[ROW:.*]] = %{{.*}} to %c6 step %c4 {
+//       CHECK:       scf.for %{{.*}} = %c0 to %{{.*}} step %c32 iter_args(
+//       CHECK:         scf.for
+//       CHECK:           memref.load %[[QS]][%[[ROW]],
+//       CHECK:           memref.load %[[KS]]
+//       CHECK:         gpu.shuffle xor %{{.*}}, %c16_i32, %c32_i32 : f32
+//       CHECK:         arith.maximumf
+//       CHECK:         gpu.shuffle xor %{{.*}}, %c1_i32, %c32_i32 : f32
+//       CHECK:         math.exp
+//       CHECK:         gpu.shuffle xor %{{.*}}, %c16_i32, %c32_i32 : f32
+//       CHECK:         arith.addf
+//       CHECK:         scf.for
+//       CHECK:           gpu.shuffle idx
+//       CHECK:           memref.load %[[VS]]
+//       CHECK:       memref.store %{{.*}}, %[[OUT]][%{{.*}}, %{{.*}}, %[[ROW]], %{{.*}}, %{{.*}}] : memref<?x2x6x2x8xf32>
+//       CHECK:     gpu.terminator
+//   CHECK-NOT:   gpu.launch
+//       CHECK:   bufferization.to_tensor %[[OUT]] restrict writable
+//   CHECK-NOT:   linalg.matmul
+// NVVM-LABEL: llvm.func @fused_local_attention_kernel_0(
+//  NVVM-SAME:   gpu.kernel
+//       NVVM:   nvvm.read.ptx.sreg.tid.x
+//       NVVM:   nvvm.barrier0
+//       NVVM:   nvvm.shfl.sync  bfly
+//       NVVM:   llvm.call @__nv_expf
+//       NVVM:   nvvm.shfl.sync  idx
+//       NVVM: llvm.mlir.global internal @__dynamic_shmem__{{[0-9]+}}() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
+func.func @fused_local_attention(%qkv: tensor<?x2x6x48xf32>, %p: tensor<6xi64>) -> tensor<?x2x6x2x8xf32> {
+  %o = bt.fused_local_attention %qkv, %p heads 2 head_dim 8 rotary_dims 4 base 10000.0 scale 0.35355339059327373 : tensor<?x2x6x48xf32>, tensor<6xi64> -> tensor<?x2x6x2x8xf32>
+  return %o : tensor<?x2x6x2x8xf32>
+}
+
+// -----
+
+// Prefill (bt.attention, dynamic S): the tiled online-softmax kernel, one
+// block per (head, 4 query rows) (grid B·H × ceil(S/4)), keys and values
+// staged per tile of 32 in padded [32, hd + 1] shared arrays shared by the
+// block's 4 warps, the warps' query rows in [4, hd]; a row without a valid
+// causal key falls back to HF's mean over the keys whose score is MIN.
+// CHECK-LABEL: func.func @prefill
+//       CHECK:   %[[OUT:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x8xf32>
+//       CHECK:   %[[GROUPS:.*]] = arith.ceildivui %{{.*}}, %c4
+//       CHECK:   gpu.launch blocks({{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %[[GROUPS]], %{{.*}} = %c1) threads({{.*}}) in (%{{.*}} = %c128, {{.*}}) dynamic_shared_memory_size %c2432_i32
+//       CHECK:     %[[KS:.*]] = memref.view %{{.*}}[%c0][] {{.*}} to memref<32x9xf32, #gpu.address_space<workgroup>>
+//       CHECK:     %[[VS:.*]] = memref.view %{{.*}}[%c1152][] {{.*}} to memref<32x9xf32, #gpu.address_space<workgroup>>
+//       CHECK:     %[[QS:.*]] = memref.view %{{.*}}[%c2304][] {{.*}} to memref<4x8xf32, #gpu.address_space<workgroup>>
+//       CHECK:     gpu.barrier
+//       CHECK:     scf.for %[[T0:.*]] = %{{.*}} to %{{.*}} step %c32 iter_args(
+//       CHECK:       scf.for %{{.*}} = %{{.*}} to %c256 step %c128 {
+//       CHECK:         memref.store %{{.*}}, %[[KS]]
+//       CHECK:         memref.store %{{.*}}, %[[VS]]
+//       CHECK:       gpu.barrier
+//       CHECK:       scf.if
+//       CHECK:         gpu.shuffle xor
+//       CHECK:         gpu.shuffle idx
+//       CHECK:       gpu.barrier
+//       CHECK:     scf.if
+//       CHECK:       arith.cmpf oeq
+//       CHECK:       scf.if
+//       CHECK:         scf.for
+//       CHECK:       memref.store %{{.*}}, %[[OUT]]
+//   CHECK-NOT:   gpu.launch
+// NVVM-LABEL: llvm.func @prefill_kernel(
+//       NVVM:   nvvm.barrier0
+//       NVVM:   nvvm.shfl.sync  bfly
+func.func @prefill(%q: tensor<?x?x2x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<?x?x2x8xf32>, %m: tensor<?x?xi64>) -> tensor<?x?x2x8xf32> {
+  %o = bt.attention %q, %k, %v key_mask %m scale 0.35355339059327373 : tensor<?x?x2x8xf32>, tensor<?x?xi64> -> tensor<?x?x2x8xf32>
+  return %o : tensor<?x?x2x8xf32>
+}
+
+// -----
+
+// Decode (bt.kv_attend, S = 1) over the block cache: split-K
+// (FlashDecoding). The first kernel has one block per (head, chunk of 128
+// keys) (grid B·H × 1 × ceil(len / 128)) and writes each split's partial
+// (acc[hd], max, sum) to a workspace [splits, B·H, S, hd + 2]; the second,
+// one warp per (head, query row), rescales and sums the splits.
+// CHECK-LABEL: func.func @decode
+//       CHECK:   %[[KEYS:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0, 0, 0, 0] [%{{.*}}, 1, 1, 2, %{{.*}}, 8]
+//       CHECK:   %[[K:.*]] = bufferization.to_memref %[[KEYS]] read_only : memref<?x2x?x8xf32, strided<[?, ?, ?, ?], offset: ?>>
+//       CHECK:   %[[OUT:.*]] = memref.alloc(%{{.*}}) : memref<?x1x2x8xf32>
+//       CHECK:   %[[SPLITS0:.*]] = arith.ceildivui %{{.*}}, %c128
+//       CHECK:   %[[SPLITS:.*]] = arith.maxui %[[SPLITS0]], %c1
+//       CHECK:   %[[WS:.*]] = memref.alloc(%[[SPLITS]], %{{.*}}) : memref<?x?x1x10xf32>
+//       CHECK:   gpu.launch blocks({{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c1, %{{.*}} = %[[SPLITS]]) threads({{.*}}) in (%{{.*}} = %c32,
+//       CHECK:     memref.load %[[K]]
+//       CHECK:     memref.store %{{.*}}, %[[WS]]
+//       CHECK:   gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c32,
+//       CHECK:     scf.for %{{.*}} = %c0 to %[[SPLITS]]
+//       CHECK:       memref.load %[[WS]]
+//       CHECK:       arith.maximumf
+//       CHECK:     scf.for %{{.*}} = %c0 to %[[SPLITS]]
+//       CHECK:       math.exp
+//       CHECK:     memref.store %{{.*}}, %[[OUT]]
+// NVVM-LABEL: llvm.func internal @decode(
+//       NVVM: gpu.module @bt_kernels
+//       NVVM:   nvvm.barrier0
+//       NVVM:   nvvm.shfl.sync  bfly
+//       NVVM:   nvvm.shfl.sync  idx
+//       NVVM:   llvm.call @__nv_expf
+!g = !bt.kv_cache<global, batch = ?, layers = 1, heads = 2, capacity = ?, head_dim = 8, f32>
+func.func @decode(%k: tensor<?x1x2x8xf32>, %v: tensor<?x1x2x8xf32>, %q: tensor<?x1x2x8xf32>,
+                  %c: !g {bt.inout, bt.name = "kv_cache"})
+    -> (tensor<?x1x2x8xf32> {bt.name = "out"}, !g {bt.inout_arg = "kv_cache", bt.name = "kv_cache"}) {
+  %c1 = bt.kv_append %c[0], %k, %v : !g, tensor<?x1x2x8xf32>
+  %o = bt.kv_attend %q, %c1[0] scale 0.35355339059327373 : tensor<?x1x2x8xf32>, !g -> tensor<?x1x2x8xf32>
+  return %o, %c1 : tensor<?x1x2x8xf32>, !g
+}
