@@ -11,22 +11,17 @@
 #include "bt/Codegen/Pipelines.h"
 #include "bt/Transforms/Passes.h"
 
+#include "PipelineStages.h"
+
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
-#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
-#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/Linalg/Passes.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
@@ -51,52 +46,21 @@ std::string cudaPathOf(const bt::CUDAPipelineOptions &options) {
 
 void bt::buildCUDAPipeline(OpPassManager &pm,
                            const CUDAPipelineOptions &options) {
-  // The same front half as bt-cpu-pipeline: the layer-level IR → linalg on
-  // tensors, weights as leading arguments, elementwise fusion.
-  if (options.fuseLocalAttention)
-    pm.addPass(createBTFuseLocalAttention());
-  // Attention as dedicated kernels (GPUAttention.h): the fused local
-  // attention, prefill and split-K decode attention.
-  BTLowerKVCachesOptions caches;
-  caches.gpuAttention = true;
-  pm.addPass(createBTLowerKVCaches(caches));
-  BTLowerToLinalgOptions lowering;
-  lowering.gpuAttention = true;
-  pm.addPass(createBTLowerToLinalg(lowering));
-  pm.addPass(createBTParamsToArguments());
-  pm.addPass(createBTMarkEntryPoints());
-  pm.addPass(createConvertElementwiseToLinalgPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  if (options.fuse) {
-    pm.addPass(createBTFuseElementwise());
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
-  }
-
+  // The same front half as bt-cpu-pipeline, with attention as dedicated
+  // kernels (GPUAttention.h): the fused local attention, prefill and split-K
+  // decode attention.
+  codegen::LayerToLinalgStageOptions front;
+  front.fuseLocalAttention = options.fuseLocalAttention;
+  front.fuseElementwise = options.fuse;
+  front.gpuAttention = true;
+  codegen::addLayerToLinalgStage(pm, front);
   // Tensors → buffers (all of them device memory from here on).
-  pm.addPass(bufferization::createEmptyTensorEliminationPass());
-  bufferization::OneShotBufferizationOptions bufferization;
-  bufferization.bufferizeFunctionBoundaries = true;
-  bufferization.setFunctionBoundaryTypeConversion(
-      bufferization::LayoutMapOption::IdentityLayoutMap);
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
-  pm.addPass(createBTReshapesToViews());
-  pm.addPass(createBTDropInOutResults());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  pm.addPass(createCanonicalizerPass());
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  codegen::addBufferizationStage(pm, /*reshapesToViews=*/true);
 
   // GEMMs → cuBLAS through the runtime; copies and every other linalg op →
   // one kernel each; allocations → the runtime's device pool.
-  if (options.blas) {
-    BTGemmToBlasOptions blas;
-    blas.minMNK = options.blasMinMNK;
-    blas.callee = "bt_gpu_sgemm";
-    pm.addPass(createBTGemmToBlas(blas));
-  }
+  codegen::addGemmToBlasStage(pm, options.blas, options.blasMinMNK,
+                              "bt_gpu_sgemm");
   pm.addPass(createBTGPUDeviceAllocs());
   BTStridedCopiesToLinalgOptions copies;
   copies.contiguous = true;
@@ -133,27 +97,12 @@ void bt::buildCUDAPipeline(OpPassManager &pm,
   }
 
   // Host code → LLVM dialect, GPU ops → the runtime's C ABI.
-  pm.addPass(createLoopInvariantCodeMotionPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertSCFToCFPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(arith::createArithExpandOpsPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createUBToLLVMConversionPass());
+  codegen::addLoopsToLLVMStage(pm, [](OpPassManager &host) {
+    host.addPass(arith::createArithExpandOpsPass());
+  });
   pm.addPass(createBTGPUHostToRuntime());
-  if (options.entryWrappers) {
-    BTEmitEntryWrappersOptions wrappers;
-    wrappers.internalize = options.internalize;
-    pm.addPass(createBTEmitEntryWrappers(wrappers));
-  }
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  codegen::addEntryWrappersStage(pm, options.entryWrappers,
+                                 options.internalize);
 }
 
 void bt::registerCUDAPipeline() {
@@ -209,16 +158,9 @@ LogicalResult bt::runCUDAPipeline(ModuleOp module,
                 "toolkit; without libdevice the math functions of the "
                 "kernels stay unresolved)";
   }
-  MLIRContext *ctx = module->getContext();
-  DialectRegistry registry;
-  registerCUDACodegenDialects(registry);
-  ctx->appendDialectRegistry(registry);
-
-  PassManager pm(ctx, module->getName().getStringRef());
-  (void)applyPassManagerCLOptions(pm);
-  applyDefaultTimingPassManagerCLOptions(pm);
-  buildCUDAPipeline(pm, options);
-  return pm.run(module);
+  return codegen::runPipeline(
+      module, registerCUDACodegenDialects,
+      [&](OpPassManager &pm) { buildCUDAPipeline(pm, options); });
 }
 
 FailureOr<std::string> bt::takePTX(ModuleOp module) {

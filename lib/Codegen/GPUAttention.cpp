@@ -182,6 +182,21 @@ RowState attendTile(KB &k, const RowState &st, Value x, Value keyOk,
   return out;
 }
 
+/// Σ_d qs[qRow, d] · ks[kRow, d] over d < hd: the score of a query row and
+/// a key row staged in shared memory (`qs`, `ks`: [rows, ≥ hd] f32).
+Value sharedRowDot(KB &k, Value qs, Value qRow, Value ks, Value kRow,
+                   int64_t hd) {
+  auto dot = k.b.create<scf::ForOp>(
+      k.loc, k.idx(0), k.idx(hd), k.idx(1), ValueRange{k.f32(0.0)},
+      [&](OpBuilder &db, Location dl, Value d, ValueRange acc) {
+        KB dk{db, dl};
+        Value qd = db.create<memref::LoadOp>(dl, qs, ValueRange{qRow, d});
+        Value kd = db.create<memref::LoadOp>(dl, ks, ValueRange{kRow, d});
+        db.create<scf::YieldOp>(dl, dk.addf(acc[0], dk.mulf(qd, kd)));
+      });
+  return dot.getResult(0);
+}
+
 /// HF's result for a query row without any valid causal key: the mean of v
 /// over the keys whose score is exactly MIN, i.e. keys t ≤ pos with mask 0
 /// and keys t > pos with mask 1, among `numKeys`. Returns the lane's slots.
@@ -212,6 +227,46 @@ SmallVector<Value> noValidKeyMean(KB &k, Value numKeys, Value pos,
   for (int64_t j = 0; j < slots; ++j)
     mean.push_back(k.divf(loop.getResult(j), count));
   return mean;
+}
+
+/// Writes the lane's output slots of a finished query row (run by the whole
+/// warp): slot j = acc[j] / l, or, with `hasMask`, for a row without any
+/// valid key (m == MIN: every score was masked) noValidKeyMean over
+/// `numKeys(k)` keys (built in the fallback branch) at query position `pos`
+/// (`maskAt`, `vAt` as there). Slot j
+/// goes to `out` at `outAt(d)` (d = its head dim) where it is a real slot.
+void storeRowResult(KB &k, ValueRange acc, Value l, Value m, bool hasMask,
+                    function_ref<Value(KB &)> numKeys, Value pos,
+                    function_ref<Value(KB &, Value)> maskAt,
+                    function_ref<Value(KB &, Value, Value)> vAt, Value lane,
+                    int64_t hd, Value out,
+                    function_ref<SmallVector<Value>(Value)> outAt) {
+  int64_t slots = static_cast<int64_t>(acc.size());
+  SmallVector<Value> result;
+  for (int64_t j = 0; j < slots; ++j)
+    result.push_back(k.divf(acc[j], l));
+  if (hasMask) {
+    Value noKey = k.oeq(m, k.f32(kF32Min));
+    auto fb = k.b.create<scf::IfOp>(
+        k.loc, noKey,
+        [&](OpBuilder &fbb, Location fl) {
+          KB fk{fbb, fl};
+          SmallVector<Value> mean = noValidKeyMean(fk, numKeys(fk), pos, maskAt,
+                                                   vAt, lane, hd, slots);
+          fbb.create<scf::YieldOp>(fl, mean);
+        },
+        [&](OpBuilder &fbb, Location fl) {
+          fbb.create<scf::YieldOp>(fl, result);
+        });
+    result.assign(fb.getResults().begin(), fb.getResults().end());
+  }
+  for (int64_t j = 0; j < slots; ++j) {
+    auto [d, inRange] = laneDim(k, lane, j, hd);
+    auto st = k.b.create<scf::IfOp>(k.loc, inRange, false);
+    OpBuilder tb = st.getThenBodyBuilder();
+    KB tk{tb, k.loc};
+    tk.storeF(result[j], out, outAt(d));
+  }
 }
 
 /// `bufferization.to_memref ... read_only` of `t` with a fully dynamic
@@ -436,19 +491,8 @@ Value bt::emitGPUAttention(OpBuilder &b, Location loc, Value q, Value k,
                 KB rk{rb, rl};
                 Value t = rk.addi(t0, lane);
                 Value keyOk = rk.land(rk.ult(t, kEnd), rk.ule(t, pos));
-                auto dot = rb.create<scf::ForOp>(
-                    rl, rk.idx(0), rk.idx(hd), rk.idx(1),
-                    ValueRange{rk.f32(0.0)},
-                    [&](OpBuilder &db, Location dl, Value d, ValueRange acc) {
-                      KB dk{db, dl};
-                      Value qd = db.create<memref::LoadOp>(
-                          dl, qs, ValueRange{warp, d});
-                      Value kd = db.create<memref::LoadOp>(
-                          dl, ks, ValueRange{lane, d});
-                      db.create<scf::YieldOp>(
-                          dl, dk.addf(acc[0], dk.mulf(qd, kd)));
-                    });
-                Value x = rk.mulf(dot.getResult(0), rk.f32(scale));
+                Value dot = sharedRowDot(rk, qs, warp, ks, lane, hd);
+                Value x = rk.mulf(dot, rk.f32(scale));
                 if (hasMask) {
                   Value tc = rk.select(rk.ult(t, keys), t, rk.idx(0));
                   Value mv = rk.maskF(mm, maskIdx(bi, tc));
@@ -496,36 +540,13 @@ Value bt::emitGPUAttention(OpBuilder &b, Location loc, Value q, Value k,
       tb.create<memref::StoreOp>(loc, fin.l, ws, ixl);
       return;
     }
-    SmallVector<Value> result;
-    for (int64_t j = 0; j < slots; ++j)
-      result.push_back(rk.divf(fin.acc[j], fin.l));
-    if (hasMask) {
-      Value noKey = rk.oeq(fin.m, rk.f32(kF32Min));
-      auto fb = rb.create<scf::IfOp>(
-          loc, noKey,
-          [&](OpBuilder &fbb, Location fl) {
-            KB fk{fbb, fl};
-            SmallVector<Value> mean = noValidKeyMean(
-                fk, keys, pos,
-                [&](KB &mk, Value t) { return mk.maskF(mm, maskIdx(bi, t)); },
-                [&](KB &vk, Value t, Value d) {
-                  return vk.loadF(vm, kvIdx(bi, t, head, d));
-                },
-                lane, hd, slots);
-            fbb.create<scf::YieldOp>(fl, mean);
-          },
-          [&](OpBuilder &fbb, Location fl) {
-            fbb.create<scf::YieldOp>(fl, result);
-          });
-      result.assign(fb.getResults().begin(), fb.getResults().end());
-    }
-    for (int64_t j = 0; j < slots; ++j) {
-      auto [d, inRange] = laneDim(rk, lane, j, hd);
-      auto st = rb.create<scf::IfOp>(loc, inRange, false);
-      OpBuilder tb = st.getThenBodyBuilder();
-      KB tk{tb, loc};
-      tk.storeF(result[j], out, idx4(bi, sc, head, d));
-    }
+    storeRowResult(
+        rk, fin.acc, fin.l, fin.m, hasMask, [&](KB &) { return keys; }, pos,
+        [&](KB &mk, Value t) { return mk.maskF(mm, maskIdx(bi, t)); },
+        [&](KB &vk, Value t, Value d) {
+          return vk.loadF(vm, kvIdx(bi, t, head, d));
+        },
+        lane, hd, out, [&](Value d) { return idx4(bi, sc, head, d); });
   };
 
   SharedLayout shared{{{kWarp, hd + 1}, {kWarp, hd + 1}, {rows, hd}}};
@@ -594,39 +615,15 @@ Value bt::emitGPUAttention(OpBuilder &b, Location loc, Value q, Value k,
                     it[slots], lk.mulf(w, wsAt(lk, zi, lk.idx(hd + 1)))));
                 lb.create<scf::YieldOp>(l, next);
               });
-          SmallVector<Value> result;
-          for (int64_t j = 0; j < slots; ++j)
-            result.push_back(
-                kk.divf(sumLoop.getResult(j), sumLoop.getResult(slots)));
-          if (hasMask) {
-            Value noKey = kk.oeq(mMax, kk.f32(kF32Min));
-            auto fb = kb.create<scf::IfOp>(
-                loc, noKey,
-                [&](OpBuilder &fbb, Location fl) {
-                  KB fk{fbb, fl};
-                  SmallVector<Value> mean = noValidKeyMean(
-                      fk, keys, pos,
-                      [&](KB &mk, Value t) {
-                        return mk.maskF(mm, maskIdx(bi, t));
-                      },
-                      [&](KB &vk, Value t, Value d) {
-                        return vk.loadF(vm, kvIdx(bi, t, head, d));
-                      },
-                      lane, hd, slots);
-                  fbb.create<scf::YieldOp>(fl, mean);
-                },
-                [&](OpBuilder &fbb, Location fl) {
-                  fbb.create<scf::YieldOp>(fl, result);
-                });
-            result.assign(fb.getResults().begin(), fb.getResults().end());
-          }
-          for (int64_t j = 0; j < slots; ++j) {
-            auto [d, inRange] = laneDim(kk, lane, j, hd);
-            auto st = kb.create<scf::IfOp>(loc, inRange, false);
-            OpBuilder tb = st.getThenBodyBuilder();
-            KB tk{tb, loc};
-            tk.storeF(result[j], out, idx4(bi, s, head, d));
-          }
+          storeRowResult(
+              kk, sumLoop.getResults().take_front(slots),
+              sumLoop.getResult(slots), mMax, hasMask,
+              [&](KB &) { return keys; }, pos,
+              [&](KB &mk, Value t) { return mk.maskF(mm, maskIdx(bi, t)); },
+              [&](KB &vk, Value t, Value d) {
+                return vk.loadF(vm, kvIdx(bi, t, head, d));
+              },
+              lane, hd, out, [&](Value d) { return idx4(bi, s, head, d); });
         });
   }
   return b.create<bufferization::ToTensorOp>(
@@ -753,20 +750,8 @@ Value bt::emitGPUFusedLocalAttention(OpBuilder &b, Location loc, Value qkv,
                     Value t = tk.addi(t0, lane);
                     Value keyOk = tk.ule(t, s);
                     Value tc = tk.select(keyOk, t, tk.idx(0));
-                    auto dot = tb.create<scf::ForOp>(
-                        tl, tk.idx(0), tk.idx(hd), tk.idx(1),
-                        ValueRange{tk.f32(0.0)},
-                        [&](OpBuilder &db, Location dl, Value d,
-                            ValueRange acc) {
-                          KB dk{db, dl};
-                          Value qd = db.create<memref::LoadOp>(
-                              dl, qs, ValueRange{s, d});
-                          Value kd = db.create<memref::LoadOp>(
-                              dl, ks, ValueRange{tc, d});
-                          db.create<scf::YieldOp>(
-                              dl, dk.addf(acc[0], dk.mulf(qd, kd)));
-                        });
-                    Value x = tk.mulf(dot.getResult(0), tk.f32(scale));
+                    Value dot = sharedRowDot(tk, qs, s, ks, tc, hd);
+                    Value x = tk.mulf(dot, tk.f32(scale));
                     if (hasMask)
                       x = tk.addf(x, tk.mulf(tk.subf(tk.f32(1.0),
                                                      maskAt(tk, tc)),
@@ -783,37 +768,17 @@ Value bt::emitGPUFusedLocalAttention(OpBuilder &b, Location loc, Value qkv,
                     tb.create<scf::YieldOp>(tl, next.flat());
                   });
               RowState fin = RowState::from(tiles.getResults());
-              SmallVector<Value> result;
-              for (int64_t j = 0; j < slots; ++j)
-                result.push_back(rk.divf(fin.acc[j], fin.l));
-              if (hasMask) {
-                Value noKey = rk.oeq(fin.m, rk.f32(kF32Min));
-                auto fb = rb.create<scf::IfOp>(
-                    rl, noKey,
-                    [&](OpBuilder &fbb, Location fl) {
-                      KB fk{fbb, fl};
-                      SmallVector<Value> mean = noValidKeyMean(
-                          fk, fk.idx(seqLen), s, maskAt,
-                          [&](KB &vk, Value t, Value d) -> Value {
-                            return vk.b.create<memref::LoadOp>(
-                                vk.loc, vs, ValueRange{t, d});
-                          },
-                          lane, hd, slots);
-                      fbb.create<scf::YieldOp>(fl, mean);
-                    },
-                    [&](OpBuilder &fbb, Location fl) {
-                      fbb.create<scf::YieldOp>(fl, result);
-                    });
-                result.assign(fb.getResults().begin(), fb.getResults().end());
-              }
-              for (int64_t j = 0; j < slots; ++j) {
-                auto [d, inRange] = laneDim(rk, lane, j, hd);
-                auto st = rb.create<scf::IfOp>(rl, inRange, false);
-                OpBuilder tb = st.getThenBodyBuilder();
-                KB tk{tb, rl};
-                tk.storeF(result[j], out,
-                          ValueRange{bIdx, nIdx, s, head, d});
-              }
+              storeRowResult(
+                  rk, fin.acc, fin.l, fin.m, hasMask,
+                  [&](KB &fk) { return fk.idx(seqLen); }, s, maskAt,
+                  [&](KB &vk, Value t, Value d) -> Value {
+                    return vk.b.create<memref::LoadOp>(vk.loc, vs,
+                                                       ValueRange{t, d});
+                  },
+                  lane, hd, out,
+                  [&](Value d) -> SmallVector<Value> {
+                    return {bIdx, nIdx, s, head, d};
+                  });
               rb.create<scf::YieldOp>(rl);
             });
       });

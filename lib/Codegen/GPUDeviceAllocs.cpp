@@ -9,6 +9,8 @@
 
 #include "bt/Codegen/Passes.h"
 
+#include "GPUUtils.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -20,13 +22,9 @@ namespace bt {
 } // namespace bt
 
 using namespace mlir;
+using bt::codegen::insideKernel;
 
 namespace {
-
-bool insideKernel(Operation *op) {
-  return op->getParentOfType<gpu::LaunchOp>() ||
-         op->getParentOfType<gpu::GPUModuleOp>();
-}
 
 /// `gpu.alloc` of `type` (identity layout) with the dynamic sizes of `like`
 /// or the given ones.

@@ -14,6 +14,8 @@
 
 #include "bt/Codegen/Passes.h"
 
+#include "GPUUtils.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -29,15 +31,11 @@ namespace bt {
 } // namespace bt
 
 using namespace mlir;
+using bt::codegen::insideKernel;
 
 namespace {
 
 constexpr StringLiteral kMemcpyDtoH = "bt_gpu_memcpy_dtoh";
-
-bool insideKernel(Operation *op) {
-  return op->getParentOfType<gpu::LaunchOp>() ||
-         op->getParentOfType<gpu::GPUModuleOp>();
-}
 
 /// Whether `v` is host memory: a view of a memref.alloc / memref.alloca.
 bool isHostMemory(Value v) {

@@ -10,6 +10,8 @@
 
 #include "bt/Codegen/Passes.h"
 
+#include "GPUUtils.h"
+
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -28,14 +30,9 @@ namespace bt {
 } // namespace bt
 
 using namespace mlir;
+using bt::codegen::insideKernel;
 
 namespace {
-
-bool insideKernel(Operation *op) {
-  return op->getParentOfType<gpu::LaunchOp>() ||
-         op->getParentOfType<gpu::GPUFuncOp>() ||
-         op->getParentOfType<gpu::GPUModuleOp>();
-}
 
 /// Builds `if (!cond) { printf("bt kernel: <msg>"); trap }` in place of a
 /// `cf.assert` inside a kernel (cf.assert lowers to a host-only abort).

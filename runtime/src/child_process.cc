@@ -31,25 +31,9 @@ struct Child {
 
 /// Starts `argv` (a bare argv[0] is looked up in $PATH) with
 /// `env_overrides` added to this process's environment.
-absl::StatusOr<Child> SpawnChild(const std::vector<std::string> &argv,
-                                 const std::map<std::string, std::string> &env_overrides) {
-  std::vector<std::string> env;
-  for (char **e = environ; e && *e; ++e) {
-    std::string kv = *e;
-    std::string key = kv.substr(0, kv.find('='));
-    if (!env_overrides.count(key))
-      env.push_back(kv);
-  }
-  for (const auto &[k, v] : env_overrides)
-    env.push_back(k + "=" + v);
-  std::vector<char *> cargv, cenv;
-  for (const std::string &a : argv)
-    cargv.push_back(const_cast<char *>(a.c_str()));
-  cargv.push_back(nullptr);
-  for (const std::string &e : env)
-    cenv.push_back(const_cast<char *>(e.c_str()));
-  cenv.push_back(nullptr);
-
+absl::StatusOr<Child>
+SpawnChild(const std::vector<std::string> &argv,
+           const std::map<std::string, std::string> &env_overrides) {
   int in[2], out[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0)
     return ErrnoToStatus(errno, "socketpair");
@@ -64,8 +48,7 @@ absl::StatusOr<Child> SpawnChild(const std::vector<std::string> &argv,
   posix_spawn_file_actions_adddup2(&actions, in[1], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
   pid_t pid = 0;
-  int rc = posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(),
-                        cenv.data());
+  int rc = SpawnWithEnv(argv, env_overrides, &actions, &pid);
   posix_spawn_file_actions_destroy(&actions);
   close(in[1]);
   close(out[1]);
@@ -111,6 +94,28 @@ absl::StatusOr<std::string> ReadLine(FILE *f) {
 }
 
 } // namespace
+
+int SpawnWithEnv(const std::vector<std::string> &argv,
+                 const std::map<std::string, std::string> &env_overrides,
+                 const posix_spawn_file_actions_t *actions, pid_t *pid) {
+  std::vector<std::string> env;
+  for (char **e = environ; e && *e; ++e) {
+    std::string kv = *e;
+    if (!env_overrides.count(kv.substr(0, kv.find('='))))
+      env.push_back(kv);
+  }
+  for (const auto &[k, v] : env_overrides)
+    env.push_back(k + "=" + v);
+  std::vector<char *> cargv, cenv;
+  for (const std::string &a : argv)
+    cargv.push_back(const_cast<char *>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (const std::string &e : env)
+    cenv.push_back(const_cast<char *>(e.c_str()));
+  cenv.push_back(nullptr);
+  return posix_spawnp(pid, cargv[0], actions, nullptr, cargv.data(),
+                      cenv.data());
+}
 
 absl::StatusOr<std::unique_ptr<JsonLineChild>>
 JsonLineChild::Start(const std::vector<std::string> &argv,

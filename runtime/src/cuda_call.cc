@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "bt/runtime/cuda.h"
 #include "bt/runtime/status_macros.h"
+#include "entry_call.h"
 
 namespace bt::rt {
 namespace {
@@ -23,17 +24,7 @@ namespace {
 // Dense row-major descriptor words of a device buffer.
 std::vector<int64_t> DeviceDescriptor(uint64_t address,
                                       const std::vector<int64_t> &shape) {
-  const int64_t r = static_cast<int64_t>(shape.size());
-  std::vector<int64_t> w(MemRefDescriptorWords(r));
-  w[0] = w[1] = static_cast<int64_t>(address);
-  w[2] = 0;
-  int64_t stride = 1;
-  for (int64_t i = r - 1; i >= 0; --i) {
-    w[3 + i] = shape[i];
-    w[3 + r + i] = stride;
-    stride *= shape[i];
-  }
-  return w;
+  return entry_call::DenseDescriptor(static_cast<int64_t>(address), shape);
 }
 
 // Device blocks of one call, released to the pool when it ends (also on an
@@ -65,29 +56,6 @@ std::pair<int64_t, int64_t> Span(int64_t offset, const int64_t *sizes,
   return {offset, hi};
 }
 
-// Copies a strided view (base = element `offset` of `src`) into dense `dst`.
-void Gather(const char *src, char *dst, size_t itemsize,
-            const std::vector<int64_t> &sizes,
-            const std::vector<int64_t> &strides) {
-  const size_t r = sizes.size();
-  int64_t numel = 1;
-  for (int64_t s : sizes)
-    numel *= s;
-  std::vector<int64_t> idx(r, 0);
-  for (int64_t n = 0; n < numel; ++n) {
-    int64_t off = 0;
-    for (size_t i = 0; i < r; ++i)
-      off += idx[i] * strides[i];
-    std::memcpy(dst + n * itemsize, src + off * static_cast<int64_t>(itemsize),
-                itemsize);
-    for (size_t i = r; i-- > 0;) {
-      if (++idx[i] < sizes[i])
-        break;
-      idx[i] = 0;
-    }
-  }
-}
-
 } // namespace
 
 absl::StatusOr<DeviceTensor> UploadTensor(CudaBackend &gpu, const Tensor &t) {
@@ -113,14 +81,8 @@ CallDeviceEntryPoint(CudaBackend &gpu, KernelEntryFn fn,
                      absl::Span<const DeviceTensor *const> params,
                      absl::Span<Tensor *const> inputs) {
   const std::string what = absl::StrCat("entry point '", ep.name(), "'");
-  if (fn == nullptr)
-    return absl::InvalidArgumentError(absl::StrCat(what, ": null function"));
-  if (params.size() != static_cast<size_t>(ep.params_size()))
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " takes ", ep.params_size(), " params, got ", params.size()));
-  if (inputs.size() != static_cast<size_t>(ep.inputs_size()))
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " takes ", ep.inputs_size(), " inputs, got ", inputs.size()));
+  BT_RETURN_IF_ERROR(
+      entry_call::CheckArity(what, fn, ep, params.size(), inputs.size()));
 
   CallBuffers buffers(gpu);
   std::vector<std::vector<int64_t>> args;
@@ -133,42 +95,23 @@ CallDeviceEntryPoint(CudaBackend &gpu, KernelEntryFn fn,
   }
   std::vector<uint64_t> input_addresses(inputs.size(), 0);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const proto::TensorSpec &spec = ep.inputs(i);
+    BT_RETURN_IF_ERROR(entry_call::CheckInput(what, ep.inputs(i), inputs[i]));
     const Tensor *t = inputs[i];
-    if (t == nullptr || !t->valid())
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": input '", spec.name(), "' is missing"));
-    if (t->dtype() != spec.dtype() || t->rank() != spec.shape_size())
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": input '", spec.name(), "' is ", t->DebugString(),
-          ", expected ", DTypeName(spec.dtype()), " of rank ",
-          spec.shape_size()));
     BT_ASSIGN_OR_RETURN(DeviceTensor d, UploadTensor(gpu, *t));
     buffers.Own(d.address);
     input_addresses[i] = d.address;
     args.push_back(DeviceDescriptor(d.address, d.shape));
   }
 
-  size_t result_words = 0;
-  for (const proto::TensorSpec &o : ep.outputs())
-    result_words += MemRefDescriptorWords(o.shape_size());
-  std::vector<int64_t> result(result_words, 0);
-  std::vector<void *> argv;
-  argv.reserve(1 + args.size());
-  if (ep.outputs_size() > 0)
-    argv.push_back(result.data());
-  for (auto &a : args)
-    argv.push_back(a.data());
   gpu.MakeCurrent();
-  fn(argv.data());
+  const std::vector<int64_t> result = entry_call::Invoke(fn, ep, args);
+  const std::vector<const int64_t *> words =
+      entry_call::OutputDescriptors(ep, result);
 
   // The outputs' device buffers belong to this call from here on (freed
   // once, even when outputs share one).
-  size_t pos = 0;
-  for (const proto::TensorSpec &o : ep.outputs()) {
-    buffers.Own(static_cast<uint64_t>(result[pos]));
-    pos += MemRefDescriptorWords(o.shape_size());
-  }
+  for (const int64_t *w : words)
+    buffers.Own(static_cast<uint64_t>(w[0]));
   BT_RETURN_IF_ERROR(gpu.Synchronize());
 
   // In-out buffers: the kernel updated the device copy.
@@ -180,58 +123,30 @@ CallDeviceEntryPoint(CudaBackend &gpu, KernelEntryFn fn,
   }
 
   std::vector<Tensor> outputs;
-  pos = 0;
-  for (const proto::TensorSpec &o : ep.outputs()) {
-    const int64_t r = o.shape_size();
-    const int64_t *w = result.data() + pos;
-    pos += MemRefDescriptorWords(r);
-    const uint64_t allocated = static_cast<uint64_t>(w[0]);
-    const uint64_t aligned = static_cast<uint64_t>(w[1]);
-    const int64_t offset = w[2];
-    std::vector<int64_t> sizes(w + 3, w + 3 + r),
-        strides(w + 3 + r, w + 3 + 2 * r);
-    const std::string ow = absl::StrCat(what, ": output '", o.name(), "'");
-    for (int64_t i = 0; i < r; ++i) {
-      if (sizes[i] < 0)
-        return absl::InvalidArgumentError(absl::StrCat(
-            ow, " has negative size ", sizes[i], " in dim ", i));
-      if (o.shape(i) >= 0 && sizes[i] != o.shape(i))
-        return absl::InvalidArgumentError(absl::StrCat(
-            ow, " has shape ", ShapeToString(sizes), ", expected ",
-            ShapeToString(
-                std::vector<int64_t>(o.shape().begin(), o.shape().end()))));
-    }
-    const size_t itemsize = DTypeSize(o.dtype());
-    auto numel = NumElements(sizes, itemsize);
-    if (!numel.ok())
-      return absl::InvalidArgumentError(
-          absl::StrCat(ow, ": ", numel.status().message()));
-    BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(o.dtype(), sizes));
-    if (*numel > 0) {
-      if (aligned == 0 || allocated == 0)
-        return absl::InvalidArgumentError(
-            absl::StrCat(ow, " has ", *numel, " elements but a null buffer"));
-      bool dense = true;
-      int64_t expect = 1;
+  for (int o = 0; o < ep.outputs_size(); ++o) {
+    BT_ASSIGN_OR_RETURN(entry_call::OutputView v,
+                        entry_call::ReadOutput(what, ep.outputs(o), words[o]));
+    BT_ASSIGN_OR_RETURN(Tensor t,
+                        Tensor::Allocate(ep.outputs(o).dtype(), v.sizes));
+    if (v.numel > 0) {
+      const int64_t r = static_cast<int64_t>(v.sizes.size());
       for (int64_t i = r - 1; i >= 0; --i) {
-        if (sizes[i] != 1 && strides[i] != expect)
-          dense = false;
-        if (strides[i] < 0)
+        if (v.strides[i] < 0)
           return absl::InvalidArgumentError(absl::StrCat(
-              ow, " has negative stride ", strides[i], " in dim ", i));
-        expect *= sizes[i];
+              v.what, " has negative stride ", v.strides[i], " in dim ", i));
       }
-      const uint64_t base = aligned + offset * itemsize;
-      if (dense) {
+      const uint64_t base =
+          static_cast<uint64_t>(v.aligned) + v.offset * v.itemsize;
+      if (v.dense) {
         BT_RETURN_IF_ERROR(gpu.CopyToHost(t.data(), base,
                                           static_cast<int64_t>(t.nbytes())));
       } else {
-        auto [lo, hi] = Span(0, sizes.data(), strides.data(), r);
-        std::vector<char> span((hi - lo + 1) * itemsize);
+        auto [lo, hi] = Span(0, v.sizes.data(), v.strides.data(), r);
+        std::vector<char> span((hi - lo + 1) * v.itemsize);
         BT_RETURN_IF_ERROR(gpu.CopyToHost(span.data(), base,
                                           static_cast<int64_t>(span.size())));
-        Gather(span.data(), static_cast<char *>(t.data()), itemsize, sizes,
-               strides);
+        entry_call::GatherStrided(span.data(), static_cast<char *>(t.data()),
+                                  v.itemsize, v.sizes, v.strides);
       }
     }
     outputs.push_back(std::move(t));

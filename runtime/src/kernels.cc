@@ -15,9 +15,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bt/runtime/file_util.h"
-#include "shared_object.h"
 #include "bt/runtime/status_macros.h"
 #include "cblas.h"
+#include "entry_call.h"
+#include "shared_object.h"
 
 namespace bt::rt {
 namespace {
@@ -187,43 +188,10 @@ namespace {
 
 // Dense row-major descriptor words for `t`.
 std::vector<int64_t> DescriptorFor(const Tensor &t) {
-  const int64_t r = t.rank();
-  std::vector<int64_t> w(MemRefDescriptorWords(r));
-  const int64_t ptr = static_cast<int64_t>(
-      reinterpret_cast<intptr_t>(const_cast<void *>(t.data())));
-  w[0] = ptr;
-  w[1] = ptr;
-  w[2] = 0;
-  int64_t stride = 1;
-  for (int64_t i = r - 1; i >= 0; --i) {
-    w[3 + i] = t.dim(i);
-    w[3 + r + i] = stride;
-    stride *= t.dim(i);
-  }
-  return w;
-}
-
-// Copies a strided view into a dense row-major buffer.
-void CopyStrided(const char *src, char *dst, size_t itemsize,
-                 const std::vector<int64_t> &sizes,
-                 const std::vector<int64_t> &strides) {
-  const size_t r = sizes.size();
-  int64_t numel = 1;
-  for (int64_t s : sizes)
-    numel *= s;
-  std::vector<int64_t> idx(r, 0);
-  for (int64_t n = 0; n < numel; ++n) {
-    int64_t off = 0;
-    for (size_t i = 0; i < r; ++i)
-      off += idx[i] * strides[i];
-    std::memcpy(dst + n * itemsize, src + off * static_cast<int64_t>(itemsize),
-                itemsize);
-    for (size_t i = r; i-- > 0;) {
-      if (++idx[i] < sizes[i])
-        break;
-      idx[i] = 0;
-    }
-  }
+  return entry_call::DenseDescriptor(
+      static_cast<int64_t>(
+          reinterpret_cast<intptr_t>(const_cast<void *>(t.data()))),
+      t.shape());
 }
 
 } // namespace
@@ -233,16 +201,8 @@ CallEntryPoint(KernelEntryFn fn, const proto::EntryPoint &ep,
                absl::Span<const Tensor *const> params,
                absl::Span<const Tensor *const> inputs) {
   const std::string what = absl::StrCat("entry point '", ep.name(), "'");
-  if (fn == nullptr)
-    return absl::InvalidArgumentError(absl::StrCat(what, ": null function"));
-  if (params.size() != static_cast<size_t>(ep.params_size()))
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " takes ", ep.params_size(), " params, got ",
-                     params.size()));
-  if (inputs.size() != static_cast<size_t>(ep.inputs_size()))
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " takes ", ep.inputs_size(), " inputs, got ",
-                     inputs.size()));
+  BT_RETURN_IF_ERROR(
+      entry_call::CheckArity(what, fn, ep, params.size(), inputs.size()));
 
   std::vector<std::vector<int64_t>> args;
   args.reserve(params.size() + inputs.size());
@@ -253,96 +213,50 @@ CallEntryPoint(KernelEntryFn fn, const proto::EntryPoint &ep,
     args.push_back(DescriptorFor(*params[i]));
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const proto::TensorSpec &spec = ep.inputs(i);
-    const Tensor *t = inputs[i];
-    if (t == nullptr || !t->valid())
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": input '", spec.name(), "' is missing"));
-    if (t->dtype() != spec.dtype() || t->rank() != spec.shape_size())
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": input '", spec.name(), "' is ", t->DebugString(),
-          ", expected ", DTypeName(spec.dtype()), " of rank ",
-          spec.shape_size()));
-    args.push_back(DescriptorFor(*t));
+    BT_RETURN_IF_ERROR(entry_call::CheckInput(what, ep.inputs(i), inputs[i]));
+    args.push_back(DescriptorFor(*inputs[i]));
   }
 
-  size_t result_words = 0;
-  for (const proto::TensorSpec &o : ep.outputs())
-    result_words += MemRefDescriptorWords(o.shape_size());
-  std::vector<int64_t> result(result_words, 0);
-
-  std::vector<void *> argv;
-  argv.reserve(1 + args.size());
-  if (ep.outputs_size() > 0)
-    argv.push_back(result.data());
-  for (auto &a : args)
-    argv.push_back(a.data());
-  fn(argv.data());
+  const std::vector<int64_t> result = entry_call::Invoke(fn, ep, args);
+  const std::vector<const int64_t *> words =
+      entry_call::OutputDescriptors(ep, result);
 
   // Take ownership of every returned buffer first, so that any error below
   // still frees them (once, even if outputs share a buffer).
   std::map<void *, std::shared_ptr<void>> owners;
-  size_t pos = 0;
-  for (const proto::TensorSpec &o : ep.outputs()) {
-    void *allocated = reinterpret_cast<void *>(static_cast<intptr_t>(result[pos]));
+  for (const int64_t *w : words) {
+    void *allocated = reinterpret_cast<void *>(static_cast<intptr_t>(w[0]));
     if (allocated != nullptr && !owners.count(allocated))
       owners[allocated] =
           std::shared_ptr<void>(allocated, [](void *p) { std::free(p); });
-    pos += MemRefDescriptorWords(o.shape_size());
   }
 
   std::vector<Tensor> outputs;
-  pos = 0;
-  for (const proto::TensorSpec &o : ep.outputs()) {
-    const int64_t r = o.shape_size();
-    const int64_t *w = result.data() + pos;
-    pos += MemRefDescriptorWords(r);
-    void *allocated = reinterpret_cast<void *>(static_cast<intptr_t>(w[0]));
-    char *aligned = reinterpret_cast<char *>(static_cast<intptr_t>(w[1]));
-    const int64_t offset = w[2];
-    std::vector<int64_t> sizes(w + 3, w + 3 + r), strides(w + 3 + r, w + 3 + 2 * r);
-    const std::string ow = absl::StrCat(what, ": output '", o.name(), "'");
-    for (int64_t i = 0; i < r; ++i) {
-      if (sizes[i] < 0)
-        return absl::InvalidArgumentError(absl::StrCat(
-            ow, " has negative size ", sizes[i], " in dim ", i));
-      if (o.shape(i) >= 0 && sizes[i] != o.shape(i))
-        return absl::InvalidArgumentError(absl::StrCat(
-            ow, " has shape ", ShapeToString(sizes), ", expected ",
-            ShapeToString(std::vector<int64_t>(o.shape().begin(), o.shape().end()))));
-    }
-    const size_t itemsize = DTypeSize(o.dtype());
-    auto numel = NumElements(sizes, itemsize);
-    if (!numel.ok())
-      return absl::InvalidArgumentError(
-          absl::StrCat(ow, ": ", numel.status().message()));
-    if (*numel > 0 && (aligned == nullptr || allocated == nullptr))
-      return absl::InvalidArgumentError(
-          absl::StrCat(ow, " has ", *numel, " elements but a null buffer"));
-    bool dense = true;
-    int64_t expect = 1;
-    for (int64_t i = r - 1; i >= 0; --i) {
-      if (sizes[i] != 1 && strides[i] != expect)
-        dense = false;
-      expect *= sizes[i];
-    }
+  for (int i = 0; i < ep.outputs_size(); ++i) {
+    const proto::TensorSpec &o = ep.outputs(i);
+    BT_ASSIGN_OR_RETURN(entry_call::OutputView v,
+                        entry_call::ReadOutput(what, o, words[i]));
+    void *allocated =
+        reinterpret_cast<void *>(static_cast<intptr_t>(v.allocated));
+    char *aligned = reinterpret_cast<char *>(static_cast<intptr_t>(v.aligned));
     char *data = aligned == nullptr
                      ? nullptr
-                     : aligned + offset * static_cast<int64_t>(itemsize);
-    if (*numel == 0 || dense) {
+                     : aligned + v.offset * static_cast<int64_t>(v.itemsize);
+    if (v.numel == 0 || v.dense) {
       std::shared_ptr<void> owner =
           allocated ? owners[allocated] : std::shared_ptr<void>();
       if (owner == nullptr) {
         // Empty output without a buffer: give it an empty owning tensor.
-        BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(o.dtype(), sizes));
+        BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(o.dtype(), v.sizes));
         outputs.push_back(std::move(t));
       } else {
         outputs.push_back(
-            Tensor::FromShared(o.dtype(), sizes, std::move(owner), data));
+            Tensor::FromShared(o.dtype(), v.sizes, std::move(owner), data));
       }
     } else {
-      BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(o.dtype(), sizes));
-      CopyStrided(data, static_cast<char *>(t.data()), itemsize, sizes, strides);
+      BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(o.dtype(), v.sizes));
+      entry_call::GatherStrided(data, static_cast<char *>(t.data()), v.itemsize,
+                                v.sizes, v.strides);
       outputs.push_back(std::move(t));
     }
   }

@@ -38,8 +38,6 @@
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 
-extern char **environ;
-
 namespace bt::rt {
 
 //===----------------------------------------------------------------------===//
@@ -410,24 +408,10 @@ std::string RunDirOf(const std::string &checkpoint) {
 
 /// Runs argv (environment + `env`), waits; returns the exit status. With
 /// `quiet`, its stdout and stderr go to /dev/null (gnuplot's warnings).
-absl::StatusOr<int> RunProcess(const std::vector<std::string> &argv,
-                               const std::map<std::string, std::string> &env_over,
-                               bool quiet = false) {
-  std::vector<std::string> env;
-  for (char **e = environ; e && *e; ++e) {
-    std::string kv = *e;
-    if (!env_over.count(kv.substr(0, kv.find('='))))
-      env.push_back(kv);
-  }
-  for (const auto &[k, v] : env_over)
-    env.push_back(k + "=" + v);
-  std::vector<char *> cargv, cenv;
-  for (const std::string &a : argv)
-    cargv.push_back(const_cast<char *>(a.c_str()));
-  cargv.push_back(nullptr);
-  for (const std::string &e : env)
-    cenv.push_back(const_cast<char *>(e.c_str()));
-  cenv.push_back(nullptr);
+absl::StatusOr<int>
+RunProcess(const std::vector<std::string> &argv,
+           const std::map<std::string, std::string> &env_over,
+           bool quiet = false) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (quiet) {
@@ -435,7 +419,7 @@ absl::StatusOr<int> RunProcess(const std::vector<std::string> &argv,
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   }
   pid_t pid = 0;
-  int rc = posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), cenv.data());
+  int rc = SpawnWithEnv(argv, env_over, &actions, &pid);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0)
     return ErrnoToStatus(rc, absl::StrCat("cannot run ", argv[0]));

@@ -10,6 +10,7 @@
 #ifndef BT_RUNTIME_CHILD_PROCESS_H
 #define BT_RUNTIME_CHILD_PROCESS_H
 
+#include <spawn.h>
 #include <sys/types.h>
 
 #include <cstdio>
@@ -21,6 +22,15 @@
 #include "absl/status/statusor.h"
 
 namespace bt::rt {
+
+/// posix_spawnp of `argv` (a bare argv[0] is looked up in $PATH; argv must
+/// not be empty) with this process's environment, in which `env_overrides`
+/// replace (or add) the variables of their names, and `actions` (null:
+/// none). Sets `*pid` and returns posix_spawnp's result: 0, or the errno
+/// value why the program could not be started.
+int SpawnWithEnv(const std::vector<std::string> &argv,
+                 const std::map<std::string, std::string> &env_overrides,
+                 const posix_spawn_file_actions_t *actions, pid_t *pid);
 
 class JsonLineChild {
 public:
