@@ -78,18 +78,8 @@ run() {
 }
 
 # dim1 TENSOR FILE: dim 1 of TENSOR in a safetensors header; has TENSOR FILE.
-header() {
-  python3 - "$1" "$2" "$3" <<'PY'
-import json, struct, sys
-what, name, path = sys.argv[1:]
-with open(path, "rb") as f:
-    n = struct.unpack("<Q", f.read(8))[0]
-    h = json.loads(f.read(n))
-if what == "has":
-    sys.exit(0 if name in h else 1)
-print(h[name]["shape"][1])
-PY
-}
+st_header_py="$(cd "$(dirname "$0")" && pwd)/safetensors_header.py"
+header() { python3 "$st_header_py" "$@"; }
 
 {
   echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -n)"

@@ -17,18 +17,8 @@ mkdir -p "$work"
 
 # has TENSOR FILE: the safetensors header of FILE names TENSOR.
 # dim1 TENSOR FILE: dim 1 of TENSOR.
-header() {
-  python3 - "$1" "$2" "$3" <<'PY'
-import json, struct, sys
-what, name, path = sys.argv[1:]
-with open(path, "rb") as f:
-    n = struct.unpack("<Q", f.read(8))[0]
-    h = json.loads(f.read(n))
-if what == "has":
-    sys.exit(0 if name in h else 1)
-print(h[name]["shape"][1])
-PY
-}
+st_header_py="$(cd "$(dirname "$0")/../../.." && pwd)/scripts/safetensors_header.py"
+header() { python3 "$st_header_py" "$@"; }
 
 n=0
 for dir in "$fixtures"/*/; do
