@@ -6,46 +6,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "bt/Dialect/BT/IR/BTOps.h"
+#include "VerifierUtils.h"
 
 using namespace mlir;
 using namespace bt;
-
-static RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-static bool dimsCompatible(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
-}
-
-static bool shapesCompatible(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
-  if (a.size() != b.size())
-    return false;
-  for (auto [x, y] : llvm::zip(a, b))
-    if (!dimsCompatible(x, y))
-      return false;
-  return true;
-}
-
-static std::string shapeStr(ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i)
-      s += ", ";
-    s += ShapedType::isDynamic(shape[i]) ? std::string("?")
-                                         : std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
-static LogicalResult checkShape(Operation *op, StringRef what, Value v,
-                                ArrayRef<int64_t> expected) {
-  ArrayRef<int64_t> actual = tensorType(v).getShape();
-  if (shapesCompatible(actual, expected))
-    return success();
-  return op->emitOpError() << what << " must have shape " << shapeStr(expected)
-                           << ", got " << shapeStr(actual);
-}
+using namespace bt::verifier;
 
 LogicalResult LayerNormGradOp::verify() {
   RankedTensorType in = tensorType(getInput());

@@ -1,6 +1,7 @@
 //===- BTOps.cpp - bt operations: verifiers, assembly, interfaces ----------===//
 
 #include "bt/Dialect/BT/IR/BTOps.h"
+#include "VerifierUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -11,56 +12,11 @@
 
 using namespace mlir;
 using namespace bt;
+using namespace bt::verifier;
 
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
-
-/// Formats a shape as `[2, 6, ?]`.
-static std::string shapeStr(ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  llvm::raw_string_ostream os(s);
-  llvm::interleaveComma(shape, os, [&](int64_t d) {
-    if (ShapedType::isDynamic(d))
-      os << "?";
-    else
-      os << d;
-  });
-  os << "]";
-  return os.str();
-}
-
-/// Formats one dimension: `?` when dynamic.
-static std::string dimStr(int64_t d) {
-  return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
-}
-
-static bool dimsCompatible(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
-}
-
-static bool shapesCompatible(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
-  if (a.size() != b.size())
-    return false;
-  for (auto [x, y] : llvm::zip(a, b))
-    if (!dimsCompatible(x, y))
-      return false;
-  return true;
-}
-
-static RankedTensorType tensorType(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
-/// Checks that `v` has the expected shape (dynamic dims match anything).
-static LogicalResult checkShape(Operation *op, StringRef what, Value v,
-                                ArrayRef<int64_t> expected) {
-  ArrayRef<int64_t> actual = tensorType(v).getShape();
-  if (shapesCompatible(actual, expected))
-    return success();
-  return op->emitOpError() << what << " must have shape " << shapeStr(expected)
-                           << ", got " << shapeStr(actual);
-}
 
 static LogicalResult checkRank(Operation *op, StringRef what, Value v,
                                int64_t rank, StringRef layout) {
