@@ -3,7 +3,7 @@
 #include "bt/Import/Import.h"
 
 #include "bt/Dialect/BT/IR/BTOps.h"
-#include "bt/Model/ParamNames.h"
+#include "bt/runtime/model/param_names.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -1,12 +1,12 @@
 //===- artifact_test.cc ---------------------------------------------------===//
 
-#include "bt/runtime/artifact.h"
+#include "bt/runtime/model/artifact.h"
 
 #include <cstring>
 #include <functional>
 #include <sys/stat.h>
 
-#include "bt/runtime/config.h"
+#include "bt/runtime/model/config.h"
 #include "test_util.h"
 
 namespace bt::rt {

@@ -6,12 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bt/runtime/bench.h"
+#include "bt/runtime/tooling/bench.h"
 
 #include <sstream>
 
-#include "bt/runtime/artifact.h"
-#include "bt/runtime/config.h"
+#include "bt/runtime/model/artifact.h"
+#include "bt/runtime/model/config.h"
 #include "test_util.h"
 
 namespace bt::rt {

@@ -1,9 +1,9 @@
 //===- checkpoint_test.cc -------------------------------------------------===//
 
-#include "bt/runtime/checkpoint.h"
+#include "bt/runtime/model/checkpoint.h"
 
-#include "bt/runtime/config.h"
-#include "bt/runtime/safetensors.h"
+#include "bt/runtime/model/config.h"
+#include "bt/runtime/base/safetensors.h"
 #include "test_util.h"
 
 namespace bt::rt {

@@ -1,12 +1,12 @@
 //===- commands_test.cc ---------------------------------------------------===//
 
-#include "bt/runtime/commands.h"
+#include "bt/runtime/tooling/commands.h"
 
 #include <cstdio>
 #include <sstream>
 #include <sys/wait.h>
 
-#include "bt/runtime/safetensors.h"
+#include "bt/runtime/base/safetensors.h"
 #include "test_util.h"
 
 namespace bt::rt {

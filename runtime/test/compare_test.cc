@@ -1,15 +1,15 @@
 // Tests of bt::rt::CompareTensors and the `compare` launcher command.
 
-#include "bt/runtime/compare.h"
+#include "bt/runtime/tooling/compare.h"
 
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <sstream>
 
-#include "bt/runtime/commands.h"
-#include "bt/runtime/safetensors.h"
-#include "bt/runtime/tensor.h"
+#include "bt/runtime/tooling/commands.h"
+#include "bt/runtime/base/safetensors.h"
+#include "bt/runtime/base/tensor.h"
 #include "gtest/gtest.h"
 
 namespace bt::rt {

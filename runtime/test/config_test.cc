@@ -1,12 +1,12 @@
 //===- config_test.cc -----------------------------------------------------===//
 
-#include "bt/runtime/config.h"
+#include "bt/runtime/model/config.h"
 
 #include <fstream>
 #include <functional>
 #include <sys/stat.h>
 
-#include "bt/runtime/file_util.h"
+#include "bt/runtime/base/file_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"

@@ -2,14 +2,14 @@
 // driver, the CUDA toolkit's stub driver (no GPU behind it), and a fake
 // driver + cuBLAS on host memory (fake_cuda.c) for the backend's logic.
 
-#include "bt/runtime/cuda.h"
+#include "bt/runtime/device/cuda/cuda.h"
 
 #include <cstring>
 #include <dlfcn.h>
 #include <sstream>
 #include <vector>
 
-#include "bt/runtime/commands.h"
+#include "bt/runtime/tooling/commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -1,6 +1,6 @@
 //===- data_test.cc - training data pipeline (bt/runtime/data.h) ----------===//
 
-#include "bt/runtime/data.h"
+#include "bt/runtime/train/data.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "bt/runtime/file_util.h"
+#include "bt/runtime/base/file_util.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
 

@@ -6,14 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bt/runtime/commands.h"
+#include "bt/runtime/tooling/commands.h"
 
 #include <cstdio>
 #include <sstream>
 #include <sys/wait.h>
 
-#include "bt/runtime/safetensors.h"
-#include "bt/runtime/tokenizer.h"
+#include "bt/runtime/base/safetensors.h"
+#include "bt/runtime/model/tokenizer.h"
 #include "test_util.h"
 
 namespace bt::rt {

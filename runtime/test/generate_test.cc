@@ -6,14 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bt/runtime/generate.h"
+#include "bt/runtime/generate/generate.h"
 
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 
-#include "bt/runtime/config.h"
-#include "bt/runtime/safetensors.h"
+#include "bt/runtime/model/config.h"
+#include "bt/runtime/base/safetensors.h"
 #include "test_util.h"
 
 namespace bt::rt {

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bt/runtime/kernels.h"
+#include "bt/runtime/device/kernels.h"
 
 #include <cstdlib>
 #include <dlfcn.h>

@@ -1,10 +1,10 @@
 // Tests of bt/runtime/kv_plan.h (the manifest's KV-cache memory plan) and of
 // BenchSettingsFor, which sizes `bench --batch max` with it.
 
-#include "bt/runtime/kv_plan.h"
+#include "bt/runtime/model/kv_plan.h"
 
-#include "bt/runtime/bench.h"
-#include "bt/runtime/config.h"
+#include "bt/runtime/tooling/bench.h"
+#include "bt/runtime/model/config.h"
 #include "test_util.h"
 
 #include "gmock/gmock.h"

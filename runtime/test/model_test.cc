@@ -1,6 +1,6 @@
 //===- model_test.cc ------------------------------------------------------===//
 
-#include "bt/runtime/model.h"
+#include "bt/runtime/exec/model.h"
 
 #include "test_util.h"
 

@@ -1,11 +1,11 @@
 //===- safetensors_test.cc ------------------------------------------------===//
 
-#include "bt/runtime/safetensors.h"
+#include "bt/runtime/base/safetensors.h"
 
 #include <cstring>
 #include <sys/stat.h>
 
-#include "bt/runtime/file_util.h"
+#include "bt/runtime/base/file_util.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
 

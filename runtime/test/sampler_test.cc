@@ -1,6 +1,6 @@
 //===- sampler_test.cc ----------------------------------------------------===//
 
-#include "bt/runtime/sampler.h"
+#include "bt/runtime/generate/sampler.h"
 
 #include <dlfcn.h>
 

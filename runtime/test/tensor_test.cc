@@ -1,6 +1,6 @@
 //===- tensor_test.cc -----------------------------------------------------===//
 
-#include "bt/runtime/tensor.h"
+#include "bt/runtime/base/tensor.h"
 
 #include <cmath>
 #include <cstring>

@@ -2,8 +2,8 @@
 
 #include "test_util.h"
 
-#include "bt/runtime/artifact.h"
-#include "bt/runtime/config.h"
+#include "bt/runtime/model/artifact.h"
+#include "bt/runtime/model/config.h"
 
 #include <algorithm>
 #include <cstdlib>

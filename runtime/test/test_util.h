@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "bt/runtime/tensor.h"
+#include "bt/runtime/base/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -1,6 +1,6 @@
 //===- tokenizer_test.cc --------------------------------------------------===//
 
-#include "bt/runtime/tokenizer.h"
+#include "bt/runtime/model/tokenizer.h"
 
 #include "test_util.h"
 

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bt/runtime/train.h"
+#include "bt/runtime/train/train.h"
 
 #include <signal.h>
 #include <spawn.h>
@@ -25,9 +25,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "bt/runtime/config.h"
-#include "bt/runtime/file_util.h"
-#include "bt/runtime/safetensors.h"
+#include "bt/runtime/model/config.h"
+#include "bt/runtime/base/file_util.h"
+#include "bt/runtime/base/safetensors.h"
 #include "test_util.h"
 
 extern char **environ;

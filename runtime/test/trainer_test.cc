@@ -3,7 +3,7 @@
 // ABI, in-out parameters and moments). The numerics of the compiled entry
 // points are checked against the official fixtures by test/bt-run.
 
-#include "bt/runtime/trainer.h"
+#include "bt/runtime/train/trainer.h"
 
 #include <sys/stat.h>
 
@@ -11,10 +11,10 @@
 #include <filesystem>
 #include <sstream>
 
-#include "bt/runtime/artifact.h"
-#include "bt/runtime/commands.h"
-#include "bt/runtime/config.h"
-#include "bt/runtime/safetensors.h"
+#include "bt/runtime/model/artifact.h"
+#include "bt/runtime/tooling/commands.h"
+#include "bt/runtime/model/config.h"
+#include "bt/runtime/base/safetensors.h"
 #include "test_util.h"
 
 namespace bt::rt {

@@ -7,14 +7,14 @@
 #include "RuntimeBridge.h"
 
 #include "absl/strings/match.h"
-#include "bt/runtime/artifact.h"
-#include "bt/runtime/checkpoint.h"
-#include "bt/runtime/commands.h"
-#include "bt/runtime/config.h"
-#include "bt/runtime/safetensors.h"
-#include "bt/runtime/tensor.h"
-#include "bt/runtime/tokenizer.h"
-#include "bt/runtime/train.h"
+#include "bt/runtime/model/artifact.h"
+#include "bt/runtime/model/checkpoint.h"
+#include "bt/runtime/tooling/commands.h"
+#include "bt/runtime/model/config.h"
+#include "bt/runtime/base/safetensors.h"
+#include "bt/runtime/base/tensor.h"
+#include "bt/runtime/model/tokenizer.h"
+#include "bt/runtime/train/train.h"
 
 #include <cmath>
 #include <fstream>

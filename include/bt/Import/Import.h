@@ -1,7 +1,7 @@
 //===- Import.h - model description → bt model-level IR ---------*- C++ -*-===//
 //
 // Builds the model-level bt IR of a checkpoint: one `bt.param` per weight
-// under its official name (include/bt/Model/ParamNames.h) and the entry
+// under its official name (runtime/model/param_names.h) and the entry
 // functions of docs/abi.md. Weights themselves never enter the IR; the
 // runtime binds them by name.
 //

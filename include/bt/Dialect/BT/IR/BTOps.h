@@ -4,7 +4,7 @@
 #define BT_DIALECT_BT_IR_BTOPS_H
 
 #include "bt/Dialect/BT/IR/BTDialect.h"
-#include "bt/Model/ParamNames.h"
+#include "bt/runtime/model/param_names.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -24,7 +24,7 @@ namespace bt {
 /// `.mlp.dense_h_to_4h.{weight,bias}`, `.mlp.dense_4h_to_h.{weight,bias}` and
 /// `{prefix}.final_layer_norm.{weight,bias}`. Source: HF `GPTNeoXModel`
 /// state_dict as used by the official `GPTNeoXBlockDecoder` / `GPTNeoXTokenDecoder`.
-/// (Names and shapes come from include/bt/Model/ParamNames.h.)
+/// (Names and shapes come from runtime/model/param_names.h.)
 std::vector<ParamSpec> getNeoXStackParams(llvm::StringRef prefix,
                                           NeoXConfigAttr config);
 

@@ -1,0 +1,602 @@
+//===- cuda.cc - CUDA backend: driver API and cuBLAS via dlopen ----------===//
+//
+// See bt/runtime/cuda.h. Only the handful of driver / cuBLAS entry points the
+// runtime needs are declared here (their C signatures from cuda.h /
+// cublas_api.h of CUDA 12/13), so the runtime builds without the CUDA
+// toolkit and runs without a driver.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bt/runtime/device/cuda/cuda.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "bt/runtime/base/status_macros.h"
+
+namespace bt::rt {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+constexpr CUresult kCudaSuccess = 0;
+constexpr int kAttrComputeCapabilityMajor = 75;
+constexpr int kAttrComputeCapabilityMinor = 76;
+constexpr int kJitErrorLogBuffer = 5;
+constexpr int kJitErrorLogBufferSizeBytes = 6;
+
+struct CudaDriver {
+  void *library = nullptr;
+  std::string path;
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDriverGetVersion)(int *);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+  CUresult (*cuDeviceTotalMem_v2)(size_t *, CUdevice);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(void **, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice);
+  CUresult (*cuCtxSetCurrent)(void *);
+  CUresult (*cuStreamCreate)(void **, unsigned);
+  CUresult (*cuStreamDestroy_v2)(void *);
+  CUresult (*cuStreamSynchronize)(void *);
+  CUresult (*cuModuleLoadDataEx)(void **, const void *, unsigned, int *,
+                                 void **);
+  CUresult (*cuModuleUnload)(void *);
+  CUresult (*cuModuleGetFunction)(void **, void *, const char *);
+  CUresult (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, void *, void **,
+                             void **);
+  CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree_v2)(CUdeviceptr);
+  CUresult (*cuMemcpyDtoH_v2)(void *, CUdeviceptr, size_t);
+  CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
+  CUresult (*cuGetErrorName)(CUresult, const char **);
+
+  std::string ErrorName(CUresult r) const {
+    const char *name = nullptr;
+    if (cuGetErrorName && cuGetErrorName(r, &name) == kCudaSuccess && name)
+      return name;
+    // The stub driver (and a failed driver) cannot name its errors: the
+    // common ones from cuda.h.
+    switch (r) {
+    case 1: return "CUDA_ERROR_INVALID_VALUE";
+    case 2: return "CUDA_ERROR_OUT_OF_MEMORY";
+    case 3: return "CUDA_ERROR_NOT_INITIALIZED";
+    case 34: return "CUDA_ERROR_STUB_LIBRARY";
+    case 35: return "CUDA_ERROR_INSUFFICIENT_DRIVER";
+    case 100: return "CUDA_ERROR_NO_DEVICE";
+    case 101: return "CUDA_ERROR_INVALID_DEVICE";
+    case 218: return "CUDA_ERROR_INVALID_PTX";
+    case 500: return "CUDA_ERROR_NOT_FOUND";
+    case 700: return "CUDA_ERROR_ILLEGAL_ADDRESS";
+    case 719: return "CUDA_ERROR_LAUNCH_FAILED";
+    default: return absl::StrCat("CUresult ", r);
+    }
+  }
+};
+
+struct Cublas {
+  void *library = nullptr;
+  std::string path;
+  void *handle = nullptr;
+  int (*cublasCreate_v2)(void **);
+  int (*cublasDestroy_v2)(void *);
+  int (*cublasSetStream_v2)(void *, void *);
+  int (*cublasSetMathMode)(void *, int);
+  int (*cublasSgemm_v2)(void *, int, int, int, int, int, const float *,
+                        const float *, int, const float *, int, const float *,
+                        float *, int);
+};
+
+namespace {
+
+constexpr int kCublasOpN = 0, kCublasOpT = 1;
+constexpr int kCublasDefaultMath = 0; // FP32 stays FP32 (no TF32)
+constexpr int32_t kCblasRowMajor = 101, kCblasNoTrans = 111,
+                  kCblasTrans = 112;
+
+std::atomic<CudaBackend *> g_current{nullptr};
+
+std::string EnvOr(const char *name, const std::string &fallback) {
+  const char *v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+template <typename Fn>
+bool Resolve(void *library, const char *name, Fn &fn) {
+  fn = reinterpret_cast<Fn>(::dlsym(library, name));
+  return fn != nullptr;
+}
+
+absl::StatusOr<std::unique_ptr<CudaDriver>> LoadDriver(const std::string &path) {
+  auto d = std::make_unique<CudaDriver>();
+  d->path = path;
+  ::dlerror();
+  d->library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (d->library == nullptr) {
+    const char *e = ::dlerror();
+    return absl::NotFoundError(absl::StrCat(
+        "no CUDA driver found: dlopen(", path, "): ", e ? e : "unknown error",
+        " (the NVIDIA driver's libcuda.so.1 is needed to run on a GPU)"));
+  }
+  std::vector<std::string> missing;
+#define BT_RESOLVE(fn)                                                         \
+  if (!Resolve(d->library, #fn, d->fn))                                        \
+    missing.push_back(#fn);
+  BT_RESOLVE(cuInit)
+  BT_RESOLVE(cuDriverGetVersion)
+  BT_RESOLVE(cuDeviceGetCount)
+  BT_RESOLVE(cuDeviceGet)
+  BT_RESOLVE(cuDeviceGetName)
+  BT_RESOLVE(cuDeviceTotalMem_v2)
+  BT_RESOLVE(cuDeviceGetAttribute)
+  BT_RESOLVE(cuDevicePrimaryCtxRetain)
+  BT_RESOLVE(cuDevicePrimaryCtxRelease_v2)
+  BT_RESOLVE(cuCtxSetCurrent)
+  BT_RESOLVE(cuStreamCreate)
+  BT_RESOLVE(cuStreamDestroy_v2)
+  BT_RESOLVE(cuStreamSynchronize)
+  BT_RESOLVE(cuModuleLoadDataEx)
+  BT_RESOLVE(cuModuleUnload)
+  BT_RESOLVE(cuModuleGetFunction)
+  BT_RESOLVE(cuLaunchKernel)
+  BT_RESOLVE(cuMemAlloc_v2)
+  BT_RESOLVE(cuMemFree_v2)
+  BT_RESOLVE(cuMemcpyDtoH_v2)
+  BT_RESOLVE(cuMemcpyHtoD_v2)
+  BT_RESOLVE(cuGetErrorName)
+#undef BT_RESOLVE
+  if (!missing.empty())
+    return absl::NotFoundError(
+        absl::StrCat("CUDA driver ", path, " lacks ",
+                     absl::StrJoin(missing, ", "), " (too old?)"));
+  return d;
+}
+
+[[noreturn]] void Die(absl::string_view what, const absl::Status &s) {
+  std::fprintf(stderr, "bt: %.*s: %s\n", static_cast<int>(what.size()),
+               what.data(), std::string(s.message()).c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+CudaBackend &CurrentOrDie(const char *fn) {
+  CudaBackend *b = CudaBackend::Current();
+  if (b == nullptr)
+    Die(fn, absl::FailedPreconditionError(
+                "no CUDA backend is active (the CUDA target's kernels run only "
+                "in a runtime that opened a GPU)"));
+  return *b;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// CudaDeviceInfo, DevicePool
+//===----------------------------------------------------------------------===//
+
+std::string CudaDeviceInfo::Describe() const {
+  return absl::StrFormat("%s (sm_%d%d, %.1f GiB, CUDA driver %d.%d)", name,
+                         cc_major, cc_minor,
+                         static_cast<double>(total_memory) / (1ull << 30),
+                         driver_version / 1000, (driver_version % 1000) / 10);
+}
+
+DevicePool::DevicePool(AllocFn alloc, FreeFn free)
+    : alloc_(std::move(alloc)), free_(std::move(free)) {}
+
+DevicePool::~DevicePool() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto &[size, address] : cached_)
+    free_(address);
+  for (auto &[address, size] : in_use_)
+    free_(address);
+}
+
+uint64_t DevicePool::Rounded(uint64_t bytes) {
+  constexpr uint64_t kSmall = 256, kLarge = 1ull << 20;
+  if (bytes <= kLarge)
+    return (bytes + kSmall - 1) / kSmall * kSmall;
+  return (bytes + kLarge - 1) / kLarge * kLarge;
+}
+
+absl::StatusOr<uint64_t> DevicePool::Allocate(int64_t bytes) {
+  if (bytes < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("device allocation of ", bytes, " bytes"));
+  if (bytes == 0)
+    return 0;
+  uint64_t size = Rounded(static_cast<uint64_t>(bytes));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cached_.find(size);
+  if (it != cached_.end()) {
+    uint64_t address = it->second;
+    cached_.erase(it);
+    bytes_cached_ -= size;
+    in_use_[address] = size;
+    bytes_in_use_ += size;
+    return address;
+  }
+  absl::StatusOr<uint64_t> address = alloc_(size);
+  ++device_allocations_;
+  if (!address.ok() && !cached_.empty()) {
+    // Release the cache and retry once.
+    for (auto &[s, a] : cached_)
+      free_(a);
+    cached_.clear();
+    bytes_cached_ = 0;
+    address = alloc_(size);
+    ++device_allocations_;
+  }
+  if (!address.ok())
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate ", bytes, " bytes of device memory (", size,
+        " with rounding; ", bytes_in_use_, " bytes in use): ",
+        address.status().message()));
+  in_use_[*address] = size;
+  bytes_in_use_ += size;
+  return *address;
+}
+
+absl::Status DevicePool::Free(uint64_t address) {
+  if (address == 0)
+    return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = in_use_.find(address);
+  if (it == in_use_.end())
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "bt_gpu_free(0x%x): not a block of the device memory pool (never "
+        "allocated, or freed twice)",
+        address));
+  uint64_t size = it->second;
+  in_use_.erase(it);
+  bytes_in_use_ -= size;
+  cached_.emplace(size, address);
+  bytes_cached_ += size;
+  return absl::OkStatus();
+}
+
+void DevicePool::Trim() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto &[size, address] : cached_)
+    free_(address);
+  cached_.clear();
+  bytes_cached_ = 0;
+}
+
+int64_t DevicePool::bytes_in_use() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_in_use_;
+}
+int64_t DevicePool::bytes_cached() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_cached_;
+}
+int64_t DevicePool::device_allocations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return device_allocations_;
+}
+
+//===----------------------------------------------------------------------===//
+// CudaBackend
+//===----------------------------------------------------------------------===//
+
+absl::Status CudaBackend::Check(int result, absl::string_view what) const {
+  if (result == kCudaSuccess)
+    return absl::OkStatus();
+  return absl::InternalError(
+      absl::StrCat(what, " failed: ", driver_->ErrorName(result)));
+}
+
+absl::StatusOr<std::unique_ptr<CudaBackend>>
+CudaBackend::Open(const CudaOptions &options) {
+  std::string path = options.driver_library.empty()
+                         ? EnvOr("BT_CUDA_DRIVER", "libcuda.so.1")
+                         : options.driver_library;
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<CudaDriver> driver, LoadDriver(path));
+  std::unique_ptr<CudaBackend> b(new CudaBackend());
+  b->driver_ = std::move(driver);
+  CudaDriver &d = *b->driver_;
+  auto unavailable = [&](CUresult r, absl::string_view what) {
+    return absl::UnavailableError(
+        absl::StrCat("no CUDA GPU found: ", what, " failed with ",
+                     d.ErrorName(r), " (driver ", path, ")"));
+  };
+  if (CUresult r = d.cuInit(0); r != kCudaSuccess)
+    return unavailable(r, "cuInit");
+  int count = 0;
+  if (CUresult r = d.cuDeviceGetCount(&count); r != kCudaSuccess)
+    return unavailable(r, "cuDeviceGetCount");
+  if (count == 0)
+    return absl::UnavailableError(
+        absl::StrCat("no CUDA GPU found: the driver (", path,
+                     ") reports no device"));
+  if (options.device < 0 || options.device >= count)
+    return absl::UnavailableError(absl::StrCat(
+        "CUDA device ", options.device, " does not exist (", count,
+        " device(s))"));
+  CUdevice dev = 0;
+  if (CUresult r = d.cuDeviceGet(&dev, options.device); r != kCudaSuccess)
+    return unavailable(r, "cuDeviceGet");
+  b->cu_device_ = dev;
+  CudaDeviceInfo &info = b->device_;
+  info.ordinal = options.device;
+  char name[256] = {0};
+  BT_RETURN_IF_ERROR(
+      b->Check(d.cuDeviceGetName(name, sizeof(name) - 1, dev), "cuDeviceGetName"));
+  info.name = name;
+  size_t total = 0;
+  BT_RETURN_IF_ERROR(
+      b->Check(d.cuDeviceTotalMem_v2(&total, dev), "cuDeviceTotalMem"));
+  info.total_memory = static_cast<int64_t>(total);
+  BT_RETURN_IF_ERROR(b->Check(
+      d.cuDeviceGetAttribute(&info.cc_major, kAttrComputeCapabilityMajor, dev),
+      "cuDeviceGetAttribute"));
+  BT_RETURN_IF_ERROR(b->Check(
+      d.cuDeviceGetAttribute(&info.cc_minor, kAttrComputeCapabilityMinor, dev),
+      "cuDeviceGetAttribute"));
+  BT_RETURN_IF_ERROR(
+      b->Check(d.cuDriverGetVersion(&info.driver_version), "cuDriverGetVersion"));
+  BT_RETURN_IF_ERROR(b->Check(d.cuDevicePrimaryCtxRetain(&b->context_, dev),
+                              "cuDevicePrimaryCtxRetain"));
+  BT_RETURN_IF_ERROR(b->Check(d.cuCtxSetCurrent(b->context_), "cuCtxSetCurrent"));
+  BT_RETURN_IF_ERROR(b->Check(d.cuStreamCreate(&b->stream_, 0), "cuStreamCreate"));
+  CudaDriver *dp = b->driver_.get();
+  b->pool_ = std::make_unique<DevicePool>(
+      [dp](uint64_t bytes) -> absl::StatusOr<uint64_t> {
+        CUdeviceptr p = 0;
+        CUresult r = dp->cuMemAlloc_v2(&p, bytes);
+        if (r != kCudaSuccess)
+          return absl::ResourceExhaustedError(
+              absl::StrCat("cuMemAlloc failed: ", dp->ErrorName(r)));
+        return static_cast<uint64_t>(p);
+      },
+      [dp](uint64_t address) { dp->cuMemFree_v2(address); });
+  b->cublas_libraries_ = options.cublas_libraries;
+  if (b->cublas_libraries_.empty()) {
+    std::string env = EnvOr("BT_CUBLAS_LIBRARY", "");
+    if (!env.empty())
+      b->cublas_libraries_ = {env};
+    else
+      b->cublas_libraries_ = {"libcublas.so.13", "libcublas.so.12",
+                              "libcublas.so"};
+  }
+  return b;
+}
+
+CudaBackend::~CudaBackend() {
+  if (Current() == this)
+    g_current.store(nullptr);
+  if (driver_ == nullptr)
+    return;
+  if (stream_ != nullptr)
+    driver_->cuStreamSynchronize(stream_);
+  if (cublas_ && cublas_->handle)
+    cublas_->cublasDestroy_v2(cublas_->handle);
+  pool_.reset();
+  if (module_ != nullptr)
+    driver_->cuModuleUnload(module_);
+  if (stream_ != nullptr)
+    driver_->cuStreamDestroy_v2(stream_);
+  if (context_ != nullptr)
+    driver_->cuDevicePrimaryCtxRelease_v2(cu_device_);
+  // The driver library stays loaded (unloading libcuda is not supported).
+}
+
+absl::Status CudaBackend::LoadModule(absl::string_view ptx) {
+  // The driver wants NUL-terminated PTX text.
+  std::string text(ptx);
+  std::string log(16384, '\0');
+  int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferSizeBytes};
+  void *values[] = {log.data(),
+                    reinterpret_cast<void *>(static_cast<uintptr_t>(log.size()))};
+  void *module = nullptr;
+  CUresult r =
+      driver_->cuModuleLoadDataEx(&module, text.c_str(), 2, options, values);
+  if (r != kCudaSuccess) {
+    log.resize(std::strlen(log.c_str()));
+    return absl::InternalError(
+        absl::StrCat("cuModuleLoadData (the artifact's PTX) failed: ",
+                     driver_->ErrorName(r), log.empty() ? "" : "\n", log));
+  }
+  std::lock_guard<std::mutex> lock(functions_mu_);
+  if (module_ != nullptr)
+    driver_->cuModuleUnload(module_);
+  module_ = module;
+  functions_.clear();
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Launch(const char *name, int64_t gx, int64_t gy,
+                                 int64_t gz, int64_t bx, int64_t by, int64_t bz,
+                                 int32_t smem, void **params) {
+  void *function = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(functions_mu_);
+    if (module_ == nullptr)
+      return absl::FailedPreconditionError(
+          absl::StrCat("launch of kernel '", name, "': no PTX module loaded"));
+    auto it = functions_.find(name);
+    if (it != functions_.end()) {
+      function = it->second;
+    } else {
+      CUresult r = driver_->cuModuleGetFunction(&function, module_, name);
+      if (r != kCudaSuccess)
+        return absl::NotFoundError(
+            absl::StrCat("kernel '", name, "' is not in the PTX module (",
+                         driver_->ErrorName(r), ")"));
+      functions_.emplace(name, function);
+    }
+  }
+  for (int64_t v : {gx, gy, gz, bx, by, bz})
+    if (v <= 0 || v > 0x7fffffff)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "launch of kernel '%s': grid (%d, %d, %d) block (%d, %d, %d) out of "
+          "range",
+          name, gx, gy, gz, bx, by, bz));
+  return Check(driver_->cuLaunchKernel(
+                   function, static_cast<unsigned>(gx),
+                   static_cast<unsigned>(gy), static_cast<unsigned>(gz),
+                   static_cast<unsigned>(bx), static_cast<unsigned>(by),
+                   static_cast<unsigned>(bz), static_cast<unsigned>(smem),
+                   stream_, params, nullptr),
+               absl::StrCat("cuLaunchKernel(", name, ")"));
+}
+
+absl::Status CudaBackend::Sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
+                                int32_t m, int32_t n, int32_t k, float alpha,
+                                const float *a, int32_t lda, const float *b,
+                                int32_t ldb, float beta, float *c,
+                                int32_t ldc) {
+  auto isTrans = [](int32_t t) { return t == kCblasTrans; };
+  if (order != kCblasRowMajor ||
+      (trans_a != kCblasNoTrans && trans_a != kCblasTrans) ||
+      (trans_b != kCblasNoTrans && trans_b != kCblasTrans))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bt_gpu_sgemm: order ", order, ", transpose ", trans_a, "/", trans_b,
+        " (expected row-major 101 and 111/112)"));
+  if (!cublas_) {
+    auto cb = std::make_unique<Cublas>();
+    std::vector<std::string> errors;
+    for (const std::string &lib : cublas_libraries_) {
+      ::dlerror();
+      cb->library = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (cb->library != nullptr) {
+        cb->path = lib;
+        break;
+      }
+      const char *e = ::dlerror();
+      errors.push_back(e ? e : lib);
+    }
+    if (cb->library == nullptr)
+      return absl::NotFoundError(absl::StrCat(
+          "cuBLAS not found: ", absl::StrJoin(errors, "; ")));
+    if (!Resolve(cb->library, "cublasCreate_v2", cb->cublasCreate_v2) ||
+        !Resolve(cb->library, "cublasDestroy_v2", cb->cublasDestroy_v2) ||
+        !Resolve(cb->library, "cublasSetStream_v2", cb->cublasSetStream_v2) ||
+        !Resolve(cb->library, "cublasSetMathMode", cb->cublasSetMathMode) ||
+        !Resolve(cb->library, "cublasSgemm_v2", cb->cublasSgemm_v2))
+      return absl::NotFoundError(
+          absl::StrCat(cb->path, " lacks a cuBLAS entry point"));
+    if (int s = cb->cublasCreate_v2(&cb->handle); s != 0)
+      return absl::InternalError(
+          absl::StrCat("cublasCreate failed: cublasStatus ", s));
+    if (int s = cb->cublasSetStream_v2(cb->handle, stream_); s != 0)
+      return absl::InternalError(
+          absl::StrCat("cublasSetStream failed: cublasStatus ", s));
+    if (int s = cb->cublasSetMathMode(cb->handle, kCublasDefaultMath); s != 0)
+      return absl::InternalError(
+          absl::StrCat("cublasSetMathMode failed: cublasStatus ", s));
+    cublas_ = std::move(cb);
+  }
+  // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, and a
+  // row-major matrix is its transpose in column-major order.
+  int s = cublas_->cublasSgemm_v2(
+      cublas_->handle, isTrans(trans_b) ? kCublasOpT : kCublasOpN,
+      isTrans(trans_a) ? kCublasOpT : kCublasOpN, n, m, k, &alpha, b, ldb, a,
+      lda, &beta, c, ldc);
+  if (s != 0)
+    return absl::InternalError(absl::StrCat(
+        "cublasSgemm (m=", m, " n=", n, " k=", k, ") failed: cublasStatus ", s));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Synchronize() {
+  return Check(driver_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+absl::Status CudaBackend::CopyToHost(void *dst, uint64_t src, int64_t bytes) {
+  if (bytes <= 0)
+    return absl::OkStatus();
+  BT_RETURN_IF_ERROR(Synchronize());
+  return Check(driver_->cuMemcpyDtoH_v2(dst, src, static_cast<size_t>(bytes)),
+               "cuMemcpyDtoH");
+}
+
+absl::Status CudaBackend::CopyToDevice(uint64_t dst, const void *src,
+                                       int64_t bytes) {
+  if (bytes <= 0)
+    return absl::OkStatus();
+  BT_RETURN_IF_ERROR(Synchronize());
+  return Check(driver_->cuMemcpyHtoD_v2(dst, src, static_cast<size_t>(bytes)),
+               "cuMemcpyHtoD");
+}
+
+void CudaBackend::MakeCurrent() { g_current.store(this); }
+
+CudaBackend *CudaBackend::Current() { return g_current.load(); }
+
+std::string DescribeCudaAvailability(const CudaOptions &options) {
+  absl::StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::Open(options);
+  if (!b.ok()) {
+    std::string m(b.status().message());
+    if (m.rfind("no CUDA", 0) != 0)
+      m = absl::StrCat("no CUDA GPU found: ", m);
+    return absl::StrCat("cuda: ", m);
+  }
+  return absl::StrCat("cuda: device ", (*b)->device().ordinal, ": ",
+                      (*b)->device().Describe());
+}
+
+} // namespace bt::rt
+
+//===----------------------------------------------------------------------===//
+// The C ABI of the CUDA target's kernel library (docs/abi.md)
+//===----------------------------------------------------------------------===//
+
+using bt::rt::CudaBackend;
+
+extern "C" void *bt_gpu_alloc(int64_t bytes) {
+  CudaBackend &b = bt::rt::CurrentOrDie("bt_gpu_alloc");
+  absl::StatusOr<uint64_t> a = b.pool().Allocate(bytes);
+  if (!a.ok())
+    bt::rt::Die("bt_gpu_alloc", a.status());
+  return reinterpret_cast<void *>(static_cast<uintptr_t>(*a));
+}
+
+extern "C" void bt_gpu_free(void *ptr) {
+  if (ptr == nullptr)
+    return;
+  CudaBackend &b = bt::rt::CurrentOrDie("bt_gpu_free");
+  absl::Status s = b.pool().Free(reinterpret_cast<uintptr_t>(ptr));
+  if (!s.ok())
+    bt::rt::Die("bt_gpu_free", s);
+}
+
+extern "C" void bt_gpu_launch(const char *name, int64_t gx, int64_t gy,
+                              int64_t gz, int64_t bx, int64_t by, int64_t bz,
+                              int32_t smem, void **params, int32_t num_params) {
+  (void)num_params; // the driver reads the kernel's own parameter list
+  CudaBackend &b = bt::rt::CurrentOrDie("bt_gpu_launch");
+  absl::Status s = b.Launch(name, gx, gy, gz, bx, by, bz, smem, params);
+  if (!s.ok())
+    bt::rt::Die("bt_gpu_launch", s);
+}
+
+extern "C" void bt_gpu_sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
+                             int32_t m, int32_t n, int32_t k, float alpha,
+                             const float *a, int32_t lda, const float *b,
+                             int32_t ldb, float beta, float *c, int32_t ldc) {
+  CudaBackend &g = bt::rt::CurrentOrDie("bt_gpu_sgemm");
+  absl::Status s = g.Sgemm(order, trans_a, trans_b, m, n, k, alpha, a, lda, b,
+                           ldb, beta, c, ldc);
+  if (!s.ok())
+    bt::rt::Die("bt_gpu_sgemm", s);
+}
+
+extern "C" void bt_gpu_memcpy_dtoh(void *dst_host, const void *src_device,
+                                   int64_t bytes) {
+  CudaBackend &b = bt::rt::CurrentOrDie("bt_gpu_memcpy_dtoh");
+  absl::Status s = b.CopyToHost(
+      dst_host, reinterpret_cast<uintptr_t>(src_device), bytes);
+  if (!s.ok())
+    bt::rt::Die("bt_gpu_memcpy_dtoh", s);
+}

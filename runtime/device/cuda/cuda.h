@@ -1,0 +1,236 @@
+//===- cuda.h - CUDA backend of the runtime (dlopen'ed driver API) -*- C++ -*-===//
+//
+// The runtime's CUDA backend (DESIGN.md §5, docs/abi.md "Kernel library (CUDA
+// target)"): the CUDA driver API (libcuda.so.1) and cuBLAS are loaded with
+// dlopen, so every binary links and runs on machines without a GPU and says
+// why none can be used. A CudaBackend owns the device's primary context, one
+// stream, the artifact's PTX module and a device memory pool; the kernel
+// library's host code reaches it through the C functions bt_gpu_* (defined
+// in cuda.cc, exported by every executable that links btrt) once it is made
+// current.
+//
+//   absl::StatusOr<std::unique_ptr<CudaBackend>> gpu = CudaBackend::Open();
+//   if (!gpu.ok()) ... // NotFound: no driver; Unavailable: no usable GPU
+//   (*gpu)->LoadModule(ptx);  (*gpu)->MakeCurrent();  ... bt_entry_<name>(argv)
+//
+// Nothing here has run on a GPU yet (issue 6): the tests use the CUDA
+// toolkit's stub driver and a fake driver/cuBLAS (runtime/test/fake_cuda.c).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_RUNTIME_CUDA_H
+#define BT_RUNTIME_CUDA_H
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "bt/proto/bt.pb.h"
+#include "bt/runtime/device/kernels.h"
+#include "bt/runtime/generate/sampler.h"
+#include "bt/runtime/base/tensor.h"
+
+namespace bt::rt {
+
+/// What CudaBackend::Open loads.
+struct CudaOptions {
+  /// The driver library; empty: $BT_CUDA_DRIVER, else "libcuda.so.1".
+  std::string driver_library;
+  /// cuBLAS, tried in order (loaded on the first GEMM); empty:
+  /// $BT_CUBLAS_LIBRARY, else libcublas.so.13, .12, libcublas.so.
+  std::vector<std::string> cublas_libraries;
+  /// Device ordinal.
+  int device = 0;
+};
+
+/// The device a backend runs on.
+struct CudaDeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0; // compute capability (sm_90: 9, 0)
+  int64_t total_memory = 0;       // bytes
+  int driver_version = 0;         // e.g. 13000
+  /// "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB, CUDA driver 13.0)".
+  std::string Describe() const;
+};
+
+/// A caching pool of device memory: requests are rounded to a size class
+/// (Rounded) and released blocks are kept on free lists by size class, so a
+/// steady workload (the same decode step again and again) allocates from
+/// the device only on its first call. Blocks are 256-byte aligned
+/// (cuMemAlloc's alignment). Thread-safe.
+class DevicePool {
+public:
+  /// Allocates `bytes` (> 0) on the device; returns the address.
+  using AllocFn = std::function<absl::StatusOr<uint64_t>(uint64_t bytes)>;
+  using FreeFn = std::function<void(uint64_t address)>;
+
+  DevicePool(AllocFn alloc, FreeFn free);
+  ~DevicePool(); // releases everything (cached and in use) to the device
+
+  /// A block of at least `bytes`; bytes == 0 gives 0 (no block). On a
+  /// device allocation failure the cache is released and the allocation
+  /// retried once. Errors: the device's (ResourceExhausted with the
+  /// request, bytes in use and cached).
+  absl::StatusOr<uint64_t> Allocate(int64_t bytes);
+  /// Returns a block of Allocate to the cache; 0 is ignored. Errors:
+  /// InvalidArgument for an address that is not an allocated block (never
+  /// allocated, or freed twice).
+  absl::Status Free(uint64_t address);
+  /// Releases all cached blocks to the device.
+  void Trim();
+
+  /// The size class of a request: multiples of 256 bytes up to 1 MiB, of
+  /// 1 MiB above (so that sizes varying with the prompt length still hit).
+  static uint64_t Rounded(uint64_t bytes);
+
+  int64_t bytes_in_use() const;
+  int64_t bytes_cached() const;
+  int64_t device_allocations() const; // cumulative calls of AllocFn
+
+private:
+  AllocFn alloc_;
+  FreeFn free_;
+  mutable std::mutex mu_;
+  std::map<uint64_t, uint64_t> in_use_;                  // address → size
+  std::multimap<uint64_t, uint64_t> cached_;             // size → address
+  int64_t bytes_in_use_ = 0, bytes_cached_ = 0, device_allocations_ = 0;
+};
+
+struct CudaDriver; // the dlopen'ed entry points (cuda.cc)
+struct Cublas;
+
+class CudaBackend {
+public:
+  /// Loads the driver, initializes it and sets up `options.device`: its
+  /// primary context (made current on this thread), a stream and the
+  /// memory pool. Errors, all naming what was tried:
+  ///   NotFound     — the driver library cannot be loaded ("no CUDA driver
+  ///                  found: dlopen(libcuda.so.1): ...") or lacks an entry
+  ///                  point;
+  ///   Unavailable  — the driver cannot be used: cuInit fails (e.g.
+  ///                  CUDA_ERROR_NO_DEVICE, CUDA_ERROR_STUB_LIBRARY), no
+  ///                  device, or the ordinal is out of range.
+  static absl::StatusOr<std::unique_ptr<CudaBackend>>
+  Open(const CudaOptions &options = {});
+  ~CudaBackend();
+
+  const CudaDeviceInfo &device() const { return device_; }
+  DevicePool &pool() { return *pool_; }
+
+  /// Loads the artifact's PTX module (JIT-compiled by the driver for the
+  /// device). Replaces a module loaded before. Errors: Internal with the
+  /// driver's error and its JIT log.
+  absl::Status LoadModule(absl::string_view ptx);
+  /// Launches kernel `name` of the module on the stream (docs/abi.md,
+  /// bt_gpu_launch). Errors: FailedPrecondition without a module, NotFound
+  /// for a kernel the module lacks, Internal for a failed launch.
+  absl::Status Launch(const char *name, int64_t gx, int64_t gy, int64_t gz,
+                      int64_t bx, int64_t by, int64_t bz, int32_t smem,
+                      void **params);
+  /// cblas_sgemm semantics (row-major, order 101, trans 111/112) on device
+  /// pointers with cuBLAS (column-major: computes Cᵀ = op(B)ᵀ·op(A)ᵀ),
+  /// FP32 math (CUBLAS_DEFAULT_MATH: no TF32). cuBLAS is loaded on the
+  /// first call. Errors: InvalidArgument for a bad order/transpose,
+  /// NotFound if no cuBLAS library loads, Internal for cuBLAS errors.
+  absl::Status Sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
+                     int32_t m, int32_t n, int32_t k, float alpha,
+                     const float *a, int32_t lda, const float *b, int32_t ldb,
+                     float beta, float *c, int32_t ldc);
+  /// Synchronous copies (after all work queued on the stream).
+  absl::Status CopyToHost(void *dst, uint64_t src, int64_t bytes);
+  absl::Status CopyToDevice(uint64_t dst, const void *src, int64_t bytes);
+  absl::Status Synchronize();
+
+  /// Makes this backend the one the bt_gpu_* functions use (null: none).
+  void MakeCurrent();
+  static CudaBackend *Current();
+
+private:
+  CudaBackend() = default;
+  absl::Status Check(int result, absl::string_view what) const;
+
+  std::unique_ptr<CudaDriver> driver_;
+  std::unique_ptr<Cublas> cublas_;
+  std::vector<std::string> cublas_libraries_;
+  CudaDeviceInfo device_;
+  int cu_device_ = 0;
+  void *context_ = nullptr;
+  void *stream_ = nullptr;
+  void *module_ = nullptr;
+  std::mutex functions_mu_;
+  std::map<std::string, void *> functions_; // kernel name → CUfunction
+  std::unique_ptr<DevicePool> pool_;
+};
+
+/// A tensor in device memory (a weight uploaded once): its address, dtype
+/// and dense row-major shape.
+struct DeviceTensor {
+  uint64_t address = 0;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+};
+
+/// Uploads `t` to a block of `gpu`'s pool (nbytes 0: address 0). Errors:
+/// the pool's and the copy's.
+absl::StatusOr<DeviceTensor> UploadTensor(CudaBackend &gpu, const Tensor &t);
+
+/// Calls entry point `ep` of a CUDA-target kernel library (docs/abi.md,
+/// "Kernel library (CUDA target)") on `gpu`, which it makes current: the
+/// host tensors `inputs` (ep.inputs() order) are copied to device buffers
+/// of the pool, `params` (ep.params() order) are already on the device;
+/// every descriptor is dense row-major (allocated = aligned = the device
+/// address, offset 0). After the call (and a stream synchronization) the
+/// in-out inputs (TensorSpec.inout) are copied back into their host
+/// tensors, which must be writable, the outputs (device buffers of
+/// bt_gpu_alloc) are copied into new dense host tensors, returned in
+/// ep.outputs() order, and every device buffer of the call is released to
+/// the pool. Errors (InvalidArgument, naming the entry and tensor), as
+/// CallEntryPoint: an argument count, dtype or rank mismatch; an output with
+/// a negative size, a size contradicting a static dim of its spec, or a null
+/// buffer with elements; plus the device's errors (copies, synchronization).
+absl::StatusOr<std::vector<Tensor>>
+CallDeviceEntryPoint(CudaBackend &gpu, KernelEntryFn fn,
+                     const proto::EntryPoint &ep,
+                     absl::Span<const DeviceTensor *const> params,
+                     absl::Span<Tensor *const> inputs);
+
+/// One line for `bt-launcher devices`: the device of CudaBackend::Open(), or
+/// why there is none ("no CUDA GPU found: ...").
+std::string DescribeCudaAvailability(const CudaOptions &options = {});
+
+} // namespace bt::rt
+
+extern "C" {
+// The runtime's GPU ABI called by the CUDA target's kernel library
+// (docs/abi.md). Each reports a failure (no current backend, a driver
+// error) on stderr and aborts: the host code has no error path.
+void *bt_gpu_alloc(int64_t bytes);
+void bt_gpu_free(void *ptr);
+void bt_gpu_launch(const char *name, int64_t gx, int64_t gy, int64_t gz,
+                   int64_t bx, int64_t by, int64_t bz, int32_t smem,
+                   void **params, int32_t num_params);
+void bt_gpu_sgemm(int32_t order, int32_t trans_a, int32_t trans_b, int32_t m,
+                  int32_t n, int32_t k, float alpha, const float *a,
+                  int32_t lda, const float *b, int32_t ldb, float beta,
+                  float *c, int32_t ldc);
+void bt_gpu_memcpy_dtoh(void *dst_host, const void *src_device,
+                        int64_t bytes);
+// The sampler callback of `decode_tokens` on this target (same signature as
+// _mlir_ciface_bt_rt_sample, docs/generation.md): `logits` [B, V] and
+// `tokens` [B] are device buffers; the logits are copied to the host, the
+// runtime's sampler picks the tokens there and they are copied back.
+void _mlir_ciface_bt_gpu_sample(int64_t sampler,
+                                bt::rt::StridedMemRef<float, 2> *logits,
+                                bt::rt::StridedMemRef<int64_t, 1> *tokens);
+}
+
+#endif // BT_RUNTIME_CUDA_H

@@ -1,0 +1,142 @@
+//===- model.h - a loaded artifact, ready to run ----------------*- C++ -*-===//
+//
+// A Model opens an artifact (docs/abi.md; a file, or /proc/self/exe for a
+// standalone executable), binds every entry point's params to the mmapped
+// weights (zero copy), loads the kernel library from memory and runs entry
+// points by name with named tensors (names = fixture tensor names, e.g.
+// input_ids, attention_mask, block_attention_mask, labels -> logits, loss).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_RUNTIME_MODEL_H
+#define BT_RUNTIME_MODEL_H
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bt/proto/bt.pb.h"
+#include "bt/runtime/model/artifact.h"
+#include "bt/runtime/device/cuda/cuda.h"
+#include "bt/runtime/device/kernels.h"
+#include "bt/runtime/base/tensor.h"
+
+namespace bt::rt {
+
+/// Named tensors (inputs or outputs of an entry point), ordered by name.
+using TensorMap = std::map<std::string, Tensor>;
+
+/// The path of the running executable, whose tail holds the artifact of a
+/// standalone executable.
+inline constexpr char kSelfExe[] = "/proc/self/exe";
+
+class Model {
+public:
+  /// Opens `artifact_path` (Artifact::Open validation), loads the kernels
+  /// section (KernelLibrary::Load) and resolves every entry point's symbol.
+  /// Target "cpu": the kernels run on this machine. Target "cuda"
+  /// (docs/codegen-cuda.md): opens the GPU (CudaBackend::Open with
+  /// `cuda`), loads the ptx section, uploads every weight to the device
+  /// once, and the kernels section is the host code of the entry points.
+  /// Errors: those of Artifact::Open and KernelLibrary::Load; NotFound for
+  /// an entry point whose symbol the kernels do not export; InvalidArgument
+  /// for entry points without a kernels section (or, for cuda, without a
+  /// ptx section); Unimplemented for another target; for cuda, Unavailable
+  /// "<path>: this artifact runs on a CUDA GPU (target cuda, sm_90); no
+  /// CUDA GPU found: ..." when there is no driver or no usable GPU, and the
+  /// errors of loading the PTX and uploading the weights.
+  static absl::StatusOr<std::unique_ptr<Model>>
+  Open(const std::string &artifact_path, const CudaOptions &cuda = {});
+
+  /// Open(kSelfExe): the artifact appended to the running executable.
+  static absl::StatusOr<std::unique_ptr<Model>> OpenSelf() {
+    return Open(kSelfExe);
+  }
+
+  const Artifact &artifact() const { return *artifact_; }
+  const proto::Manifest &manifest() const { return artifact_->manifest(); }
+  const proto::ModelConfig &config() const { return manifest().config(); }
+  /// The device the entry points run on: "cpu" or "cuda" (the artifact's
+  /// target).
+  const std::string &device() const { return manifest().target(); }
+  /// The GPU of a cuda artifact (nullptr for cpu).
+  CudaBackend *gpu() const { return gpu_.get(); }
+  /// Entry point names, in manifest order.
+  std::vector<std::string> EntryPointNames() const;
+  /// The entry point `name`, or nullptr.
+  const proto::EntryPoint *FindEntryPoint(const std::string &name) const {
+    return artifact_->FindEntryPoint(name);
+  }
+
+  /// Checks the arguments of entry `ep`: `inputs` holds the read-only
+  /// inputs, `inouts` the in-out ones (TensorSpec.inout: buffers the caller
+  /// owns and the kernel updates in place, e.g. kv_cache / kv_valid of the
+  /// generation entry points, docs/generation.md). Every spec'd argument
+  /// present in the right map, no other names, dtype equal, rank equal,
+  /// static dims (>= 0) equal, dims sharing a TensorSpec.dim_names name equal
+  /// across all arguments, and the values of the token tensors of
+  /// docs/abi.md that kernels index with: input_ids in [0, vocab_size),
+  /// labels in [0, vocab_size) or -100, attention_mask /
+  /// block_attention_mask 0 or 1 (I64 only). In-out buffers must not overlap
+  /// any other argument. When the entry takes `cache_length` (I64 scalar)
+  /// and in-out caches, 0 <= cache_length and cache_length + S <= C, where
+  /// S = input_ids dim 1 (the entries the call appends: blocks or tokens)
+  /// and C is every in-out dim named "C" (without dim names: kv_valid dim 1,
+  /// kv_cache dim rank-2), so a kernel never writes past a cache.
+  /// Errors: InvalidArgument such as
+  ///   entry point 'eval': input 'input_ids' has shape [2, 6, 5], expected
+  ///   [-1, -1, 4] (dim 2 must be 4)
+  ///   entry point 'eval': input 'attention_mask' dim 1 (N_blk = 5) disagrees
+  ///   with input 'input_ids' dim 1 (N_blk = 6)
+  ///   entry point 'eval': input 'input_ids' has value 512 at flat index 3,
+  ///   expected a token id in [0, 512)
+  ///   entry point 'prefill': missing in-out argument 'kv_cache' (F32[-1, 2,
+  ///   2, 2, -1, 32]; a writable buffer owned by the caller)
+  ///   entry point 'decode_block': cache_length 7 + 1 new entries exceed
+  ///   in-out 'kv_valid' capacity C = 7
+  absl::Status CheckInputs(const proto::EntryPoint &ep, const TensorMap &inputs,
+                           const TensorMap *inouts = nullptr) const;
+
+  /// Runs entry point `entry` with `inputs` and, for entries with in-out
+  /// arguments, `inouts` (CheckInputs first; the in-out buffers are updated
+  /// in place and are not among the returned outputs) and returns its
+  /// outputs by name (owning host tensors; CallEntryPoint, or for a cuda
+  /// artifact CallDeviceEntryPoint: host inputs and in-out buffers are
+  /// copied to the device and back around the call, calls are serialized).
+  /// Errors: NotFound for
+  /// an unknown entry (the message lists the known ones), the errors of
+  /// CheckInputs and CallEntryPoint, and an output whose named dim disagrees
+  /// with the arguments (InvalidArgument). Thread-safe: kernels keep no state
+  /// (docs/abi.md); in-out buffers must not be shared between concurrent
+  /// calls.
+  ///
+  /// `params`, when given, replaces the artifact's weights by name for this
+  /// call (e.g. the parameters being trained, for eval_loss during
+  /// training; bt/runtime/train.h): a replacement must have the weight's
+  /// dtype and shape (InvalidArgument otherwise, naming it); names the entry
+  /// does not take are ignored.
+  absl::StatusOr<TensorMap> Run(const std::string &entry,
+                                const TensorMap &inputs,
+                                TensorMap *inouts = nullptr,
+                                const TensorMap *params = nullptr) const;
+
+private:
+  Model() = default;
+  std::shared_ptr<const Artifact> artifact_;
+  std::unique_ptr<KernelLibrary> kernels_;
+  std::map<std::string, KernelEntryFn> entries_;
+  std::map<std::string, Tensor> weights_; // borrowed views into the mapping
+  // Target cuda: the GPU (declared before the weights on it, so that it
+  // outlives them) and the weights uploaded at Open.
+  std::unique_ptr<CudaBackend> gpu_;
+  std::map<std::string, DeviceTensor> device_weights_;
+  std::unique_ptr<std::mutex> gpu_mu_;
+};
+
+} // namespace bt::rt
+
+#endif // BT_RUNTIME_MODEL_H

@@ -1,0 +1,603 @@
+//===- generate.cc - batched generation ------------------------------------===//
+
+#include "bt/runtime/generate/generate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "bt/runtime/base/status_macros.h"
+
+namespace bt::rt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+Tensor ScalarI64(int64_t v) {
+  Tensor t = std::move(Tensor::Allocate(proto::I64, {})).value();
+  *t.data_as<int64_t>() = v;
+  return t;
+}
+
+/// The runtime-owned KV cache of a batch: kv_cache [rows, ...] and kv_valid
+/// [rows, C], batch-major; the first `live` rows are the current batch.
+class KvCache {
+public:
+  /// Sizes the cache from the in-out specs of `ep` (prefill): dim 0 is the
+  /// batch, the dim named "C" (else dim rank-2 of kv_cache, dim 1 of
+  /// kv_valid) the capacity; other dims are the spec's static sizes, or for
+  /// a dynamic one, the contract's [B, Ly, 2, H, C, hd] from the config.
+  static absl::StatusOr<KvCache> Create(const proto::EntryPoint &ep,
+                                        const proto::ModelConfig &config,
+                                        int64_t batch, int64_t capacity) {
+    KvCache c;
+    c.capacity_ = capacity;
+    c.live_ = batch;
+    const proto::NeoXConfig &bd = config.block_decoder();
+    bool have_kv = false, have_valid = false;
+    for (const proto::TensorSpec &s : ep.inputs()) {
+      if (!s.inout())
+        continue;
+      const bool kv = s.name() == "kv_cache";
+      if (!kv && s.name() != "kv_valid")
+        return absl::FailedPreconditionError(absl::StrCat(
+            "entry point '", ep.name(), "' has in-out argument '", s.name(),
+            "'; the runtime provides only kv_cache and kv_valid "
+            "(docs/generation.md)"));
+      const int rank = s.shape_size();
+      if (rank < 2)
+        return absl::FailedPreconditionError(absl::StrCat(
+            "entry point '", ep.name(), "': in-out '", s.name(),
+            "' has rank ", rank, ", expected [B, .., C, ..]"));
+      int cap_dim = kv ? rank - 2 : 1;
+      for (int i = 0; i < s.dim_names_size(); ++i)
+        if (s.dim_names(i) == "C")
+          cap_dim = i;
+      std::vector<int64_t> shape(rank);
+      const int64_t contract[6] = {-1, bd.num_layers(), 2, bd.num_heads(), -1,
+                                   bd.head_dim()};
+      for (int i = 0; i < rank; ++i) {
+        if (i == 0)
+          shape[i] = batch;
+        else if (i == cap_dim)
+          shape[i] = capacity;
+        else if (s.shape(i) >= 0)
+          shape[i] = s.shape(i);
+        else if (kv && rank == 6 && contract[i] > 0)
+          shape[i] = contract[i];
+        else
+          return absl::FailedPreconditionError(absl::StrCat(
+              "entry point '", ep.name(), "': cannot size dim ", i,
+              " of in-out '", s.name(), "' (dynamic, and not B or C)"));
+      }
+      BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(s.dtype(), shape));
+      (kv ? c.kv_ : c.valid_) = std::move(t);
+      (kv ? have_kv : have_valid) = true;
+    }
+    if (!have_kv || !have_valid)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "entry point '", ep.name(),
+          "' must take the in-out arguments kv_cache and kv_valid "
+          "(TensorSpec.inout, docs/generation.md)"));
+    return c;
+  }
+
+  /// The in-out arguments for a call: views of the live rows.
+  absl::StatusOr<TensorMap> InOuts() const {
+    TensorMap m;
+    BT_ASSIGN_OR_RETURN(Tensor kv, kv_.SliceRows(0, live_));
+    BT_ASSIGN_OR_RETURN(Tensor valid, valid_.SliceRows(0, live_));
+    m.emplace("kv_cache", std::move(kv));
+    m.emplace("kv_valid", std::move(valid));
+    return m;
+  }
+
+  /// Keeps the live rows `keep` (ascending indices into the live rows),
+  /// moving them down to 0..keep.size()-1; once at most half of the
+  /// allocated rows are live, moves them to an exact-size buffer (releasing
+  /// the rest).
+  absl::Status Keep(const std::vector<int64_t> &keep) {
+    for (Tensor *t : {&kv_, &valid_}) {
+      const size_t row = t->nbytes() / static_cast<size_t>(t->dim(0));
+      char *base = static_cast<char *>(t->data());
+      for (size_t j = 0; j < keep.size(); ++j)
+        if (keep[j] != static_cast<int64_t>(j))
+          std::memmove(base + j * row, base + keep[j] * row, row);
+    }
+    live_ = static_cast<int64_t>(keep.size());
+    if (live_ > 0 && 2 * live_ <= kv_.dim(0)) {
+      for (Tensor *t : {&kv_, &valid_}) {
+        std::vector<int64_t> shape = t->shape();
+        shape[0] = live_;
+        BT_ASSIGN_OR_RETURN(Tensor n, Tensor::Allocate(t->dtype(), shape));
+        std::memcpy(n.data(), t->data(), n.nbytes());
+        *t = std::move(n);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  int64_t bytes() const {
+    return static_cast<int64_t>(kv_.nbytes() + valid_.nbytes());
+  }
+  int64_t live() const { return live_; }
+  int64_t capacity() const { return capacity_; }
+
+private:
+  Tensor kv_, valid_;
+  int64_t live_ = 0, capacity_ = 0;
+};
+
+absl::Status NeedEntries(const Model &model,
+                         std::initializer_list<const char *> names,
+                         const char *kind) {
+  std::vector<std::string> missing;
+  for (const char *n : names)
+    if (model.FindEntryPoint(n) == nullptr)
+      missing.push_back(n);
+  if (missing.empty())
+    return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      model.artifact().path(), ": cannot generate with this ", kind,
+      " artifact: it has no ", absl::StrJoin(missing, ", "),
+      " entry point", missing.size() > 1 ? "s" : "", " (it has: ",
+      absl::StrJoin(model.EntryPointNames(), ", "),
+      "); compile it with a bt-run that emits the generation entry points "
+      "(docs/generation.md)"));
+}
+
+/// Checks an output's dtype and shape (a kernel contract violation
+/// otherwise).
+absl::Status CheckOutput(const TensorMap &out, const std::string &entry,
+                         const std::string &name, DType dtype,
+                         const std::vector<int64_t> &shape) {
+  auto it = out.find(name);
+  if (it == out.end())
+    return absl::FailedPreconditionError(absl::StrCat(
+        "entry point '", entry, "' has no output '", name,
+        "' (docs/generation.md)"));
+  const Tensor &t = it->second;
+  bool ok = t.dtype() == dtype && t.rank() == static_cast<int64_t>(shape.size());
+  for (size_t i = 0; ok && i < shape.size(); ++i)
+    ok = shape[i] < 0 || t.dim(static_cast<int64_t>(i)) == shape[i];
+  if (!ok)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "entry point '", entry, "' returned ", name, " ", t.DebugString(),
+        ", expected ", DTypeName(dtype), ShapeToString(shape),
+        " (-1: any)"));
+  return absl::OkStatus();
+}
+
+absl::Status Annotate(const absl::Status &s, const std::string &where) {
+  if (s.ok())
+    return s;
+  return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
+}
+
+struct Prompt {
+  int64_t batch = 0, length = 0;
+  std::vector<int64_t> ids, mask; // [B, T]
+};
+
+absl::StatusOr<Prompt> CheckPrompt(const Tensor &input_ids,
+                                   const Tensor &attention_mask) {
+  Prompt p;
+  if (input_ids.dtype() != proto::I64 || input_ids.rank() != 2)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "generate: input_ids must be I64[B, T], got ", input_ids.DebugString()));
+  p.batch = input_ids.dim(0);
+  p.length = input_ids.dim(1);
+  const size_t n = static_cast<size_t>(input_ids.num_elements());
+  p.ids.assign(input_ids.data_as<int64_t>(), input_ids.data_as<int64_t>() + n);
+  if (attention_mask.valid()) {
+    if (attention_mask.dtype() != proto::I64 ||
+        attention_mask.shape() != input_ids.shape())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "generate: attention_mask must be I64", ShapeToString(input_ids.shape()),
+          " like input_ids, got ", attention_mask.DebugString()));
+    p.mask.assign(attention_mask.data_as<int64_t>(),
+                  attention_mask.data_as<int64_t>() + n);
+  } else {
+    p.mask.assign(n, 1);
+  }
+  for (int64_t b = 0; b < p.batch; ++b) {
+    bool seen = false;
+    for (int64_t t = 0; t < p.length; ++t) {
+      const int64_t m = p.mask[b * p.length + t];
+      if (m != 0 && m != 1)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "generate: attention_mask[", b, ", ", t, "] is ", m,
+            ", expected 0 or 1"));
+      if (m == 0 && seen)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "generate: prompt row ", b, " has padding (mask 0) at column ", t,
+            " after a token; prompts must be left-padded"));
+      seen |= m == 1;
+    }
+    if (!seen)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "generate: prompt row ", b, " has no token (attention_mask all 0)"));
+  }
+  return p;
+}
+
+/// Rows of `active` (sequence ids) whose sequence is not finished.
+std::vector<int64_t> LiveRows(const std::vector<int64_t> &active,
+                              const Sampler &sampler) {
+  std::vector<int64_t> keep;
+  for (size_t r = 0; r < active.size(); ++r)
+    if (!sampler.finished(active[r]))
+      keep.push_back(static_cast<int64_t>(r));
+  return keep;
+}
+
+absl::Status GenerateBlock(const Model &model, const Prompt &p,
+                           const GenerateOptions &o, Sampler &sampler,
+                           GenerateResult &res) {
+  BT_RETURN_IF_ERROR(NeedEntries(
+      model, {"prefill", "decode_tokens", "decode_block"}, "Block Transformer"));
+  const proto::ModelConfig &cfg = model.config();
+  const int64_t L = cfg.block_length(), P = cfg.prefix_length();
+  const int64_t V = cfg.vocab_size(), B = p.batch, T = p.length;
+  const int64_t N_new = o.max_new_tokens;
+  if (L <= 0 || P <= 0)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "generate: model config has block_length ", L, " and prefix_length ", P));
+  const int64_t pad = (L - T % L) % L;
+  const int64_t N = (T + pad) / L;
+  const int64_t gen_blocks = (N_new + L - 1) / L;
+  GenerateCounters &c = res.counters;
+
+  // Prompt blocks (official preprocess_inputs_for_generation).
+  BT_ASSIGN_OR_RETURN(Tensor ids, Tensor::Allocate(proto::I64, {B, N, L}));
+  BT_ASSIGN_OR_RETURN(Tensor block_mask, Tensor::Allocate(proto::I64, {B, N}));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < N * L; ++j) {
+      const int64_t t = j - pad;
+      const bool real = t >= 0 && p.mask[b * T + t] == 1;
+      ids.data_as<int64_t>()[b * N * L + j] = t >= 0 ? p.ids[b * T + t]
+                                                     : cfg.pad_token_id();
+      if (real)
+        block_mask.data_as<int64_t>()[b * N + j / L] = 1;
+    }
+  BT_ASSIGN_OR_RETURN(Tensor positions, Tensor::Allocate(proto::I64, {P + L - 1}));
+  for (int64_t i = 0; i < P + L - 1; ++i)
+    positions.data_as<int64_t>()[i] =
+        o.official_generate_positions ? std::max<int64_t>(0, i - P + 1) : i;
+
+  const int64_t C = N + gen_blocks - 1;
+  BT_ASSIGN_OR_RETURN(KvCache cache,
+                      KvCache::Create(*model.FindEntryPoint("prefill"), cfg, B, C));
+  c.cache_capacity = C;
+  c.cache_bytes_initial = cache.bytes();
+
+  auto t0 = Clock::now();
+  TensorMap in;
+  in.emplace("input_ids", std::move(ids));
+  in.emplace("block_attention_mask", std::move(block_mask));
+  in.emplace("cache_length", ScalarI64(0));
+  BT_ASSIGN_OR_RETURN(TensorMap io, cache.InOuts());
+  BT_ASSIGN_OR_RETURN(TensorMap out, model.Run("prefill", in, &io));
+  BT_RETURN_IF_ERROR(CheckOutput(out, "prefill", "context", proto::F32, {B, -1}));
+  Tensor context = std::move(out.at("context"));
+  int64_t length = N;
+  ++c.prefill_calls;
+  c.blocks_prefilled += B * N;
+  auto t1 = Clock::now();
+  c.prefill_seconds = Seconds(t0, t1);
+  if (o.on_progress)
+    o.on_progress(0, N_new);
+
+  std::vector<int64_t> active(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b)
+    active[b] = b;
+  int64_t produced = 0;
+  int64_t *new_tokens = res.new_tokens.data_as<int64_t>();
+  float *step_logits =
+      res.step_logits.valid() ? res.step_logits.data_as<float>() : nullptr;
+  for (int64_t g = 0; g < gen_blocks; ++g) {
+    const int64_t rows = static_cast<int64_t>(active.size());
+    const std::string where = absl::StrCat("generated block ", g);
+    BT_RETURN_IF_ERROR(sampler.BeginBlock(active));
+    TensorMap tin;
+    tin.emplace("context", context.Share());
+    tin.emplace("positions", positions.Share());
+    tin.emplace("sampler", ScalarI64(sampler.handle()));
+    absl::StatusOr<TensorMap> tout = model.Run("decode_tokens", tin);
+    BT_RETURN_IF_ERROR(Annotate(tout.status(), where));
+    BT_RETURN_IF_ERROR(Annotate(sampler.status(),
+                                absl::StrCat(where, ", decode_tokens")));
+    if (sampler.steps_in_block() != L)
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, ": decode_tokens called the sampler ", sampler.steps_in_block(),
+          " times, expected L_B = ", L, " (docs/generation.md)"));
+    BT_RETURN_IF_ERROR(
+        CheckOutput(*tout, "decode_tokens", "tokens", proto::I64, {rows, L}));
+    BT_RETURN_IF_ERROR(CheckOutput(*tout, "decode_tokens", "step_logits",
+                                   proto::F32, {rows, L, V}));
+    ++c.decode_tokens_calls;
+    c.token_decoder_steps += L;
+    c.token_decoder_rows += rows * L;
+    const int64_t *tok = tout->at("tokens").data_as<int64_t>();
+    const float *lg = tout->at("step_logits").data_as<float>();
+    const int64_t take = std::min(L, N_new - produced);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t s = active[r];
+      for (int64_t k = 0; k < take; ++k) {
+        new_tokens[s * N_new + produced + k] = tok[r * L + k];
+        if (step_logits != nullptr)
+          std::memcpy(step_logits + ((produced + k) * B + s) * V,
+                      lg + (r * L + k) * V, sizeof(float) * V);
+      }
+      const int64_t e = sampler.eos_step_in_block(s);
+      if (e >= 0 && e < take) {
+        res.finished[s] = true;
+        res.lengths[s] = produced + e + 1;
+      }
+    }
+    produced += take;
+    if (o.on_progress)
+      o.on_progress(produced, N_new);
+    if (produced == N_new)
+      break;
+    std::vector<int64_t> keep = LiveRows(active, sampler);
+    if (keep.empty())
+      break;
+    const int64_t kept = static_cast<int64_t>(keep.size());
+    BT_ASSIGN_OR_RETURN(Tensor next, Tensor::Allocate(proto::I64, {kept, 1, L}));
+    for (int64_t j = 0; j < kept; ++j)
+      std::memcpy(next.data_as<int64_t>() + j * L, tok + keep[j] * L,
+                  sizeof(int64_t) * L);
+    if (kept < rows) {
+      BT_RETURN_IF_ERROR(cache.Keep(keep));
+      c.rows_compacted += rows - kept;
+      std::vector<int64_t> still;
+      for (int64_t r : keep)
+        still.push_back(active[r]);
+      active = std::move(still);
+    }
+    TensorMap bin;
+    bin.emplace("input_ids", std::move(next));
+    bin.emplace("cache_length", ScalarI64(length));
+    BT_ASSIGN_OR_RETURN(TensorMap bio, cache.InOuts());
+    absl::StatusOr<TensorMap> bout = model.Run("decode_block", bin, &bio);
+    BT_RETURN_IF_ERROR(Annotate(bout.status(), where));
+    BT_RETURN_IF_ERROR(
+        CheckOutput(*bout, "decode_block", "context", proto::F32, {kept, -1}));
+    context = std::move(bout->at("context"));
+    ++length;
+    ++c.decode_block_calls;
+    c.decode_block_rows += kept;
+  }
+  c.cache_length = length;
+  c.cache_bytes_final = cache.bytes();
+  c.decode_seconds = Seconds(t1, Clock::now());
+  return absl::OkStatus();
+}
+
+absl::Status GenerateVanilla(const Model &model, const Prompt &p,
+                             const GenerateOptions &o, Sampler &sampler,
+                             GenerateResult &res) {
+  BT_RETURN_IF_ERROR(
+      NeedEntries(model, {"prefill", "decode_step"}, "vanilla GPT-NeoX"));
+  const proto::ModelConfig &cfg = model.config();
+  const int64_t V = cfg.vocab_size(), B = p.batch, T = p.length;
+  const int64_t N_new = o.max_new_tokens;
+  GenerateCounters &c = res.counters;
+
+  // HF positions: cumsum(mask) - 1, padding at 1.
+  BT_ASSIGN_OR_RETURN(Tensor ids, Tensor::Allocate(proto::I64, {B, T}));
+  BT_ASSIGN_OR_RETURN(Tensor mask, Tensor::Allocate(proto::I64, {B, T}));
+  BT_ASSIGN_OR_RETURN(Tensor positions, Tensor::Allocate(proto::I64, {B, T}));
+  std::vector<int64_t> n_real(static_cast<size_t>(B), 0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t i = b * T + t;
+      ids.data_as<int64_t>()[i] = p.ids[i];
+      mask.data_as<int64_t>()[i] = p.mask[i];
+      n_real[b] += p.mask[i];
+      positions.data_as<int64_t>()[i] = p.mask[i] ? n_real[b] - 1 : 1;
+    }
+  const int64_t C = T + N_new - 1;
+  BT_ASSIGN_OR_RETURN(KvCache cache,
+                      KvCache::Create(*model.FindEntryPoint("prefill"), cfg, B, C));
+  c.cache_capacity = C;
+  c.cache_bytes_initial = cache.bytes();
+
+  auto t0 = Clock::now();
+  TensorMap in;
+  in.emplace("input_ids", std::move(ids));
+  in.emplace("attention_mask", std::move(mask));
+  in.emplace("positions", std::move(positions));
+  in.emplace("cache_length", ScalarI64(0));
+  BT_ASSIGN_OR_RETURN(TensorMap io, cache.InOuts());
+  BT_ASSIGN_OR_RETURN(TensorMap out, model.Run("prefill", in, &io));
+  BT_RETURN_IF_ERROR(CheckOutput(out, "prefill", "logits", proto::F32, {B, V}));
+  Tensor logits = std::move(out.at("logits"));
+  int64_t length = T;
+  ++c.prefill_calls;
+  c.blocks_prefilled += B * T;
+  auto t1 = Clock::now();
+  c.prefill_seconds = Seconds(t0, t1);
+  if (o.on_progress)
+    o.on_progress(0, N_new);
+
+  std::vector<int64_t> active(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b)
+    active[b] = b;
+  int64_t *new_tokens = res.new_tokens.data_as<int64_t>();
+  float *step_logits =
+      res.step_logits.valid() ? res.step_logits.data_as<float>() : nullptr;
+  for (int64_t s = 0; s < N_new; ++s) {
+    const int64_t rows = static_cast<int64_t>(active.size());
+    BT_RETURN_IF_ERROR(sampler.BeginBlock(active));
+    BT_ASSIGN_OR_RETURN(Tensor tok, Tensor::Allocate(proto::I64, {rows}));
+    BT_RETURN_IF_ERROR(Annotate(sampler.StepTensors(logits, tok),
+                                absl::StrCat("generated token ", s)));
+    c.tokens_sampled += rows;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t q = active[r];
+      new_tokens[q * N_new + s] = tok.data_as<int64_t>()[r];
+      if (step_logits != nullptr)
+        std::memcpy(step_logits + (s * B + q) * V,
+                    logits.data_as<float>() + r * V, sizeof(float) * V);
+      if (sampler.eos_step_in_block(q) >= 0) {
+        res.finished[q] = true;
+        res.lengths[q] = s + 1;
+      }
+    }
+    if (o.on_progress)
+      o.on_progress(s + 1, N_new);
+    if (s == N_new - 1)
+      break;
+    std::vector<int64_t> keep = LiveRows(active, sampler);
+    if (keep.empty())
+      break;
+    const int64_t kept = static_cast<int64_t>(keep.size());
+    BT_ASSIGN_OR_RETURN(Tensor next, Tensor::Allocate(proto::I64, {kept, 1}));
+    BT_ASSIGN_OR_RETURN(Tensor pos, Tensor::Allocate(proto::I64, {kept, 1}));
+    for (int64_t j = 0; j < kept; ++j) {
+      next.data_as<int64_t>()[j] = tok.data_as<int64_t>()[keep[j]];
+      pos.data_as<int64_t>()[j] = n_real[active[keep[j]]] + s;
+    }
+    if (kept < rows) {
+      BT_RETURN_IF_ERROR(cache.Keep(keep));
+      c.rows_compacted += rows - kept;
+      std::vector<int64_t> still;
+      for (int64_t r : keep)
+        still.push_back(active[r]);
+      active = std::move(still);
+    }
+    TensorMap din;
+    din.emplace("input_ids", std::move(next));
+    din.emplace("positions", std::move(pos));
+    din.emplace("cache_length", ScalarI64(length));
+    BT_ASSIGN_OR_RETURN(TensorMap dio, cache.InOuts());
+    absl::StatusOr<TensorMap> dout = model.Run("decode_step", din, &dio);
+    BT_RETURN_IF_ERROR(Annotate(dout.status(), absl::StrCat("generated token ", s + 1)));
+    BT_RETURN_IF_ERROR(
+        CheckOutput(*dout, "decode_step", "logits", proto::F32, {kept, V}));
+    logits = std::move(dout->at("logits"));
+    ++length;
+    ++c.decode_step_calls;
+    c.decode_step_rows += kept;
+  }
+  c.cache_length = length;
+  c.cache_bytes_final = cache.bytes();
+  c.decode_seconds = Seconds(t1, Clock::now());
+  return absl::OkStatus();
+}
+
+} // namespace
+
+std::string FormatCounters(const GenerateCounters &c) {
+  std::string s = absl::StrFormat(
+      "prefill: %d call(s), %d blocks (rows x blocks), %.3f s\n", c.prefill_calls,
+      c.blocks_prefilled, c.prefill_seconds);
+  if (c.decode_tokens_calls > 0 || c.decode_block_calls > 0)
+    absl::StrAppendFormat(
+        &s,
+        "decode_tokens: %d call(s), %d token-decoder steps, %d rows\n"
+        "decode_block: %d call(s), %d rows\n",
+        c.decode_tokens_calls, c.token_decoder_steps, c.token_decoder_rows,
+        c.decode_block_calls, c.decode_block_rows);
+  if (c.decode_step_calls > 0 || c.tokens_sampled > 0)
+    absl::StrAppendFormat(&s, "decode_step: %d call(s), %d rows; %d tokens sampled\n",
+                          c.decode_step_calls, c.decode_step_rows,
+                          c.tokens_sampled);
+  absl::StrAppendFormat(
+      &s,
+      "decode loop: %.3f s; %d finished row(s) compacted\n"
+      "kv cache: capacity %d entries, length %d, %d -> %d bytes\n",
+      c.decode_seconds, c.rows_compacted, c.cache_capacity, c.cache_length,
+      c.cache_bytes_initial, c.cache_bytes_final);
+  return s;
+}
+
+absl::StatusOr<std::pair<Tensor, Tensor>>
+LeftPadPrompts(const std::vector<std::vector<int64_t>> &prompts, int64_t pad_id) {
+  if (prompts.empty())
+    return absl::InvalidArgumentError("no prompts");
+  int64_t T = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    if (prompts[i].empty())
+      return absl::InvalidArgumentError(
+          absl::StrCat("prompt ", i, " has no tokens"));
+    T = std::max<int64_t>(T, static_cast<int64_t>(prompts[i].size()));
+  }
+  const int64_t B = static_cast<int64_t>(prompts.size());
+  BT_ASSIGN_OR_RETURN(Tensor ids, Tensor::Allocate(proto::I64, {B, T}));
+  BT_ASSIGN_OR_RETURN(Tensor mask, Tensor::Allocate(proto::I64, {B, T}));
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = static_cast<int64_t>(prompts[b].size());
+    for (int64_t t = 0; t < T; ++t) {
+      const bool real = t >= T - n;
+      ids.data_as<int64_t>()[b * T + t] = real ? prompts[b][t - (T - n)] : pad_id;
+      mask.data_as<int64_t>()[b * T + t] = real ? 1 : 0;
+    }
+  }
+  return std::make_pair(std::move(ids), std::move(mask));
+}
+
+absl::StatusOr<GenerateResult> Generate(const Model &model,
+                                        const Tensor &input_ids,
+                                        const Tensor &attention_mask,
+                                        const GenerateOptions &options) {
+  BT_ASSIGN_OR_RETURN(Prompt p, CheckPrompt(input_ids, attention_mask));
+  if (options.max_new_tokens < 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "generate: max_new_tokens must be >= 0, got ", options.max_new_tokens));
+  BT_RETURN_IF_ERROR(ValidateSamplingOptions(options.sampling));
+  if (!options.seeds.empty() &&
+      static_cast<int64_t>(options.seeds.size()) != p.batch)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "generate: ", options.seeds.size(), " seeds for ", p.batch,
+        " sequences"));
+  const proto::ModelConfig &cfg = model.config();
+  const int64_t V = cfg.vocab_size(), N = options.max_new_tokens;
+  if (V <= 0)
+    return absl::FailedPreconditionError("generate: model config has no vocab_size");
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t t = 0; t < p.length; ++t) {
+      const int64_t id = p.ids[b * p.length + t];
+      if (id < 0 || id >= V)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "generate: input_ids[", b, ", ", t, "] is ", id,
+            ", expected a token id in [0, ", V, ")"));
+    }
+
+  GenerateResult res;
+  BT_ASSIGN_OR_RETURN(res.new_tokens, Tensor::Allocate(proto::I64, {p.batch, N}));
+  std::fill_n(res.new_tokens.data_as<int64_t>(), p.batch * N, cfg.pad_token_id());
+  if (options.keep_step_logits) {
+    BT_ASSIGN_OR_RETURN(res.step_logits,
+                        Tensor::Allocate(proto::F32, {N, p.batch, V}));
+  }
+  res.finished.assign(static_cast<size_t>(p.batch), false);
+  res.lengths.assign(static_cast<size_t>(p.batch), N);
+  if (N == 0 || p.batch == 0)
+    return res;
+
+  Sampler::Options so;
+  so.sampling = options.sampling;
+  so.vocab_size = V;
+  so.eos_token_id = options.stop_at_eos ? cfg.eos_token_id() : -1;
+  so.generation_pad_token_id = cfg.generation_pad_token_id();
+  so.seeds = options.seeds;
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<Sampler> sampler,
+                      Sampler::Create(so, p.batch));
+  if (cfg.kind() == proto::ModelConfig::VANILLA)
+    BT_RETURN_IF_ERROR(GenerateVanilla(model, p, options, *sampler, res));
+  else
+    BT_RETURN_IF_ERROR(GenerateBlock(model, p, options, *sampler, res));
+  return res;
+}
+
+} // namespace bt::rt

@@ -1,0 +1,353 @@
+//===- artifact.cc - compiled artifacts (docs/abi.md) ---------------------===//
+
+#include "bt/runtime/model/artifact.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "bt/runtime/base/status_macros.h"
+
+namespace bt::rt {
+namespace {
+
+uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+void PutLE64(std::string &out, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+uint64_t GetLE64(const char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+// [offset, offset + size) within [0, limit), overflow-safe.
+bool InRange(uint64_t offset, uint64_t size, uint64_t limit) {
+  return offset <= limit && size <= limit - offset;
+}
+
+struct Range {
+  std::string what;
+  uint64_t begin, end;
+};
+
+// First pair of overlapping non-empty ranges, or empty strings.
+std::pair<const Range *, const Range *> FindOverlap(std::vector<Range> &rs) {
+  rs.erase(std::remove_if(rs.begin(), rs.end(),
+                          [](const Range &r) { return r.end == r.begin; }),
+           rs.end());
+  std::sort(rs.begin(), rs.end(), [](const Range &a, const Range &b) {
+    return a.begin < b.begin;
+  });
+  for (size_t i = 1; i < rs.size(); ++i)
+    if (rs[i].begin < rs[i - 1].end)
+      return {&rs[i - 1], &rs[i]};
+  return {nullptr, nullptr};
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Writer
+//===----------------------------------------------------------------------===//
+
+ArtifactWriter::ArtifactWriter(proto::Manifest manifest)
+    : manifest_(std::move(manifest)) {}
+
+absl::Status ArtifactWriter::AddWeight(const std::string &name,
+                                       const Tensor &t) {
+  if (name.empty())
+    return absl::InvalidArgumentError("artifact: weight with an empty name");
+  if (weight_index_.contains(name))
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact: duplicate weight '", name, "'"));
+  if (!t.valid() || DTypeSize(t.dtype()) == 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact: weight '", name, "' has no dtype"));
+  auto n = NumElements(t.shape(), DTypeSize(t.dtype()));
+  if (!n.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact: weight '", name, "': ", n.status().message()));
+  if (t.nbytes() > 0 && t.data() == nullptr)
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact: weight '", name, "' has no data"));
+  weight_index_[name] = weights_.size();
+  weights_.push_back({name, t.Share()});
+  return absl::OkStatus();
+}
+
+proto::Manifest ArtifactWriter::LaidOutManifest() const {
+  proto::Manifest m = manifest_;
+  m.set_format_version(kArtifactFormatVersion);
+  m.clear_weights();
+  m.mutable_kernels()->set_offset(0);
+  m.mutable_kernels()->set_size(kernels_.size());
+  const uint64_t wstart = AlignUp(kernels_.size(), kArtifactPageSize);
+  uint64_t cur = 0;
+  for (const PendingWeight &w : weights_) {
+    cur = AlignUp(cur, kTensorAlignment);
+    proto::Weight *pw = m.add_weights();
+    pw->set_name(w.name);
+    pw->set_dtype(w.tensor.dtype());
+    for (int64_t d : w.tensor.shape())
+      pw->add_shape(d);
+    pw->set_offset(cur);
+    pw->set_nbytes(w.tensor.nbytes());
+    cur += w.tensor.nbytes();
+  }
+  m.mutable_weights_data()->set_offset(wstart);
+  m.mutable_weights_data()->set_size(cur);
+  const uint64_t tstart = AlignUp(wstart + cur, kTensorAlignment);
+  m.mutable_tokenizer()->set_offset(tokenizer_.empty() ? 0 : tstart);
+  m.mutable_tokenizer()->set_size(tokenizer_.size());
+  const uint64_t pstart = AlignUp(
+      tokenizer_.empty() ? wstart + cur : tstart + tokenizer_.size(),
+      kTensorAlignment);
+  m.mutable_ptx()->set_offset(ptx_.empty() ? 0 : pstart);
+  m.mutable_ptx()->set_size(ptx_.size());
+  return m;
+}
+
+absl::Status ArtifactWriter::Write(const std::string &path) const {
+  std::string prefix;
+  if (!prefix_path_.empty()) {
+    BT_ASSIGN_OR_RETURN(prefix, ReadFile(prefix_path_));
+  }
+  const uint64_t payload_start = AlignUp(prefix.size(), kArtifactPageSize);
+  proto::Manifest m = LaidOutManifest();
+  const uint64_t tend =
+      m.ptx().size() > 0 ? m.ptx().offset() + m.ptx().size()
+      : m.tokenizer().size() > 0
+          ? m.tokenizer().offset() + m.tokenizer().size()
+          : m.weights_data().offset() + m.weights_data().size();
+  const uint64_t manifest_offset = AlignUp(tend, 8);
+  std::string manifest_bytes;
+  if (!m.SerializeToString(&manifest_bytes))
+    return absl::InternalError(
+        absl::StrCat(path, ": cannot serialize the manifest"));
+
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> out,
+                      AtomicFileWriter::Create(path));
+  BT_RETURN_IF_ERROR(out->Write(prefix));
+  BT_RETURN_IF_ERROR(out->WriteZeros(payload_start - out->offset()));
+  BT_RETURN_IF_ERROR(out->Write(kernels_));
+  auto pad_to = [&](uint64_t rel) -> absl::Status {
+    return out->WriteZeros(payload_start + rel - out->offset());
+  };
+  BT_RETURN_IF_ERROR(pad_to(m.weights_data().offset()));
+  for (int i = 0; i < m.weights_size(); ++i) {
+    BT_RETURN_IF_ERROR(
+        pad_to(m.weights_data().offset() + m.weights(i).offset()));
+    BT_RETURN_IF_ERROR(out->Write(weights_[i].tensor.bytes()));
+  }
+  if (!tokenizer_.empty()) {
+    BT_RETURN_IF_ERROR(pad_to(m.tokenizer().offset()));
+    BT_RETURN_IF_ERROR(out->Write(tokenizer_));
+  }
+  if (!ptx_.empty()) {
+    BT_RETURN_IF_ERROR(pad_to(m.ptx().offset()));
+    BT_RETURN_IF_ERROR(out->Write(ptx_));
+  }
+  BT_RETURN_IF_ERROR(pad_to(manifest_offset));
+  BT_RETURN_IF_ERROR(out->Write(manifest_bytes));
+  std::string trailer(kArtifactMagic, sizeof kArtifactMagic);
+  PutLE64(trailer, payload_start);
+  PutLE64(trailer, manifest_offset);
+  PutLE64(trailer, manifest_bytes.size());
+  BT_RETURN_IF_ERROR(out->Write(trailer));
+  return out->Commit(prefix_path_.empty() ? 0644 : 0755);
+}
+
+//===----------------------------------------------------------------------===//
+// Reader
+//===----------------------------------------------------------------------===//
+
+absl::StatusOr<std::shared_ptr<const Artifact>>
+Artifact::Open(const std::string &path) {
+  BT_ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::Open(path));
+  auto bad = [&](absl::string_view msg) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", msg));
+  };
+  const uint64_t size = file->size();
+  if (size < kArtifactTrailerSize)
+    return bad(absl::StrCat("no bt artifact: the file (", size,
+                            " bytes) is shorter than the 32-byte trailer"));
+  const char *trailer = file->data() + size - kArtifactTrailerSize;
+  if (std::memcmp(trailer, kArtifactMagic, sizeof kArtifactMagic) != 0)
+    return bad("no bt artifact: the file does not end with a trailer with "
+               "magic \"BTARTIF1\"");
+  const uint64_t payload_start = GetLE64(trailer + 8);
+  const uint64_t manifest_offset = GetLE64(trailer + 16);
+  const uint64_t manifest_size = GetLE64(trailer + 24);
+  if (payload_start % kArtifactPageSize != 0)
+    return bad(absl::StrCat("payload_start ", payload_start,
+                            " is not a multiple of 4096"));
+  if (payload_start > size - kArtifactTrailerSize)
+    return bad(absl::StrCat("payload_start ", payload_start,
+                            " is past the trailer (file is ", size,
+                            " bytes; truncated?)"));
+  const uint64_t payload_size = size - kArtifactTrailerSize - payload_start;
+  if (!InRange(manifest_offset, manifest_size, payload_size))
+    return bad(absl::StrCat("manifest [", manifest_offset, ", +",
+                            manifest_size, ") runs past the payload (",
+                            payload_size, " bytes; truncated?)"));
+
+  std::shared_ptr<Artifact> a(new Artifact());
+  a->payload_start_ = payload_start;
+  const char *payload = file->data() + payload_start;
+  if (manifest_size > static_cast<uint64_t>(std::numeric_limits<int>::max()) ||
+      !a->manifest_.ParseFromArray(payload + manifest_offset,
+                                   static_cast<int>(manifest_size)))
+    return bad("the manifest does not parse as a bt.proto.Manifest");
+  const proto::Manifest &m = a->manifest_;
+  if (m.format_version() != kArtifactFormatVersion)
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": unknown artifact format_version ", m.format_version(),
+        " (this runtime reads version ", kArtifactFormatVersion, ")"));
+
+  // Sections.
+  std::vector<Range> sections = {
+      {"manifest", manifest_offset, manifest_offset + manifest_size}};
+  for (const auto &[name, s] :
+       {std::make_pair("kernels", &m.kernels()),
+        std::make_pair("weights_data", &m.weights_data()),
+        std::make_pair("tokenizer", &m.tokenizer()),
+        std::make_pair("ptx", &m.ptx())}) {
+    if (!InRange(s->offset(), s->size(), payload_size))
+      return bad(absl::StrCat(name, " section [", s->offset(), ", +",
+                              s->size(), ") runs past the payload (",
+                              payload_size, " bytes)"));
+    sections.push_back({name, s->offset(), s->offset() + s->size()});
+  }
+  if (m.weights_data().offset() % kArtifactPageSize != 0)
+    return bad(absl::StrCat("weights_data section offset ",
+                            m.weights_data().offset(),
+                            " is not a multiple of 4096"));
+  if (auto [x, y] = FindOverlap(sections); x != nullptr)
+    return bad(absl::StrCat("the ", x->what, " [", x->begin, ", ", x->end,
+                            ") and ", y->what, " [", y->begin, ", ", y->end,
+                            ") sections overlap"));
+
+  // Weights.
+  std::vector<Range> weights;
+  for (int i = 0; i < m.weights_size(); ++i) {
+    const proto::Weight &w = m.weights(i);
+    const std::string what = absl::StrCat("weight '", w.name(), "'");
+    if (w.name().empty())
+      return bad(absl::StrCat("weight #", i, " has an empty name"));
+    if (!a->weight_index_.emplace(w.name(), i).second)
+      return bad(absl::StrCat(what, " appears twice"));
+    const size_t itemsize = DTypeSize(w.dtype());
+    if (itemsize == 0)
+      return bad(absl::StrCat(what, " has unsupported dtype ",
+                              DTypeName(w.dtype())));
+    std::vector<int64_t> shape(w.shape().begin(), w.shape().end());
+    auto n = NumElements(shape, itemsize);
+    if (!n.ok())
+      return bad(absl::StrCat(what, ": ", n.status().message()));
+    if (w.nbytes() != static_cast<uint64_t>(*n) * itemsize)
+      return bad(absl::StrCat(what, " has nbytes ", w.nbytes(), ", but ",
+                              DTypeName(w.dtype()), ShapeToString(shape),
+                              " needs ", static_cast<uint64_t>(*n) * itemsize));
+    if (w.offset() % kTensorAlignment != 0)
+      return bad(absl::StrCat(what, " offset ", w.offset(),
+                              " is not 64-byte aligned"));
+    if (!InRange(w.offset(), w.nbytes(), m.weights_data().size()))
+      return bad(absl::StrCat(what, " [", w.offset(), ", +", w.nbytes(),
+                              ") runs past the weights section (",
+                              m.weights_data().size(), " bytes)"));
+    weights.push_back({what, w.offset(), w.offset() + w.nbytes()});
+  }
+  if (auto [x, y] = FindOverlap(weights); x != nullptr)
+    return bad(absl::StrCat(x->what, " [", x->begin, ", ", x->end, ") and ",
+                            y->what, " [", y->begin, ", ", y->end,
+                            ") overlap"));
+
+  // Entry points.
+  std::set<std::string> eps;
+  for (const proto::EntryPoint &ep : m.entry_points()) {
+    const std::string what = absl::StrCat("entry point '", ep.name(), "'");
+    if (ep.name().empty())
+      return bad("an entry point has an empty name");
+    if (!eps.insert(ep.name()).second)
+      return bad(absl::StrCat(what, " appears twice"));
+    if (ep.symbol().empty())
+      return bad(absl::StrCat(what, " has no symbol"));
+    for (const std::string &p : ep.params())
+      if (!a->weight_index_.contains(p))
+        return bad(absl::StrCat(what, " takes param '", p,
+                                "', which is not a weight of the artifact"));
+    for (const auto &[kind, specs] :
+         {std::make_pair("input", &ep.inputs()),
+          std::make_pair("output", &ep.outputs())}) {
+      std::set<std::string> names;
+      for (const proto::TensorSpec &s : *specs) {
+        if (s.name().empty() || !names.insert(s.name()).second)
+          return bad(absl::StrCat(what, " has an empty or duplicate ", kind,
+                                  " name '", s.name(), "'"));
+        if (DTypeSize(s.dtype()) == 0)
+          return bad(absl::StrCat(what, " ", kind, " '", s.name(),
+                                  "' has unsupported dtype ",
+                                  DTypeName(s.dtype())));
+        for (int64_t d : s.shape())
+          if (d < -1)
+            return bad(absl::StrCat(what, " ", kind, " '", s.name(),
+                                    "' has dim ", d,
+                                    " (expected >= 0, or -1 for dynamic)"));
+        if (s.inout() && std::string(kind) == "output")
+          return bad(absl::StrCat(what, " output '", s.name(),
+                                  "' is marked inout (in-out arguments are "
+                                  "inputs and are not returned)"));
+        if (s.dim_names_size() != 0 && s.dim_names_size() != s.shape_size())
+          return bad(absl::StrCat(what, " ", kind, " '", s.name(), "' has ",
+                                  s.dim_names_size(), " dim_names for rank ",
+                                  s.shape_size()));
+      }
+    }
+  }
+  a->file_ = std::move(file);
+  return std::shared_ptr<const Artifact>(std::move(a));
+}
+
+absl::string_view Artifact::Section(const proto::Section &s) const {
+  return absl::string_view(file_->data() + payload_start_ + s.offset(),
+                           s.size());
+}
+
+absl::string_view Artifact::kernels() const { return Section(manifest_.kernels()); }
+absl::string_view Artifact::tokenizer() const {
+  return Section(manifest_.tokenizer());
+}
+absl::string_view Artifact::ptx() const { return Section(manifest_.ptx()); }
+
+const proto::Weight *Artifact::FindWeight(const std::string &name) const {
+  auto it = weight_index_.find(name);
+  return it == weight_index_.end() ? nullptr : &manifest_.weights(it->second);
+}
+
+absl::StatusOr<Tensor> Artifact::GetWeight(const std::string &name) const {
+  const proto::Weight *w = FindWeight(name);
+  if (w == nullptr)
+    return absl::NotFoundError(
+        absl::StrCat(path(), ": no weight '", name, "'"));
+  const char *p = file_->data() + payload_start_ +
+                  manifest_.weights_data().offset() + w->offset();
+  return Tensor::Borrow(w->dtype(),
+                        std::vector<int64_t>(w->shape().begin(), w->shape().end()),
+                        const_cast<char *>(p), file_);
+}
+
+const proto::EntryPoint *
+Artifact::FindEntryPoint(const std::string &name) const {
+  for (const proto::EntryPoint &ep : manifest_.entry_points())
+    if (ep.name() == name)
+      return &ep;
+  return nullptr;
+}
+
+} // namespace bt::rt

@@ -1,0 +1,141 @@
+//===- artifact.h - compiled artifacts (docs/abi.md) ------------*- C++ -*-===//
+//
+// Writing and reading bt artifacts exactly as docs/abi.md specifies:
+//
+//   [prefix: launcher executable or nothing]
+//   payload (payload_start % 4096 == 0):
+//     kernels section   (offset 0)
+//     weights section   (4096-aligned; each tensor 64-byte aligned)
+//     tokenizer section (optional)
+//     ptx section       (optional; target cuda: the PTX module)
+//     manifest          (serialized bt.proto.Manifest)
+//   trailer, 32 bytes:  "BTARTIF1" | u64 payload_start | u64 manifest_offset
+//                       | u64 manifest_size      (little-endian)
+//
+// Section and manifest offsets are relative to payload_start; Weight.offset
+// is relative to the weights section.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_RUNTIME_ARTIFACT_H
+#define BT_RUNTIME_ARTIFACT_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "bt/proto/bt.pb.h"
+#include "bt/runtime/base/file_util.h"
+#include "bt/runtime/base/tensor.h"
+
+namespace bt::rt {
+
+inline constexpr char kArtifactMagic[8] = {'B', 'T', 'A', 'R',
+                                           'T', 'I', 'F', '1'};
+inline constexpr uint64_t kArtifactTrailerSize = 32;
+inline constexpr uint64_t kArtifactPageSize = 4096;
+inline constexpr uint32_t kArtifactFormatVersion = 1;
+
+/// Builds an artifact file. Typical use (bt-run compile):
+///   ArtifactWriter w(manifest);   // target, cpu, producer, config, entry points
+///   w.SetKernels(so_bytes);
+///   for (...) BT_RETURN_IF_ERROR(w.AddWeight(name, tensor));
+///   w.SetPrefixFile(".../bt-launcher");   // for an executable
+///   BT_RETURN_IF_ERROR(w.Write("model"));
+class ArtifactWriter {
+public:
+  /// `manifest` provides target, cpu, producer, config and entry_points;
+  /// format_version, weights and the section fields are set by Write().
+  explicit ArtifactWriter(proto::Manifest manifest);
+
+  /// The kernels section: an ELF shared object (cpu: the kernels; cuda: the
+  /// host code that launches the PTX kernels).
+  void SetKernels(std::string bytes) { kernels_ = std::move(bytes); }
+  /// The ptx section (target cuda): the PTX module of every kernel (text).
+  void SetPtx(std::string text) { ptx_ = std::move(text); }
+  /// The tokenizer section: a SentencePiece model proto (optional).
+  void SetTokenizer(std::string bytes) { tokenizer_ = std::move(bytes); }
+  /// Makes the output an executable: the file at `path` (the bt-launcher
+  /// binary) is copied in front of the payload and the result is chmod 0755.
+  void SetPrefixFile(std::string path) { prefix_path_ = std::move(path); }
+
+  /// Adds a weight tensor (the writer shares `t`'s data; no copy until
+  /// Write). Errors: InvalidArgument for an empty or duplicate name or an
+  /// invalid tensor.
+  absl::Status AddWeight(const std::string &name, const Tensor &t);
+
+  /// Writes the artifact atomically (temporary file in the destination
+  /// directory, fsync, rename; mode 0755 with a prefix, else 0644).
+  /// Errors: I/O errors naming the file (prefix or destination).
+  absl::Status Write(const std::string &path) const;
+
+  /// The manifest Write() stores for a payload without prefix (for tests and
+  /// inspection): sections and weights filled in.
+  proto::Manifest LaidOutManifest() const;
+
+private:
+  struct PendingWeight {
+    std::string name;
+    Tensor tensor;
+  };
+  proto::Manifest manifest_;
+  std::string kernels_, tokenizer_, ptx_, prefix_path_;
+  std::vector<PendingWeight> weights_;
+  absl::flat_hash_map<std::string, size_t> weight_index_;
+};
+
+/// A read-only, fully validated artifact mapped into memory.
+class Artifact {
+public:
+  /// Maps and validates `path` (an artifact, or an executable with an
+  /// artifact appended, e.g. /proc/self/exe). Checks, each an
+  /// InvalidArgument error naming the file:
+  ///  - file shorter than the trailer; bad magic ("no bt artifact");
+  ///  - payload_start not 4096-aligned or past the trailer;
+  ///  - manifest range past the payload; manifest does not parse;
+  ///  - format_version != 1 (FailedPrecondition: produced by another version);
+  ///  - a section (kernels, weights_data, tokenizer, ptx) past the payload,
+  ///    overlapping another section or the manifest; weights_data not
+  ///    4096-aligned;
+  ///  - a weight with an unknown dtype, a bad shape, nbytes != numel *
+  ///    itemsize, an offset not 64-aligned, a range past the weights
+  ///    section, overlapping another weight, or a duplicate name;
+  ///  - an entry point with an empty or duplicate name, an empty symbol, a
+  ///    param that is not a weight, or a tensor spec with an unspecified
+  ///    dtype, a dim < -1, a duplicate name, or an output marked inout.
+  static absl::StatusOr<std::shared_ptr<const Artifact>>
+  Open(const std::string &path);
+
+  const std::string &path() const { return file_->path(); }
+  const proto::Manifest &manifest() const { return manifest_; }
+  uint64_t payload_start() const { return payload_start_; }
+  /// Section bytes (views into the mapping).
+  absl::string_view kernels() const;
+  absl::string_view tokenizer() const;
+  absl::string_view ptx() const;
+
+  /// The weight's manifest entry, or nullptr.
+  const proto::Weight *FindWeight(const std::string &name) const;
+  /// The weight as a borrowed view into the mapping (kept alive by the
+  /// tensor). Errors: NotFound naming the weight and the file.
+  absl::StatusOr<Tensor> GetWeight(const std::string &name) const;
+  /// The entry point `name`, or nullptr.
+  const proto::EntryPoint *FindEntryPoint(const std::string &name) const;
+
+private:
+  Artifact() = default;
+  absl::string_view Section(const proto::Section &s) const;
+  std::shared_ptr<MappedFile> file_;
+  uint64_t payload_start_ = 0;
+  proto::Manifest manifest_;
+  absl::flat_hash_map<std::string, int> weight_index_;
+};
+
+} // namespace bt::rt
+
+#endif // BT_RUNTIME_ARTIFACT_H

@@ -1,0 +1,175 @@
+//===- tokenizer.cc - SentencePiece tokenizers -----------------------------===//
+
+#include "bt/runtime/model/tokenizer.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "bt/runtime/base/shared_object.h"
+
+#ifdef BT_HAVE_SPM_SHIM
+extern "C" {
+extern const char bt_spm_shim_begin[] __attribute__((visibility("hidden")));
+extern const char bt_spm_shim_end[] __attribute__((visibility("hidden")));
+}
+#endif
+
+namespace bt::rt {
+namespace {
+
+/// The C interface of runtime/src/spm/spm_shim.cc.
+struct ShimApi {
+  void *(*load)(const char *, size_t, char **);
+  void (*unload)(void *);
+  int64_t (*vocab_size)(void *);
+  int (*encode)(void *, const char *, size_t, int64_t **, size_t *, char **);
+  int (*decode)(void *, const int64_t *, size_t, char **, size_t *, char **);
+  int64_t (*eos_id)(void *);
+  int64_t (*unk_id)(void *);
+  int (*train)(const char *, const char *const *, const size_t *, size_t,
+               char **, size_t *, char **);
+  void (*free)(void *);
+};
+
+/// Loads the embedded shim once per process (it stays loaded).
+absl::StatusOr<const ShimApi *> Shim() {
+#ifndef BT_HAVE_SPM_SHIM
+  return absl::UnimplementedError(
+      "this runtime was built without SentencePiece (libsentencepiece-dev), "
+      "so it cannot tokenize text; pass token ids (--inputs) instead");
+#else
+  static std::once_flag once;
+  static absl::StatusOr<const ShimApi *> api = absl::InternalError("unset");
+  std::call_once(once, [] {
+    // RTLD_DEEPBIND: libsentencepiece carries its own copy of protobuf-lite
+    // whose symbols must not bind to a protobuf already in the process
+    // (bt-run, the tests); the shim and its dependencies look up their own
+    // symbols first.
+    absl::StatusOr<LoadedSharedObject> so = LoadSharedObjectFromMemory(
+        absl::string_view(bt_spm_shim_begin,
+                          static_cast<size_t>(bt_spm_shim_end - bt_spm_shim_begin)),
+        "the SentencePiece shim", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (!so.ok()) {
+      api = absl::FailedPreconditionError(absl::StrCat(
+          "tokenizing text needs libsentencepiece.so.0 (Debian/Ubuntu "
+          "package libsentencepiece0), which cannot be loaded: ",
+          so.status().message(), "; pass token ids (--inputs) instead"));
+      return;
+    }
+    auto *a = new ShimApi;
+    void *h = so->handle;
+    a->load = reinterpret_cast<decltype(a->load)>(dlsym(h, "bt_spm_load"));
+    a->unload = reinterpret_cast<decltype(a->unload)>(dlsym(h, "bt_spm_unload"));
+    a->vocab_size =
+        reinterpret_cast<decltype(a->vocab_size)>(dlsym(h, "bt_spm_vocab_size"));
+    a->encode = reinterpret_cast<decltype(a->encode)>(dlsym(h, "bt_spm_encode"));
+    a->decode = reinterpret_cast<decltype(a->decode)>(dlsym(h, "bt_spm_decode"));
+    a->eos_id = reinterpret_cast<decltype(a->eos_id)>(dlsym(h, "bt_spm_eos_id"));
+    a->unk_id = reinterpret_cast<decltype(a->unk_id)>(dlsym(h, "bt_spm_unk_id"));
+    a->train = reinterpret_cast<decltype(a->train)>(dlsym(h, "bt_spm_train"));
+    a->free = reinterpret_cast<decltype(a->free)>(dlsym(h, "bt_spm_free"));
+    if (!a->load || !a->unload || !a->vocab_size || !a->encode || !a->decode ||
+        !a->eos_id || !a->unk_id || !a->train || !a->free) {
+      api = absl::InternalError("the SentencePiece shim lacks a symbol");
+      return;
+    }
+    api = a; // the shim and its memfd stay loaded for the process
+  });
+  return api;
+#endif
+}
+
+std::string TakeError(const ShimApi &api, char *e) {
+  std::string s = e != nullptr ? e : "unknown error";
+  api.free(e);
+  return s;
+}
+
+} // namespace
+
+absl::StatusOr<std::unique_ptr<Tokenizer>>
+Tokenizer::LoadSentencePiece(absl::string_view model_proto) {
+  absl::StatusOr<const ShimApi *> api = Shim();
+  if (!api.ok())
+    return api.status();
+  if (model_proto.empty())
+    return absl::InvalidArgumentError("the SentencePiece model is empty");
+  char *error = nullptr;
+  void *h = (*api)->load(model_proto.data(), model_proto.size(), &error);
+  if (h == nullptr)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not a SentencePiece model: ", TakeError(**api, error)));
+  std::unique_ptr<Tokenizer> t(new Tokenizer());
+  t->handle_ = h;
+  t->vocab_size_ = (*api)->vocab_size(h);
+  t->eos_id_ = (*api)->eos_id(h);
+  t->unk_id_ = (*api)->unk_id(h);
+  return t;
+}
+
+Tokenizer::~Tokenizer() {
+  if (handle_ != nullptr)
+    (*Shim())->unload(handle_);
+}
+
+absl::StatusOr<std::vector<int64_t>>
+Tokenizer::Encode(absl::string_view text) const {
+  const ShimApi &api = **Shim();
+  int64_t *ids = nullptr;
+  size_t n = 0;
+  char *error = nullptr;
+  if (api.encode(handle_, text.data(), text.size(), &ids, &n, &error) != 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot tokenize: ", TakeError(api, error)));
+  std::vector<int64_t> v(ids, ids + n);
+  api.free(ids);
+  return v;
+}
+
+absl::StatusOr<std::string> Tokenizer::Decode(absl::Span<const int64_t> ids) const {
+  const ShimApi &api = **Shim();
+  std::vector<int64_t> valid;
+  for (int64_t id : ids)
+    if (id >= 0 && id < vocab_size_)
+      valid.push_back(id);
+  char *text = nullptr, *error = nullptr;
+  size_t n = 0;
+  if (api.decode(handle_, valid.data(), valid.size(), &text, &n, &error) != 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot decode token ids: ", TakeError(api, error)));
+  std::string s(text, n);
+  api.free(text);
+  return s;
+}
+
+// Declared in data.cc (TrainSentencePiece); here because this file owns the
+// shim.
+absl::StatusOr<std::string>
+TrainSentencePieceWithShim(const std::string &args,
+                           const std::vector<std::string> &sentences) {
+  absl::StatusOr<const ShimApi *> api = Shim();
+  if (!api.ok())
+    return api.status();
+  std::vector<const char *> ptrs;
+  std::vector<size_t> sizes;
+  ptrs.reserve(sentences.size());
+  sizes.reserve(sentences.size());
+  for (const std::string &s : sentences) {
+    ptrs.push_back(s.data());
+    sizes.push_back(s.size());
+  }
+  char *model = nullptr, *error = nullptr;
+  size_t n = 0;
+  if ((*api)->train(args.c_str(), ptrs.data(), sizes.data(), ptrs.size(),
+                    &model, &n, &error) != 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SentencePiece training (", args, ") failed: ", TakeError(**api, error)));
+  std::string proto(model, n);
+  (*api)->free(model);
+  return proto;
+}
+
+} // namespace bt::rt

@@ -1,0 +1,1182 @@
+//===- bench.cc - throughput benchmarks of a compiled model ---------------===//
+
+#include "bt/runtime/tooling/bench.h"
+#include "bt/runtime/tooling/child_process.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "bt/runtime/base/file_util.h"
+#include "bt/runtime/model/kv_plan.h"
+#include "bt/runtime/base/safetensors.h"
+#include "bt/runtime/base/status_macros.h"
+#include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
+
+extern "C" {
+// OpenBLAS (linked by the runtime; the kernels call its cblas_sgemm).
+void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
+}
+
+extern char **environ;
+
+namespace bt::rt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Resets the peak resident set (VmHWM) of this process to its current
+/// resident set (Linux >= 4.0; silently nothing elsewhere).
+void ResetPeakRss() {
+  std::ofstream f("/proc/self/clear_refs");
+  if (f)
+    f << "5";
+}
+
+/// VmHWM of this process in MiB, or 0 if unknown.
+double ProcessPeakRssMb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0)
+      return std::strtod(line.c_str() + 6, nullptr) / 1024.0; // kB
+  return 0;
+}
+
+/// A temporary directory, removed with its content on destruction unless
+/// released.
+class ScratchDir {
+public:
+  static absl::StatusOr<ScratchDir> Create() {
+    const char *tmp = getenv("TMPDIR");
+    std::string tmpl =
+        absl::StrCat(tmp && *tmp ? tmp : "/tmp", "/bt-bench.XXXXXX");
+    if (mkdtemp(tmpl.data()) == nullptr)
+      return ErrnoToStatus(errno, absl::StrCat("mkdtemp ", tmpl));
+    ScratchDir d;
+    d.path_ = tmpl;
+    return d;
+  }
+  ScratchDir() = default;
+  ScratchDir(ScratchDir &&o) noexcept : path_(std::move(o.path_)) {
+    o.path_.clear();
+  }
+  ~ScratchDir() {
+    if (!path_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(path_, ec);
+    }
+  }
+  /// The path; the caller now removes the directory.
+  std::string Release() { return std::exchange(path_, std::string()); }
+
+private:
+  std::string path_;
+};
+
+bool IsExecutable(const std::string &path) {
+  return access(path.c_str(), X_OK) == 0;
+}
+bool IsReadable(const std::string &path) {
+  return access(path.c_str(), R_OK) == 0;
+}
+
+std::string ResolveTorchScript(const BenchOptions &opts) {
+  if (!opts.torch_script.empty())
+    return opts.torch_script;
+  const char *env = getenv("BT_TORCH_SCRIPT");
+  if (env && *env)
+    return env;
+  return "bench/bt_torch.py";
+}
+
+std::string ResolvePython(const BenchOptions &opts) {
+  if (!opts.python.empty())
+    return opts.python;
+  const char *env = getenv("BT_PYTHON");
+  if (env && *env)
+    return env;
+  return "/usr/bin/python3";
+}
+
+/// The torch result of `setting` in `torch`, or nullptr.
+const BenchResult *Match(const BenchResult &r,
+                         const std::vector<BenchResult> &torch) {
+  for (const BenchResult &t : torch)
+    if (t.setting.name == r.setting.name && t.setting.batch == r.setting.batch &&
+        t.setting.prompt_tokens == r.setting.prompt_tokens &&
+        t.setting.gen_tokens == r.setting.gen_tokens &&
+        t.setting.max_batch == r.setting.max_batch)
+      return &t;
+  return nullptr;
+}
+
+/// The current line of RunSettings' progress output, and the progress of
+/// the call being timed on it: "bar" redraws `line + bar` in place (carriage
+/// return, erase to end of line), "dots" appends " [" and one dot per tenth
+/// of the call, "none" shows nothing. Calls that report no progress (the
+/// forward) leave no trace.
+class ProgressLine {
+public:
+  ProgressLine(std::ostream &os, std::string mode)
+      : os_(os), mode_(std::move(mode)) {}
+  void Print(const std::string &s) {
+    os_ << s << std::flush;
+    line_ += s;
+  }
+  void NewLine() {
+    os_ << "\n" << std::flush;
+    line_.clear();
+  }
+  /// The progress callback of the call about to start.
+  ProgressFn Begin() {
+    started_ = false;
+    dots_ = 0;
+    begin_ = Clock::now();
+    if (mode_ != "bar" && mode_ != "dots")
+      return nullptr;
+    return [this](int64_t done, int64_t total) { Update(done, total); };
+  }
+  /// After the call: removes the bar, or closes the dots.
+  void End() {
+    if (!started_)
+      return;
+    started_ = false;
+    if (mode_ == "bar")
+      os_ << "\r" << line_ << "\x1b[K" << std::flush;
+    else
+      Print("]");
+  }
+
+private:
+  void Update(int64_t done, int64_t total) {
+    if (total <= 0)
+      return;
+    const double f =
+        std::clamp(static_cast<double>(done) / static_cast<double>(total), 0.0, 1.0);
+    if (mode_ == "dots") {
+      if (!started_) {
+        Print(" [");
+        started_ = true;
+      }
+      const int want = static_cast<int>(f * 10);
+      if (want > dots_) {
+        Print(std::string(want - dots_, '.'));
+        dots_ = want;
+      }
+      return;
+    }
+    const auto now = Clock::now();
+    if (started_ && done < total &&
+        now - last_draw_ < std::chrono::milliseconds(100))
+      return;
+    started_ = true;
+    last_draw_ = now;
+    constexpr int kWidth = 24;
+    const int fill = static_cast<int>(f * kWidth);
+    const double elapsed = std::chrono::duration<double>(now - begin_).count();
+    std::string eta = "";
+    if (f > 0 && done < total)
+      eta = absl::StrFormat(", ETA %.0fs", elapsed * (1 - f) / f);
+    os_ << "\r" << line_ << " [" << std::string(fill, '#')
+        << std::string(kWidth - fill, '-') << "] " << done << "/" << total
+        << " tokens" << eta << "\x1b[K" << std::flush;
+  }
+
+  std::ostream &os_;
+  std::string mode_;
+  std::string line_;
+  bool started_ = false;
+  int dots_ = 0;
+  Clock::time_point begin_, last_draw_;
+};
+
+std::string CsvField(const std::string &s) {
+  if (s.find_first_of(",\"\n") == std::string::npos)
+    return s;
+  std::string q = "\"";
+  for (char c : s)
+    q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+} // namespace
+
+double Median(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+bool IsGenerationSetting(const std::string &name) {
+  return name == kPrefillHeavySetting || name == kDecodeHeavySetting;
+}
+
+absl::StatusOr<std::vector<BenchSettingSpec>>
+ParseBenchSettings(const std::string &list, int64_t prompt_tokens,
+                   int64_t gen_tokens) {
+  std::vector<BenchSettingSpec> out;
+  const std::string known = absl::StrCat(kForwardSetting, ", ",
+                                         kPrefillHeavySetting, ", ",
+                                         kDecodeHeavySetting);
+  for (absl::string_view item : absl::StrSplit(list, ',')) {
+    std::vector<std::string> parts = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    BenchSettingSpec spec;
+    spec.name = parts[0];
+    if (spec.name != kForwardSetting && !IsGenerationSetting(spec.name))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--setting ", list, ": unknown setting '", spec.name,
+          "' (expected ", known, ")"));
+    for (const BenchSettingSpec &o : out)
+      if (o.name == spec.name)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--setting ", list, ": '", spec.name, "' is given twice"));
+    if (spec.name == kForwardSetting) {
+      if (parts.size() > 1)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--setting ", list, ": '", kForwardSetting,
+            "' takes no lengths (its length is --tokens / --seq-blocks)"));
+      out.push_back(spec);
+      continue;
+    }
+    const bool prefill = spec.name == kPrefillHeavySetting;
+    spec.prompt_tokens = prompt_tokens > 0 ? prompt_tokens : prefill ? 2048 : 128;
+    spec.gen_tokens = gen_tokens > 0 ? gen_tokens : prefill ? 128 : 2048;
+    if (parts.size() > 1) {
+      std::vector<std::string> len = absl::StrSplit(parts[1], '/');
+      if (len.size() != 2 || !absl::SimpleAtoi(len[0], &spec.prompt_tokens) ||
+          !absl::SimpleAtoi(len[1], &spec.gen_tokens) ||
+          spec.prompt_tokens < 1 || spec.gen_tokens < 1)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--setting ", list, ": '", item,
+            "': expected NAME=PROMPT/GEN with positive token counts, e.g. ",
+            kPrefillHeavySetting, "=2048/128"));
+    }
+    out.push_back(spec);
+  }
+  if (out.empty())
+    return absl::InvalidArgumentError("--setting: no setting given");
+  return out;
+}
+
+absl::StatusOr<std::vector<BenchSetting>>
+GenerationSettings(const BenchSettingSpec &spec,
+                   const std::vector<int64_t> &batches, int64_t max_batch) {
+  if (!IsGenerationSetting(spec.name))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench: '", spec.name, "' is not a generation setting"));
+  if (spec.prompt_tokens < 1 || spec.gen_tokens < 1)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench: ", spec.name, " needs at least 1 prompt and 1 generated "
+        "token, got ", spec.prompt_tokens, "/", spec.gen_tokens));
+  if (batches.empty() && max_batch <= 0)
+    return absl::InvalidArgumentError("bench: no batch size given");
+  std::vector<BenchSetting> out;
+  auto add = [&](int64_t b, bool max) -> absl::Status {
+    if (b < 1)
+      return absl::InvalidArgumentError(
+          absl::StrCat("bench: batch size ", b, " must be >= 1"));
+    BenchSetting s;
+    s.name = spec.name;
+    s.batch = b;
+    s.prompt_tokens = spec.prompt_tokens;
+    s.gen_tokens = spec.gen_tokens;
+    s.max_batch = max;
+    out.push_back(s);
+    return absl::OkStatus();
+  };
+  for (int64_t b : batches)
+    BT_RETURN_IF_ERROR(add(b, false));
+  if (max_batch > 0)
+    BT_RETURN_IF_ERROR(add(max_batch, true));
+  return out;
+}
+
+absl::StatusOr<Tensor> GenerationPrompt(const proto::ModelConfig &config,
+                                        const BenchSetting &setting,
+                                        uint64_t seed) {
+  const int64_t B = setting.batch, T = setting.prompt_tokens;
+  const int64_t V = config.vocab_size();
+  if (B < 1 || T < 1 || V < 3)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench: cannot build prompts for batch ", B, ", ", T,
+        " tokens, vocabulary ", V));
+  BT_ASSIGN_OR_RETURN(Tensor ids, Tensor::Allocate(proto::I64, {B, T}));
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> dist(2, V - 1);
+  int64_t *id = ids.data_as<int64_t>();
+  for (int64_t i = 0; i < ids.num_elements(); ++i)
+    id[i] = dist(rng);
+  return ids;
+}
+
+std::string FormatBytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (bytes >= (int64_t{1} << 30))
+    return absl::StrFormat("%.2f GiB", b / (1 << 30));
+  if (bytes >= (int64_t{1} << 20))
+    return absl::StrFormat("%.2f MiB", b / (1 << 20));
+  if (bytes >= (int64_t{1} << 10))
+    return absl::StrFormat("%.2f KiB", b / (1 << 10));
+  return absl::StrFormat("%d B", bytes);
+}
+
+absl::StatusOr<std::vector<BenchSetting>>
+ForwardSettings(const proto::ModelConfig &config,
+                const std::vector<int64_t> &batches, int64_t tokens) {
+  const bool vanilla = config.kind() == proto::ModelConfig::VANILLA;
+  const int64_t L = vanilla ? 1 : std::max<int64_t>(config.block_length(), 1);
+  if (batches.empty())
+    return absl::InvalidArgumentError("bench: no batch size given");
+  if (tokens < 1 || tokens % L != 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench: --tokens ", tokens, " must be a positive multiple of the block "
+        "length L_B = ", L, " (or use --seq-blocks)"));
+  if (!vanilla && tokens / L < 2)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench: --tokens ", tokens, " is ", tokens / L, " block(s); the forward "
+        "needs at least 2 blocks (block 0 is never predicted)"));
+  std::vector<BenchSetting> out;
+  for (int64_t b : batches) {
+    if (b < 1)
+      return absl::InvalidArgumentError(
+          absl::StrCat("bench: batch size ", b, " must be >= 1"));
+    BenchSetting s;
+    s.name = kForwardSetting;
+    s.batch = b;
+    s.prompt_tokens = tokens;
+    out.push_back(s);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<BenchSetting>>
+BenchSettingsFor(const proto::Manifest &manifest,
+                 const std::vector<BenchSettingSpec> &specs,
+                 const std::vector<int64_t> &batches, int64_t forward_tokens,
+                 bool with_max, int64_t memory_bytes,
+                 const std::string &memory_source,
+                 std::vector<std::string> *notes) {
+  bool any_generation = false;
+  for (const BenchSettingSpec &sp : specs)
+    any_generation |= IsGenerationSetting(sp.name);
+  if (with_max && !any_generation)
+    return absl::InvalidArgumentError(
+        "bench --batch max applies to the generation settings (prefill-heavy, "
+        "decode-heavy)");
+  std::vector<BenchSetting> out;
+  for (const BenchSettingSpec &sp : specs) {
+    std::vector<BenchSetting> settings;
+    if (sp.name == kForwardSetting) {
+      if (batches.empty())
+        continue; // `--batch max` alone: generation settings only
+      BT_ASSIGN_OR_RETURN(settings, ForwardSettings(manifest.config(), batches,
+                                                    forward_tokens));
+    } else {
+      int64_t planned = 0, max_batch = 0;
+      if (manifest.has_kv_plan() || with_max) {
+        BT_ASSIGN_OR_RETURN(PlannedKV plan,
+                            PlanKV(manifest, sp.prompt_tokens, sp.gen_tokens));
+        planned = plan.bytes_per_sequence;
+        if (with_max) {
+          BT_ASSIGN_OR_RETURN(max_batch, PlannedMaxBatch(plan, memory_bytes));
+          const std::string explain = absl::StrCat(
+              "floor((", FormatBytes(memory_bytes), " ", memory_source, " - ",
+              FormatBytes(plan.weight_bytes), " weights) / ",
+              FormatBytes(plan.bytes_per_sequence), " KV cache per sequence)");
+          if (max_batch < 1)
+            return absl::InvalidArgumentError(absl::StrCat(
+                "bench --batch max for ", sp.name, " (", sp.prompt_tokens,
+                " + ", sp.gen_tokens, " tokens): ", explain,
+                " is 0: the budget does not fit one sequence"));
+          if (notes != nullptr)
+            notes->push_back(absl::StrCat(
+                "planned max batch for ", sp.name, " (", sp.prompt_tokens,
+                " + ", sp.gen_tokens, " tokens): ", explain, " = ", max_batch,
+                " (bt-plan-kv-memory: ", plan.entries, " global entries x ",
+                FormatBytes(manifest.kv_plan().global_bytes_per_entry()),
+                " + ", FormatBytes(plan.local_bytes), " local scratch)"));
+        }
+      }
+      BT_ASSIGN_OR_RETURN(settings, GenerationSettings(sp, batches, max_batch));
+      for (BenchSetting &s : settings)
+        s.planned_kv_bytes_per_sample = planned;
+    }
+    out.insert(out.end(), settings.begin(), settings.end());
+  }
+  if (out.empty())
+    return absl::InvalidArgumentError("bench: no setting to run");
+  return out;
+}
+
+absl::StatusOr<TensorMap> ForwardInputs(const proto::ModelConfig &config,
+                                        const BenchSetting &setting,
+                                        uint64_t seed) {
+  const bool vanilla = config.kind() == proto::ModelConfig::VANILLA;
+  const int64_t B = setting.batch, T = setting.prompt_tokens;
+  const int64_t L = vanilla ? 1 : config.block_length();
+  const int64_t V = config.vocab_size();
+  if (B < 1 || T < 1 || L < 1 || T % L != 0 || V < 3)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench: cannot build inputs for batch ", B, ", ", T,
+        " tokens, block length ", L, ", vocabulary ", V));
+  const std::vector<int64_t> shape =
+      vanilla ? std::vector<int64_t>{B, T} : std::vector<int64_t>{B, T / L, L};
+  BT_ASSIGN_OR_RETURN(Tensor ids, Tensor::Allocate(proto::I64, shape));
+  BT_ASSIGN_OR_RETURN(Tensor mask, Tensor::Allocate(proto::I64, shape));
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> dist(2, V - 1);
+  int64_t *id = ids.data_as<int64_t>();
+  int64_t *m = mask.data_as<int64_t>();
+  for (int64_t i = 0; i < ids.num_elements(); ++i) {
+    id[i] = dist(rng);
+    m[i] = 1;
+  }
+  TensorMap inputs;
+  inputs.emplace("input_ids", std::move(ids));
+  inputs.emplace("attention_mask", std::move(mask));
+  if (!vanilla) {
+    BT_ASSIGN_OR_RETURN(Tensor bm, Tensor::Allocate(proto::I64, {B, T / L}));
+    std::fill(bm.data_as<int64_t>(), bm.data_as<int64_t>() + bm.num_elements(), 1);
+    inputs.emplace("block_attention_mask", std::move(bm));
+  }
+  return inputs;
+}
+
+int SetBenchThreads(int threads) {
+  if (threads > 0)
+    openblas_set_num_threads(threads);
+  return openblas_get_num_threads();
+}
+
+// --- bt ----------------------------------------------------------------------
+
+absl::Status BtRunner::Prepare(const BenchSetting &setting) {
+  inputs_.clear();
+  outputs_.clear();
+  entry_.clear();
+  counters_ = GenerateCounters();
+  setting_ = setting;
+  if (IsGenerationSetting(setting.name)) {
+    const bool vanilla =
+        model_.config().kind() == proto::ModelConfig::VANILLA;
+    const std::vector<std::string> need =
+        vanilla ? std::vector<std::string>{"prefill", "decode_step"}
+                : std::vector<std::string>{"prefill", "decode_tokens",
+                                           "decode_block"};
+    for (const std::string &n : need)
+      if (model_.FindEntryPoint(n) == nullptr)
+        return absl::NotFoundError(absl::StrCat(
+            model_.artifact().path(), ": no '", n, "' entry point for the ",
+            setting.name, " setting (it has: ",
+            absl::StrJoin(model_.EntryPointNames(), ", "),
+            "); compile it with a bt-run that emits the generation entry "
+            "points (docs/generation.md)"));
+    BT_ASSIGN_OR_RETURN(Tensor ids,
+                        GenerationPrompt(model_.config(), setting, seed_));
+    inputs_.emplace("input_ids", std::move(ids));
+    entry_ = "generate";
+    ResetPeakRss();
+    return absl::OkStatus();
+  }
+  if (setting.name != kForwardSetting)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench: unknown setting '", setting.name, "'"));
+  const proto::EntryPoint *ep = model_.FindEntryPoint("eval");
+  if (ep == nullptr)
+    return absl::NotFoundError(absl::StrCat(
+        model_.artifact().path(), ": no 'eval' entry point to benchmark (it has: ",
+        absl::StrJoin(model_.EntryPointNames(), ", "), ")"));
+  BT_ASSIGN_OR_RETURN(TensorMap all,
+                      ForwardInputs(model_.config(), setting, seed_));
+  // Exactly the entry's inputs (a vanilla entry has no block mask).
+  for (const proto::TensorSpec &s : ep->inputs()) {
+    auto it = all.find(s.name());
+    if (it == all.end()) {
+      inputs_.clear();
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bench: entry point 'eval' takes '", s.name(),
+          "', which the forward benchmark does not provide"));
+    }
+    inputs_.emplace(s.name(), std::move(it->second));
+  }
+  entry_ = "eval";
+  ResetPeakRss();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CallStats> BtRunner::Call(const ProgressFn &progress) {
+  if (entry_.empty())
+    return absl::FailedPreconditionError("bench: Call() before Prepare()");
+  outputs_.clear(); // free the previous outputs before the next call
+  CallStats stats;
+  if (entry_ == "generate") {
+    GenerateOptions o;
+    o.max_new_tokens = setting_.gen_tokens;
+    o.stop_at_eos = false;       // fixed work per call
+    o.keep_step_logits = false;  // [N, B, V] floats would dwarf the caches
+    o.on_progress = progress;
+    const auto t0 = Clock::now();
+    absl::StatusOr<GenerateResult> r =
+        Generate(model_, inputs_.at("input_ids"), Tensor(), o);
+    stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!r.ok())
+      return r.status();
+    counters_ = r->counters;
+    outputs_.emplace("new_tokens", std::move(r->new_tokens));
+    stats.prefill_seconds = counters_.prefill_seconds;
+    stats.kv_bytes_per_sample =
+        counters_.cache_bytes_initial / std::max<int64_t>(setting_.batch, 1);
+    return stats;
+  }
+  const auto t0 = Clock::now();
+  BT_ASSIGN_OR_RETURN(outputs_, model_.Run(entry_, inputs_));
+  stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return stats;
+}
+
+absl::StatusOr<double> BtRunner::PeakRssMb() { return ProcessPeakRssMb(); }
+
+absl::StatusOr<std::vector<int64_t>> BtRunner::GeneratedTokens() {
+  auto it = outputs_.find("new_tokens");
+  if (entry_ != "generate" || it == outputs_.end())
+    return std::vector<int64_t>();
+  const int64_t *p = it->second.data_as<int64_t>();
+  return std::vector<int64_t>(p, p + it->second.num_elements());
+}
+
+// --- torch -------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<TorchRunner>>
+TorchRunner::Start(const Model &model, const BenchOptions &opts,
+                   std::ostream &progress) {
+  const std::string script = ResolveTorchScript(opts);
+  const std::string python = ResolvePython(opts);
+  if (!IsReadable(script))
+    return absl::UnavailableError(absl::StrCat(
+        "the PyTorch baseline script ", script,
+        " is not readable (pass --torch-script <bench/bt_torch.py>)"));
+  if (python.find('/') != std::string::npos && !IsExecutable(python))
+    return absl::UnavailableError(absl::StrCat(
+        "no Python interpreter at ", python, " (pass --python)"));
+
+  std::unique_ptr<TorchRunner> r(new TorchRunner());
+  r->config_ = model.config();
+  r->seed_ = opts.seed;
+  {
+    BT_ASSIGN_OR_RETURN(ScratchDir dir, ScratchDir::Create());
+    r->dir_ = dir.Release();
+  }
+  auto file = [&](const char *name) { return r->dir_ + "/" + name; };
+  // Configuration (bt.proto ModelConfig as JSON) and weights.
+  std::string config_json;
+  google::protobuf::util::JsonPrintOptions jopts;
+  jopts.preserve_proto_field_names = true;
+  jopts.always_print_primitive_fields = true;
+  auto js = google::protobuf::util::MessageToJsonString(model.config(),
+                                                        &config_json, jopts);
+  if (!js.ok())
+    return absl::InternalError(
+        absl::StrCat("cannot serialize the model config: ", js.ToString()));
+  BT_RETURN_IF_ERROR(WriteFileAtomically(file("bt_config.json"), config_json));
+  progress << "[torch] writing the model's weights for the baseline ... "
+           << std::flush;
+  {
+    std::vector<Tensor> held;
+    std::vector<NamedTensorRef> refs;
+    held.reserve(model.manifest().weights_size());
+    for (const proto::Weight &w : model.manifest().weights()) {
+      BT_ASSIGN_OR_RETURN(Tensor t, model.artifact().GetWeight(w.name()));
+      held.push_back(std::move(t));
+    }
+    for (int i = 0; i < model.manifest().weights_size(); ++i)
+      refs.emplace_back(model.manifest().weights(i).name(), &held[i]);
+    BT_RETURN_IF_ERROR(WriteSafetensors(file("model.safetensors"), refs));
+  }
+  progress << "done\n" << std::flush;
+
+  const std::string threads = absl::StrCat(opts.threads);
+  std::map<std::string, std::string> env = {
+      {"OMP_NUM_THREADS", threads},
+      {"OPENBLAS_NUM_THREADS", threads},
+      {"MKL_NUM_THREADS", threads},
+      {"OMP_WAIT_POLICY", "PASSIVE"},
+      {"PYTHONUNBUFFERED", "1"}};
+  if (opts.torch_malloc == "tuned") {
+    env["MALLOC_MMAP_MAX_"] = "0";
+    env["MALLOC_TRIM_THRESHOLD_"] = "18446744073709551615";
+  }
+  std::vector<std::string> argv = {python,        script,
+                                   "--serve",     "--model-dir",
+                                   r->dir_,       "--threads",
+                                   threads,       "--seed",
+                                   absl::StrCat(opts.seed)};
+  // The first line: {"ready": ...} or {"unavailable": ...}.
+  std::string hello;
+  absl::StatusOr<std::unique_ptr<JsonLineChild>> child =
+      JsonLineChild::Start(argv, env, &hello);
+  if (!child.ok())
+    return absl::UnavailableError(absl::StrCat(
+        python, " ", script, " --serve: ", child.status().message()));
+  r->child_ = std::move(*child);
+  nlohmann::json j = nlohmann::json::parse(hello, nullptr, false);
+  if (j.is_object() && j.contains("unavailable"))
+    return absl::UnavailableError(j["unavailable"].is_string()
+                                      ? j["unavailable"].get<std::string>()
+                                      : j["unavailable"].dump());
+  if (!j.is_object() || !j.contains("ready"))
+    return absl::InternalError(absl::StrCat(
+        script, " --serve: unexpected first line '", hello, "'"));
+  r->description_ = j.value("description", std::string("torch"));
+  // The child holds the weights now: remove their copy at once, so that a
+  // long benchmark stopped by a signal leaves no model-sized file behind
+  // (an open or mapped file stays readable after unlink).
+  std::remove(file("model.safetensors").c_str());
+  return r;
+}
+
+TorchRunner::~TorchRunner() {
+  child_.reset(); // EOF: the script exits; wait for it before removing dir_
+  if (!dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+}
+
+absl::StatusOr<std::string> TorchRunner::Request(const std::string &line,
+                                                 const ProgressFn &progress) {
+  if (child_ == nullptr)
+    return absl::FailedPreconditionError("the PyTorch baseline is not running");
+  absl::Status sent = child_->Send(line);
+  if (!sent.ok())
+    return absl::InternalError(absl::StrCat("PyTorch baseline: ", sent.message()));
+  for (;;) {
+    absl::StatusOr<std::string> reply = child_->ReadReply();
+    if (!reply.ok())
+      return absl::InternalError(absl::StrCat("PyTorch baseline: ", reply.status().message()));
+    nlohmann::json j = nlohmann::json::parse(*reply, nullptr, false);
+    // {"progress": done, "total": n} lines precede a generation's reply.
+    if (j.is_object() && j.contains("progress")) {
+      if (progress && j["progress"].is_number() && j.contains("total") &&
+          j["total"].is_number())
+        progress(j["progress"].get<int64_t>(), j["total"].get<int64_t>());
+      continue;
+    }
+    if (j.is_object() && j.contains("error"))
+      return absl::InternalError(absl::StrCat("PyTorch baseline: ",
+                                              j["error"].is_string()
+                                                  ? j["error"].get<std::string>()
+                                                  : j["error"].dump()));
+    return reply;
+  }
+}
+
+namespace {
+absl::StatusOr<double> NumberField(const std::string &reply, const char *key) {
+  nlohmann::json j = nlohmann::json::parse(reply, nullptr, false);
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number())
+    return absl::InternalError(absl::StrCat(
+        "PyTorch baseline: expected a reply with '", key, "', got '", reply, "'"));
+  return j[key].get<double>();
+}
+} // namespace
+
+absl::Status TorchRunner::Prepare(const BenchSetting &setting) {
+  nlohmann::json req = {{"cmd", "prepare"},
+                        {"setting", setting.name},
+                        {"batch", setting.batch},
+                        {"prompt_tokens", setting.prompt_tokens},
+                        {"gen_tokens", setting.gen_tokens}};
+  generation_ = IsGenerationSetting(setting.name);
+  if (generation_) {
+    // The same prompts as bt's (same generator and seed).
+    BT_ASSIGN_OR_RETURN(Tensor ids, GenerationPrompt(config_, setting, seed_));
+    const std::string path = dir_ + "/prompt.safetensors";
+    TensorMap m;
+    m.emplace("input_ids", std::move(ids));
+    BT_RETURN_IF_ERROR(WriteSafetensors(path, m));
+    req["prompt"] = path;
+  }
+  BT_ASSIGN_OR_RETURN(std::string reply, Request(req.dump()));
+  (void)reply;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CallStats> TorchRunner::Call(const ProgressFn &progress) {
+  BT_ASSIGN_OR_RETURN(std::string reply,
+                      Request(R"({"cmd": "call"})", progress));
+  CallStats stats;
+  BT_ASSIGN_OR_RETURN(stats.seconds, NumberField(reply, "seconds"));
+  if (generation_) {
+    BT_ASSIGN_OR_RETURN(stats.prefill_seconds,
+                        NumberField(reply, "prefill_seconds"));
+    BT_ASSIGN_OR_RETURN(double kv, NumberField(reply, "kv_bytes_per_sample"));
+    stats.kv_bytes_per_sample = static_cast<int64_t>(kv);
+  }
+  return stats;
+}
+
+absl::StatusOr<double> TorchRunner::PeakRssMb() {
+  BT_ASSIGN_OR_RETURN(std::string reply, Request(R"({"cmd": "peak"})"));
+  return NumberField(reply, "peak_rss_mb");
+}
+
+absl::StatusOr<std::vector<int64_t>> TorchRunner::GeneratedTokens() {
+  if (!generation_)
+    return std::vector<int64_t>();
+  const std::string out = dir_ + "/new_tokens.safetensors";
+  nlohmann::json req = {{"cmd", "tokens"}, {"output", out}};
+  BT_ASSIGN_OR_RETURN(std::string reply, Request(req.dump()));
+  (void)reply;
+  BT_ASSIGN_OR_RETURN(SafetensorsFile f, SafetensorsFile::Open(out));
+  BT_ASSIGN_OR_RETURN(Tensor t, f.Get("new_tokens"));
+  if (t.dtype() != proto::I64)
+    return absl::InternalError(absl::StrCat(
+        "PyTorch baseline: new_tokens is ", t.DebugString(), ", expected I64"));
+  const int64_t *p = t.data_as<int64_t>();
+  return std::vector<int64_t>(p, p + t.num_elements());
+}
+
+absl::StatusOr<Tensor> TorchRunner::Logits(const TensorMap &inputs) {
+  const std::string in = dir_ + "/check_inputs.safetensors";
+  const std::string out = dir_ + "/check_logits.safetensors";
+  BT_RETURN_IF_ERROR(WriteSafetensors(in, inputs));
+  nlohmann::json req = {{"cmd", "logits"}, {"inputs", in}, {"output", out}};
+  BT_ASSIGN_OR_RETURN(std::string reply, Request(req.dump()));
+  (void)reply;
+  BT_ASSIGN_OR_RETURN(SafetensorsFile f, SafetensorsFile::Open(out));
+  BT_ASSIGN_OR_RETURN(Tensor t, f.Get("logits"));
+  return t.Clone(); // the file is overwritten by the next request
+}
+
+// --- the timing loop ---------------------------------------------------------
+
+absl::StatusOr<std::vector<std::vector<BenchResult>>>
+RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
+            const std::string &model_name, std::ostream &progress,
+            absl::Status *secondary_error) {
+  std::vector<std::vector<BenchResult>> results(runners.size());
+  std::vector<bool> alive(runners.size(), true);
+  ProgressLine line(progress, opts.progress);
+  auto drop = [&](size_t k, const absl::Status &s) -> absl::Status {
+    if (k == 0)
+      return s;
+    line.NewLine();
+    line.Print(absl::StrCat("[", runners[k]->impl(), "] failed: ", s.message(),
+                            "; continuing without it"));
+    line.NewLine();
+    if (secondary_error != nullptr && secondary_error->ok())
+      *secondary_error = s;
+    alive[k] = false;
+    return absl::OkStatus();
+  };
+  const bool turns = runners.size() > 1;
+  for (const BenchSetting &setting : opts.settings) {
+    const bool generation = IsGenerationSetting(setting.name);
+    std::vector<BenchResult> current(runners.size());
+    std::vector<std::vector<double>> prefill(runners.size()),
+        decode(runners.size());
+    for (size_t k = 0; k < runners.size(); ++k) {
+      if (!alive[k])
+        continue;
+      BenchResult &r = current[k];
+      r.setting = setting;
+      r.impl = runners[k]->impl();
+      r.device = opts.device;
+      r.model = model_name;
+      if (generation) {
+        r.tokens = setting.batch * setting.gen_tokens;
+        r.total_tokens =
+            setting.batch * (setting.prompt_tokens + setting.gen_tokens);
+      } else {
+        r.tokens = r.total_tokens = setting.batch * setting.prompt_tokens;
+      }
+      absl::Status s = runners[k]->Prepare(setting);
+      if (!s.ok())
+        BT_RETURN_IF_ERROR(drop(k, s));
+    }
+    line.Print(absl::StrFormat("%s batch %d%s x %d tokens", setting.name,
+                               setting.batch,
+                               setting.max_batch ? " (planned max)" : "",
+                               setting.prompt_tokens));
+    if (setting.gen_tokens > 0)
+      line.Print(absl::StrFormat(" + %d generated", setting.gen_tokens));
+    line.Print(":");
+    line.NewLine();
+    for (int i = 0; i < opts.warmup + opts.iters; ++i) {
+      const bool warm = i < opts.warmup;
+      line.Print(warm ? absl::StrFormat("  warmup %d/%d:", i + 1, opts.warmup)
+                      : absl::StrFormat("  call %d/%d:", i - opts.warmup + 1,
+                                        opts.iters));
+      for (size_t k = 0; k < runners.size(); ++k) {
+        if (!alive[k])
+          continue;
+        if (turns)
+          std::this_thread::sleep_for(
+              std::chrono::duration<double>(opts.switch_pause));
+        line.Print(" " + runners[k]->impl());
+        absl::StatusOr<CallStats> t = runners[k]->Call(line.Begin());
+        line.End();
+        if (!t.ok()) {
+          BT_RETURN_IF_ERROR(drop(k, t.status()));
+          continue;
+        }
+        if (!warm) {
+          current[k].run_seconds.push_back(t->seconds);
+          if (t->prefill_seconds >= 0) {
+            prefill[k].push_back(t->prefill_seconds);
+            decode[k].push_back(t->seconds - t->prefill_seconds);
+          }
+        }
+        current[k].kv_bytes_per_sample = t->kv_bytes_per_sample;
+        line.Print(absl::StrFormat(" %.3gs", t->seconds));
+      }
+      line.NewLine();
+    }
+    for (size_t k = 0; k < runners.size(); ++k) {
+      if (!alive[k])
+        continue;
+      BenchResult &r = current[k];
+      absl::StatusOr<double> peak = runners[k]->PeakRssMb();
+      if (!peak.ok()) {
+        BT_RETURN_IF_ERROR(drop(k, peak.status()));
+        continue;
+      }
+      if (generation) {
+        absl::StatusOr<std::vector<int64_t>> toks = runners[k]->GeneratedTokens();
+        if (!toks.ok()) {
+          BT_RETURN_IF_ERROR(drop(k, toks.status()));
+          continue;
+        }
+        r.new_tokens = std::move(*toks);
+        r.prefill_seconds = Median(prefill[k]);
+        r.decode_seconds = Median(decode[k]);
+        r.decode_tokens_per_s =
+            r.decode_seconds > 0 ? r.tokens / r.decode_seconds : 0;
+      }
+      r.peak_rss_mb = *peak;
+      r.seconds = Median(r.run_seconds);
+      r.tokens_per_s = r.seconds > 0 ? r.tokens / r.seconds : 0;
+      r.total_tokens_per_s = r.seconds > 0 ? r.total_tokens / r.seconds : 0;
+      if (generation)
+        line.Print(absl::StrFormat(
+            "  %-6s %.1f tok/s generated (median %.4g s: prefill %.4g s + "
+            "decode %.4g s = %.1f tok/s), KV %s per sample",
+            r.impl, r.tokens_per_s, r.seconds, r.prefill_seconds,
+            r.decode_seconds, r.decode_tokens_per_s,
+            FormatBytes(r.kv_bytes_per_sample)));
+      else
+        line.Print(absl::StrFormat("  %-6s %.1f tok/s (median %.4g s)", r.impl,
+                                   r.tokens_per_s, r.seconds));
+      line.NewLine();
+      results[k].push_back(std::move(r));
+    }
+  }
+  return results;
+}
+
+namespace {
+std::string BatchLabel(const BenchSetting &s) {
+  return absl::StrCat(s.batch, s.max_batch ? "*" : "");
+}
+} // namespace
+
+std::string FormatBenchTable(const std::vector<BenchResult> &bt,
+                             const std::vector<BenchResult> &torch) {
+  std::string s = absl::StrFormat(
+      "%-13s %6s %7s %6s %12s %12s %9s %9s %9s %10s %10s\n", "setting",
+      "batch", "prompt", "gen", "bt tok/s", "torch tok/s", "bt/torch",
+      "bt s", "torch s", "bt MiB", "torch MiB");
+  bool generation = false, planned = false;
+  for (const BenchResult &r : bt) {
+    generation |= IsGenerationSetting(r.setting.name);
+    planned |= r.setting.max_batch;
+    const BenchResult *t = Match(r, torch);
+    const std::string tps = t ? absl::StrFormat("%.1f", t->tokens_per_s) : "-";
+    const std::string ratio =
+        t && t->tokens_per_s > 0
+            ? absl::StrFormat("%.2fx", r.tokens_per_s / t->tokens_per_s)
+            : "-";
+    const std::string tsec = t ? absl::StrFormat("%.4f", t->seconds) : "-";
+    const std::string tmem = t ? absl::StrFormat("%.0f", t->peak_rss_mb) : "-";
+    absl::StrAppend(
+        &s, absl::StrFormat("%-13s %6s %7d %6d %12.1f %12s %9s %9.4f %9s %10.0f %10s\n",
+                            r.setting.name, BatchLabel(r.setting),
+                            r.setting.prompt_tokens, r.setting.gen_tokens,
+                            r.tokens_per_s, tps, ratio, r.seconds, tsec,
+                            r.peak_rss_mb, tmem));
+  }
+  if (!generation)
+    return s;
+  // Generation details: prefill and decode, memory per sample.
+  absl::StrAppend(
+      &s, "\n",
+      absl::StrFormat("%-13s %6s %7s %6s %10s %10s %11s %11s %11s %11s %11s\n",
+                      "generation", "batch", "prompt", "gen", "bt pref s",
+                      "torch pref", "bt dec/s", "torch dec/s", "plan KV/smp",
+                      "bt KV/smp", "torch KV/smp"));
+  for (const BenchResult &r : bt) {
+    if (!IsGenerationSetting(r.setting.name))
+      continue;
+    const BenchResult *t = Match(r, torch);
+    absl::StrAppend(
+        &s, absl::StrFormat(
+                "%-13s %6s %7d %6d %10.4f %10s %11.1f %11s %11s %11s %11s\n",
+                r.setting.name, BatchLabel(r.setting), r.setting.prompt_tokens,
+                r.setting.gen_tokens, r.prefill_seconds,
+                t ? absl::StrFormat("%.4f", t->prefill_seconds) : "-",
+                r.decode_tokens_per_s,
+                t ? absl::StrFormat("%.1f", t->decode_tokens_per_s) : "-",
+                r.setting.planned_kv_bytes_per_sample > 0
+                    ? FormatBytes(r.setting.planned_kv_bytes_per_sample)
+                    : "-",
+                FormatBytes(r.kv_bytes_per_sample),
+                t ? FormatBytes(t->kv_bytes_per_sample) : "-"));
+  }
+  absl::StrAppend(
+      &s,
+      "tok/s: forward = batch x tokens / call; prefill-heavy, decode-heavy = "
+      "generated tokens (batch x gen) / call, prefill included (the paper's "
+      "throughput)\n"
+      "pref s: median prefill seconds per call; dec/s: batch x gen / (call - "
+      "prefill), generated tokens only\n"
+      "KV/smp: KV-cache bytes per sequence: plan = bt-plan-kv-memory (global "
+      "+ local scratch); bt = allocated by the runtime (kv_cache + kv_valid); "
+      "torch = its key/value tensors. MiB: peak resident set of the process "
+      "(docs/bench.md)\n");
+  if (planned)
+    absl::StrAppend(&s, "*: the planned max batch for the memory budget "
+                        "(bt-plan-kv-memory: KV caches and weights only)\n");
+  return s;
+}
+
+std::string FormatTokensCheck(const std::vector<BenchResult> &bt,
+                              const std::vector<BenchResult> &torch) {
+  std::string s;
+  for (const BenchResult &r : bt) {
+    const BenchResult *t = Match(r, torch);
+    if (!IsGenerationSetting(r.setting.name) || t == nullptr ||
+        r.new_tokens.empty() || t->new_tokens.empty())
+      continue;
+    const int64_t B = r.setting.batch, N = r.setting.gen_tokens;
+    absl::StrAppend(&s, "tokens check ", r.setting.name, " batch ", B, ": ");
+    if (static_cast<int64_t>(r.new_tokens.size()) != B * N ||
+        t->new_tokens.size() != r.new_tokens.size()) {
+      absl::StrAppend(&s, "bt has ", r.new_tokens.size(), " tokens, torch ",
+                      t->new_tokens.size(), ", expected ", B * N, "\n");
+      continue;
+    }
+    int64_t same = 0, first_row = -1, first_step = -1;
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t k = 0;
+      while (k < N && r.new_tokens[b * N + k] == t->new_tokens[b * N + k])
+        ++k;
+      if (k == N)
+        ++same;
+      else if (first_row < 0)
+        first_row = b, first_step = k;
+    }
+    absl::StrAppend(&s, same, "/", B, " rows identical");
+    if (first_row >= 0)
+      absl::StrAppend(&s, " (row ", first_row, " first differs at token ",
+                      first_step, ")");
+    absl::StrAppend(&s, "\n");
+  }
+  return s;
+}
+
+absl::Status WriteBenchCsv(const std::string &path,
+                           const std::vector<BenchResult> &bt,
+                           const std::vector<BenchResult> &torch) {
+  std::string csv = "setting,device,model,batch,tokens,seconds,tokens_per_s,"
+                    "impl,ratio_vs_torch,peak_rss_mb,prompt_tokens,gen_tokens,"
+                    "total_tokens,total_tokens_per_s,prefill_seconds,"
+                    "decode_tokens_per_s,kv_bytes_per_sample,"
+                    "planned_kv_bytes_per_sample,max_batch\n";
+  auto row = [&](const BenchResult &r, const std::string &ratio) {
+    const bool gen = IsGenerationSetting(r.setting.name);
+    absl::StrAppend(
+        &csv, CsvField(r.setting.name), ",", CsvField(r.device), ",",
+        CsvField(r.model), ",", r.setting.batch, ",", r.tokens, ",",
+        absl::StrFormat("%.6f", r.seconds), ",",
+        absl::StrFormat("%.2f", r.tokens_per_s), ",", CsvField(r.impl), ",",
+        ratio, ",", absl::StrFormat("%.1f", r.peak_rss_mb), ",",
+        r.setting.prompt_tokens, ",", r.setting.gen_tokens, ",",
+        r.total_tokens, ",", absl::StrFormat("%.2f", r.total_tokens_per_s),
+        ",", gen ? absl::StrFormat("%.6f", r.prefill_seconds) : "", ",",
+        gen ? absl::StrFormat("%.2f", r.decode_tokens_per_s) : "", ",",
+        gen ? absl::StrCat(r.kv_bytes_per_sample) : "", ",",
+        gen && r.setting.planned_kv_bytes_per_sample > 0
+            ? absl::StrCat(r.setting.planned_kv_bytes_per_sample)
+            : "",
+        ",", r.setting.max_batch ? 1 : 0, "\n");
+  };
+  for (const BenchResult &r : bt) {
+    const BenchResult *t = Match(r, torch);
+    row(r, t && t->tokens_per_s > 0
+               ? absl::StrFormat("%.4f", r.tokens_per_s / t->tokens_per_s)
+               : std::string());
+  }
+  for (const BenchResult &t : torch)
+    row(t, "1.0000");
+  return WriteFileAtomically(path, csv);
+}
+
+absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
+                             std::ostream &out, std::ostream &err) {
+  if (opts.device != model.device())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench --device ", opts.device, ": the artifact runs on '",
+        model.device(), "' (bt-run compile --target ", opts.device,
+        " makes one for '", opts.device, "')"));
+  if (opts.device == "cuda" && opts.baseline == "torch")
+    return absl::UnimplementedError(
+        "bench --device cuda: the PyTorch baseline on the GPU is not "
+        "implemented yet (issue 6); pass --baseline none");
+  if (opts.baseline != "torch" && opts.baseline != "none")
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench --baseline ", opts.baseline, ": expected 'torch' or 'none'"));
+  if (opts.progress != "bar" && opts.progress != "dots" &&
+      opts.progress != "none")
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench --progress ", opts.progress, ": expected bar, dots or none"));
+  if (opts.torch_malloc != "tuned" && opts.torch_malloc != "default")
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench --torch-malloc ", opts.torch_malloc,
+        ": expected 'tuned' or 'default'"));
+  if (opts.iters < 1 || opts.warmup < 0)
+    return absl::InvalidArgumentError(
+        "bench: --iters must be >= 1 and --warmup >= 0");
+  if (opts.settings.empty())
+    return absl::InvalidArgumentError("bench: no setting to run");
+  const int threads = SetBenchThreads(opts.threads);
+  out << absl::StrFormat(
+      "bench: model %s, device %s (%s), %d BLAS thread(s), %d warmup + %d "
+      "timed call(s) per setting, median\n",
+      model.config().name(), opts.device,
+      model.gpu() != nullptr ? model.gpu()->device().Describe()
+      : model.manifest().cpu().empty() ? "cpu"
+                                       : model.manifest().cpu(),
+      threads,
+      opts.warmup, opts.iters);
+  for (const std::string &note : opts.notes)
+    out << note << "\n";
+  out << std::flush;
+
+  BtRunner bt(model, opts.seed);
+  std::unique_ptr<TorchRunner> torch;
+  if (opts.baseline == "torch") {
+    absl::StatusOr<std::unique_ptr<TorchRunner>> t =
+        TorchRunner::Start(model, opts, err);
+    if (t.ok()) {
+      torch = std::move(*t);
+      out << "torch baseline: " << torch->description()
+          << ", fp32, no_grad, same weights, "
+          << (opts.torch_malloc == "tuned"
+                  ? "glibc malloc tuned as bt's (no mmap, no trim)"
+                  : "glibc malloc defaults")
+          << "; bt and torch take turns call by call\n"
+          << std::flush;
+    } else if (absl::IsUnavailable(t.status())) {
+      err << "bench: PyTorch baseline unavailable: " << t.status().message()
+          << "\nbench: continuing with bt-only numbers (--baseline none skips "
+             "the baseline)\n";
+      out << "torch baseline: unavailable (" << t.status().message() << ")\n";
+    } else {
+      return t.status();
+    }
+  }
+  std::vector<BenchRunner *> runners = {&bt};
+  if (torch)
+    runners.push_back(torch.get());
+  absl::Status torch_status;
+  BT_ASSIGN_OR_RETURN(
+      std::vector<std::vector<BenchResult>> results,
+      RunSettings(runners, opts, model.config().name(), err, &torch_status));
+  std::vector<BenchResult> torch_results;
+  if (torch && torch_status.ok())
+    torch_results = std::move(results[1]);
+
+  // Logits check on the smallest-batch forward setting.
+  std::optional<double> diff;
+  double scale = 0;
+  int64_t check_batch = 0;
+  if (torch && torch_status.ok()) {
+    const BenchSetting *cs = nullptr;
+    for (const BenchSetting &s : opts.settings)
+      if (s.name == kForwardSetting && (cs == nullptr || s.batch < cs->batch))
+        cs = &s;
+    if (cs != nullptr) {
+      err << "logits check: batch " << cs->batch << " on both sides ... "
+          << std::flush;
+      BT_RETURN_IF_ERROR(bt.Prepare(*cs));
+      BT_RETURN_IF_ERROR(bt.Call(nullptr).status());
+      absl::StatusOr<Tensor> theirs = torch->Logits(bt.inputs());
+      auto mine = bt.outputs().find("logits");
+      if (!theirs.ok()) {
+        torch_status = theirs.status();
+      } else if (mine == bt.outputs().end() || theirs->dtype() != proto::F32 ||
+                 theirs->shape() != mine->second.shape()) {
+        torch_status = absl::InternalError(absl::StrCat(
+            "the baseline's logits are ", theirs->DebugString(), ", bt's are ",
+            mine == bt.outputs().end() ? std::string("missing")
+                                       : mine->second.DebugString()));
+      } else {
+        const float *a = mine->second.data_as<float>();
+        const float *b = theirs->data_as<float>();
+        double d = 0;
+        for (int64_t i = 0; i < mine->second.num_elements(); ++i) {
+          const double x = std::fabs(static_cast<double>(a[i]) - b[i]);
+          d = std::isnan(x) || x > d ? x : d;
+          scale = std::max(scale, std::fabs(static_cast<double>(a[i])));
+        }
+        diff = d;
+        check_batch = cs->batch;
+      }
+      err << "done\n";
+    }
+  }
+  if (!torch_status.ok())
+    err << "bench: PyTorch baseline failed: " << torch_status.message() << "\n";
+
+  out << "\n" << FormatBenchTable(results[0], torch_results);
+  if (diff)
+    out << absl::StrFormat(
+        "logits check (batch %d): max|bt - torch| = %.3g (max|logits| %.3g)\n",
+        check_batch, *diff, scale);
+  out << FormatTokensCheck(results[0], torch_results);
+  out << std::flush;
+  if (!opts.csv_path.empty()) {
+    BT_RETURN_IF_ERROR(WriteBenchCsv(opts.csv_path, results[0], torch_results));
+    out << "wrote " << (results[0].size() + torch_results.size())
+        << " row(s) to " << opts.csv_path << "\n";
+  }
+  return torch_status;
+}
+
+} // namespace bt::rt

@@ -1,0 +1,1355 @@
+//===- train.cc - the training loop ---------------------------------------===//
+
+#include "bt/runtime/train/train.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "bt/runtime/tooling/bench.h"
+#include "bt/runtime/tooling/child_process.h"
+#include "bt/runtime/model/config.h"
+#include "bt/runtime/base/file_util.h"
+#include "bt/runtime/base/safetensors.h"
+#include "bt/runtime/base/status_macros.h"
+#include "bt/runtime/model/tokenizer.h"
+#include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
+
+namespace bt::rt {
+
+//===----------------------------------------------------------------------===//
+// Arguments.
+//===----------------------------------------------------------------------===//
+
+std::string TrainUsage() {
+  return "train --data FILE... -o DIR --steps N [--resume DIR]\n"
+         "      [--split paragraph|heading|line|file] [--holdout F] [--batch B] [--seq-len T]\n"
+         "      [--eval-every K] [--eval-batches K] [--save-every K] [--seed S] [--pad-seed S]\n"
+         "      [--lr X] [--warmup N] [--lr-total-steps N] [--threads N]\n"
+         "      [--progress auto|bar|lines|none]\n"
+         "      [--no-plot] [--keep-checkpoints] [--dump-batches FILE --dump-steps N]\n"
+         "      [--baseline torch|none] [--torch-script PATH] [--python PATH] [--note K=V]\n";
+}
+
+absl::StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string> &args) {
+  TrainOptions o;
+  bool have_steps = false, have_lr_total = false;
+  auto bad = [](const std::string &m) {
+    return absl::InvalidArgumentError(absl::StrCat("train: ", m, "\nusage: ", TrainUsage()));
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    auto value = [&]() -> absl::StatusOr<std::string> {
+      if (i + 1 >= args.size())
+        return bad(absl::StrCat(a, " needs a value"));
+      return args[++i];
+    };
+    auto integer = [&](int64_t min) -> absl::StatusOr<int64_t> {
+      BT_ASSIGN_OR_RETURN(std::string v, value());
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(v, &n) || n < min)
+        return bad(absl::StrCat(a, " ", v, ": expected an integer >= ", min));
+      return n;
+    };
+    auto real = [&](double min) -> absl::StatusOr<double> {
+      BT_ASSIGN_OR_RETURN(std::string v, value());
+      double x = 0;
+      if (!absl::SimpleAtod(v, &x) || !(x >= min))
+        return bad(absl::StrCat(a, " ", v, ": expected a number >= ", min));
+      return x;
+    };
+    if (a == "--data") {
+      // Every following argument up to the next option is a file.
+      size_t j = i + 1;
+      for (; j < args.size() && !absl::StartsWith(args[j], "-"); ++j)
+        o.data_paths.push_back(args[j]);
+      if (j == i + 1)
+        return bad("--data needs at least one file");
+      i = j - 1;
+    } else if (a == "--split") {
+      BT_ASSIGN_OR_RETURN(std::string v, value());
+      absl::StatusOr<DocumentSplit> s = ParseDocumentSplit(v);
+      if (!s.ok())
+        return bad(std::string(s.status().message()));
+      o.split = *s;
+    } else if (a == "--holdout") {
+      BT_ASSIGN_OR_RETURN(o.holdout_fraction, real(0));
+      if (o.holdout_fraction >= 1)
+        return bad("--holdout must be below 1");
+    } else if (a == "-o" || a == "--output") {
+      BT_ASSIGN_OR_RETURN(o.output_dir, value());
+    } else if (a == "--resume") {
+      BT_ASSIGN_OR_RETURN(o.resume_dir, value());
+    } else if (a == "--steps") {
+      BT_ASSIGN_OR_RETURN(o.steps, integer(1));
+      have_steps = true;
+    } else if (a == "--batch") {
+      BT_ASSIGN_OR_RETURN(o.batch, integer(1));
+    } else if (a == "--seq-len") {
+      BT_ASSIGN_OR_RETURN(o.seq_len, integer(1));
+    } else if (a == "--eval-every") {
+      BT_ASSIGN_OR_RETURN(o.eval_every, integer(0));
+    } else if (a == "--eval-batches") {
+      BT_ASSIGN_OR_RETURN(o.eval_batches, integer(1));
+    } else if (a == "--save-every") {
+      BT_ASSIGN_OR_RETURN(o.save_every, integer(0));
+    } else if (a == "--seed") {
+      BT_ASSIGN_OR_RETURN(int64_t s, integer(0));
+      o.seed = static_cast<uint64_t>(s);
+    } else if (a == "--pad-seed") {
+      BT_ASSIGN_OR_RETURN(int64_t s, integer(0));
+      if (s > 0xffffffffll)
+        return bad("--pad-seed must fit in 32 bits (numpy's legacy seeding)");
+      o.pad_seed = static_cast<uint32_t>(s);
+    } else if (a == "--lr") {
+      BT_ASSIGN_OR_RETURN(o.schedule.peak_lr, real(0));
+    } else if (a == "--warmup") {
+      BT_ASSIGN_OR_RETURN(o.schedule.warmup_steps, integer(0));
+    } else if (a == "--lr-total-steps") {
+      BT_ASSIGN_OR_RETURN(o.schedule.total_steps, integer(1));
+      have_lr_total = true;
+    } else if (a == "--threads") {
+      BT_ASSIGN_OR_RETURN(int64_t t, integer(1));
+      o.threads = static_cast<int>(t);
+    } else if (a == "--progress") {
+      BT_ASSIGN_OR_RETURN(o.progress, value());
+      if (o.progress != "auto" && o.progress != "bar" && o.progress != "lines" &&
+          o.progress != "none")
+        return bad("--progress: expected auto, bar, lines or none");
+    } else if (a == "--no-plot") {
+      o.plot = false;
+    } else if (a == "--keep-checkpoints") {
+      o.keep_checkpoints = true;
+    } else if (a == "--dump-batches") {
+      BT_ASSIGN_OR_RETURN(o.dump_batches, value());
+    } else if (a == "--dump-steps") {
+      BT_ASSIGN_OR_RETURN(o.dump_steps, integer(1));
+    } else if (a == "--baseline") {
+      BT_ASSIGN_OR_RETURN(o.baseline, value());
+      if (o.baseline != "torch" && o.baseline != "none")
+        return bad("--baseline: expected torch or none");
+    } else if (a == "--torch-script") {
+      BT_ASSIGN_OR_RETURN(o.torch_script, value());
+    } else if (a == "--python") {
+      BT_ASSIGN_OR_RETURN(o.python, value());
+    } else if (a == "--note") {
+      BT_ASSIGN_OR_RETURN(std::string v, value());
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return bad("--note takes KEY=VALUE");
+      o.notes[v.substr(0, eq)] = v.substr(eq + 1);
+    } else {
+      return bad(absl::StrCat("unexpected argument '", a, "'"));
+    }
+  }
+  if (o.data_paths.empty())
+    return bad("missing --data FILE...");
+  if (o.output_dir.empty())
+    return bad("missing -o DIR");
+  if (!have_steps)
+    return bad("missing --steps N");
+  if (!have_lr_total)
+    o.schedule.total_steps = o.steps;
+  if (o.baseline == "torch" && o.dump_steps == 0)
+    o.dump_steps = std::min<int64_t>(o.steps, 200);
+  if (o.baseline == "torch" && o.dump_batches.empty())
+    o.dump_batches = o.output_dir + "/batches.safetensors";
+  if (!o.dump_batches.empty() && o.dump_steps == 0)
+    o.dump_steps = o.steps;
+  o.dump_steps = std::min(o.dump_steps, o.steps);
+  return o;
+}
+
+//===----------------------------------------------------------------------===//
+// Held-out loss.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+absl::StatusOr<double> ScalarValue(const TensorMap &outs, const std::string &name) {
+  auto it = outs.find(name);
+  if (it == outs.end())
+    return absl::NotFoundError(absl::StrCat("no output '", name, "'"));
+  const Tensor &t = it->second;
+  if (t.num_elements() != 1 || t.dtype() != proto::F32)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output '", name, "' is ", t.DebugString(), ", expected an F32 scalar"));
+  return static_cast<double>(*t.data_as<float>());
+}
+
+} // namespace
+
+absl::StatusOr<double> HeldOutLoss(const Model &model, const TensorMap &params,
+                                   const std::vector<TensorMap> &batches) {
+  double sum = 0;
+  int64_t count = 0;
+  for (const TensorMap &b : batches) {
+    const int64_t n = CountTargets(b);
+    if (n == 0)
+      continue;
+    TensorMap inputs;
+    for (const auto &[name, t] : b)
+      inputs.emplace(name, t.Share());
+    BT_ASSIGN_OR_RETURN(TensorMap outs, model.Run("eval_loss", inputs, nullptr, &params));
+    BT_ASSIGN_OR_RETURN(double loss, ScalarValue(outs, "loss"));
+    sum += loss * static_cast<double>(n);
+    count += n;
+  }
+  if (count == 0)
+    return absl::FailedPreconditionError("the held-out batches have no targets");
+  return sum / static_cast<double>(count);
+}
+
+//===----------------------------------------------------------------------===//
+// Official trainer YAML.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::string Num(double v) { return absl::StrFormat("%.17g", v); }
+
+void StackYaml(std::ostringstream &y, const proto::NeoXConfig &s, int64_t vocab,
+               const proto::ModelConfig &c) {
+  y << "  config:\n"
+    << "    num_hidden_layers: " << s.num_layers() << "\n"
+    << "    hidden_size: " << s.hidden_size() << "\n"
+    << "    num_attention_heads: " << s.num_heads() << "\n"
+    << "    intermediate_size: " << s.intermediate_size() << "\n"
+    << "    rotary_pct: " << Num(s.rotary_pct()) << "\n"
+    << "    rotary_emb_base: " << Num(s.rotary_base()) << "\n"
+    << "    layer_norm_eps: " << Num(s.layer_norm_eps()) << "\n"
+    << "    max_position_embeddings: " << s.max_position_embeddings() << "\n"
+    << "    hidden_act: " << s.hidden_act() << "\n"
+    << "    use_parallel_residual: " << (s.use_parallel_residual() ? "true" : "false") << "\n"
+    << "    vocab_size: " << vocab << "\n"
+    << "    bos_token_id: " << c.bos_token_id() << "\n"
+    << "    eos_token_id: " << c.eos_token_id() << "\n";
+}
+
+} // namespace
+
+std::string OfficialTrainerYaml(const proto::ModelConfig &c, const TrainOptions &o,
+                                const std::string &tokenizer_note,
+                                const CompiledOptimizerSettings &opt) {
+  std::ostringstream y;
+  y << "# Written by bt train (docs/training.md) in the official trainer YAML form\n"
+    << "# (itsnamgyu/block-transformer conf/trainer/*.yaml), every architecture field\n"
+    << "# explicit. Weights: model.safetensors (official names, fp32).\n";
+  if (!tokenizer_note.empty())
+    y << "# Tokenizer: " << tokenizer_note << "\n";
+  y << "name: " << (c.name().empty() ? "bt_trained" : c.name()) << "\n\n";
+  const int64_t seq = o.seq_len;
+  {
+    const int64_t L = c.block_length();
+    y << "block_length: " << L << "\n"
+      << "block_split:\n  distribution: fixed\n  distribution_kwargs:\n    length: " << L << "\n"
+      << "total_batch_size: " << o.batch << "\n"
+      << "per_device_train_batch_size: " << o.batch << "\n"
+      << "max_length: " << seq << "\n"
+      << "random_pad_first_block: true\npad_to_block_boundary: true\n"
+      << "tokenizer: null\n\n"
+      << "embedder:\n  cls: lookup\n  model_name_or_path: null\n"
+      << "  n_embedding_tokens: 1\n  use_pretrained_weights: false\n"
+      << "  projection_method: concat\n  config:\n"
+      << "    vocab_size: " << c.vocab_size() << "\n"
+      << "    hidden_size: " << c.embedder_width() << "\n\n"
+      << "block_decoder:\n  cls: gpt-neo-x\n"
+      << "  model_name_or_path: EleutherAI/pythia-410m-deduped\n"
+      << "  use_pretrained_weights: false\n  attn_implementation: eager\n";
+    StackYaml(y, c.block_decoder(), c.vocab_size(), c);
+    y << "\ntoken_decoder:\n  cls: gpt-neo-x\n"
+      << "  model_name_or_path: EleutherAI/pythia-410m-deduped\n"
+      << "  use_pretrained_weights: false\n"
+      << "  expansion_method: expansion_layer\n"
+      << "  expansion_ratio: " << c.prefix_length() << "\n"
+      << "  decoding_strategy: "
+      << (c.strategy() == proto::ModelConfig::SUMMATION ? "summation" : "prefix") << "\n";
+    StackYaml(y, c.token_decoder(), c.vocab_size(), c);
+    y << "\ntoken_decoding_loss:\n  enable: true\n"
+      << "block_decoding_loss:\n  enable: false\n  weight: 1.0\n"
+      << "auto_encoding_loss:\n  enable: false\n  weight: 1.0\n";
+  }
+  y << "\nlearning_rate: " << Num(o.schedule.peak_lr) << "\n"
+    << "adam_beta1: " << Num(opt.beta1) << "\n"
+    << "adam_beta2: " << Num(opt.beta2) << "\n"
+    << "weight_decay: " << Num(opt.weight_decay) << "\n"
+    << "precision: fp32\n"
+    << "num_train_steps: " << o.schedule.total_steps << "\n"
+    << "num_warmup_steps: " << o.schedule.warmup_steps << "\n";
+  return y.str();
+}
+
+//===----------------------------------------------------------------------===//
+// Files and directories.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+bool Exists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+bool IsDir(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+absl::Status MakeDirs(const std::string &path) {
+  std::string cur;
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    cur = cur.empty() && path[0] == '/' ? absl::StrCat("/", part)
+          : cur.empty()                  ? std::string(part)
+                                         : absl::StrCat(cur, "/", part);
+    if (part.empty() || IsDir(cur))
+      continue;
+    if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST)
+      return ErrnoToStatus(errno, absl::StrCat("cannot create ", cur));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RemoveTree(const std::string &path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0)
+    return absl::OkStatus();
+  if (S_ISDIR(st.st_mode)) {
+    if (DIR *d = ::opendir(path.c_str())) {
+      while (dirent *e = ::readdir(d)) {
+        const std::string n = e->d_name;
+        if (n != "." && n != "..")
+          BT_RETURN_IF_ERROR(RemoveTree(path + "/" + n));
+      }
+      ::closedir(d);
+    }
+    if (::rmdir(path.c_str()) != 0)
+      return ErrnoToStatus(errno, absl::StrCat("cannot remove ", path));
+  } else if (::unlink(path.c_str()) != 0) {
+    return ErrnoToStatus(errno, absl::StrCat("cannot remove ", path));
+  }
+  return absl::OkStatus();
+}
+
+void FsyncDir(const std::string &dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+std::vector<std::string> ListDir(const std::string &dir) {
+  std::vector<std::string> names;
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (dirent *e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (n != "." && n != "..")
+        names.push_back(n);
+    }
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string ReadLink(const std::string &path) {
+  char buf[4096];
+  ssize_t n = ::readlink(path.c_str(), buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+std::string CheckpointName(int64_t step) { return absl::StrFormat("step-%06d", step); }
+
+std::string Hex(uint64_t v) { return absl::StrFormat("%016x", v); }
+
+/// Where a checkpoint of `dir` is: dir/latest, or dir itself.
+absl::StatusOr<std::string> ResolveCheckpoint(const std::string &dir) {
+  if (Exists(dir + "/latest/trainer_state.json"))
+    return dir + "/" + ReadLink(dir + "/latest");
+  if (Exists(dir + "/trainer_state.json"))
+    return dir;
+  return absl::NotFoundError(absl::StrCat(
+      "--resume ", dir, ": no checkpoint (neither ", dir,
+      "/latest/trainer_state.json nor ", dir, "/trainer_state.json)"));
+}
+
+/// The directory a checkpoint belongs to (its OUT): the parent of
+/// step-NNNNNN, or the directory itself.
+std::string RunDirOf(const std::string &checkpoint) {
+  size_t slash = checkpoint.find_last_of('/');
+  std::string base = slash == std::string::npos ? checkpoint : checkpoint.substr(slash + 1);
+  if (absl::StartsWith(base, "step-"))
+    return slash == std::string::npos ? "." : checkpoint.substr(0, slash);
+  return checkpoint;
+}
+
+/// Runs argv (environment + `env`), waits; returns the exit status. With
+/// `quiet`, its stdout and stderr go to /dev/null (gnuplot's warnings).
+absl::StatusOr<int>
+RunProcess(const std::vector<std::string> &argv,
+           const std::map<std::string, std::string> &env_over,
+           bool quiet = false) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  }
+  pid_t pid = 0;
+  int rc = SpawnWithEnv(argv, env_over, &actions, &pid);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0)
+    return ErrnoToStatus(rc, absl::StrCat("cannot run ", argv[0]));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+bool HaveProgram(const std::string &name) {
+  const char *path = getenv("PATH");
+  for (absl::string_view dir : absl::StrSplit(path ? path : "/usr/bin:/bin", ':'))
+    if (access(absl::StrCat(dir, "/", name).c_str(), X_OK) == 0)
+      return true;
+  return false;
+}
+
+std::string FormatDuration(double s) {
+  if (!(s >= 0) || s > 1e8)
+    return "?";
+  const int64_t t = static_cast<int64_t>(s + 0.5);
+  if (t >= 3600)
+    return absl::StrFormat("%dh%02dm", t / 3600, (t / 60) % 60);
+  if (t >= 60)
+    return absl::StrFormat("%dm%02ds", t / 60, t % 60);
+  return absl::StrFormat("%ds", t);
+}
+
+std::string FormatRate(double r) {
+  return r >= 1e4 ? absl::StrFormat("%.1fk", r / 1e3) : absl::StrFormat("%.0f", r);
+}
+
+//===----------------------------------------------------------------------===//
+// The loss log (CSV) and plot.
+//===----------------------------------------------------------------------===//
+
+constexpr char kCsvHeader[] =
+    "step,epoch,samples,tokens,loss,grad_norm,lr,seconds,tokens_per_s,elapsed_s,"
+    "eval_loss,eval_ppl";
+
+struct LogRow {
+  int64_t step = 0;
+  std::string text; // without the eval columns
+  std::string eval; // ",eval_loss,eval_ppl" or ",,"
+};
+
+class LossLog {
+public:
+  LossLog(std::string dir) : dir_(std::move(dir)) {}
+
+  /// Keeps the rows of `path` with step <= max_step (a resumed run).
+  void LoadPrefix(const std::string &path, int64_t max_step) {
+    std::ifstream f(path);
+    std::string line;
+    bool header = true;
+    while (std::getline(f, line)) {
+      if (header) {
+        header = false;
+        continue;
+      }
+      std::vector<std::string> cols = absl::StrSplit(line, ',');
+      int64_t step = 0;
+      if (cols.size() != 12 || !absl::SimpleAtoi(cols[0], &step) || step > max_step)
+        continue;
+      LogRow r;
+      r.step = step;
+      r.text = absl::StrJoin(cols.begin(), cols.begin() + 10, ",");
+      r.eval = absl::StrCat(",", cols[10], ",", cols[11]);
+      rows_.push_back(std::move(r));
+    }
+  }
+
+  void Add(int64_t step, std::string text) {
+    rows_.push_back({step, std::move(text), ",,"});
+  }
+  /// Sets the eval columns of step's row (adding a row for step 0).
+  void SetEval(int64_t step, double loss) {
+    const std::string e = absl::StrFormat(",%.9g,%.9g", loss, std::exp(loss));
+    for (auto it = rows_.rbegin(); it != rows_.rend(); ++it)
+      if (it->step == step) {
+        it->eval = e;
+        return;
+      }
+    rows_.push_back({step, absl::StrCat(step, ",0,0,0,,,,,,0"), e});
+  }
+
+  absl::Status Write() const {
+    std::string s = absl::StrCat(kCsvHeader, "\n");
+    for (const LogRow &r : rows_)
+      absl::StrAppend(&s, r.text, r.eval, "\n");
+    return WriteFileAtomically(dir_ + "/log.csv", s);
+  }
+
+  /// loss.png from log.csv through gnuplot, written atomically. Returns a
+  /// note when gnuplot is missing or fails (not an error).
+  std::string Plot(const std::string &title) const {
+    if (!HaveProgram("gnuplot"))
+      return "gnuplot not found: no loss.png (Debian package gnuplot-nox)";
+    const std::string tmp = dir_ + "/.loss.png.tmp";
+    const std::string script = absl::StrCat(
+        "set terminal png size 900,540\n",
+        "set output '", tmp, "'\n",
+        "set datafile separator ','\n",
+        "set title '", title, "' noenhanced\n",
+        "set xlabel 'step'\nset ylabel 'loss (nats/token)'\nset grid\nset key top right\n",
+        "plot '", dir_, "/log.csv' every ::1 using 1:($5 > 0 ? $5 : NaN) with lines lc rgb '#7f7fcf' title 'train (batch)', \\\n",
+        "     '' every ::1 using 1:($11 > 0 ? $11 : NaN) with linespoints lw 2 pt 7 lc rgb '#cf3f3f' title 'held-out'\n");
+    const std::string script_path = dir_ + "/.loss.gp";
+    if (!WriteFileAtomically(script_path, script).ok())
+      return "cannot write the gnuplot script";
+    absl::StatusOr<int> rc = RunProcess({"gnuplot", script_path}, {}, /*quiet=*/true);
+    ::unlink(script_path.c_str());
+    if (!rc.ok() || *rc != 0) {
+      ::unlink(tmp.c_str());
+      return "gnuplot failed: no loss.png";
+    }
+    if (::rename(tmp.c_str(), (dir_ + "/loss.png").c_str()) != 0)
+      return "cannot rename loss.png";
+    FsyncDir(dir_);
+    return "";
+  }
+
+private:
+  std::string dir_;
+  std::vector<LogRow> rows_;
+};
+
+//===----------------------------------------------------------------------===//
+// Progress display.
+//===----------------------------------------------------------------------===//
+
+class Progress {
+public:
+  Progress(std::ostream &log, std::string mode, int64_t total)
+      : log_(log), total_(total) {
+    if (mode == "auto")
+      mode = isatty(STDERR_FILENO) ? "bar" : "lines";
+    mode_ = mode;
+  }
+
+  void Step(int64_t step, double loss, double tok_s, double eta_s, double elapsed,
+            bool force) {
+    if (mode_ == "none")
+      return;
+    const auto now = std::chrono::steady_clock::now();
+    const double since = std::chrono::duration<double>(now - last_).count();
+    const std::string text = absl::StrFormat(
+        "step %*d/%d  loss %.4f  %s tok/s  elapsed %s  ETA %s",
+        static_cast<int>(absl::StrCat(total_).size()), step, total_, loss,
+        FormatRate(tok_s), FormatDuration(elapsed), FormatDuration(eta_s));
+    if (mode_ == "bar") {
+      if (!force && since < 0.2 && step != total_)
+        return;
+      const int width = 24;
+      const int filled = static_cast<int>(width * step / std::max<int64_t>(total_, 1));
+      log_ << "\r[" << std::string(filled, '#') << std::string(width - filled, '.')
+           << "] " << text << "  " << std::flush;
+      open_ = true;
+    } else {
+      if (!force && since < 5.0 && step != total_)
+        return;
+      log_ << text << "\n" << std::flush;
+    }
+    last_ = now;
+  }
+
+  /// A message on its own line (ends an open bar line first).
+  void Message(const std::string &m) {
+    if (mode_ == "none")
+      return;
+    if (open_)
+      log_ << "\n";
+    open_ = false;
+    log_ << m << "\n" << std::flush;
+  }
+
+  void Done() {
+    if (open_)
+      log_ << "\n" << std::flush;
+    open_ = false;
+  }
+
+private:
+  std::ostream &log_;
+  int64_t total_;
+  std::string mode_;
+  bool open_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+//===----------------------------------------------------------------------===//
+// Checkpoints.
+//===----------------------------------------------------------------------===//
+
+/// Test hook (kPauseInCheckpointEnv): pause in the write of `step`.
+void MaybePauseInCheckpoint(int64_t step) {
+  const char *v = getenv(kPauseInCheckpointEnv);
+  if (v == nullptr || *v == '\0')
+    return;
+  std::vector<std::string> parts = absl::StrSplit(v, absl::MaxSplits(':', 1));
+  int64_t at = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &at) || at != step)
+    return;
+  (void)WriteFileAtomically(parts[1], absl::StrCat("paused in the checkpoint write of step ", step, "\n"));
+  for (;;)
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+struct CheckpointContents {
+  int64_t step = 0;
+  const Trainer *trainer = nullptr;
+  /// Official config file copied into the checkpoint (OUT/config.yaml).
+  std::string config_path;
+  /// Artifact weights that are not trained (e.g. the block decoder's unused
+  /// embed_in), written unchanged so the checkpoint has every official name.
+  const std::map<std::string, Tensor> *extra = nullptr;
+  nlohmann::json trainer_state;
+  std::string tokenizer; // serialized SentencePiece model, or empty
+};
+
+/// Writes OUT/step-NNNNNN atomically and points OUT/latest at it; removes
+/// the previous checkpoint unless `keep`. Returns the checkpoint path.
+///
+/// The checkpoint is assembled in OUT/.tmp-step-NNNNNN: Trainer::SaveCheckpoint
+/// (config.yaml, model.safetensors; itself atomic), then
+/// Trainer::SaveState (optimizer.safetensors), trainer_state.json and
+/// tokenizer.model (each written atomically), the directory fsync'ed and
+/// renamed; then the `latest` symlink is replaced by rename.
+absl::StatusOr<std::string> WriteCheckpoint(const std::string &out,
+                                            const CheckpointContents &c, bool keep) {
+  const std::string name = CheckpointName(c.step);
+  const std::string tmp = absl::StrCat(out, "/.tmp-", name);
+  BT_RETURN_IF_ERROR(RemoveTree(tmp));
+  auto cleanup = [&](absl::Status s) {
+    (void)RemoveTree(tmp);
+    return s;
+  };
+  {
+    CheckpointWriteOptions w;
+    w.config_path = c.config_path;
+    w.extra = c.extra;
+    absl::Status s = c.trainer->SaveCheckpoint(tmp, w);
+    if (!s.ok())
+      return cleanup(s);
+  }
+  MaybePauseInCheckpoint(c.step);
+  {
+    absl::Status s = c.trainer->SaveState(tmp + "/optimizer.safetensors");
+    if (!s.ok())
+      return cleanup(s);
+  }
+  for (const auto &[file, bytes] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"trainer_state.json", c.trainer_state.dump(2) + "\n"},
+           {"tokenizer.model", c.tokenizer}}) {
+    if (file == "tokenizer.model" && bytes.empty())
+      continue;
+    absl::Status s = WriteFileAtomically(tmp + "/" + file, bytes);
+    if (!s.ok())
+      return cleanup(s);
+  }
+  FsyncDir(tmp);
+  const std::string final_dir = out + "/" + name;
+  const std::string previous = ReadLink(out + "/latest");
+  if (Exists(final_dir) && previous != name)
+    (void)RemoveTree(final_dir); // a stale one from an interrupted run
+  if (Exists(final_dir)) {
+    // The same step again (resumed right at a checkpoint): keep the old.
+    (void)RemoveTree(tmp);
+    return final_dir;
+  }
+  if (::rename(tmp.c_str(), final_dir.c_str()) != 0)
+    return cleanup(ErrnoToStatus(errno, absl::StrCat("cannot rename ", tmp, " to ", final_dir)));
+  FsyncDir(out);
+  const std::string link_tmp = out + "/.latest.tmp";
+  ::unlink(link_tmp.c_str());
+  if (::symlink(name.c_str(), link_tmp.c_str()) != 0)
+    return ErrnoToStatus(errno, absl::StrCat("cannot create ", link_tmp));
+  if (::rename(link_tmp.c_str(), (out + "/latest").c_str()) != 0)
+    return ErrnoToStatus(errno, absl::StrCat("cannot replace ", out, "/latest"));
+  FsyncDir(out);
+  if (!keep && !previous.empty() && previous != name)
+    (void)RemoveTree(out + "/" + previous);
+  return final_dir;
+}
+
+/// Removes leftovers of interrupted checkpoint writes.
+void RemoveStaleTemporaries(const std::string &out) {
+  for (const std::string &n : ListDir(out))
+    // .tmp-step-*: ours; ..tmp-step-*: Trainer::SaveCheckpoint's own
+    // temporary directory next to it.
+    if (absl::StartsWith(n, ".tmp-step-") || absl::StartsWith(n, "..tmp-step-") ||
+        n == ".latest.tmp" ||
+        n == ".loss.png.tmp" || n == ".loss.gp")
+      (void)RemoveTree(out + "/" + n);
+}
+
+
+//===----------------------------------------------------------------------===//
+// Batches for the PyTorch baseline.
+//===----------------------------------------------------------------------===//
+
+class BatchDump {
+public:
+  void Add(const TensorMap &batch) {
+    for (const auto &[name, t] : batch) {
+      const char *p = static_cast<const char *>(t.data());
+      bytes_[name].append(p, t.nbytes());
+      shape_[name] = t.shape();
+    }
+    ++count_;
+  }
+  int64_t count() const { return count_; }
+  absl::Status Write(const std::string &path) const {
+    std::map<std::string, Tensor> tensors;
+    for (const auto &[name, bytes] : bytes_) {
+      std::vector<int64_t> shape = {count_};
+      shape.insert(shape.end(), shape_.at(name).begin(), shape_.at(name).end());
+      BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(proto::I64, shape));
+      std::memcpy(t.data(), bytes.data(), bytes.size());
+      tensors.emplace(name, std::move(t));
+    }
+    return WriteSafetensors(path, tensors, {{"producer", "bt train --dump-batches"}});
+  }
+
+private:
+  std::map<std::string, std::string> bytes_;
+  std::map<std::string, std::vector<int64_t>> shape_;
+  int64_t count_ = 0;
+};
+
+std::string ResolvePython(const TrainOptions &o) {
+  if (!o.python.empty())
+    return o.python;
+  if (const char *p = getenv("BT_PYTHON"); p && *p)
+    return p;
+  return "/usr/bin/python3";
+}
+
+std::string ResolveTorchScript(const TrainOptions &o) {
+  if (!o.torch_script.empty())
+    return o.torch_script;
+  if (const char *p = getenv("BT_TORCH_SCRIPT"); p && *p)
+    return p;
+  return "bench/bt_torch.py";
+}
+
+/// The PyTorch baseline of `train --baseline torch`: bench/bt_torch.py
+/// --train-serve on the dumped batches and initial weights; after each of
+/// bt's first dump_steps steps, the same step in PyTorch at bt's learning
+/// rate. The two take turns step by step (with a pause before each, so that
+/// the other side's BLAS threads are asleep), so load on a shared machine
+/// hits both alike.
+class TorchTrainBaseline {
+public:
+  /// Pause before each step of either side while the baseline runs (s).
+  static constexpr double kSwitchPause = 0.2;
+
+  /// Starts the script. Returns nullptr with `note` set when torch is
+  /// unavailable (the run goes on without a baseline).
+  static absl::StatusOr<std::unique_ptr<TorchTrainBaseline>>
+  Start(const TrainOptions &o, const std::string &out_dir, std::string *note) {
+    const CompiledOptimizerSettings opt;
+    const std::string python = ResolvePython(o), script = ResolveTorchScript(o);
+    const std::string t = absl::StrCat(o.threads > 0 ? o.threads : 2);
+    std::string hello;
+    absl::StatusOr<std::unique_ptr<JsonLineChild>> child = JsonLineChild::Start(
+        {python, script, "--train-serve", "--model-dir", out_dir + "/initial", "--batches",
+         o.dump_batches, "--threads", t, "--beta1", Num(opt.beta1), "--beta2", Num(opt.beta2),
+         "--eps", Num(opt.eps), "--weight-decay", Num(opt.weight_decay), "--clip",
+         Num(opt.max_grad_norm)},
+        {{"OMP_NUM_THREADS", t},
+         {"OPENBLAS_NUM_THREADS", t},
+         {"MKL_NUM_THREADS", t},
+         {"OMP_WAIT_POLICY", "PASSIVE"},
+         {"MALLOC_MMAP_MAX_", "0"},
+         {"MALLOC_TRIM_THRESHOLD_", "18446744073709551615"},
+         {"PYTHONUNBUFFERED", "1"}},
+        &hello);
+    if (!child.ok()) {
+      *note = absl::StrCat("no PyTorch baseline: ", child.status().message());
+      return nullptr;
+    }
+    nlohmann::json j = nlohmann::json::parse(hello, nullptr, false);
+    if (j.is_object() && j.contains("unavailable")) {
+      *note = absl::StrCat("no PyTorch baseline: ", j["unavailable"].dump());
+      return nullptr;
+    }
+    if (!j.is_object() || !j.contains("ready"))
+      return absl::InternalError(
+          absl::StrCat(script, " --train-serve: unexpected first line '", hello, "'"));
+    std::unique_ptr<TorchTrainBaseline> b(new TorchTrainBaseline());
+    b->child_ = std::move(*child);
+    b->description_ = j.value("description", std::string("torch"));
+    return b;
+  }
+
+  const std::string &description() const { return description_; }
+
+  static void Pause() {
+    std::this_thread::sleep_for(std::chrono::duration<double>(kSwitchPause));
+  }
+
+  /// Records bt's step and runs torch's.
+  absl::Status Step(int64_t step, double bt_loss, double bt_seconds, double lr) {
+    nlohmann::json req = {{"cmd", "step"}, {"step", step}, {"lr", lr}};
+    Pause();
+    absl::StatusOr<std::string> reply = child_->Request(req.dump());
+    if (!reply.ok())
+      return absl::InternalError(
+          absl::StrCat("PyTorch baseline, step ", step, ": ", reply.status().message()));
+    nlohmann::json j = nlohmann::json::parse(*reply, nullptr, false);
+    if (!j.is_object() || !j.contains("loss") || !j.contains("seconds"))
+      return absl::InternalError(absl::StrCat("PyTorch baseline: unexpected reply '", *reply, "'"));
+    rows_.push_back({step, bt_loss, j["loss"].get<double>(), bt_seconds,
+                     j["seconds"].get<double>(), lr, j.value("grad_norm", 0.0)});
+    return absl::OkStatus();
+  }
+
+  /// Ends the child (after its last step).
+  void Stop() { child_.reset(); }
+
+  /// Ends the child; writes torch_log.csv, compare.csv and compare.png into
+  /// `dir` and prints the comparison.
+  absl::Status Finish(const std::string &dir, int64_t batch, int64_t seq_len, int threads,
+                      std::ostream &out) {
+    const int64_t tokens_per_step = batch * seq_len;
+    child_.reset();
+    std::string torch_csv = "step,loss,grad_norm,lr,seconds,tokens_per_s\n";
+    std::string csv = "step,bt_loss,torch_loss,abs_diff,bt_seconds,torch_seconds\n";
+    double max_diff = 0;
+    std::vector<double> bt_sec, torch_sec;
+    for (const Row &r : rows_) {
+      const double d = std::fabs(r.bt_loss - r.torch_loss);
+      max_diff = std::max(max_diff, d);
+      bt_sec.push_back(r.bt_seconds);
+      torch_sec.push_back(r.torch_seconds);
+      absl::StrAppend(&torch_csv, absl::StrFormat("%d,%.9g,%.9g,%.9g,%.6f,%.1f\n", r.step,
+                                                  r.torch_loss, r.torch_grad_norm, r.lr,
+                                                  r.torch_seconds,
+                                                  tokens_per_step / r.torch_seconds));
+      absl::StrAppend(&csv, absl::StrFormat("%d,%.9g,%.9g,%.3g,%.6f,%.6f\n", r.step, r.bt_loss,
+                                            r.torch_loss, d, r.bt_seconds, r.torch_seconds));
+    }
+    BT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/torch_log.csv", torch_csv));
+    BT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/compare.csv", csv));
+    if (rows_.empty())
+      return absl::InternalError("the PyTorch baseline ran no step");
+    if (HaveProgram("gnuplot")) {
+      const std::string tmp = dir + "/.compare.png.tmp", gp = dir + "/.compare.gp";
+      const std::string script_text = absl::StrCat(
+          "set terminal png size 900,540\nset output '", tmp, "'\n",
+          "set datafile separator ','\n",
+          "set title 'bt vs PyTorch: same model, initial weights, batches, AdamW, LR' noenhanced\n",
+          "set xlabel 'step'\nset ylabel 'train loss (nats/token)'\nset grid\n",
+          "plot '", dir, "/compare.csv' every ::1 using 1:2 with lines lw 3 title 'bt', ",
+          "'' every ::1 using 1:3 with lines dt 2 lw 2 title 'PyTorch'\n");
+      if (WriteFileAtomically(gp, script_text).ok()) {
+        absl::StatusOr<int> g = RunProcess({"gnuplot", gp}, {}, /*quiet=*/true);
+        ::unlink(gp.c_str());
+        if (g.ok() && *g == 0)
+          ::rename(tmp.c_str(), (dir + "/compare.png").c_str());
+        else
+          ::unlink(tmp.c_str());
+      }
+    }
+    const double bt_rate = tokens_per_step / Median(bt_sec);
+    const double torch_rate = tokens_per_step / Median(torch_sec);
+    out << absl::StrFormat(
+        "train loss bt vs PyTorch over %d steps: max |diff| %.3g, at step %d %.3g "
+        "(%s/compare.csv, compare.png)\n"
+        "train tokens/s (median step, bt and PyTorch in turns, %d x %d tokens, %d threads): "
+        "bt %.0f, PyTorch %.0f, ratio bt/torch %.2f\n",
+        rows_.size(), max_diff, rows_.back().step,
+        std::fabs(rows_.back().bt_loss - rows_.back().torch_loss), dir, batch, seq_len,
+        threads, bt_rate, torch_rate, bt_rate / torch_rate);
+    return absl::OkStatus();
+  }
+
+private:
+  struct Row {
+    int64_t step;
+    double bt_loss, torch_loss, bt_seconds, torch_seconds, lr, torch_grad_norm;
+  };
+  TorchTrainBaseline() = default;
+  std::unique_ptr<JsonLineChild> child_;
+  std::string description_;
+  std::vector<Row> rows_;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Preparing a model for bt-run train.
+//===----------------------------------------------------------------------===//
+
+absl::StatusOr<TrainModelFiles> PrepareTrainingModel(const TrainModelSetup &setup,
+                                                     std::ostream &log) {
+  const TrainOptions &o = setup.train;
+  TrainModelFiles files;
+  if (!o.resume_dir.empty()) {
+    if (!setup.config_path.empty() || !setup.tokenizer_path.empty())
+      return absl::InvalidArgumentError(
+          "train --resume takes the model's config and tokenizer from the checkpoint; "
+          "drop --config / --tokenizer");
+    BT_ASSIGN_OR_RETURN(std::string ckpt, ResolveCheckpoint(o.resume_dir));
+    files.config_path = ckpt + "/config.yaml";
+    files.tokenizer_path = ckpt + "/tokenizer.model";
+    for (const std::string &f : {files.config_path, files.tokenizer_path})
+      if (!Exists(f))
+        return absl::NotFoundError(absl::StrCat("--resume: ", f, " does not exist"));
+    return files;
+  }
+  if (setup.config_path.empty())
+    return absl::InvalidArgumentError("train: missing --config <config.yaml|config.json>");
+  BT_ASSIGN_OR_RETURN(proto::ModelConfig config, LoadModelConfig(setup.config_path));
+  if (config.kind() != proto::ModelConfig::BLOCK_TRANSFORMER)
+    return absl::UnimplementedError(absl::StrCat(
+        setup.config_path, ": train supports Block Transformer models only"));
+  BT_RETURN_IF_ERROR(MakeDirs(o.output_dir));
+
+  std::string tokenizer_bytes;
+  if (!setup.tokenizer_path.empty()) {
+    BT_ASSIGN_OR_RETURN(tokenizer_bytes, ReadFile(setup.tokenizer_path));
+  } else {
+    SentencePieceTrainOptions spm = setup.spm;
+    if (spm.vocab_size == 0)
+      spm.vocab_size = config.vocab_size();
+    spm.eos_id = static_cast<int>(config.eos_token_id());
+    spm.unk_id = spm.eos_id == 1 ? 0 : 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    BT_ASSIGN_OR_RETURN(std::vector<std::string> docs, ReadDocuments(o.data_paths, o.split));
+    std::vector<std::string> sentences = SentencesForTokenizer(docs, spm.max_sentence_length);
+    log << "tokenizer: training SentencePiece (" << SentencePieceTrainArgs(spm) << ") on "
+        << sentences.size() << " lines of " << docs.size() << " documents ... " << std::flush;
+    absl::StatusOr<std::string> m = TrainSentencePiece(sentences, spm);
+    if (!m.ok()) {
+      log << "failed\n";
+      return absl::Status(m.status().code(),
+                          absl::StrCat("training the tokenizer: ", m.status().message()));
+    }
+    tokenizer_bytes = std::move(*m);
+    log << absl::StrFormat(
+        "done (%.1f s)\n",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok,
+                      Tokenizer::LoadSentencePiece(tokenizer_bytes));
+  if (tok->eos_id() != config.eos_token_id())
+    return absl::InvalidArgumentError(absl::StrCat(
+        setup.tokenizer_path.empty() ? "the trained tokenizer" : setup.tokenizer_path,
+        ": EOS id ", tok->eos_id(), ", the config's eos_token_id is ", config.eos_token_id()));
+  if (tok->vocab_size() != config.vocab_size()) {
+    log << "model: vocab_size " << config.vocab_size() << " -> " << tok->vocab_size()
+        << " (the tokenizer's)\n";
+    config.set_vocab_size(tok->vocab_size());
+  }
+  if (config.pad_token_id() < 0 || config.pad_token_id() >= config.vocab_size()) {
+    log << "model: pad_token_id " << config.pad_token_id() << " -> " << config.eos_token_id()
+        << " (EOS; outside the vocabulary)\n";
+    config.set_pad_token_id(config.eos_token_id());
+  }
+  TrainOptions yaml_opts = o;
+  if (yaml_opts.seq_len == 0)
+    yaml_opts.seq_len = config.max_length() > 0 ? config.max_length() : 256;
+  config.set_max_length(yaml_opts.seq_len);
+  files.config_path = o.output_dir + "/model-config.yaml";
+  files.tokenizer_path = o.output_dir + "/tokenizer.model";
+  BT_RETURN_IF_ERROR(WriteFileAtomically(
+      files.config_path,
+      OfficialTrainerYaml(config, yaml_opts,
+                          absl::StrCat("SentencePiece, ", files.tokenizer_path,
+                                       setup.tokenizer_path.empty()
+                                           ? absl::StrCat(" (trained: ",
+                                                          SentencePieceTrainArgs(setup.spm), ")")
+                                           : absl::StrCat(" (from ", setup.tokenizer_path, ")")))));
+  BT_RETURN_IF_ERROR(WriteFileAtomically(files.tokenizer_path, tokenizer_bytes));
+  return files;
+}
+
+//===----------------------------------------------------------------------===//
+// The command.
+//===----------------------------------------------------------------------===//
+
+absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
+                         std::ostream &out, std::ostream &log) {
+  TrainOptions o = opts_in;
+  const proto::ModelConfig &config = model.config();
+  if (config.kind() != proto::ModelConfig::BLOCK_TRANSFORMER)
+    return absl::UnimplementedError("train: only Block Transformer models are supported");
+  for (const char *entry : {train_abi::kTrainStepEntry, "eval_loss"})
+    if (model.FindEntryPoint(entry) == nullptr)
+      return absl::NotFoundError(absl::StrCat(
+          model.artifact().path(), ": no '", entry,
+          "' entry point (compile with `bt-run compile --train`, or let `bt-run train` compile)"));
+  const int64_t L = config.block_length();
+  if (o.seq_len == 0)
+    o.seq_len = config.max_length() > 0 ? config.max_length() : 256;
+  if (o.seq_len % L != 0 || o.seq_len / L < 2)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "train: --seq-len ", o.seq_len, " must be a multiple of the block length ", L,
+        " with at least 2 blocks"));
+  if (o.threads > 0)
+    SetBenchThreads(o.threads);
+  Progress progress(log, o.progress, o.steps);
+
+  // --- Resume: the checkpoint and its options. ------------------------------
+  std::string resume_ckpt;
+  nlohmann::json resumed;
+  if (!o.resume_dir.empty()) {
+    BT_ASSIGN_OR_RETURN(resume_ckpt, ResolveCheckpoint(o.resume_dir));
+    BT_ASSIGN_OR_RETURN(std::string js, ReadFile(resume_ckpt + "/trainer_state.json"));
+    resumed = nlohmann::json::parse(js, nullptr, false);
+    if (!resumed.is_object() || !resumed.contains("step") || !resumed["step"].is_number_integer())
+      return absl::InvalidArgumentError(
+          absl::StrCat(resume_ckpt, "/trainer_state.json: not a trainer state"));
+    for (const char *k : {"batch", "seq_len", "seed", "pad_seed"}) {
+      const int64_t mine = k == std::string("batch")     ? o.batch
+                           : k == std::string("seq_len") ? o.seq_len
+                           : k == std::string("seed")    ? static_cast<int64_t>(o.seed)
+                                                         : static_cast<int64_t>(o.pad_seed);
+      if (resumed.value(k, mine) != mine)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--resume ", resume_ckpt, ": the checkpoint was trained with ", k, " ",
+            resumed.value(k, mine), ", this run has ", mine,
+            " (a resumed run must use the same data settings)"));
+    }
+    if (!o.dump_batches.empty())
+      return absl::InvalidArgumentError(
+          "--dump-batches / --baseline need a fresh run (the dump starts at step 1)");
+  }
+
+  // --- Data. ----------------------------------------------------------------
+  const auto t_data = std::chrono::steady_clock::now();
+  if (model.artifact().tokenizer().empty())
+    return absl::FailedPreconditionError(absl::StrCat(
+        model.artifact().path(),
+        ": the artifact has no tokenizer (compile with --tokenizer, or let `bt-run "
+        "train` train one)"));
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
+                      Tokenizer::LoadSentencePiece(model.artifact().tokenizer()));
+  if (tokenizer->eos_id() != config.eos_token_id())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "train: the tokenizer's EOS id is ", tokenizer->eos_id(), ", the model's is ",
+        config.eos_token_id(), " (train the tokenizer with --eos_id=",
+        config.eos_token_id(), ")"));
+  if (tokenizer->vocab_size() > config.vocab_size())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "train: the tokenizer has ", tokenizer->vocab_size(),
+        " pieces, more than the model's vocab_size ", config.vocab_size()));
+  BT_ASSIGN_OR_RETURN(std::vector<std::string> docs, ReadDocuments(o.data_paths, o.split));
+  if (docs.size() < 2)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "train: the data has ", docs.size(), " document(s) (split '",
+        DocumentSplitName(o.split), "'); need at least 2"));
+  BT_ASSIGN_OR_RETURN(TokenizedCorpus corpus, TokenizeDocuments(*tokenizer, docs));
+  auto [train_docs, held_docs] = SplitHeldOut(corpus.num_documents(), o.holdout_fraction, o.seed);
+  PackingOptions pack;
+  pack.length = o.seq_len;
+  pack.block_length = L;
+  pack.eos_token = config.eos_token_id();
+  pack.pad_token = config.pad_token_id();
+  pack.seed = o.pad_seed;
+  BT_ASSIGN_OR_RETURN(PackedDataset train, PackedDataset::Create(corpus.Select(train_docs), pack));
+  if (train.size() == 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "train: the training documents give no sample of ", o.seq_len, " tokens"));
+  std::vector<TensorMap> eval_batches;
+  int64_t held_samples = 0, eval_targets = 0;
+  if (!held_docs.empty()) {
+    BT_ASSIGN_OR_RETURN(PackedDataset held, PackedDataset::Create(corpus.Select(held_docs), pack));
+    held_samples = held.size();
+    const int64_t n = std::min(held.size(), o.eval_batches * o.batch);
+    for (int64_t b = 0; b < n; b += o.batch) {
+      std::vector<int64_t> idx;
+      for (int64_t i = b; i < std::min(n, b + o.batch); ++i)
+        idx.push_back(i);
+      BT_ASSIGN_OR_RETURN(TensorMap batch, MakeBatch(held, idx));
+      eval_targets += CountTargets(batch);
+      eval_batches.push_back(std::move(batch));
+    }
+  }
+  const uint64_t train_fp = train.corpus().Fingerprint();
+  if (!resumed.is_null() &&
+      resumed.value("train_fingerprint", std::string()) != Hex(train_fp))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--resume ", resume_ckpt,
+        ": the training data differs from the checkpoint's (files, split, holdout, "
+        "tokenizer or seed)"));
+  progress.Message(absl::StrFormat(
+      "data: %d documents (%s) -> %d tokens; train %d docs, %d samples of %d tokens "
+      "(%d epochs for %d steps of %d); held out %d docs, %d samples (%d used, %d "
+      "targets) [%.1f s]",
+      docs.size(), DocumentSplitName(o.split), corpus.tokens.size() + docs.size(),
+      train_docs.size(), train.size(), o.seq_len,
+      (o.steps * o.batch + train.size() - 1) / train.size(), o.steps, o.batch,
+      held_docs.size(), held_samples, std::min(held_samples, o.eval_batches * o.batch),
+      eval_targets,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_data).count()));
+  docs.clear();
+
+  // --- The trainer (bt/runtime/trainer.h). ----------------------------------
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(model, o.schedule));
+  if (!resume_ckpt.empty()) {
+    BT_RETURN_IF_ERROR(trainer->LoadState(resume_ckpt + "/optimizer.safetensors"));
+    if (trainer->step() != resumed["step"].get<int64_t>())
+      return absl::InvalidArgumentError(absl::StrCat(
+          resume_ckpt, ": optimizer.safetensors is at step ", trainer->step(),
+          ", trainer_state.json at ", resumed["step"].get<int64_t>()));
+    // The schedule of the original run continues (its total may exceed the
+    // steps of the first part); it is part of the state.
+    o.schedule = trainer->schedule();
+  }
+  // Artifact weights the trainer does not train (the block decoder's
+  // embed_in): copied into every checkpoint unchanged.
+  std::map<std::string, Tensor> untrained;
+  for (const proto::Weight &w : model.artifact().manifest().weights()) {
+    if (trainer->parameter(w.name()) != nullptr)
+      continue;
+    BT_ASSIGN_OR_RETURN(Tensor t, model.artifact().GetWeight(w.name()));
+    untrained.emplace(w.name(), std::move(t));
+  }
+  const int64_t start_step = trainer->step();
+  double elapsed_before = resumed.is_null() ? 0.0 : resumed.value("elapsed_s", 0.0);
+  if (start_step > o.steps)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--resume: the checkpoint is at step ", start_step, ", past --steps ", o.steps));
+
+  const std::string dir = o.output_dir;
+  BT_RETURN_IF_ERROR(MakeDirs(dir));
+  RemoveStaleTemporaries(dir);
+  LossLog csv(dir);
+  if (!resume_ckpt.empty())
+    csv.LoadPrefix(RunDirOf(resume_ckpt) + "/log.csv", start_step);
+  const std::string tokenizer_bytes(model.artifact().tokenizer());
+  BT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/tokenizer.model", tokenizer_bytes));
+  const std::string config_path = dir + "/config.yaml";
+  BT_RETURN_IF_ERROR(WriteFileAtomically(
+      config_path, OfficialTrainerYaml(config, o,
+                                       "SentencePiece, tokenizer.model next to this file "
+                                       "(EOS = pad = " +
+                                           absl::StrCat(config.eos_token_id()) + ")")));
+
+  auto trainer_state = [&](int64_t step, double elapsed, double eval_loss) {
+    nlohmann::json j;
+    j["step"] = step;
+    j["samples_seen"] = step * o.batch;
+    j["epoch"] = static_cast<double>(step * o.batch) / static_cast<double>(train.size());
+    j["batch"] = o.batch;
+    j["seq_len"] = o.seq_len;
+    j["seed"] = o.seed;
+    j["pad_seed"] = o.pad_seed;
+    j["steps"] = o.steps;
+    j["elapsed_s"] = elapsed;
+    j["train_fingerprint"] = Hex(train_fp);
+    j["train_samples"] = train.size();
+    j["heldout_samples"] = held_samples;
+    j["data"] = {{"files", o.data_paths},
+                 {"split", DocumentSplitName(o.split)},
+                 {"holdout_fraction", o.holdout_fraction}};
+    j["schedule"] = {{"peak_lr", o.schedule.peak_lr},
+                     {"warmup_steps", o.schedule.warmup_steps},
+                     {"total_steps", o.schedule.total_steps}};
+    if (eval_loss > 0)
+      j["last_eval"] = {{"loss", eval_loss}, {"perplexity", std::exp(eval_loss)}};
+    for (const auto &[k, v] : o.notes)
+      j["notes"][k] = v;
+    return j;
+  };
+  std::string last_ckpt;
+  double last_eval = -1;
+  auto save = [&](int64_t step, double elapsed) -> absl::Status {
+    CheckpointContents c;
+    c.step = step;
+    c.trainer = trainer.get();
+    c.config_path = config_path;
+    c.extra = &untrained;
+    c.trainer_state = trainer_state(step, elapsed, last_eval);
+    c.tokenizer = tokenizer_bytes;
+    BT_ASSIGN_OR_RETURN(last_ckpt, WriteCheckpoint(dir, c, o.keep_checkpoints));
+    BT_RETURN_IF_ERROR(csv.Write());
+    progress.Message(absl::StrCat("checkpoint: ", last_ckpt, " (", dir, "/latest)"));
+    return absl::OkStatus();
+  };
+  auto evaluate = [&](int64_t step) -> absl::Status {
+    if (eval_batches.empty())
+      return absl::OkStatus();
+    const auto t0 = std::chrono::steady_clock::now();
+    BT_ASSIGN_OR_RETURN(last_eval, HeldOutLoss(model, trainer->Parameters(), eval_batches));
+    csv.SetEval(step, last_eval);
+    BT_RETURN_IF_ERROR(csv.Write());
+    progress.Message(absl::StrFormat(
+        "eval @ step %d: held-out loss %.4f, perplexity %.2f (%d targets, %.1f s)", step,
+        last_eval, std::exp(last_eval), eval_targets,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+    if (o.plot) {
+      std::string note = csv.Plot(absl::StrCat(config.name(), ": loss"));
+      if (!note.empty()) {
+        progress.Message(absl::StrCat("note: ", note));
+        o.plot = false;
+      }
+    }
+    return absl::OkStatus();
+  };
+
+  // --- Baseline inputs. -----------------------------------------------------
+  BatchDump dump;
+  if (!o.dump_batches.empty()) {
+    const std::string init = dir + "/initial";
+    BT_RETURN_IF_ERROR(MakeDirs(init));
+    CheckpointWriteOptions w;
+    w.config_path = config_path;
+    w.extra = &untrained;
+    BT_RETURN_IF_ERROR(trainer->SaveCheckpoint(init, w));
+    std::string cj;
+    google::protobuf::util::JsonPrintOptions jo;
+    jo.always_print_primitive_fields = true;
+    jo.preserve_proto_field_names = true; // bench/bt_torch.py model_from_bt_config
+    (void)google::protobuf::util::MessageToJsonString(config, &cj, jo);
+    BT_RETURN_IF_ERROR(WriteFileAtomically(init + "/bt_config.json", cj));
+    // The batches of steps 1..dump_steps (the order is a pure function of
+    // the seed), written before training so that the baseline can take
+    // turns with it.
+    SampleOrder dump_order(train.size(), o.seed);
+    for (int64_t step = 1; step <= o.dump_steps; ++step) {
+      std::vector<int64_t> idx(static_cast<size_t>(o.batch));
+      for (int64_t b = 0; b < o.batch; ++b)
+        idx[b] = dump_order.At((step - 1) * o.batch + b);
+      BT_ASSIGN_OR_RETURN(TensorMap batch, MakeBatch(train, idx));
+      dump.Add(batch);
+    }
+    BT_RETURN_IF_ERROR(dump.Write(o.dump_batches));
+  }
+  std::unique_ptr<TorchTrainBaseline> torch;
+  if (o.baseline == "torch") {
+    std::string note;
+    BT_ASSIGN_OR_RETURN(torch, TorchTrainBaseline::Start(o, dir, &note));
+    progress.Message(torch ? absl::StrCat("[torch] ", torch->description(),
+                                          ": takes turns with bt on steps 1..", o.dump_steps,
+                                          " (", ResolveTorchScript(o), " --train-serve)")
+                           : note);
+  }
+
+  // --- The loop. ------------------------------------------------------------
+  progress.Message(absl::StrFormat(
+      "training %s: steps %d..%d, batch %d x %d tokens, lr %g (warmup %d, cosine to "
+      "0.1x at step %d), eval every %d, save every %d -> %s",
+      config.name(), start_step + 1, o.steps, o.batch, o.seq_len, o.schedule.peak_lr,
+      o.schedule.warmup_steps, o.schedule.total_steps, o.eval_every, o.save_every, dir));
+  if (start_step == 0 && o.eval_every > 0)
+    BT_RETURN_IF_ERROR(evaluate(0));
+  SampleOrder order(train.size(), o.seed);
+  const int64_t tokens_per_step = o.batch * o.seq_len;
+  std::deque<double> recent;
+  double recent_sum = 0, elapsed = elapsed_before;
+  auto last_csv_write = std::chrono::steady_clock::now();
+  for (int64_t step = start_step + 1; step <= o.steps; ++step) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<int64_t> idx(static_cast<size_t>(o.batch));
+    for (int64_t b = 0; b < o.batch; ++b)
+      idx[b] = order.At((step - 1) * o.batch + b);
+    BT_ASSIGN_OR_RETURN(TensorMap batch, MakeBatch(train, idx));
+    const bool in_turns = torch != nullptr && step <= o.dump_steps;
+    if (in_turns) {
+      TorchTrainBaseline::Pause();
+      t0 = std::chrono::steady_clock::now(); // the batch is built before the pause
+    }
+    absl::StatusOr<TrainerStepResult> r = trainer->Step(batch);
+    if (!r.ok())
+      return absl::Status(r.status().code(),
+                          absl::StrCat("step ", step, ": ", r.status().message()));
+    if (!std::isfinite(r->loss))
+      return absl::InternalError(absl::StrCat("step ", step, ": the loss is ", r->loss));
+    const double sec =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    elapsed += sec;
+    recent.push_back(sec);
+    recent_sum += sec;
+    if (recent.size() > 50) {
+      recent_sum -= recent.front();
+      recent.pop_front();
+    }
+    const double avg = recent_sum / static_cast<double>(recent.size());
+    const double rate = static_cast<double>(tokens_per_step) / sec;
+    csv.Add(step, absl::StrFormat("%d,%d,%d,%d,%.9g,%.9g,%.9g,%.6f,%.1f,%.3f", step,
+                                  order.EpochOf((step - 1) * o.batch), step * o.batch,
+                                  step * tokens_per_step, r->loss, r->grad_norm, r->lr, sec,
+                                  rate, elapsed));
+    progress.Step(step, r->loss, static_cast<double>(tokens_per_step) / avg,
+                  avg * static_cast<double>(o.steps - step), elapsed, false);
+    if (in_turns) {
+      BT_RETURN_IF_ERROR(torch->Step(step, r->loss, sec, r->lr));
+      if (step == o.dump_steps)
+        torch->Stop();
+    }
+    const bool last = step == o.steps;
+    if ((o.eval_every > 0 && step % o.eval_every == 0) || last)
+      BT_RETURN_IF_ERROR(evaluate(step));
+    if ((o.save_every > 0 && step % o.save_every == 0) || last)
+      BT_RETURN_IF_ERROR(save(step, elapsed));
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - last_csv_write)
+            .count() > 10) {
+      BT_RETURN_IF_ERROR(csv.Write());
+      last_csv_write = std::chrono::steady_clock::now();
+    }
+  }
+  progress.Done();
+  if (start_step == o.steps) {
+    // Nothing to train: evaluate the checkpoint as it is.
+    BT_RETURN_IF_ERROR(evaluate(o.steps));
+    BT_RETURN_IF_ERROR(save(o.steps, elapsed));
+  }
+  if (o.plot)
+    (void)csv.Plot(absl::StrCat(config.name(), ": loss"));
+  out << absl::StrFormat("trained %s to step %d in %s (%s train tokens/s)\n", config.name(),
+                         o.steps, FormatDuration(elapsed),
+                         FormatRate(static_cast<double>(tokens_per_step) *
+                                    static_cast<double>(std::max<int64_t>(o.steps - start_step, 1)) /
+                                    std::max(elapsed - elapsed_before, 1e-9)));
+  if (last_eval > 0)
+    out << absl::StrFormat("held-out loss %.4f nats/token, perplexity %.2f (%d tokens)\n",
+                           last_eval, std::exp(last_eval), eval_targets);
+  out << "checkpoint: " << last_ckpt << " (" << dir << "/latest), log: " << dir
+      << "/log.csv, plot: " << dir << "/loss.png\n";
+  if (torch != nullptr)
+    BT_RETURN_IF_ERROR(
+        torch->Finish(dir, o.batch, o.seq_len, o.threads > 0 ? o.threads : 2, out));
+  return absl::OkStatus();
+}
+
+} // namespace bt::rt
