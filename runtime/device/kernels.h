@@ -1,7 +1,9 @@
-//===- kernels.h - CPU kernel libraries (docs/abi.md) -----------*- C++ -*-===//
+//===- kernels.h - kernel libraries (docs/abi.md) ---------------*- C++ -*-===//
 //
-// Loading the kernels section of a CPU artifact (an ELF shared object) from
-// memory and calling its entry points through the ABI of docs/abi.md:
+// Loading the kernels section of an artifact (an ELF shared object: the
+// kernels of a cpu artifact, the host code of a cuda one) from memory; its
+// entry points follow the ABI of docs/abi.md, and each device calls them on
+// its own buffers (device/cpu, device/cuda; argv: device/entry_call.h):
 //
 //   int32_t bt_kernel_abi_version(void);   // == 1
 //   void bt_entry_<name>(void **argv);
@@ -14,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BT_RUNTIME_KERNELS_H
-#define BT_RUNTIME_KERNELS_H
+#ifndef BT_RUNTIME_DEVICE_KERNELS_H
+#define BT_RUNTIME_DEVICE_KERNELS_H
 
 #include <cstdint>
 #include <memory>
@@ -69,12 +71,6 @@ public:
   /// symbol and the library.
   absl::StatusOr<KernelEntryFn> Resolve(const std::string &symbol) const;
 
-  /// Resolves ep.symbol() and calls it: CallEntryPoint(fn, ep, params,
-  /// inputs). Errors: those of Resolve and CallEntryPoint.
-  absl::StatusOr<std::vector<Tensor>>
-  Call(const proto::EntryPoint &ep, absl::Span<const Tensor *const> params,
-       absl::Span<const Tensor *const> inputs) const;
-
   /// How the library was loaded: "memfd" or "tmpfile".
   const std::string &load_method() const { return load_method_; }
   /// The path given to dlopen ("/proc/self/fd/N" or the removed temp file).
@@ -87,28 +83,6 @@ private:
   std::string name_, load_method_, load_path_;
 };
 
-/// Calls `fn` for entry point `ep` with `params` (in ep.params() order) and
-/// `inputs` (in ep.inputs() order), per docs/abi.md. Arguments are passed as
-/// dense row-major descriptors (allocated = aligned = data, offset 0). An
-/// input whose spec is `inout` (TensorSpec.inout) is passed the same way but
-/// the kernel writes it in place: it must be a writable buffer the caller
-/// owns that aliases no other argument (Model::Run checks this); it has no
-/// slot in the result block.
-/// Returns the outputs in ep.outputs() order, each an owning Tensor that
-/// takes ownership of the kernel's malloc'ed `allocated` buffer (data at
-/// aligned + offset); an output that is not dense row-major is copied into a
-/// new dense tensor and its buffer freed. Outputs sharing one `allocated`
-/// share ownership (freed once).
-/// Errors (InvalidArgument, naming the entry and tensor): argument count
-/// mismatch, an argument dtype/rank that does not match its spec (params:
-/// the rank of the tensor given), an output with a negative size, a size
-/// that contradicts a static dim of its spec, or a null buffer with
-/// elements; the call itself cannot be checked (a crashing kernel crashes).
-absl::StatusOr<std::vector<Tensor>>
-CallEntryPoint(KernelEntryFn fn, const proto::EntryPoint &ep,
-               absl::Span<const Tensor *const> params,
-               absl::Span<const Tensor *const> inputs);
-
 } // namespace bt::rt
 
-#endif // BT_RUNTIME_KERNELS_H
+#endif // BT_RUNTIME_DEVICE_KERNELS_H

@@ -7,7 +7,6 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "bt/runtime/base/status_macros.h"
 
@@ -44,75 +43,49 @@ void TuneMallocForKernels() {
 
 } // namespace
 
-absl::StatusOr<std::unique_ptr<Model>> Model::Open(const std::string &path,
-                                                   const CudaOptions &cuda) {
+absl::StatusOr<std::unique_ptr<Model>>
+Model::Open(const std::string &path, const DeviceOptions &options) {
+  BT_ASSIGN_OR_RETURN(std::shared_ptr<const Artifact> artifact,
+                      Artifact::Open(path));
+  return Open(std::move(artifact), options);
+}
+
+absl::StatusOr<std::unique_ptr<Model>>
+Model::Open(std::shared_ptr<const Artifact> artifact,
+            const DeviceOptions &options) {
   TuneMallocForKernels();
   std::unique_ptr<Model> m(new Model());
-  BT_ASSIGN_OR_RETURN(m->artifact_, Artifact::Open(path));
-  const proto::Manifest &man = m->artifact_->manifest();
-  if (man.target() != "cpu" && man.target() != "cuda")
-    return absl::UnimplementedError(absl::StrCat(
-        path, ": artifact target '", man.target(),
-        "' is not supported by this runtime (it runs 'cpu' and 'cuda' "
-        "artifacts)"));
-  const bool on_gpu = man.target() == "cuda";
-  if (man.entry_points_size() > 0) {
-    if (man.kernels().size() == 0)
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": the artifact has entry points but no kernels section"));
-    if (on_gpu && man.ptx().size() == 0)
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": the cuda artifact has entry points but no ptx section"));
+  m->artifact_ = std::move(artifact);
+  const Artifact &a = *m->artifact_;
+  BT_ASSIGN_OR_RETURN(m->device_, OpenDeviceFor(a, options));
+  if (a.manifest().entry_points_size() > 0) {
+    BT_ASSIGN_OR_RETURN(m->kernels_, m->device_->LoadCode(a));
   }
-  if (on_gpu) {
-    // The GPU first: without one, say so before anything else.
-    absl::StatusOr<std::unique_ptr<CudaBackend>> gpu = CudaBackend::Open(cuda);
-    if (!gpu.ok()) {
-      // "no CUDA GPU found: ..." in every case (no driver, no device).
-      std::string why(gpu.status().message());
-      constexpr absl::string_view kNoDriver = "no CUDA driver found: ";
-      if (absl::StartsWith(why, kNoDriver))
-        why = absl::StrCat("the CUDA driver cannot be loaded: ",
-                           why.substr(kNoDriver.size()));
-      if (!absl::StartsWith(why, "no CUDA GPU found"))
-        why = absl::StrCat("no CUDA GPU found: ", why);
-      return absl::UnavailableError(absl::StrCat(
-          path, ": this artifact runs on a CUDA GPU (target cuda",
-          man.gpu_chip().empty() ? "" : ", ", man.gpu_chip(), "); ", why));
-    }
-    m->gpu_ = std::move(*gpu);
-    m->gpu_mu_ = std::make_unique<std::mutex>();
-    if (man.ptx().size() > 0) {
-      absl::Status s = m->gpu_->LoadModule(m->artifact_->ptx());
-      if (!s.ok())
-        return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
-    }
-    m->gpu_->MakeCurrent();
-  }
-  if (man.entry_points_size() > 0) {
-    BT_ASSIGN_OR_RETURN(m->kernels_,
-                        KernelLibrary::Load(m->artifact_->kernels(), path));
-  }
-  for (const proto::EntryPoint &ep : man.entry_points()) {
+  for (const proto::EntryPoint &ep : a.manifest().entry_points()) {
     BT_ASSIGN_OR_RETURN(KernelEntryFn fn, m->kernels_->Resolve(ep.symbol()));
     m->entries_[ep.name()] = fn;
     for (const std::string &p : ep.params()) {
       if (m->weights_.count(p))
         continue;
-      BT_ASSIGN_OR_RETURN(Tensor t, m->artifact_->GetWeight(p));
-      if (on_gpu) {
-        absl::StatusOr<DeviceTensor> d = UploadTensor(*m->gpu_, t);
-        if (!d.ok())
-          return absl::Status(
-              d.status().code(),
-              absl::StrCat(path, ": uploading weight '", p,
-                           "' to the GPU: ", d.status().message()));
-        m->device_weights_.emplace(p, std::move(*d));
-      }
+      BT_ASSIGN_OR_RETURN(Tensor t, a.GetWeight(p));
+      absl::StatusOr<DeviceTensor> d = m->device_->Upload(t);
+      if (!d.ok())
+        return absl::Status(
+            d.status().code(),
+            absl::StrCat(a.path(), ": uploading weight '", p, "' to device ",
+                         m->device_->name(), ": ", d.status().message()));
+      m->resident_.emplace(p, std::move(*d));
       m->weights_.emplace(p, std::move(t));
     }
   }
   return m;
+}
+
+Model::~Model() {
+  if (device_ == nullptr)
+    return;
+  for (const auto &[name, t] : resident_)
+    device_->Release(t);
 }
 
 std::vector<std::string> Model::EntryPointNames() const {
@@ -329,58 +302,39 @@ absl::StatusOr<TensorMap> Model::Run(const std::string &entry,
         artifact_->path(), ": no entry point '", entry, "' (available: ",
         absl::StrJoin(EntryPointNames(), ", "), ")"));
   BT_RETURN_IF_ERROR(CheckInputs(*ep, inputs, inouts));
-  std::vector<const Tensor *> params, args;
+  // The params on the device: the resident weights, or a replacement made
+  // resident for this call (on the CPU a view: no copy).
+  std::vector<DeviceTensor> replaced;
+  replaced.reserve(ep->params_size());
+  struct ReleaseReplaced {
+    Device &device;
+    std::vector<DeviceTensor> &ts;
+    ~ReleaseReplaced() {
+      for (const DeviceTensor &t : ts)
+        device.Release(t);
+    }
+  } release_replaced{*device_, replaced};
+  std::vector<const DeviceTensor *> params;
   for (const std::string &p : ep->params()) {
-    const Tensor &w = weights_.at(p);
     auto it = overrides ? overrides->find(p) : TensorMap::const_iterator();
     if (overrides == nullptr || it == overrides->end()) {
-      params.push_back(&w);
+      params.push_back(&resident_.at(p));
       continue;
     }
+    const Tensor &w = weights_.at(p);
     if (it->second.dtype() != w.dtype() || it->second.shape() != w.shape())
       return absl::InvalidArgumentError(absl::StrCat(
           "entry point '", entry, "': parameter '", p, "' replaced by ",
           it->second.DebugString(), ", expected ", w.DebugString()));
-    params.push_back(&it->second);
+    BT_ASSIGN_OR_RETURN(DeviceTensor d, device_->Upload(it->second));
+    replaced.push_back(std::move(d));
+    params.push_back(&replaced.back());
   }
-  for (const proto::TensorSpec &s : ep->inputs())
-    args.push_back(FindArg(s, inputs, inouts));
-  std::vector<Tensor> outs;
-  if (gpu_ == nullptr) {
-    BT_ASSIGN_OR_RETURN(outs,
-                        CallEntryPoint(entries_.at(entry), *ep, params, args));
-  } else {
-    // The weights live on the device; a replaced one is uploaded for this
-    // call. The host arguments are copied in and out by the call; in-out
-    // buffers are writable tensors of `inouts`.
-    std::vector<DeviceTensor> replaced;
-    replaced.reserve(params.size());
-    struct FreeReplaced {
-      CudaBackend &gpu;
-      std::vector<DeviceTensor> &ts;
-      ~FreeReplaced() {
-        for (const DeviceTensor &t : ts)
-          (void)gpu.pool().Free(t.address);
-      }
-    } free_replaced{*gpu_, replaced};
-    std::vector<const DeviceTensor *> dparams;
-    for (size_t i = 0; i < params.size(); ++i) {
-      const std::string &p = ep->params(static_cast<int>(i));
-      if (params[i] == &weights_.at(p)) {
-        dparams.push_back(&device_weights_.at(p));
-        continue;
-      }
-      BT_ASSIGN_OR_RETURN(DeviceTensor d, UploadTensor(*gpu_, *params[i]));
-      replaced.push_back(std::move(d));
-      dparams.push_back(&replaced.back());
-    }
-    std::vector<Tensor *> dargs;
-    for (const Tensor *t : args)
-      dargs.push_back(const_cast<Tensor *>(t)); // written back only if inout
-    std::lock_guard<std::mutex> lock(*gpu_mu_);
-    BT_ASSIGN_OR_RETURN(outs, CallDeviceEntryPoint(*gpu_, entries_.at(entry),
-                                                   *ep, dparams, dargs));
-  }
+  std::vector<Tensor *> args;
+  for (const proto::TensorSpec &s : ep->inputs()) // written only if in-out
+    args.push_back(const_cast<Tensor *>(FindArg(s, inputs, inouts)));
+  BT_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
+                      device_->Call(entries_.at(entry), *ep, params, args));
   // Outputs must agree with the symbolic dims of the arguments (a kernel bug
   // otherwise).
   const std::string what = absl::StrCat("entry point '", entry, "'");

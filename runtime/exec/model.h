@@ -1,29 +1,33 @@
 //===- model.h - a loaded artifact, ready to run ----------------*- C++ -*-===//
 //
-// A Model opens an artifact (docs/abi.md; a file, or /proc/self/exe for a
-// standalone executable), binds every entry point's params to the mmapped
-// weights (zero copy), loads the kernel library from memory and runs entry
-// points by name with named tensors (names = fixture tensor names, e.g.
-// input_ids, attention_mask, block_attention_mask, labels -> logits, loss).
+// A Model is an artifact (docs/abi.md; a file, /proc/self/exe for a
+// standalone executable, or one held in memory) loaded onto a Device
+// (device/device.h, opened through device/drivers.h for the artifact's
+// target): its code loaded, every entry point's params resident on the
+// device (on the CPU: the mmapped weights themselves, no copy). It runs
+// entry points by name with named host tensors (names = fixture tensor
+// names, e.g. input_ids, attention_mask, block_attention_mask, labels ->
+// logits, loss) and knows no target: what differs between devices is the
+// Device's business.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BT_RUNTIME_MODEL_H
-#define BT_RUNTIME_MODEL_H
+#ifndef BT_RUNTIME_EXEC_MODEL_H
+#define BT_RUNTIME_EXEC_MODEL_H
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "bt/proto/bt.pb.h"
-#include "bt/runtime/model/artifact.h"
-#include "bt/runtime/device/cuda/cuda.h"
-#include "bt/runtime/device/kernels.h"
 #include "bt/runtime/base/tensor.h"
+#include "bt/runtime/device/device.h"
+#include "bt/runtime/device/drivers.h"
+#include "bt/runtime/device/kernels.h"
+#include "bt/runtime/model/artifact.h"
 
 namespace bt::rt {
 
@@ -36,21 +40,21 @@ inline constexpr char kSelfExe[] = "/proc/self/exe";
 
 class Model {
 public:
-  /// Opens `artifact_path` (Artifact::Open validation), loads the kernels
-  /// section (KernelLibrary::Load) and resolves every entry point's symbol.
-  /// Target "cpu": the kernels run on this machine. Target "cuda"
-  /// (docs/codegen-cuda.md): opens the GPU (CudaBackend::Open with
-  /// `cuda`), loads the ptx section, uploads every weight to the device
-  /// once, and the kernels section is the host code of the entry points.
-  /// Errors: those of Artifact::Open and KernelLibrary::Load; NotFound for
-  /// an entry point whose symbol the kernels do not export; InvalidArgument
-  /// for entry points without a kernels section (or, for cuda, without a
-  /// ptx section); Unimplemented for another target; for cuda, Unavailable
-  /// "<path>: this artifact runs on a CUDA GPU (target cuda, sm_90); no
-  /// CUDA GPU found: ..." when there is no driver or no usable GPU, and the
-  /// errors of loading the PTX and uploading the weights.
+  /// Opens `artifact_path` (Artifact::Open validation) and loads it:
+  /// Open(artifact, options).
   static absl::StatusOr<std::unique_ptr<Model>>
-  Open(const std::string &artifact_path, const CudaOptions &cuda = {});
+  Open(const std::string &artifact_path, const DeviceOptions &options = {});
+  /// Loads `artifact` (a file's, or one built in memory:
+  /// ArtifactWriter::ToArtifact) onto the device of OpenDeviceFor(artifact,
+  /// options): Device::LoadCode, every entry point's symbol resolved, every
+  /// param made resident (Device::Upload, once per weight). Errors: those
+  /// of OpenDeviceFor (an unsupported target, a missing section, no GPU)
+  /// and Device::LoadCode; NotFound for an entry point whose symbol the
+  /// kernels do not export; the device's for a weight that does not upload
+  /// ("<path>: uploading weight 'w' to device cuda: ...").
+  static absl::StatusOr<std::unique_ptr<Model>>
+  Open(std::shared_ptr<const Artifact> artifact,
+       const DeviceOptions &options = {});
 
   /// Open(kSelfExe): the artifact appended to the running executable.
   static absl::StatusOr<std::unique_ptr<Model>> OpenSelf() {
@@ -60,11 +64,8 @@ public:
   const Artifact &artifact() const { return *artifact_; }
   const proto::Manifest &manifest() const { return artifact_->manifest(); }
   const proto::ModelConfig &config() const { return manifest().config(); }
-  /// The device the entry points run on: "cpu" or "cuda" (the artifact's
-  /// target).
-  const std::string &device() const { return manifest().target(); }
-  /// The GPU of a cuda artifact (nullptr for cpu).
-  CudaBackend *gpu() const { return gpu_.get(); }
+  /// The device the entry points run on (Device::name(): "cpu", "cuda").
+  Device &device() const { return *device_; }
   /// Entry point names, in manifest order.
   std::vector<std::string> EntryPointNames() const;
   /// The entry point `name`, or nullptr.
@@ -104,9 +105,9 @@ public:
   /// Runs entry point `entry` with `inputs` and, for entries with in-out
   /// arguments, `inouts` (CheckInputs first; the in-out buffers are updated
   /// in place and are not among the returned outputs) and returns its
-  /// outputs by name (owning host tensors; CallEntryPoint, or for a cuda
-  /// artifact CallDeviceEntryPoint: host inputs and in-out buffers are
-  /// copied to the device and back around the call, calls are serialized).
+  /// outputs by name (owning host tensors; Device::Call: on a GPU, host
+  /// inputs and in-out buffers are copied to the device and back around the
+  /// call).
   /// Errors: NotFound for
   /// an unknown entry (the message lists the known ones), the errors of
   /// CheckInputs and CallEntryPoint, and an output whose named dim disagrees
@@ -124,19 +125,22 @@ public:
                                 TensorMap *inouts = nullptr,
                                 const TensorMap *params = nullptr) const;
 
+  /// Releases the resident params.
+  ~Model();
+  Model(const Model &) = delete;
+  Model &operator=(const Model &) = delete;
+
 private:
   Model() = default;
   std::shared_ptr<const Artifact> artifact_;
+  // Declared before what lives on it, so that it is destroyed last.
+  std::unique_ptr<Device> device_;
   std::unique_ptr<KernelLibrary> kernels_;
   std::map<std::string, KernelEntryFn> entries_;
-  std::map<std::string, Tensor> weights_; // borrowed views into the mapping
-  // Target cuda: the GPU (declared before the weights on it, so that it
-  // outlives them) and the weights uploaded at Open.
-  std::unique_ptr<CudaBackend> gpu_;
-  std::map<std::string, DeviceTensor> device_weights_;
-  std::unique_ptr<std::mutex> gpu_mu_;
+  std::map<std::string, Tensor> weights_; // host views into the artifact
+  std::map<std::string, DeviceTensor> resident_; // weights_ on device_
 };
 
 } // namespace bt::rt
 
-#endif // BT_RUNTIME_MODEL_H
+#endif // BT_RUNTIME_EXEC_MODEL_H

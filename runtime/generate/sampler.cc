@@ -1,16 +1,12 @@
-//===- sampler.cc - token sampling and the kernels' sampler callback -------===//
+//===- sampler.cc - token sampling ----------------------------------------===//
 
 #include "bt/runtime/generate/sampler.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <numeric>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "bt/runtime/base/status_macros.h"
 
@@ -88,18 +84,6 @@ absl::Status Distribution(const SamplingOptions &options, const float *logits,
   return absl::OkStatus();
 }
 
-std::mutex &RegistryMutex() {
-  static std::mutex m;
-  return m;
-}
-
-absl::flat_hash_map<int64_t, Sampler *> &Registry() {
-  static auto *r = new absl::flat_hash_map<int64_t, Sampler *>();
-  return *r;
-}
-
-std::atomic<int64_t> next_handle{1};
-
 } // namespace
 
 absl::Status ValidateSamplingOptions(const SamplingOptions &o) {
@@ -127,21 +111,6 @@ uint64_t Rng::Next() { return SplitMix64(state_); }
 
 double Rng::Uniform() {
   return static_cast<double>(Next() >> 11) * 0x1.0p-53;
-}
-
-int64_t ArgMax(const float *logits, int64_t vocab, int64_t stride) {
-  int64_t best = 0;
-  float best_v = -INFINITY;
-  for (int64_t v = 0; v < vocab; ++v) {
-    const float l = logits[v * stride];
-    if (std::isnan(l))
-      return -1;
-    if (l > best_v) {
-      best_v = l;
-      best = v;
-    }
-  }
-  return best;
 }
 
 absl::StatusOr<std::vector<double>>
@@ -213,21 +182,14 @@ Sampler::Create(const Options &options, int64_t num_sequences) {
                            : Rng(options.seeds[i], 0));
   s->eos_block_step_.assign(static_cast<size_t>(num_sequences), -1);
   s->done_.assign(static_cast<size_t>(num_sequences), false);
-  s->handle_ = next_handle.fetch_add(1);
-  std::lock_guard<std::mutex> lock(RegistryMutex());
-  Registry()[s->handle_] = s.get();
+  s->handle_ = RegisterSamplerTarget(s.get());
   return s;
 }
 
-Sampler::~Sampler() {
-  std::lock_guard<std::mutex> lock(RegistryMutex());
-  Registry().erase(handle_);
-}
+Sampler::~Sampler() { UnregisterSamplerTarget(handle_); }
 
 Sampler *Sampler::Lookup(int64_t handle) {
-  std::lock_guard<std::mutex> lock(RegistryMutex());
-  auto it = Registry().find(handle);
-  return it == Registry().end() ? nullptr : it->second;
+  return dynamic_cast<Sampler *>(LookupSamplerTarget(handle));
 }
 
 absl::Status Sampler::BeginBlock(std::vector<int64_t> rows) {
@@ -335,34 +297,3 @@ absl::Status Sampler::StepTensors(const Tensor &logits, Tensor &tokens) {
 }
 
 } // namespace bt::rt
-
-extern "C" __attribute__((visibility("default"), used)) void
-_mlir_ciface_bt_rt_sample(int64_t sampler,
-                          bt::rt::StridedMemRef<float, 2> *logits,
-                          bt::rt::StridedMemRef<int64_t, 1> *tokens) {
-  if (logits == nullptr || tokens == nullptr) {
-    std::fprintf(stderr, "bt runtime: _mlir_ciface_bt_rt_sample called with a "
-                         "null memref descriptor\n");
-    std::abort();
-  }
-  if (sampler == 0) {
-    // Stateless greedy: argmax per row (NaN rows give 0).
-    for (int64_t r = 0; r < tokens->sizes[0] && r < logits->sizes[0]; ++r) {
-      const int64_t a = bt::rt::ArgMax(
-          logits->aligned + logits->offset + r * logits->strides[0],
-          logits->sizes[1], logits->strides[1]);
-      tokens->aligned[tokens->offset + r * tokens->strides[0]] = a < 0 ? 0 : a;
-    }
-    return;
-  }
-  bt::rt::Sampler *s = bt::rt::Sampler::Lookup(sampler);
-  if (s == nullptr) {
-    std::fprintf(stderr,
-                 "bt runtime: _mlir_ciface_bt_rt_sample called with unknown "
-                 "sampler handle %lld (the entry point's `sampler` input must "
-                 "be the handle of a live bt::rt::Sampler, or 0 for greedy)\n",
-                 static_cast<long long>(sampler));
-    std::abort();
-  }
-  s->Step(*logits, *tokens);
-}

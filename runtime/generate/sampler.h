@@ -9,14 +9,14 @@
 //                                  StridedMemRefType<int64_t, 1> *tokens);
 //
 // once per token-decoder step; `sampler` is the handle of a live Sampler
-// (Sampler::handle(), passed to the entry point as its `sampler` input).
-// Every binary that links btrt exports that symbol dynamically, so kernel
-// libraries resolve it against the process like cblas_sgemm (docs/abi.md).
+// (Sampler::handle(), passed to the entry point as its `sampler` input). The
+// symbol and its handle registry are the kernel ABI's
+// (device/sampler_callback.h); a Sampler registers itself there.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BT_RUNTIME_SAMPLER_H
-#define BT_RUNTIME_SAMPLER_H
+#ifndef BT_RUNTIME_GENERATE_SAMPLER_H
+#define BT_RUNTIME_GENERATE_SAMPLER_H
 
 #include <cstdint>
 #include <memory>
@@ -27,19 +27,9 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "bt/runtime/base/tensor.h"
+#include "bt/runtime/device/sampler_callback.h"
 
 namespace bt::rt {
-
-/// MLIR's StridedMemRefType<T, N> (a memref descriptor, docs/abi.md), without
-/// depending on MLIR: allocated, aligned, offset, sizes[N], strides[N]
-/// (offset and strides in elements).
-template <typename T, int N> struct StridedMemRef {
-  T *allocated;
-  T *aligned;
-  int64_t offset;
-  int64_t sizes[N];
-  int64_t strides[N];
-};
 
 /// How to choose the next token from a row of logits.
 struct SamplingOptions {
@@ -80,11 +70,6 @@ private:
   uint64_t state_;
 };
 
-/// The index of the largest logit (the lowest index among equal maxima; -inf
-/// counts as a value, so an all -inf row gives 0). Returns -1 if a logit is
-/// NaN. `stride` is the element distance between consecutive logits.
-int64_t ArgMax(const float *logits, int64_t vocab, int64_t stride = 1);
-
 /// The distribution SampleToken draws from: probabilities over the vocabulary
 /// after temperature, top-k and top-p (0 for masked tokens; they sum to 1).
 /// Greedy gives a one-hot vector at ArgMax. Errors: InvalidArgument for bad
@@ -122,7 +107,7 @@ absl::StatusOr<int64_t> SampleToken(const SamplingOptions &options,
 ///
 /// Not thread-safe: one generation drives one Sampler. The handle registry
 /// itself is thread-safe.
-class Sampler {
+class Sampler : public SamplerCallbackTarget {
 public:
   struct Options {
     SamplingOptions sampling;
@@ -134,11 +119,11 @@ public:
   };
 
   /// A sampler for `num_sequences` sequences, registered under a fresh
-  /// non-zero handle. Errors: InvalidArgument for bad options, vocab_size <=
+  /// non-zero handle (RegisterSamplerTarget). Errors: InvalidArgument for bad options, vocab_size <=
   /// 0, num_sequences < 0, or seeds of the wrong size.
   static absl::StatusOr<std::unique_ptr<Sampler>> Create(const Options &options,
                                                          int64_t num_sequences);
-  ~Sampler(); // unregisters the handle
+  ~Sampler() override; // unregisters the handle
   Sampler(const Sampler &) = delete;
   Sampler &operator=(const Sampler &) = delete;
 
@@ -155,7 +140,7 @@ public:
   /// first error (status()), writes generation_pad_token_id (a valid id) for
   /// the affected rows and returns.
   void Step(const StridedMemRef<float, 2> &logits,
-            StridedMemRef<int64_t, 1> &tokens);
+            StridedMemRef<int64_t, 1> &tokens) override;
   /// Step over dense tensors: logits F32 [B', V] -> tokens I64 [B'].
   absl::Status StepTensors(const Tensor &logits, Tensor &tokens);
 
@@ -193,15 +178,4 @@ private:
 
 } // namespace bt::rt
 
-extern "C" {
-/// The sampler callback of compiled `decode_tokens` kernels
-/// (docs/generation.md): Sampler::Lookup(sampler)->Step(*logits, *tokens).
-/// Handle 0 is a stateless greedy sampler (argmax per row, no EOS), for
-/// running a kernel outside a generation. An unknown handle is a contract
-/// violation: the process aborts with a message.
-void _mlir_ciface_bt_rt_sample(int64_t sampler,
-                               bt::rt::StridedMemRef<float, 2> *logits,
-                               bt::rt::StridedMemRef<int64_t, 1> *tokens);
-}
-
-#endif // BT_RUNTIME_SAMPLER_H
+#endif // BT_RUNTIME_GENERATE_SAMPLER_H

@@ -153,8 +153,8 @@ TEST(Model, RejectsOtherTargets) {
 TEST(Model, CudaArtifactWithoutPtx) {
   testing::TempDir dir;
   ASSERT_THAT(testing::WriteToyArtifact(dir.File("cuda.btart"), "", "cuda"), IsOk());
-  CudaOptions no_driver;
-  no_driver.driver_library = dir.File("none/libcuda.so.1");
+  DeviceOptions no_driver;
+  no_driver.cuda.driver_library = dir.File("none/libcuda.so.1");
   EXPECT_THAT(Model::Open(dir.File("cuda.btart"), no_driver).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, "no ptx section"));
 }

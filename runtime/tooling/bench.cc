@@ -32,14 +32,9 @@
 #include "bt/runtime/model/kv_plan.h"
 #include "bt/runtime/base/safetensors.h"
 #include "bt/runtime/base/status_macros.h"
+#include "bt/runtime/device/cpu/cpu_device.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
-
-extern "C" {
-// OpenBLAS (linked by the runtime; the kernels call its cblas_sgemm).
-void openblas_set_num_threads(int num_threads);
-int openblas_get_num_threads(void);
-}
 
 extern char **environ;
 
@@ -466,12 +461,6 @@ absl::StatusOr<TensorMap> ForwardInputs(const proto::ModelConfig &config,
     inputs.emplace("block_attention_mask", std::move(bm));
   }
   return inputs;
-}
-
-int SetBenchThreads(int threads) {
-  if (threads > 0)
-    openblas_set_num_threads(threads);
-  return openblas_get_num_threads();
 }
 
 // --- bt ----------------------------------------------------------------------
@@ -1049,10 +1038,10 @@ absl::Status WriteBenchCsv(const std::string &path,
 
 absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
                              std::ostream &out, std::ostream &err) {
-  if (opts.device != model.device())
+  if (opts.device != model.device().name())
     return absl::InvalidArgumentError(absl::StrCat(
         "bench --device ", opts.device, ": the artifact runs on '",
-        model.device(), "' (bt-run compile --target ", opts.device,
+        model.device().name(), "' (bt-run compile --target ", opts.device,
         " makes one for '", opts.device, "')"));
   if (opts.device == "cuda" && opts.baseline == "torch")
     return absl::UnimplementedError(
@@ -1074,14 +1063,12 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
         "bench: --iters must be >= 1 and --warmup >= 0");
   if (opts.settings.empty())
     return absl::InvalidArgumentError("bench: no setting to run");
-  const int threads = SetBenchThreads(opts.threads);
+  const int threads = SetBlasThreads(opts.threads);
   out << absl::StrFormat(
       "bench: model %s, device %s (%s), %d BLAS thread(s), %d warmup + %d "
       "timed call(s) per setting, median\n",
       model.config().name(), opts.device,
-      model.gpu() != nullptr ? model.gpu()->device().Describe()
-      : model.manifest().cpu().empty() ? "cpu"
-                                       : model.manifest().cpu(),
+      model.device().Describe(),
       threads,
       opts.warmup, opts.iters);
   for (const std::string &note : opts.notes)

@@ -232,10 +232,6 @@ absl::StatusOr<Tensor> GenerationPrompt(const proto::ModelConfig &config,
                                         const BenchSetting &setting,
                                         uint64_t seed);
 
-/// Sets the BLAS thread count of this process (OpenBLAS) and returns the
-/// count OpenBLAS reports afterwards.
-int SetBenchThreads(int threads);
-
 /// What one call measured.
 struct CallStats {
   /// Wall time of the call.

@@ -23,7 +23,7 @@
 #include "bt/runtime/model/kv_plan.h"
 #include "bt/runtime/tooling/compare.h"
 #include "bt/runtime/model/config.h"
-#include "bt/runtime/device/cuda/cuda.h"
+#include "bt/runtime/device/drivers.h"
 #include "bt/runtime/base/safetensors.h"
 #include "bt/runtime/base/status_macros.h"
 #include "bt/runtime/model/tokenizer.h"
@@ -517,9 +517,8 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     if (i < args.size())
       return usage_error(absl::StrCat("devices takes no arguments, got '",
                                       args[i], "'"));
-    out << "cpu: " << std::thread::hardware_concurrency()
-        << " hardware threads\n";
-    out << DescribeCudaAvailability() << "\n";
+    for (const std::string &line : DescribeDevices())
+      out << line << "\n";
     return 0;
   }
   if (cmd == "compare") {
@@ -689,7 +688,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     }
     // The device is the artifact's unless --device names one.
     if (!device_given)
-      opts.device = (*model)->device();
+      opts.device = (*model)->device().name();
     const proto::ModelConfig &config = (*model)->config();
     const int64_t L = config.kind() == proto::ModelConfig::VANILLA
                           ? 1

@@ -28,6 +28,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "bt/runtime/device/cpu/cpu_device.h"
 #include "bt/runtime/tooling/bench.h"
 #include "bt/runtime/tooling/child_process.h"
 #include "bt/runtime/model/config.h"
@@ -1025,7 +1026,7 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
         "train: --seq-len ", o.seq_len, " must be a multiple of the block length ", L,
         " with at least 2 blocks"));
   if (o.threads > 0)
-    SetBenchThreads(o.threads);
+    SetBlasThreads(o.threads);
   Progress progress(log, o.progress, o.steps);
 
   // --- Resume: the checkpoint and its options. ------------------------------

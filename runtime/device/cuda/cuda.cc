@@ -110,26 +110,25 @@ std::string EnvOr(const char *name, const std::string &fallback) {
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
+using SymbolLookup = std::function<void *(const char *)>;
+
 template <typename Fn>
-bool Resolve(void *library, const char *name, Fn &fn) {
-  fn = reinterpret_cast<Fn>(::dlsym(library, name));
+bool Resolve(const SymbolLookup &lookup, const char *name, Fn &fn) {
+  fn = reinterpret_cast<Fn>(lookup(name));
   return fn != nullptr;
 }
 
-absl::StatusOr<std::unique_ptr<CudaDriver>> LoadDriver(const std::string &path) {
-  auto d = std::make_unique<CudaDriver>();
-  d->path = path;
-  ::dlerror();
-  d->library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (d->library == nullptr) {
-    const char *e = ::dlerror();
-    return absl::NotFoundError(absl::StrCat(
-        "no CUDA driver found: dlopen(", path, "): ", e ? e : "unknown error",
-        " (the NVIDIA driver's libcuda.so.1 is needed to run on a GPU)"));
-  }
+// dlsym in `library`.
+SymbolLookup DlsymIn(void *library) {
+  return [library](const char *name) { return ::dlsym(library, name); };
+}
+
+// Every driver entry point of `d` from `lookup`; returns the names missing.
+std::vector<std::string> ResolveDriver(const SymbolLookup &lookup,
+                                       CudaDriver &d) {
   std::vector<std::string> missing;
 #define BT_RESOLVE(fn)                                                         \
-  if (!Resolve(d->library, #fn, d->fn))                                        \
+  if (!Resolve(lookup, #fn, d.fn))                                             \
     missing.push_back(#fn);
   BT_RESOLVE(cuInit)
   BT_RESOLVE(cuDriverGetVersion)
@@ -154,9 +153,34 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> LoadDriver(const std::string &path) 
   BT_RESOLVE(cuMemcpyHtoD_v2)
   BT_RESOLVE(cuGetErrorName)
 #undef BT_RESOLVE
+  return missing;
+}
+
+// The driver API: from options.symbols when set, else dlopen of `path`.
+absl::StatusOr<std::unique_ptr<CudaDriver>>
+LoadDriver(const std::string &path, const CudaOptions &options) {
+  auto d = std::make_unique<CudaDriver>();
+  SymbolLookup lookup = options.symbols;
+  if (lookup) {
+    d->path = options.symbols_name.empty() ? "an in-process driver"
+                                           : options.symbols_name;
+  } else {
+    d->path = path;
+    ::dlerror();
+    d->library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (d->library == nullptr) {
+      const char *e = ::dlerror();
+      return absl::NotFoundError(absl::StrCat(
+          "no CUDA driver found: dlopen(", path, "): ",
+          e ? e : "unknown error",
+          " (the NVIDIA driver's libcuda.so.1 is needed to run on a GPU)"));
+    }
+    lookup = DlsymIn(d->library);
+  }
+  std::vector<std::string> missing = ResolveDriver(lookup, *d);
   if (!missing.empty())
     return absl::NotFoundError(
-        absl::StrCat("CUDA driver ", path, " lacks ",
+        absl::StrCat("CUDA driver ", d->path, " lacks ",
                      absl::StrJoin(missing, ", "), " (too old?)"));
   return d;
 }
@@ -301,7 +325,10 @@ CudaBackend::Open(const CudaOptions &options) {
   std::string path = options.driver_library.empty()
                          ? EnvOr("BT_CUDA_DRIVER", "libcuda.so.1")
                          : options.driver_library;
-  BT_ASSIGN_OR_RETURN(std::unique_ptr<CudaDriver> driver, LoadDriver(path));
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<CudaDriver> driver,
+                      LoadDriver(path, options));
+  if (options.symbols)
+    path = driver->path;
   std::unique_ptr<CudaBackend> b(new CudaBackend());
   b->driver_ = std::move(driver);
   CudaDriver &d = *b->driver_;
@@ -360,6 +387,8 @@ CudaBackend::Open(const CudaOptions &options) {
         return static_cast<uint64_t>(p);
       },
       [dp](uint64_t address) { dp->cuMemFree_v2(address); });
+  b->symbols_ = options.symbols;
+  b->symbols_name_ = options.symbols_name;
   b->cublas_libraries_ = options.cublas_libraries;
   if (b->cublas_libraries_.empty()) {
     std::string env = EnvOr("BT_CUBLAS_LIBRARY", "");
@@ -451,20 +480,12 @@ absl::Status CudaBackend::Launch(const char *name, int64_t gx, int64_t gy,
                absl::StrCat("cuLaunchKernel(", name, ")"));
 }
 
-absl::Status CudaBackend::Sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
-                                int32_t m, int32_t n, int32_t k, float alpha,
-                                const float *a, int32_t lda, const float *b,
-                                int32_t ldb, float beta, float *c,
-                                int32_t ldc) {
-  auto isTrans = [](int32_t t) { return t == kCblasTrans; };
-  if (order != kCblasRowMajor ||
-      (trans_a != kCblasNoTrans && trans_a != kCblasTrans) ||
-      (trans_b != kCblasNoTrans && trans_b != kCblasTrans))
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bt_gpu_sgemm: order ", order, ", transpose ", trans_a, "/", trans_b,
-        " (expected row-major 101 and 111/112)"));
-  if (!cublas_) {
-    auto cb = std::make_unique<Cublas>();
+absl::Status CudaBackend::LoadCublas() {
+  auto cb = std::make_unique<Cublas>();
+  SymbolLookup lookup = symbols_;
+  if (lookup) {
+    cb->path = symbols_name_.empty() ? "an in-process cuBLAS" : symbols_name_;
+  } else {
     std::vector<std::string> errors;
     for (const std::string &lib : cublas_libraries_) {
       ::dlerror();
@@ -477,26 +498,44 @@ absl::Status CudaBackend::Sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
       errors.push_back(e ? e : lib);
     }
     if (cb->library == nullptr)
-      return absl::NotFoundError(absl::StrCat(
-          "cuBLAS not found: ", absl::StrJoin(errors, "; ")));
-    if (!Resolve(cb->library, "cublasCreate_v2", cb->cublasCreate_v2) ||
-        !Resolve(cb->library, "cublasDestroy_v2", cb->cublasDestroy_v2) ||
-        !Resolve(cb->library, "cublasSetStream_v2", cb->cublasSetStream_v2) ||
-        !Resolve(cb->library, "cublasSetMathMode", cb->cublasSetMathMode) ||
-        !Resolve(cb->library, "cublasSgemm_v2", cb->cublasSgemm_v2))
       return absl::NotFoundError(
-          absl::StrCat(cb->path, " lacks a cuBLAS entry point"));
-    if (int s = cb->cublasCreate_v2(&cb->handle); s != 0)
-      return absl::InternalError(
-          absl::StrCat("cublasCreate failed: cublasStatus ", s));
-    if (int s = cb->cublasSetStream_v2(cb->handle, stream_); s != 0)
-      return absl::InternalError(
-          absl::StrCat("cublasSetStream failed: cublasStatus ", s));
-    if (int s = cb->cublasSetMathMode(cb->handle, kCublasDefaultMath); s != 0)
-      return absl::InternalError(
-          absl::StrCat("cublasSetMathMode failed: cublasStatus ", s));
-    cublas_ = std::move(cb);
+          absl::StrCat("cuBLAS not found: ", absl::StrJoin(errors, "; ")));
+    lookup = DlsymIn(cb->library);
   }
+  if (!Resolve(lookup, "cublasCreate_v2", cb->cublasCreate_v2) ||
+      !Resolve(lookup, "cublasDestroy_v2", cb->cublasDestroy_v2) ||
+      !Resolve(lookup, "cublasSetStream_v2", cb->cublasSetStream_v2) ||
+      !Resolve(lookup, "cublasSetMathMode", cb->cublasSetMathMode) ||
+      !Resolve(lookup, "cublasSgemm_v2", cb->cublasSgemm_v2))
+    return absl::NotFoundError(
+        absl::StrCat(cb->path, " lacks a cuBLAS entry point"));
+  if (int s = cb->cublasCreate_v2(&cb->handle); s != 0)
+    return absl::InternalError(
+        absl::StrCat("cublasCreate failed: cublasStatus ", s));
+  if (int s = cb->cublasSetStream_v2(cb->handle, stream_); s != 0)
+    return absl::InternalError(
+        absl::StrCat("cublasSetStream failed: cublasStatus ", s));
+  if (int s = cb->cublasSetMathMode(cb->handle, kCublasDefaultMath); s != 0)
+    return absl::InternalError(
+        absl::StrCat("cublasSetMathMode failed: cublasStatus ", s));
+  cublas_ = std::move(cb);
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
+                                int32_t m, int32_t n, int32_t k, float alpha,
+                                const float *a, int32_t lda, const float *b,
+                                int32_t ldb, float beta, float *c,
+                                int32_t ldc) {
+  auto isTrans = [](int32_t t) { return t == kCblasTrans; };
+  if (order != kCblasRowMajor ||
+      (trans_a != kCblasNoTrans && trans_a != kCblasTrans) ||
+      (trans_b != kCblasNoTrans && trans_b != kCblasTrans))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bt_gpu_sgemm: order ", order, ", transpose ", trans_a, "/", trans_b,
+        " (expected row-major 101 and 111/112)"));
+  if (!cublas_)
+    BT_RETURN_IF_ERROR(LoadCublas());
   // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, and a
   // row-major matrix is its transpose in column-major order.
   int s = cublas_->cublasSgemm_v2(

@@ -18,8 +18,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BT_RUNTIME_CUDA_H
-#define BT_RUNTIME_CUDA_H
+#ifndef BT_RUNTIME_DEVICE_CUDA_CUDA_H
+#define BT_RUNTIME_DEVICE_CUDA_CUDA_H
 
 #include <cstdint>
 #include <functional>
@@ -34,9 +34,10 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "bt/proto/bt.pb.h"
-#include "bt/runtime/device/kernels.h"
-#include "bt/runtime/generate/sampler.h"
 #include "bt/runtime/base/tensor.h"
+#include "bt/runtime/device/device.h"
+#include "bt/runtime/device/kernels.h"
+#include "bt/runtime/device/sampler_callback.h"
 
 namespace bt::rt {
 
@@ -49,6 +50,13 @@ struct CudaOptions {
   std::vector<std::string> cublas_libraries;
   /// Device ordinal.
   int device = 0;
+  /// When set, the driver's and cuBLAS's entry points come from here by
+  /// name instead of from dlopen'ing the libraries above (an emulated
+  /// driver in this process); nullptr for a name it lacks. The only place
+  /// the backend gets driver symbols from (LoadDriver, LoadCublas).
+  std::function<void *(const char *symbol)> symbols;
+  /// What `symbols` is, for messages ("the emulated driver").
+  std::string symbols_name;
 };
 
 /// The device a backend runs on.
@@ -158,9 +166,13 @@ private:
   CudaBackend() = default;
   absl::Status Check(int result, absl::string_view what) const;
 
+  absl::Status LoadCublas();
+
   std::unique_ptr<CudaDriver> driver_;
   std::unique_ptr<Cublas> cublas_;
   std::vector<std::string> cublas_libraries_;
+  std::function<void *(const char *)> symbols_; // CudaOptions::symbols
+  std::string symbols_name_;
   CudaDeviceInfo device_;
   int cu_device_ = 0;
   void *context_ = nullptr;
@@ -169,14 +181,6 @@ private:
   std::mutex functions_mu_;
   std::map<std::string, void *> functions_; // kernel name → CUfunction
   std::unique_ptr<DevicePool> pool_;
-};
-
-/// A tensor in device memory (a weight uploaded once): its address, dtype
-/// and dense row-major shape.
-struct DeviceTensor {
-  uint64_t address = 0;
-  DType dtype = DType::F32;
-  std::vector<int64_t> shape;
 };
 
 /// Uploads `t` to a block of `gpu`'s pool (nbytes 0: address 0). Errors:
@@ -233,4 +237,4 @@ void _mlir_ciface_bt_gpu_sample(int64_t sampler,
                                 bt::rt::StridedMemRef<int64_t, 1> *tokens);
 }
 
-#endif // BT_RUNTIME_CUDA_H
+#endif // BT_RUNTIME_DEVICE_CUDA_CUDA_H

@@ -1,0 +1,95 @@
+//===- cpu_device.h - the CPU device ----------------------------*- C++ -*-===//
+//
+// The device of cpu artifacts (docs/abi.md, docs/codegen.md): the kernels
+// section is a shared object of CPU kernels that runs in this process on
+// host memory. A tensor made resident is a view of the caller's buffer (the
+// artifact's mmapped weights are passed to the kernels without a copy), a
+// call passes the host arguments as they are, and the outputs are the
+// kernels' own malloc'ed buffers, adopted by the returned tensors.
+// Kernel libraries leave their BLAS calls undefined and resolve them
+// against the process: this library links OpenBLAS.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_RUNTIME_DEVICE_CPU_CPU_DEVICE_H
+#define BT_RUNTIME_DEVICE_CPU_CPU_DEVICE_H
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "bt/proto/bt.pb.h"
+#include "bt/runtime/base/tensor.h"
+#include "bt/runtime/device/device.h"
+#include "bt/runtime/device/kernels.h"
+
+namespace bt::rt {
+
+class CpuDevice : public Device {
+public:
+  CpuDevice() = default;
+
+  std::string name() const override { return "cpu"; }
+  /// The CPU the loaded kernels were compiled for (Manifest.cpu, e.g.
+  /// "x86-64-v3"), or "cpu".
+  std::string Describe() const override;
+  /// KernelLibrary::Load of the kernels section.
+  absl::StatusOr<std::unique_ptr<KernelLibrary>>
+  LoadCode(const Artifact &artifact) override;
+  /// Host memory, 64-byte aligned (Tensor::Allocate), owned by the device
+  /// until Release.
+  absl::StatusOr<DeviceTensor> Allocate(DType dtype,
+                                        const std::vector<int64_t> &shape) override;
+  /// A view of `t`'s buffer (no copy).
+  absl::StatusOr<DeviceTensor> Upload(const Tensor &t) override;
+  absl::Status Download(const DeviceTensor &src, Tensor &dst) override;
+  /// Frees a buffer of Allocate; a view of Upload needs nothing.
+  void Release(const DeviceTensor &t) override;
+  /// CallEntryPoint on the params' host buffers.
+  absl::StatusOr<std::vector<Tensor>>
+  Call(KernelEntryFn fn, const proto::EntryPoint &ep,
+       absl::Span<const DeviceTensor *const> params,
+       absl::Span<Tensor *const> args) override;
+  /// Kernels run synchronously on the calling thread: nothing to wait for.
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+private:
+  std::string cpu_;
+  std::mutex mu_;
+  std::map<uint64_t, Tensor> allocations_; // Allocate's buffers by address
+};
+
+/// Calls `fn` for entry point `ep` with `params` (in ep.params() order) and
+/// `inputs` (in ep.inputs() order), per docs/abi.md. Arguments are passed as
+/// dense row-major descriptors (allocated = aligned = data, offset 0). An
+/// input whose spec is `inout` (TensorSpec.inout) is passed the same way but
+/// the kernel writes it in place: it must be a writable buffer the caller
+/// owns that aliases no other argument (Model::Run checks this); it has no
+/// slot in the result block.
+/// Returns the outputs in ep.outputs() order, each an owning Tensor that
+/// takes ownership of the kernel's malloc'ed `allocated` buffer (data at
+/// aligned + offset); an output that is not dense row-major is copied into a
+/// new dense tensor and its buffer freed. Outputs sharing one `allocated`
+/// share ownership (freed once).
+/// Errors (InvalidArgument, naming the entry and tensor): argument count
+/// mismatch, an argument dtype/rank that does not match its spec (params:
+/// the rank of the tensor given), an output with a negative size, a size
+/// that contradicts a static dim of its spec, or a null buffer with
+/// elements; the call itself cannot be checked (a crashing kernel crashes).
+absl::StatusOr<std::vector<Tensor>>
+CallEntryPoint(KernelEntryFn fn, const proto::EntryPoint &ep,
+               absl::Span<const Tensor *const> params,
+               absl::Span<const Tensor *const> inputs);
+
+/// Sets the BLAS thread count of this process (OpenBLAS: the kernels' GEMMs,
+/// docs/codegen.md) and returns the count OpenBLAS reports afterwards.
+int SetBlasThreads(int threads);
+
+} // namespace bt::rt
+
+#endif // BT_RUNTIME_DEVICE_CPU_CPU_DEVICE_H

@@ -1,0 +1,76 @@
+//===- cuda_device.cc - the CUDA device ------------------------------------===//
+
+#include "bt/runtime/device/cuda/cuda_device.h"
+
+#include "absl/strings/str_cat.h"
+#include "bt/runtime/base/status_macros.h"
+
+namespace bt::rt {
+
+absl::StatusOr<std::unique_ptr<CudaDevice>>
+CudaDevice::Open(const CudaOptions &options) {
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> gpu,
+                      CudaBackend::Open(options));
+  return std::unique_ptr<CudaDevice>(new CudaDevice(std::move(gpu)));
+}
+
+std::string CudaDevice::Describe() const { return gpu_->device().Describe(); }
+
+absl::Status CudaDevice::CheckArtifact(const Artifact &artifact) {
+  if (artifact.manifest().entry_points_size() > 0 &&
+      artifact.manifest().ptx().size() == 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        artifact.path(), ": the cuda artifact has entry points but no ptx section"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<KernelLibrary>>
+CudaDevice::LoadCode(const Artifact &artifact) {
+  BT_RETURN_IF_ERROR(CheckArtifact(artifact));
+  if (artifact.manifest().ptx().size() > 0) {
+    absl::Status s = gpu_->LoadModule(artifact.ptx());
+    if (!s.ok())
+      return absl::Status(s.code(),
+                          absl::StrCat(artifact.path(), ": ", s.message()));
+  }
+  gpu_->MakeCurrent();
+  return KernelLibrary::Load(artifact.kernels(), artifact.path());
+}
+
+absl::StatusOr<DeviceTensor>
+CudaDevice::Allocate(DType dtype, const std::vector<int64_t> &shape) {
+  BT_ASSIGN_OR_RETURN(int64_t n, NumElements(shape, DTypeSize(dtype)));
+  DeviceTensor d{0, dtype, shape};
+  BT_ASSIGN_OR_RETURN(
+      d.address, gpu_->pool().Allocate(n * static_cast<int64_t>(DTypeSize(dtype))));
+  return d;
+}
+
+absl::StatusOr<DeviceTensor> CudaDevice::Upload(const Tensor &t) {
+  return UploadTensor(*gpu_, t);
+}
+
+absl::Status CudaDevice::Download(const DeviceTensor &src, Tensor &dst) {
+  if (dst.dtype() != src.dtype || dst.shape() != src.shape)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cuda: downloading ", DTypeName(src.dtype), ShapeToString(src.shape),
+        " into ", dst.DebugString()));
+  return gpu_->CopyToHost(dst.data(), src.address,
+                          static_cast<int64_t>(dst.nbytes()));
+}
+
+void CudaDevice::Release(const DeviceTensor &t) {
+  (void)gpu_->pool().Free(t.address);
+}
+
+absl::StatusOr<std::vector<Tensor>>
+CudaDevice::Call(KernelEntryFn fn, const proto::EntryPoint &ep,
+                 absl::Span<const DeviceTensor *const> params,
+                 absl::Span<Tensor *const> args) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return CallDeviceEntryPoint(*gpu_, fn, ep, params, args);
+}
+
+absl::Status CudaDevice::Synchronize() { return gpu_->Synchronize(); }
+
+} // namespace bt::rt

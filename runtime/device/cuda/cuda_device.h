@@ -1,0 +1,75 @@
+//===- cuda_device.h - the CUDA device --------------------------*- C++ -*-===//
+//
+// The device of cuda artifacts (docs/codegen-cuda.md, docs/abi.md "Kernel
+// library (CUDA target)") over a CudaBackend (device/cuda/cuda.h): LoadCode
+// loads the ptx section into the GPU and the kernels section, the entry
+// points' host code, into this process; resident tensors are copies in the
+// device memory pool; a call copies the host arguments to the device and
+// the in-out ones and the outputs back (CallDeviceEntryPoint), one call at a
+// time. Nothing of it has run on a GPU yet (issue 6).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_RUNTIME_DEVICE_CUDA_CUDA_DEVICE_H
+#define BT_RUNTIME_DEVICE_CUDA_CUDA_DEVICE_H
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bt/runtime/device/cuda/cuda.h"
+#include "bt/runtime/device/device.h"
+
+namespace bt::rt {
+
+class CudaDevice : public Device {
+public:
+  /// Opens the GPU (CudaBackend::Open with `options`). Errors: those of
+  /// CudaBackend::Open (NotFound without a driver, Unavailable without a
+  /// usable GPU).
+  static absl::StatusOr<std::unique_ptr<CudaDevice>>
+  Open(const CudaOptions &options = {});
+
+  /// What a cuda artifact must hold before a GPU is opened for it: a ptx
+  /// section when it has entry points. Errors: InvalidArgument "<path>: the
+  /// cuda artifact has entry points but no ptx section".
+  static absl::Status CheckArtifact(const Artifact &artifact);
+
+  std::string name() const override { return "cuda"; }
+  /// CudaDeviceInfo::Describe of the GPU.
+  std::string Describe() const override;
+  /// Loads the ptx section (CudaBackend::LoadModule), makes the backend the
+  /// one the host code's bt_gpu_* calls use, and loads the kernels section
+  /// (the host code). Errors: those of CheckArtifact, the driver's JIT
+  /// errors prefixed with the artifact path, and those of
+  /// KernelLibrary::Load.
+  absl::StatusOr<std::unique_ptr<KernelLibrary>>
+  LoadCode(const Artifact &artifact) override;
+  absl::StatusOr<DeviceTensor> Allocate(DType dtype,
+                                        const std::vector<int64_t> &shape) override;
+  /// UploadTensor: a copy in a block of the device memory pool.
+  absl::StatusOr<DeviceTensor> Upload(const Tensor &t) override;
+  absl::Status Download(const DeviceTensor &src, Tensor &dst) override;
+  /// Returns the block to the pool.
+  void Release(const DeviceTensor &t) override;
+  /// CallDeviceEntryPoint, serialized.
+  absl::StatusOr<std::vector<Tensor>>
+  Call(KernelEntryFn fn, const proto::EntryPoint &ep,
+       absl::Span<const DeviceTensor *const> params,
+       absl::Span<Tensor *const> args) override;
+  absl::Status Synchronize() override;
+
+  CudaBackend &backend() { return *gpu_; }
+
+private:
+  explicit CudaDevice(std::unique_ptr<CudaBackend> gpu) : gpu_(std::move(gpu)) {}
+  std::unique_ptr<CudaBackend> gpu_;
+  std::mutex mu_;
+};
+
+} // namespace bt::rt
+
+#endif // BT_RUNTIME_DEVICE_CUDA_CUDA_DEVICE_H

@@ -1,0 +1,106 @@
+//===- device.h - the device interface of the runtime -----------*- C++ -*-===//
+//
+// A Device runs the entry points of a compiled artifact (docs/abi.md): it
+// loads the artifact's code, keeps tensors resident in its memory (the
+// weights, uploaded once) and calls an entry point on resident params and
+// host arguments. bt::rt::Model (exec/model.h) drives a Device and knows no
+// target; the implementations live in their own folders, one per target,
+// and are opened by name through device/drivers.h:
+//
+//   device/cpu   CpuDevice: this process; host memory, the kernels section
+//                is the kernels (a resident tensor is a view, no copy)
+//   device/cuda  CudaDevice: a CUDA GPU through the driver API; the ptx
+//                section is the kernels, the kernels section their host code
+//
+// Every entry point has the same argv on every device (device/entry_call.h):
+// memref descriptors of dense row-major buffers, pointing to the device's
+// memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_RUNTIME_DEVICE_DEVICE_H
+#define BT_RUNTIME_DEVICE_DEVICE_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "bt/proto/bt.pb.h"
+#include "bt/runtime/base/tensor.h"
+#include "bt/runtime/device/kernels.h"
+#include "bt/runtime/model/artifact.h"
+
+namespace bt::rt {
+
+/// A dense row-major tensor in a device's memory: the address a memref
+/// descriptor of the kernel ABI points to (a host pointer on the CPU, a
+/// device pointer on a GPU), its dtype and shape. It belongs to the device
+/// that made it (Device::Release).
+struct DeviceTensor {
+  uint64_t address = 0;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+};
+
+class Device {
+public:
+  virtual ~Device() = default;
+
+  /// The device's name, the artifact target it runs: "cpu", "cuda".
+  virtual std::string name() const = 0;
+  /// One line for people: the CPU the loaded kernels were compiled for
+  /// ("x86-64-v3"; "cpu" before LoadCode), the GPU ("NVIDIA H100 80GB HBM3
+  /// (sm_90, 79.1 GiB, CUDA driver 13.0)").
+  virtual std::string Describe() const = 0;
+
+  /// Loads the code of `artifact` onto the device (docs/abi.md) and returns
+  /// the kernel library whose symbols are the entry points (cpu: the kernels
+  /// section; cuda: the ptx module is loaded, and the kernels section is its
+  /// host code). Errors: those of KernelLibrary::Load, and the device's
+  /// (cuda: the PTX does not load, with the driver's JIT log), prefixed with
+  /// the artifact path.
+  virtual absl::StatusOr<std::unique_ptr<KernelLibrary>>
+  LoadCode(const Artifact &artifact) = 0;
+
+  /// Uninitialized device memory for a dense tensor of `dtype` and `shape`
+  /// (no memory for 0 elements: address 0). Errors: InvalidArgument for a
+  /// negative dim or a byte size that overflows, ResourceExhausted when the
+  /// device is out of memory.
+  virtual absl::StatusOr<DeviceTensor> Allocate(DType dtype,
+                                                const std::vector<int64_t> &shape) = 0;
+  /// Makes `t` resident on the device: cpu, a view of `t`'s own memory (no
+  /// copy; `t`'s buffer must outlive the DeviceTensor); cuda, a copy in
+  /// device memory. Errors: those of Allocate and of the copy.
+  virtual absl::StatusOr<DeviceTensor> Upload(const Tensor &t) = 0;
+  /// Copies `src` into the host tensor `dst`, which must have its dtype and
+  /// shape. Errors: InvalidArgument for a mismatch, the device's for the
+  /// copy.
+  virtual absl::Status Download(const DeviceTensor &src, Tensor &dst) = 0;
+  /// Releases a tensor of Allocate or Upload (address 0: nothing).
+  virtual void Release(const DeviceTensor &t) = 0;
+
+  /// Calls `fn`, entry point `ep` of the library of LoadCode, with `params`
+  /// resident on this device (ep.params() order) and the host tensors
+  /// `args` (ep.inputs() order; the in-out ones, TensorSpec.inout, are
+  /// writable buffers updated in place) and returns the outputs as host
+  /// tensors in ep.outputs() order. Thread-safe (a device may serialize
+  /// calls). Errors (InvalidArgument naming the entry and tensor): argument
+  /// count, dtype or rank mismatches; an output with a negative size, a size
+  /// contradicting a static dim of its spec, or a null buffer with elements;
+  /// and the device's (copies, synchronization).
+  virtual absl::StatusOr<std::vector<Tensor>>
+  Call(KernelEntryFn fn, const proto::EntryPoint &ep,
+       absl::Span<const DeviceTensor *const> params,
+       absl::Span<Tensor *const> args) = 0;
+
+  /// Waits for the work queued on the device. Errors: the device's.
+  virtual absl::Status Synchronize() = 0;
+};
+
+} // namespace bt::rt
+
+#endif // BT_RUNTIME_DEVICE_DEVICE_H

@@ -1,0 +1,113 @@
+//===- drivers.cc - the devices this runtime has ---------------------------===//
+
+#include "bt/runtime/device/drivers.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "bt/runtime/base/status_macros.h"
+#include "bt/runtime/device/cpu/cpu_device.h"
+#include "bt/runtime/device/cuda/cuda_device.h"
+
+namespace bt::rt {
+namespace {
+
+struct Driver {
+  const char *name;   // DeviceOptions::device
+  const char *target; // the Manifest.target it runs
+  /// What the artifact must hold for this device (before opening it).
+  absl::Status (*check)(const Artifact &artifact);
+  absl::StatusOr<std::unique_ptr<Device>> (*open)(const Artifact &artifact,
+                                                  const DeviceOptions &options);
+  /// One line for `devices`.
+  std::string (*describe)(const DeviceOptions &options);
+};
+
+absl::Status NoCheck(const Artifact &) { return absl::OkStatus(); }
+
+absl::StatusOr<std::unique_ptr<Device>> OpenCpu(const Artifact &,
+                                                const DeviceOptions &) {
+  return std::unique_ptr<Device>(new CpuDevice());
+}
+
+std::string DescribeCpu(const DeviceOptions &) {
+  return absl::StrCat("cpu: ", std::thread::hardware_concurrency(),
+                      " hardware threads");
+}
+
+absl::StatusOr<std::unique_ptr<Device>> OpenCuda(const Artifact &artifact,
+                                                 const DeviceOptions &options) {
+  absl::StatusOr<std::unique_ptr<CudaDevice>> gpu =
+      CudaDevice::Open(options.cuda);
+  if (gpu.ok())
+    return std::unique_ptr<Device>(std::move(*gpu));
+  // "no CUDA GPU found: ..." in every case (no driver, no device).
+  std::string why(gpu.status().message());
+  constexpr absl::string_view kNoDriver = "no CUDA driver found: ";
+  if (absl::StartsWith(why, kNoDriver))
+    why = absl::StrCat("the CUDA driver cannot be loaded: ",
+                       why.substr(kNoDriver.size()));
+  if (!absl::StartsWith(why, "no CUDA GPU found"))
+    why = absl::StrCat("no CUDA GPU found: ", why);
+  const std::string &chip = artifact.manifest().gpu_chip();
+  return absl::UnavailableError(absl::StrCat(
+      artifact.path(), ": this artifact runs on a CUDA GPU (target cuda",
+      chip.empty() ? "" : ", ", chip, "); ", why));
+}
+
+std::string DescribeCuda(const DeviceOptions &options) {
+  return DescribeCudaAvailability(options.cuda);
+}
+
+constexpr Driver kDrivers[] = {
+    {"cpu", "cpu", NoCheck, OpenCpu, DescribeCpu},
+    {"cuda", "cuda", CudaDevice::CheckArtifact, OpenCuda, DescribeCuda},
+};
+
+} // namespace
+
+absl::StatusOr<std::unique_ptr<Device>>
+OpenDeviceFor(const Artifact &artifact, const DeviceOptions &options) {
+  const proto::Manifest &m = artifact.manifest();
+  const Driver *driver = nullptr;
+  std::vector<std::string> targets, names;
+  for (const Driver &d : kDrivers) {
+    const std::string t = absl::StrCat("'", d.target, "'");
+    if (std::find(targets.begin(), targets.end(), t) == targets.end())
+      targets.push_back(t);
+    names.push_back(d.name);
+    if (options.device.empty() ? d.target == m.target()
+                               : d.name == options.device)
+      driver = &d;
+  }
+  if (driver == nullptr && options.device.empty())
+    return absl::UnimplementedError(absl::StrCat(
+        artifact.path(), ": artifact target '", m.target(),
+        "' is not supported by this runtime (it runs ",
+        absl::StrJoin(targets, " and "), " artifacts)"));
+  if (driver == nullptr)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown device '", options.device, "' (this runtime has ",
+        absl::StrJoin(names, ", "), ")"));
+  if (driver->target != m.target())
+    return absl::InvalidArgumentError(absl::StrCat(
+        artifact.path(), ": device ", driver->name, " runs '", driver->target,
+        "' artifacts, this one is for '", m.target(), "'"));
+  if (m.entry_points_size() > 0 && m.kernels().size() == 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        artifact.path(), ": the artifact has entry points but no kernels section"));
+  BT_RETURN_IF_ERROR(driver->check(artifact));
+  return driver->open(artifact, options);
+}
+
+std::vector<std::string> DescribeDevices(const DeviceOptions &options) {
+  std::vector<std::string> lines;
+  for (const Driver &d : kDrivers)
+    lines.push_back(d.describe(options));
+  return lines;
+}
+
+} // namespace bt::rt

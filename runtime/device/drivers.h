@@ -1,0 +1,58 @@
+//===- drivers.h - the devices this runtime has -----------------*- C++ -*-===//
+//
+// The registry of device implementations (as IREE's hal/drivers): one entry
+// per device, each naming the artifact target it runs and how to check an
+// artifact and open the device for it. Everything above the device layer
+// opens devices through here and never names a target:
+//
+//   cpu   device/cpu   CpuDevice   runs target "cpu"
+//   cuda  device/cuda  CudaDevice  runs target "cuda"
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_RUNTIME_DEVICE_DRIVERS_H
+#define BT_RUNTIME_DEVICE_DRIVERS_H
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bt/runtime/device/cuda/cuda.h"
+#include "bt/runtime/device/device.h"
+#include "bt/runtime/model/artifact.h"
+
+namespace bt::rt {
+
+/// How to open a device.
+struct DeviceOptions {
+  /// The device by name ("cpu", "cuda"); empty: the device of the
+  /// artifact's target.
+  std::string device;
+  /// For the cuda device: driver, cuBLAS and ordinal.
+  CudaOptions cuda;
+};
+
+/// Opens the device that runs `artifact` (options.device, or the one of the
+/// artifact's target) after checking that the artifact holds what that
+/// device needs (a kernels section when it has entry points; cuda: a ptx
+/// section), so that an artifact missing a part says so before a device is
+/// opened. Errors, each naming the artifact path:
+///   Unimplemented for a target no device runs ("artifact target 'rocm' is
+///     not supported by this runtime (it runs 'cpu' and 'cuda' artifacts)");
+///   InvalidArgument for an unknown options.device or one that does not run
+///     the artifact's target, and for a missing section;
+///   the device's: cuda, Unavailable "<path>: this artifact runs on a CUDA
+///     GPU (target cuda, sm_90); no CUDA GPU found: ..." when there is no
+///     driver or no usable GPU.
+absl::StatusOr<std::unique_ptr<Device>>
+OpenDeviceFor(const Artifact &artifact, const DeviceOptions &options = {});
+
+/// One line per device of this runtime, for `devices`: "cpu: 2 hardware
+/// threads", then "cuda: device 0: NVIDIA H100 ..." or "cuda: no CUDA GPU
+/// found: ...".
+std::vector<std::string> DescribeDevices(const DeviceOptions &options = {});
+
+} // namespace bt::rt
+
+#endif // BT_RUNTIME_DEVICE_DRIVERS_H

@@ -1,0 +1,77 @@
+//===- sampler_callback.h - the kernels' sampler callback -------*- C++ -*-===//
+//
+// The compiled `decode_tokens` entry point (docs/generation.md) calls back
+// into the runtime once per token-decoder step:
+//
+//   void _mlir_ciface_bt_rt_sample(int64_t sampler,
+//                                  StridedMemRefType<float, 2> *logits,
+//                                  StridedMemRefType<int64_t, 1> *tokens);
+//
+// This is the kernel ABI's side of it (docs/abi.md): the symbol, which every
+// binary linking the runtime exports dynamically so that kernel libraries
+// resolve it against the process like cblas_sgemm, and the registry of the
+// `sampler` handles it dispatches to. What a handle samples with is not the
+// device's business: bt::rt::Sampler (generate/sampler.h) registers itself
+// here; handle 0 is a stateless greedy sampler. The CUDA device's callback
+// (_mlir_ciface_bt_gpu_sample) copies the logits to the host and comes here
+// too.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_RUNTIME_DEVICE_SAMPLER_CALLBACK_H
+#define BT_RUNTIME_DEVICE_SAMPLER_CALLBACK_H
+
+#include <cstdint>
+
+namespace bt::rt {
+
+/// MLIR's StridedMemRefType<T, N> (a memref descriptor, docs/abi.md), without
+/// depending on MLIR: allocated, aligned, offset, sizes[N], strides[N]
+/// (offset and strides in elements).
+template <typename T, int N> struct StridedMemRef {
+  T *allocated;
+  T *aligned;
+  int64_t offset;
+  int64_t sizes[N];
+  int64_t strides[N];
+};
+
+/// What a `sampler` handle stands for: one step picks a token per row of
+/// the logits.
+class SamplerCallbackTarget {
+public:
+  virtual ~SamplerCallbackTarget() = default;
+  /// Reads logits F32 [B', V] and writes tokens I64 [B'] (any strides).
+  /// Must not throw or abort on bad input: it records the error for its
+  /// owner to report after the kernel returns.
+  virtual void Step(const StridedMemRef<float, 2> &logits,
+                    StridedMemRef<int64_t, 1> &tokens) = 0;
+};
+
+/// Registers `target` under a fresh non-zero handle (the value to pass as an
+/// entry point's `sampler` input) until UnregisterSamplerTarget. Thread-safe.
+int64_t RegisterSamplerTarget(SamplerCallbackTarget *target);
+void UnregisterSamplerTarget(int64_t handle);
+/// The target registered under `handle`, or nullptr (also for 0).
+SamplerCallbackTarget *LookupSamplerTarget(int64_t handle);
+
+/// The index of the largest logit (the lowest index among equal maxima; -inf
+/// counts as a value, so an all -inf row gives 0). Returns -1 if a logit is
+/// NaN. `stride` is the element distance between consecutive logits.
+int64_t ArgMax(const float *logits, int64_t vocab, int64_t stride = 1);
+
+} // namespace bt::rt
+
+extern "C" {
+/// The sampler callback of compiled `decode_tokens` kernels
+/// (docs/generation.md): LookupSamplerTarget(sampler)->Step(*logits,
+/// *tokens). Handle 0 is a stateless greedy sampler (argmax per row, NaN
+/// rows give 0, no EOS), for running a kernel outside a generation. An
+/// unknown handle or a null descriptor is a contract violation: the process
+/// aborts with a message.
+void _mlir_ciface_bt_rt_sample(int64_t sampler,
+                               bt::rt::StridedMemRef<float, 2> *logits,
+                               bt::rt::StridedMemRef<int64_t, 1> *tokens);
+}
+
+#endif // BT_RUNTIME_DEVICE_SAMPLER_CALLBACK_H
