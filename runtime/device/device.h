@@ -5,7 +5,7 @@
 // weights, uploaded once) and calls an entry point on resident params and
 // host arguments. bt::rt::Model (exec/model.h) drives a Device and knows no
 // target; the implementations live in their own folders, one per target,
-// and are opened by name through device/drivers.h:
+// and are opened by name through exec/drivers.h:
 //
 //   device/cpu   CpuDevice: this process; host memory, the kernels section
 //                is the kernels (a resident tensor is a view, no copy)

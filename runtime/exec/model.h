@@ -1,8 +1,8 @@
 //===- model.h - a loaded artifact, ready to run ----------------*- C++ -*-===//
 //
-// A Model is an artifact (docs/abi.md; a file, /proc/self/exe for a
-// standalone executable, or one held in memory) loaded onto a Device
-// (device/device.h, opened through device/drivers.h for the artifact's
+// A Model is an artifact (docs/abi.md; a file, or /proc/self/exe for a
+// standalone executable) loaded onto a Device
+// (device/device.h, opened through exec/drivers.h for the artifact's
 // target): its code loaded, every entry point's params resident on the
 // device (on the CPU: the mmapped weights themselves, no copy). It runs
 // entry points by name with named host tensors (names = fixture tensor
@@ -25,7 +25,7 @@
 #include "bt/proto/bt.pb.h"
 #include "bt/runtime/base/tensor.h"
 #include "bt/runtime/device/device.h"
-#include "bt/runtime/device/drivers.h"
+#include "bt/runtime/exec/drivers.h"
 #include "bt/runtime/device/kernels.h"
 #include "bt/runtime/model/artifact.h"
 
@@ -44,8 +44,8 @@ public:
   /// Open(artifact, options).
   static absl::StatusOr<std::unique_ptr<Model>>
   Open(const std::string &artifact_path, const DeviceOptions &options = {});
-  /// Loads `artifact` (a file's, or one built in memory:
-  /// ArtifactWriter::ToArtifact) onto the device of OpenDeviceFor(artifact,
+  /// Loads `artifact` (already opened, e.g. shared by several Models) onto
+  /// the device of OpenDeviceFor(artifact,
   /// options): Device::LoadCode, every entry point's symbol resolved, every
   /// param made resident (Device::Upload, once per weight). Errors: those
   /// of OpenDeviceFor (an unsupported target, a missing section, no GPU)

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bt/runtime/train/train.h"
+#include "bt/runtime/tooling/train.h"
 
 #include <signal.h>
 #include <spawn.h>

@@ -99,24 +99,6 @@ bool IsReadable(const std::string &path) {
   return access(path.c_str(), R_OK) == 0;
 }
 
-std::string ResolveTorchScript(const BenchOptions &opts) {
-  if (!opts.torch_script.empty())
-    return opts.torch_script;
-  const char *env = getenv("BT_TORCH_SCRIPT");
-  if (env && *env)
-    return env;
-  return "bench/bt_torch.py";
-}
-
-std::string ResolvePython(const BenchOptions &opts) {
-  if (!opts.python.empty())
-    return opts.python;
-  const char *env = getenv("BT_PYTHON");
-  if (env && *env)
-    return env;
-  return "/usr/bin/python3";
-}
-
 /// The torch result of `setting` in `torch`, or nullptr.
 const BenchResult *Match(const BenchResult &r,
                          const std::vector<BenchResult> &torch) {
@@ -564,8 +546,8 @@ absl::StatusOr<std::vector<int64_t>> BtRunner::GeneratedTokens() {
 absl::StatusOr<std::unique_ptr<TorchRunner>>
 TorchRunner::Start(const Model &model, const BenchOptions &opts,
                    std::ostream &progress) {
-  const std::string script = ResolveTorchScript(opts);
-  const std::string python = ResolvePython(opts);
+  const std::string script = BaselineScript(opts.torch_script);
+  const std::string python = BaselinePython(opts.python);
   if (!IsReadable(script))
     return absl::UnavailableError(absl::StrCat(
         "the PyTorch baseline script ", script,

@@ -151,9 +151,11 @@ struct BenchOptions {
   uint64_t seed = 0;
   /// "torch" or "none".
   std::string baseline = "torch";
-  /// bench/bt_torch.py; empty: $BT_TORCH_SCRIPT, then ./bench/bt_torch.py.
+  /// bench/bt_torch.py; empty: $BT_TORCH_SCRIPT, then share/bt/bt_torch.py
+  /// next to the executable's folder (BaselineScript, child_process.h).
   std::string torch_script;
-  /// Interpreter with torch (default /usr/bin/python3, or $BT_PYTHON).
+  /// Interpreter with torch (empty: $BT_PYTHON, then /usr/bin/python3;
+  /// BaselinePython).
   std::string python;
   /// glibc malloc of the baseline process: "tuned" gives it the settings the
   /// bt runtime uses for itself (Model::Open: never mmap, never trim;

@@ -3,6 +3,7 @@
 #include "bt/runtime/tooling/child_process.h"
 
 #include <errno.h>
+#include <cstdlib>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -18,6 +19,31 @@
 extern char **environ;
 
 namespace bt::rt {
+
+std::string BaselinePython(const std::string &flag) {
+  if (!flag.empty())
+    return flag;
+  if (const char *p = getenv("BT_PYTHON"); p != nullptr && *p != '\0')
+    return p;
+  return "/usr/bin/python3";
+}
+
+std::string BaselineScript(const std::string &flag) {
+  if (!flag.empty())
+    return flag;
+  if (const char *p = getenv("BT_TORCH_SCRIPT"); p != nullptr && *p != '\0')
+    return p;
+  std::string exe(4096, '\0');
+  ssize_t n = ::readlink("/proc/self/exe", exe.data(), exe.size());
+  std::string dir = ".";
+  if (n > 0 && static_cast<size_t>(n) < exe.size()) {
+    exe.resize(static_cast<size_t>(n));
+    size_t slash = exe.rfind('/');
+    dir = slash == std::string::npos ? "." : exe.substr(0, slash);
+  }
+  return absl::StrCat(dir, "/../share/bt/bt_torch.py");
+}
+
 namespace {
 
 /// A child process: we write its stdin (a socket, so that writing to an

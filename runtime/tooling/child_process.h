@@ -5,6 +5,9 @@
 // object per line on stdout to one request line on stdin, so that bt and
 // PyTorch can take turns call by call on the same (possibly shared) machine.
 //
+// The baselines' interpreter and script are found in one place
+// (BaselinePython, BaselineScript), for `bench` and `train` alike.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef BT_RUNTIME_CHILD_PROCESS_H
@@ -22,6 +25,20 @@
 #include "absl/status/statusor.h"
 
 namespace bt::rt {
+
+/// The Python interpreter of the PyTorch baselines: `flag` (--python) when
+/// not empty, else $BT_PYTHON when set and not empty, else /usr/bin/python3.
+std::string BaselinePython(const std::string &flag);
+
+/// The PyTorch baseline script (the repository's bench/bt_torch.py): `flag`
+/// (--torch-script) when not empty, else $BT_TORCH_SCRIPT when set and not
+/// empty, else bt_torch.py in share/bt/ next to the running executable's
+/// folder, <dir of /proc/self/exe>/../share/bt/bt_torch.py: the build
+/// copies bench/bt_torch.py to <build>/share/bt/ for the tools in
+/// <build>/bin, and an installed tree keeps it at <prefix>/share/bt/. Never
+/// relative to the working directory. The result is not checked (the
+/// callers say when it is unreadable).
+std::string BaselineScript(const std::string &flag);
 
 /// posix_spawnp of `argv` (a bare argv[0] is looked up in $PATH; argv must
 /// not be empty) with this process's environment, in which `env_overrides`

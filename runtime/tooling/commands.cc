@@ -23,11 +23,11 @@
 #include "bt/runtime/model/kv_plan.h"
 #include "bt/runtime/tooling/compare.h"
 #include "bt/runtime/model/config.h"
-#include "bt/runtime/device/drivers.h"
+#include "bt/runtime/exec/drivers.h"
 #include "bt/runtime/base/safetensors.h"
 #include "bt/runtime/base/status_macros.h"
 #include "bt/runtime/model/tokenizer.h"
-#include "bt/runtime/train/train.h"
+#include "bt/runtime/tooling/train.h"
 #include "bt/runtime/train/trainer.h"
 
 namespace bt::rt {

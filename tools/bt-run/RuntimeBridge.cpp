@@ -14,7 +14,7 @@
 #include "bt/runtime/base/safetensors.h"
 #include "bt/runtime/base/tensor.h"
 #include "bt/runtime/model/tokenizer.h"
-#include "bt/runtime/train/train.h"
+#include "bt/runtime/tooling/train.h"
 
 #include <cmath>
 #include <fstream>

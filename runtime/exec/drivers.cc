@@ -1,6 +1,6 @@
 //===- drivers.cc - the devices this runtime has ---------------------------===//
 
-#include "bt/runtime/device/drivers.h"
+#include "bt/runtime/exec/drivers.h"
 
 #include <algorithm>
 #include <thread>

@@ -1,6 +1,6 @@
 //===- train.cc - the training loop ---------------------------------------===//
 
-#include "bt/runtime/train/train.h"
+#include "bt/runtime/tooling/train.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -754,22 +754,6 @@ private:
   int64_t count_ = 0;
 };
 
-std::string ResolvePython(const TrainOptions &o) {
-  if (!o.python.empty())
-    return o.python;
-  if (const char *p = getenv("BT_PYTHON"); p && *p)
-    return p;
-  return "/usr/bin/python3";
-}
-
-std::string ResolveTorchScript(const TrainOptions &o) {
-  if (!o.torch_script.empty())
-    return o.torch_script;
-  if (const char *p = getenv("BT_TORCH_SCRIPT"); p && *p)
-    return p;
-  return "bench/bt_torch.py";
-}
-
 /// The PyTorch baseline of `train --baseline torch`: bench/bt_torch.py
 /// --train-serve on the dumped batches and initial weights; after each of
 /// bt's first dump_steps steps, the same step in PyTorch at bt's learning
@@ -786,7 +770,8 @@ public:
   static absl::StatusOr<std::unique_ptr<TorchTrainBaseline>>
   Start(const TrainOptions &o, const std::string &out_dir, std::string *note) {
     const CompiledOptimizerSettings opt;
-    const std::string python = ResolvePython(o), script = ResolveTorchScript(o);
+    const std::string python = BaselinePython(o.python),
+                      script = BaselineScript(o.torch_script);
     const std::string t = absl::StrCat(o.threads > 0 ? o.threads : 2);
     std::string hello;
     absl::StatusOr<std::unique_ptr<JsonLineChild>> child = JsonLineChild::Start(
@@ -1262,7 +1247,7 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
     BT_ASSIGN_OR_RETURN(torch, TorchTrainBaseline::Start(o, dir, &note));
     progress.Message(torch ? absl::StrCat("[torch] ", torch->description(),
                                           ": takes turns with bt on steps 1..", o.dump_steps,
-                                          " (", ResolveTorchScript(o), " --train-serve)")
+                                          " (", BaselineScript(o.torch_script), " --train-serve)")
                            : note);
   }
 

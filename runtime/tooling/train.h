@@ -40,8 +40,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BT_RUNTIME_TRAIN_LOOP_H
-#define BT_RUNTIME_TRAIN_LOOP_H
+#ifndef BT_RUNTIME_TOOLING_TRAIN_H
+#define BT_RUNTIME_TOOLING_TRAIN_H
 
 #include <cstdint>
 #include <map>
@@ -105,6 +105,8 @@ struct TrainOptions {
   /// PyTorch baseline (bench/bt_torch.py --train) on the dumped batches after
   /// training: "torch" or "none".
   std::string baseline = "none";
+  /// The script and its interpreter (empty: BaselineScript and
+  /// BaselinePython of child_process.h decide).
   std::string torch_script;
   std::string python;
   /// Information recorded in trainer_state.json (e.g. how the tokenizer was
@@ -201,4 +203,4 @@ inline constexpr char kPauseInCheckpointEnv[] = "BT_TEST_PAUSE_IN_CHECKPOINT_WRI
 
 } // namespace bt::rt
 
-#endif // BT_RUNTIME_TRAIN_LOOP_H
+#endif // BT_RUNTIME_TOOLING_TRAIN_H

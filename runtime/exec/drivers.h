@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BT_RUNTIME_DEVICE_DRIVERS_H
-#define BT_RUNTIME_DEVICE_DRIVERS_H
+#ifndef BT_RUNTIME_EXEC_DRIVERS_H
+#define BT_RUNTIME_EXEC_DRIVERS_H
 
 #include <memory>
 #include <string>
@@ -55,4 +55,4 @@ std::vector<std::string> DescribeDevices(const DeviceOptions &options = {});
 
 } // namespace bt::rt
 
-#endif // BT_RUNTIME_DEVICE_DRIVERS_H
+#endif // BT_RUNTIME_EXEC_DRIVERS_H
