@@ -145,7 +145,48 @@ function convert() {
              ignore_merges: true, vocab: tinyVocab, merges: tinyMerges },
   };
   writeAtomically(join(here, "tiny", "tokenizer.json"), JSON.stringify(tiny, null, 1));
-  console.log("wrote gpt2/, pythia_style/, tiny/ tokenizer.json");
+
+  // pythia_mini/: 512 ids laid out as Pythia's begin (<|endoftext|> 0,
+  // <|padding|> 1), then the 256 byte characters (2..257, in GPT-2's order)
+  // and GPT-2's first 254 merges: a tokenizer.json for the 512-token test
+  // models of the runtime (runtime/test, test/bt-run).
+  const miniVocab = { "<|endoftext|>": 0, "<|padding|>": 1 };
+  for (const c of chars) miniVocab[c] = encoder[c] + 2;
+  const miniMerges = merges.slice(0, 254);
+  for (const m of miniMerges) {
+    const [a, b] = m.split(" ");
+    if (!(a in miniVocab) || !(b in miniVocab) || (a + b) in miniVocab)
+      throw new Error(`merge ${m} does not extend pythia_mini`);
+    miniVocab[a + b] = Object.keys(miniVocab).length;
+  }
+  if (Object.keys(miniVocab).length !== 512) throw new Error("pythia_mini is not 512 tokens");
+  const mini = {
+    version: "1.0", truncation: null, padding: null,
+    added_tokens: [added(0, "<|endoftext|>", { special: true }),
+                   added(1, "<|padding|>", { special: true })],
+    normalizer: { type: "NFC" },
+    pre_tokenizer: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true },
+    post_processor: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true },
+    decoder: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true },
+    model: { type: "BPE", dropout: null, unk_token: null, continuing_subword_prefix: null,
+             end_of_word_suffix: null, fuse_unk: false, vocab: miniVocab, merges: miniMerges },
+  };
+  writeAtomically(join(here, "pythia_mini", "tokenizer.json"), JSON.stringify(mini, null, 1));
+
+  // tiny16/: 16 ids for the runtime's fake 16-token models: a few byte
+  // characters and merges ("the", " cat", " a"), every other byte <unk> (one
+  // each: the JavaScript oracle fuses unks across pre-tokens, the Rust one
+  // within a pre-token only), <|endoftext|> 0 and <|padding|> 1 as in Pythia.
+  const t16Vocab = { "<|endoftext|>": 0, "<|padding|>": 1, "<unk>": 2 };
+  for (const c of ["Ġ", "t", "h", "e", "c", "a", "s"]) t16Vocab[c] = Object.keys(t16Vocab).length;
+  const t16Merges = ["t h", "th e", "Ġ c", "Ġc a", "Ġca t", "Ġ a"];
+  for (const m of t16Merges) t16Vocab[m.replace(" ", "")] = Object.keys(t16Vocab).length;
+  const t16 = {
+    ...mini,
+    model: { ...mini.model, unk_token: "<unk>", fuse_unk: false, vocab: t16Vocab, merges: t16Merges },
+  };
+  writeAtomically(join(here, "tiny16", "tokenizer.json"), JSON.stringify(t16, null, 1));
+  console.log("wrote gpt2/, pythia_style/, tiny/, pythia_mini/, tiny16/ tokenizer.json");
 }
 
 // ----------------------------------------------------------------- oracles --
