@@ -112,7 +112,10 @@ public:
                                           bool skip_special_tokens = false) const;
   /// DecodeBytes made valid UTF-8 by ReplaceInvalidUtf8, as the Rust
   /// library's decode (String::from_utf8_lossy). Decode(Encode(x)) == x for
-  /// every valid UTF-8 x (for invalid x: ReplaceInvalidUtf8(x)).
+  /// valid UTF-8 x when nothing rewrites the text: no normalizer change (NFC
+  /// recomposes decomposed text), no add_prefix_space, no lstrip/rstrip
+  /// added token, no unk_token; for invalid x, ReplaceInvalidUtf8(x) under
+  /// the same conditions.
   absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids,
                                      bool skip_special_tokens = false) const;
 
