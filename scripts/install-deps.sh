@@ -13,6 +13,9 @@ PACKAGES=(
   # SentencePiece, JSON (safetensors headers, config.json).
   libprotobuf-dev protobuf-compiler libabsl-dev libgtest-dev libopenblas-dev
   libyaml-cpp-dev libsentencepiece-dev sentencepiece nlohmann-json3-dev
+  # The byte-level BPE tokenizer (runtime/bpe, tokenizer.json): PCRE2 for the
+  # pre-tokenizer regex, utf8proc for NFC (static archives in both).
+  libpcre2-dev libutf8proc-dev
   # Static archives for the self-contained bt-launcher (BT_STATIC_LAUNCHER):
   # OpenBLAS needs libgfortran.a; zlib for protobuf.
   libgfortran-12-dev zlib1g-dev

@@ -58,8 +58,13 @@ public:
   void SetKernels(std::string bytes) { kernels_ = std::move(bytes); }
   /// The ptx section (target cuda): the PTX module of every kernel (text).
   void SetPtx(std::string text) { ptx_ = std::move(text); }
-  /// The tokenizer section: a SentencePiece model proto (optional).
-  void SetTokenizer(std::string bytes) { tokenizer_ = std::move(bytes); }
+  /// The tokenizer section (optional) and its format (manifest
+  /// tokenizer_kind): a SentencePiece model proto or a tokenizer.json
+  /// (bt/runtime/tokenizer.h DetectTokenizerKind).
+  void SetTokenizer(std::string bytes, proto::TokenizerKind kind) {
+    tokenizer_ = std::move(bytes);
+    manifest_.set_tokenizer_kind(kind);
+  }
   /// Makes the output an executable: the file at `path` (the bt-launcher
   /// binary) is copied in front of the payload and the result is chmod 0755.
   void SetPrefixFile(std::string path) { prefix_path_ = std::move(path); }

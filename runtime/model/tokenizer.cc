@@ -1,4 +1,4 @@
-//===- tokenizer.cc - SentencePiece tokenizers -----------------------------===//
+//===- tokenizer.cc - SentencePiece and tokenizer.json tokenizers ----------===//
 
 #include "bt/runtime/model/tokenizer.h"
 
@@ -7,8 +7,11 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "bt/bpe/tokenizer.h"
 #include "bt/runtime/base/shared_object.h"
+#include "bt/runtime/model/artifact.h"
 
 #ifdef BT_HAVE_SPM_SHIM
 extern "C" {
@@ -90,6 +93,56 @@ std::string TakeError(const ShimApi &api, char *e) {
 
 } // namespace
 
+proto::TokenizerKind DetectTokenizerKind(absl::string_view bytes) {
+  absl::string_view s = absl::StripLeadingAsciiWhitespace(bytes);
+  return !s.empty() && s[0] == '{' ? proto::TOKENIZER_HF_JSON : proto::TOKENIZER_SENTENCEPIECE;
+}
+
+const char *TokenizerKindName(proto::TokenizerKind kind) {
+  return kind == proto::TOKENIZER_HF_JSON ? "tokenizer.json" : "SentencePiece";
+}
+
+const char *TokenizerFileName(proto::TokenizerKind kind) {
+  return kind == proto::TOKENIZER_HF_JSON ? "tokenizer.json" : "tokenizer.model";
+}
+
+Tokenizer::Tokenizer() = default;
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(proto::TokenizerKind kind,
+                                                           absl::string_view bytes) {
+  switch (kind) {
+  case proto::TOKENIZER_SENTENCEPIECE:
+    return LoadSentencePiece(bytes);
+  case proto::TOKENIZER_HF_JSON:
+    return LoadHfJson(bytes);
+  default:
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown tokenizer kind ", static_cast<int>(kind), " (made by a newer bt?)"));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromArtifact(const Artifact &artifact) {
+  if (artifact.tokenizer().empty())
+    return absl::FailedPreconditionError(absl::StrCat(
+        artifact.path(),
+        " has no tokenizer: compile it with `bt-run compile --tokenizer "
+        "<spm.model|tokenizer.json>`, or pass token ids with --inputs"));
+  return Load(artifact.manifest().tokenizer_kind(), artifact.tokenizer());
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadHfJson(absl::string_view json) {
+  absl::StatusOr<std::unique_ptr<bpe::Tokenizer>> b =
+      bpe::Tokenizer::FromJson(json, "tokenizer.json");
+  if (!b.ok())
+    return b.status();
+  std::unique_ptr<Tokenizer> t(new Tokenizer());
+  t->vocab_size_ = (*b)->vocab_size();
+  t->eos_id_ = (*b)->TokenToId("<|endoftext|>").value_or(-1);
+  t->unk_id_ = -1;
+  t->bpe_ = std::move(*b);
+  return t;
+}
+
 absl::StatusOr<std::unique_ptr<Tokenizer>>
 Tokenizer::LoadSentencePiece(absl::string_view model_proto) {
   absl::StatusOr<const ShimApi *> api = Shim();
@@ -117,6 +170,12 @@ Tokenizer::~Tokenizer() {
 
 absl::StatusOr<std::vector<int64_t>>
 Tokenizer::Encode(absl::string_view text) const {
+  if (bpe_) {
+    absl::StatusOr<std::vector<int32_t>> ids = bpe_->Encode(text);
+    if (!ids.ok())
+      return ids.status();
+    return std::vector<int64_t>(ids->begin(), ids->end());
+  }
   const ShimApi &api = **Shim();
   int64_t *ids = nullptr;
   size_t n = 0;
@@ -130,6 +189,13 @@ Tokenizer::Encode(absl::string_view text) const {
 }
 
 absl::StatusOr<std::string> Tokenizer::Decode(absl::Span<const int64_t> ids) const {
+  if (bpe_) {
+    std::vector<int32_t> valid;
+    for (int64_t id : ids)
+      if (id >= 0 && id < vocab_size_ && bpe_->IdToToken(static_cast<int32_t>(id)))
+        valid.push_back(static_cast<int32_t>(id));
+    return bpe_->Decode(valid);
+  }
   const ShimApi &api = **Shim();
   std::vector<int64_t> valid;
   for (int64_t id : ids)

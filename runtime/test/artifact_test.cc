@@ -50,7 +50,7 @@ struct Contents {
   Tensor ids = testing::MakeI64({3}, {7, 8, 9});
   Tensor empty = testing::MakeF32({0, 4}, {});
   std::string kernels = std::string("\x7f" "ELF", 4) + std::string(5000, 'k');
-  std::string tokenizer = "spm-model-bytes";
+  std::string tokenizer = "{\"model\": \"a tokenizer.json\"}";
 };
 
 void AddAll(ArtifactWriter &w, const Contents &c) {
@@ -59,7 +59,7 @@ void AddAll(ArtifactWriter &w, const Contents &c) {
   ASSERT_THAT(w.AddWeight("ids", c.ids), IsOk());
   ASSERT_THAT(w.AddWeight("empty", c.empty), IsOk());
   w.SetKernels(c.kernels);
-  w.SetTokenizer(c.tokenizer);
+  w.SetTokenizer(c.tokenizer, proto::TOKENIZER_HF_JSON);
 }
 
 void ExpectContents(const Artifact &a, const Contents &c) {
@@ -69,6 +69,7 @@ void ExpectContents(const Artifact &a, const Contents &c) {
   EXPECT_EQ(a.manifest().config().name(), BaseManifest().config().name());
   EXPECT_EQ(a.kernels(), c.kernels);
   EXPECT_EQ(a.tokenizer(), c.tokenizer);
+  EXPECT_EQ(a.manifest().tokenizer_kind(), proto::TOKENIZER_HF_JSON);
   ASSERT_NE(a.FindEntryPoint("eval"), nullptr);
   EXPECT_EQ(a.FindEntryPoint("nope"), nullptr);
   EXPECT_EQ(a.manifest().weights_data().offset() % 4096, 0u);

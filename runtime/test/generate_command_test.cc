@@ -159,6 +159,29 @@ TEST_F(GenerateCommandTest, PromptsAreTokenizedWithTheArtifactsTokenizer) {
                        "has no tokenizer: compile it with `bt-run compile --tokenizer"));
 }
 
+// A Hugging Face tokenizer.json in the artifact (tokenizer_kind
+// TOKENIZER_HF_JSON): runtime/bpe/test/data/tiny16, 16 ids for the fake
+// 16-token model: "the cat" = the, Ġcat = 11 14; the model continues 15 (Ġa)
+// and ends with EOS.
+std::string TinyTokenizerJson() {
+  return testing::ReadRaw(std::string(BT_SOURCE_DIR) +
+                          "/runtime/bpe/test/data/tiny16/tokenizer.json");
+}
+
+TEST_F(GenerateCommandTest, PromptsAreTokenizedWithATokenizerJson) {
+  testing::GenArtifactOptions go;
+  go.tokenizer = TinyTokenizerJson();
+  ASSERT_THAT(testing::WriteGenArtifact(dir_.File("json.btart"), go), IsOk());
+  auto m = Model::Open(dir_.File("json.btart"));
+  ASSERT_THAT(m.status(), IsOk());
+  EXPECT_EQ((*m)->manifest().tokenizer_kind(), proto::TOKENIZER_HF_JSON);
+  auto o = Parse({"--prompt", "the cat", "--max-new-tokens", "6"});
+  ASSERT_THAT(o.status(), IsOk());
+  std::ostringstream out, log;
+  ASSERT_THAT(RunGenerateCommand(**m, *o, out, log), IsOk());
+  EXPECT_EQ(out.str(), "the cat a\n");
+}
+
 TEST_F(GenerateCommandTest, LauncherMainRunsGenerate) {
   std::vector<std::string> args = {"model", "--artifact", dir_.File("fake.btart"), "generate",
                                    "--inputs", dir_.File("prompt.safetensors"), "-o",
@@ -225,6 +248,23 @@ TEST_F(GenerateCommandTest, StandaloneExecutable) {
   EXPECT_EQ(a, b);
   EXPECT_EQ(Shell(exe + " generate --prompt x --top-p 2", &out), 2);
   EXPECT_THAT(out, HasSubstr("top-p must be in (0, 1]"));
+}
+
+// The same with a tokenizer.json: bt_bpe (PCRE2, utf8proc) is linked into the
+// static launcher.
+TEST_F(GenerateCommandTest, StandaloneExecutableWithATokenizerJson) {
+  testing::GenArtifactOptions o;
+  o.tokenizer = TinyTokenizerJson();
+  o.prefix = BT_LAUNCHER;
+  const std::string exe = dir_.File("json-model");
+  ASSERT_THAT(testing::WriteGenArtifact(exe, o), IsOk());
+  std::string out;
+  ASSERT_EQ(Shell("(" + exe + " generate --prompt 'the cat' --max-new-tokens 6 2>/dev/null)", &out),
+            0)
+      << out;
+  EXPECT_EQ(out, "the cat a\n");
+  ASSERT_EQ(Shell(exe + " info", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("(tokenizer.json)"));
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 
 #include "bt/runtime/model/artifact.h"
 #include "bt/runtime/model/config.h"
+#include "bt/runtime/model/tokenizer.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -227,7 +228,7 @@ absl::Status WriteTrainArtifact(const std::string &path, int64_t vocab,
   *ev->add_outputs() = Spec("loss", proto::F32, {});
   ArtifactWriter w(m);
   w.SetKernels(ReadRaw(BT_TEST_TRAIN_KERNELS));
-  w.SetTokenizer(tokenizer);
+  w.SetTokenizer(tokenizer, DetectTokenizerKind(tokenizer));
   Tensor bigram = MakeF32({vocab, vocab}, std::vector<float>(vocab * vocab, 0.0f));
   // A weight no entry trains (as the block decoder's embed_in).
   Tensor untrained = MakeF32({2, 3}, {1, 2, 3, 4, 5, 6});
@@ -321,7 +322,7 @@ absl::Status WriteGenArtifact(const std::string &path,
   ArtifactWriter w(m);
   w.SetKernels(ReadRaw(BT_TEST_GEN_KERNELS));
   if (!o.tokenizer.empty())
-    w.SetTokenizer(o.tokenizer);
+    w.SetTokenizer(o.tokenizer, DetectTokenizerKind(o.tokenizer));
   Tensor peak = MakeF32({1}, {kFakePeak});
   absl::Status s = w.AddWeight("peak", peak);
   if (!s.ok())

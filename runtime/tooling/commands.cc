@@ -163,6 +163,8 @@ absl::Status RunInfoCommand(const Artifact &artifact, std::ostream &out) {
   out << "  " << m.weights_size() << " weights (" << weight_bytes
       << " bytes), kernels " << m.kernels().size() << " bytes, tokenizer "
       << m.tokenizer().size() << " bytes";
+  if (m.tokenizer().size() > 0)
+    out << " (" << TokenizerKindName(m.tokenizer_kind()) << ")";
   if (m.ptx().size() > 0)
     out << ", ptx " << m.ptx().size() << " bytes ("
         << (m.gpu_chip().empty() ? "?" : m.gpu_chip()) << ")";
@@ -393,13 +395,7 @@ absl::Status RunGenerateCommand(const Model &model,
           options.inputs_path, ": '", ids_name, "' is ", ids.DebugString(),
           ", expected I64[B, T]"));
   } else {
-    if (model.artifact().tokenizer().empty())
-      return absl::FailedPreconditionError(absl::StrCat(
-          model.artifact().path(),
-          " has no tokenizer: compile it with `bt-run compile --tokenizer "
-          "<spm.model>`, or pass token ids with --inputs"));
-    BT_ASSIGN_OR_RETURN(tokenizer,
-                        Tokenizer::LoadSentencePiece(model.artifact().tokenizer()));
+    BT_ASSIGN_OR_RETURN(tokenizer, Tokenizer::FromArtifact(model.artifact()));
     if (tokenizer->vocab_size() > cfg.vocab_size())
       return absl::FailedPreconditionError(absl::StrCat(
           "the tokenizer has ", tokenizer->vocab_size(),

@@ -640,7 +640,8 @@ struct CheckpointContents {
   /// embed_in), written unchanged so the checkpoint has every official name.
   const std::map<std::string, Tensor> *extra = nullptr;
   nlohmann::json trainer_state;
-  std::string tokenizer; // serialized SentencePiece model, or empty
+  std::string tokenizer; // the artifact's tokenizer bytes, or empty
+  std::string tokenizer_file = "tokenizer.model"; // TokenizerFileName of its kind
 };
 
 /// Writes OUT/step-NNNNNN atomically and points OUT/latest at it; removes
@@ -648,8 +649,8 @@ struct CheckpointContents {
 ///
 /// The checkpoint is assembled in OUT/.tmp-step-NNNNNN: Trainer::SaveCheckpoint
 /// (config.yaml, model.safetensors; itself atomic), then
-/// Trainer::SaveState (optimizer.safetensors), trainer_state.json and
-/// tokenizer.model (each written atomically), the directory fsync'ed and
+/// Trainer::SaveState (optimizer.safetensors), trainer_state.json and the
+/// tokenizer (each written atomically), the directory fsync'ed and
 /// renamed; then the `latest` symlink is replaced by rename.
 absl::StatusOr<std::string> WriteCheckpoint(const std::string &out,
                                             const CheckpointContents &c, bool keep) {
@@ -677,8 +678,8 @@ absl::StatusOr<std::string> WriteCheckpoint(const std::string &out,
   for (const auto &[file, bytes] :
        std::vector<std::pair<std::string, std::string>>{
            {"trainer_state.json", c.trainer_state.dump(2) + "\n"},
-           {"tokenizer.model", c.tokenizer}}) {
-    if (file == "tokenizer.model" && bytes.empty())
+           {c.tokenizer_file, c.tokenizer}}) {
+    if (file == c.tokenizer_file && bytes.empty())
       continue;
     absl::Status s = WriteFileAtomically(tmp + "/" + file, bytes);
     if (!s.ok())
@@ -915,10 +916,15 @@ absl::StatusOr<TrainModelFiles> PrepareTrainingModel(const TrainModelSetup &setu
           "drop --config / --tokenizer");
     BT_ASSIGN_OR_RETURN(std::string ckpt, ResolveCheckpoint(o.resume_dir));
     files.config_path = ckpt + "/config.yaml";
-    files.tokenizer_path = ckpt + "/tokenizer.model";
-    for (const std::string &f : {files.config_path, files.tokenizer_path})
-      if (!Exists(f))
-        return absl::NotFoundError(absl::StrCat("--resume: ", f, " does not exist"));
+    if (!Exists(files.config_path))
+      return absl::NotFoundError(
+          absl::StrCat("--resume: ", files.config_path, " does not exist"));
+    for (proto::TokenizerKind kind : {proto::TOKENIZER_SENTENCEPIECE, proto::TOKENIZER_HF_JSON})
+      if (Exists(absl::StrCat(ckpt, "/", TokenizerFileName(kind))))
+        files.tokenizer_path = absl::StrCat(ckpt, "/", TokenizerFileName(kind));
+    if (files.tokenizer_path.empty())
+      return absl::NotFoundError(absl::StrCat("--resume: ", ckpt,
+                                              " has no tokenizer.model or tokenizer.json"));
     return files;
   }
   if (setup.config_path.empty())
@@ -954,16 +960,25 @@ absl::StatusOr<TrainModelFiles> PrepareTrainingModel(const TrainModelSetup &setu
         "done (%.1f s)\n",
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  BT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok,
-                      Tokenizer::LoadSentencePiece(tokenizer_bytes));
-  if (tok->eos_id() != config.eos_token_id())
+  const std::string tokenizer_name =
+      setup.tokenizer_path.empty() ? "the trained tokenizer" : setup.tokenizer_path;
+  const proto::TokenizerKind kind = DetectTokenizerKind(tokenizer_bytes);
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tok = Tokenizer::Load(kind, tokenizer_bytes);
+  if (!tok.ok())
+    return absl::Status(tok.status().code(),
+                        absl::StrCat(tokenizer_name, ": ", tok.status().message()));
+  if ((*tok)->eos_id() != config.eos_token_id())
     return absl::InvalidArgumentError(absl::StrCat(
-        setup.tokenizer_path.empty() ? "the trained tokenizer" : setup.tokenizer_path,
-        ": EOS id ", tok->eos_id(), ", the config's eos_token_id is ", config.eos_token_id()));
-  if (tok->vocab_size() != config.vocab_size()) {
-    log << "model: vocab_size " << config.vocab_size() << " -> " << tok->vocab_size()
+        tokenizer_name, ": EOS id ", (*tok)->eos_id(), ", the config's eos_token_id is ",
+        config.eos_token_id()));
+  // A SentencePiece model sets the vocabulary; a tokenizer.json's ids fit in
+  // the config's (Pythia pads its 50277 ids to 50304 embeddings), which grows
+  // only if they do not.
+  if ((*tok)->vocab_size() != config.vocab_size() &&
+      (kind == proto::TOKENIZER_SENTENCEPIECE || (*tok)->vocab_size() > config.vocab_size())) {
+    log << "model: vocab_size " << config.vocab_size() << " -> " << (*tok)->vocab_size()
         << " (the tokenizer's)\n";
-    config.set_vocab_size(tok->vocab_size());
+    config.set_vocab_size((*tok)->vocab_size());
   }
   if (config.pad_token_id() < 0 || config.pad_token_id() >= config.vocab_size()) {
     log << "model: pad_token_id " << config.pad_token_id() << " -> " << config.eos_token_id()
@@ -975,11 +990,11 @@ absl::StatusOr<TrainModelFiles> PrepareTrainingModel(const TrainModelSetup &setu
     yaml_opts.seq_len = config.max_length() > 0 ? config.max_length() : 256;
   config.set_max_length(yaml_opts.seq_len);
   files.config_path = o.output_dir + "/model-config.yaml";
-  files.tokenizer_path = o.output_dir + "/tokenizer.model";
+  files.tokenizer_path = absl::StrCat(o.output_dir, "/", TokenizerFileName(kind));
   BT_RETURN_IF_ERROR(WriteFileAtomically(
       files.config_path,
       OfficialTrainerYaml(config, yaml_opts,
-                          absl::StrCat("SentencePiece, ", files.tokenizer_path,
+                          absl::StrCat(TokenizerKindName(kind), ", ", files.tokenizer_path,
                                        setup.tokenizer_path.empty()
                                            ? absl::StrCat(" (trained: ",
                                                           SentencePieceTrainArgs(setup.spm), ")")
@@ -1048,12 +1063,15 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
         ": the artifact has no tokenizer (compile with --tokenizer, or let `bt-run "
         "train` train one)"));
   BT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
-                      Tokenizer::LoadSentencePiece(model.artifact().tokenizer()));
+                      Tokenizer::FromArtifact(model.artifact()));
+  const proto::TokenizerKind tokenizer_kind = tokenizer->kind();
   if (tokenizer->eos_id() != config.eos_token_id())
     return absl::InvalidArgumentError(absl::StrCat(
         "train: the tokenizer's EOS id is ", tokenizer->eos_id(), ", the model's is ",
-        config.eos_token_id(), " (train the tokenizer with --eos_id=",
-        config.eos_token_id(), ")"));
+        config.eos_token_id(),
+        tokenizer_kind == proto::TOKENIZER_SENTENCEPIECE
+            ? absl::StrCat(" (train the tokenizer with --eos_id=", config.eos_token_id(), ")")
+            : std::string(" (the config's eos_token_id must be the id of <|endoftext|>)")));
   if (tokenizer->vocab_size() > config.vocab_size())
     return absl::InvalidArgumentError(absl::StrCat(
         "train: the tokenizer has ", tokenizer->vocab_size(),
@@ -1143,13 +1161,15 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
   if (!resume_ckpt.empty())
     csv.LoadPrefix(RunDirOf(resume_ckpt) + "/log.csv", start_step);
   const std::string tokenizer_bytes(model.artifact().tokenizer());
-  BT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/tokenizer.model", tokenizer_bytes));
+  const std::string tokenizer_file = TokenizerFileName(tokenizer_kind);
+  BT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/" + tokenizer_file, tokenizer_bytes));
   const std::string config_path = dir + "/config.yaml";
   BT_RETURN_IF_ERROR(WriteFileAtomically(
-      config_path, OfficialTrainerYaml(config, o,
-                                       "SentencePiece, tokenizer.model next to this file "
-                                       "(EOS = pad = " +
-                                           absl::StrCat(config.eos_token_id()) + ")")));
+      config_path,
+      OfficialTrainerYaml(config, o,
+                          absl::StrCat(TokenizerKindName(tokenizer_kind), ", ", tokenizer_file,
+                                       " next to this file (EOS = pad = ",
+                                       config.eos_token_id(), ")"))));
 
   auto trainer_state = [&](int64_t step, double elapsed, double eval_loss) {
     nlohmann::json j;
@@ -1187,6 +1207,7 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
     c.extra = &untrained;
     c.trainer_state = trainer_state(step, elapsed, last_eval);
     c.tokenizer = tokenizer_bytes;
+    c.tokenizer_file = tokenizer_file;
     BT_ASSIGN_OR_RETURN(last_ckpt, WriteCheckpoint(dir, c, o.keep_checkpoints));
     BT_RETURN_IF_ERROR(csv.Write());
     progress.Message(absl::StrCat("checkpoint: ", last_ckpt, " (", dir, "/latest)"));

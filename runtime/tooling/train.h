@@ -26,7 +26,8 @@
 //                                         adam_m.*, adam_v.*, step, schedule
 //                      trainer_state.json step, data position, seeds, data
 //                                         fingerprint, options, last eval
-//                      tokenizer.model    the SentencePiece model
+//                      tokenizer.model    the SentencePiece model, or
+//                      tokenizer.json     the tokenizer.json (HF BPE)
 //   OUT/latest -> step-000200             (symlink, replaced atomically)
 //   OUT/log.csv, OUT/loss.png             the loss curve (both atomic)
 //
@@ -167,8 +168,9 @@ struct TrainModelSetup {
   /// --config: official trainer YAML / config.json of the architecture
   /// (required unless the loop resumes).
   std::string config_path;
-  /// --tokenizer: an existing SentencePiece model; empty: train one on the
-  /// training text with `spm` (vocab_size 0: the config's vocab_size).
+  /// --tokenizer: an existing SentencePiece model or Hugging Face
+  /// tokenizer.json (DetectTokenizerKind); empty: train a SentencePiece model
+  /// on the training text with `spm` (vocab_size 0: the config's vocab_size).
   std::string tokenizer_path;
   SentencePieceTrainOptions spm;
   /// The loop's options (data files, split, seq_len, output dir, resume).
@@ -181,7 +183,7 @@ struct TrainModelFiles {
   /// train (vocab_size = the tokenizer's, max_length = the loop's), or the
   /// resumed checkpoint's config.yaml.
   std::string config_path;
-  /// OUT/tokenizer.model, or the resumed checkpoint's.
+  /// OUT/tokenizer.model or OUT/tokenizer.json, or the resumed checkpoint's.
   std::string tokenizer_path;
 };
 
@@ -189,7 +191,8 @@ struct TrainModelFiles {
 /// tokenizer of the checkpoint (--config / --tokenizer are then an error);
 /// otherwise loads the config, takes or trains the tokenizer (documents of
 /// the training files: TrainSentencePiece with EOS = the config's EOS id),
-/// sets the config's vocab_size to the tokenizer's size and max_length to
+/// sets the config's vocab_size to the tokenizer's size (a tokenizer.json's
+/// only if it has more ids: checkpoints pad the embeddings) and max_length to
 /// the loop's sequence length, and writes both files into the output
 /// directory (atomically). Progress on `log`. Errors: the config's,
 /// tokenizer's and data's, each naming its file.

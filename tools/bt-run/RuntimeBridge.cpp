@@ -248,7 +248,7 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
   if (!gpu.ptx.empty())
     writer.SetPtx(gpu.ptx);
   if (!tokenizer.empty())
-    writer.SetTokenizer(tokenizer);
+    writer.SetTokenizer(tokenizer, rt::DetectTokenizerKind(tokenizer));
   for (const std::string &name : model.impl->paramNames) {
     auto it = model.impl->weights.find(name);
     if (it == model.impl->weights.end()) {
@@ -280,7 +280,7 @@ bool readTokenizer(const Model &model, const std::string &path,
   }
   bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   absl::StatusOr<std::unique_ptr<rt::Tokenizer>> t =
-      rt::Tokenizer::LoadSentencePiece(bytes);
+      rt::Tokenizer::Load(rt::DetectTokenizerKind(bytes), bytes);
   if (!t.ok()) {
     error = path + ": " + std::string(t.status().message());
     return false;

@@ -87,8 +87,9 @@ struct KVPlanInfo {
 
 /// Writes an artifact (docs/abi.md) for `model` with the compiled kernels;
 /// with `launcherPath` non-empty, prefixes the launcher to make a standalone
-/// executable; `tokenizer` (a SentencePiece model proto, see readTokenizer)
-/// becomes the tokenizer section; `kvPlan` the manifest's kv_plan; `gpu`
+/// executable; `tokenizer` (a SentencePiece model proto or a tokenizer.json,
+/// see readTokenizer) becomes the tokenizer section, its kind detected
+/// (rt::DetectTokenizerKind); `kvPlan` the manifest's kv_plan; `gpu`
 /// the CUDA target's parts (docs/abi.md, "Kernel library (CUDA target)":
 /// then `kernels` is the host code). Atomic (temp file + rename).
 struct GPUArtifactInfo {
@@ -102,19 +103,21 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
                    const KVPlanInfo &kvPlan = {},
                    const GPUArtifactInfo &gpu = {});
 
-/// Reads a SentencePiece model file (spm_train's .model) into `bytes` and
-/// checks it: it loads with libsentencepiece and has at most the model's
-/// vocabulary size of pieces. On error returns false with `error` set.
+/// Reads a tokenizer file into `bytes` and checks it: a SentencePiece model
+/// (spm_train's .model, loaded with libsentencepiece) or a Hugging Face
+/// tokenizer.json (byte-level BPE, bt_bpe), with at most the model's
+/// vocabulary size of ids. On error returns false with `error` set.
 bool readTokenizer(const Model &model, const std::string &path,
                    std::string &bytes, std::string &error);
 
 /// `bt-run train` before compiling: parses the training loop's arguments
 /// (`loopArgs`, bt/runtime/train.h ParseTrainArgs) and runs
 /// PrepareTrainingModel: the config to compile (`compileConfig`, in the
-/// output directory: vocab_size = the tokenizer's) and the SentencePiece
-/// model to embed (`tokenizerFile`), trained on the training text with
+/// output directory: vocab_size = the tokenizer's) and the tokenizer to
+/// embed (`tokenizerFile`): the SentencePiece model trained on the text with
 /// `vocabSize` pieces (0: the config's vocab_size) and `spmModelType`
-/// (unigram|bpe) unless `tokenizerPath` names one. With --resume both come
+/// (unigram|bpe) unless `tokenizerPath` names one (a SentencePiece model or
+/// a tokenizer.json). With --resume both come
 /// from the checkpoint. On error returns false with `error` set
 /// (`usageError` true for bad arguments).
 bool prepareTraining(const std::vector<std::string> &loopArgs,

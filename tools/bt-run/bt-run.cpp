@@ -14,7 +14,8 @@
 //                  [--ignore-eos]
 //   bt-run info <checkpoint|artifact|executable>
 //   bt-run train (--config C | --resume DIR) --data FILE... -o DIR --steps N
-//                [--tokenizer spm.model | --vocab-size V] [--init-seed S]
+//                [--tokenizer spm.model|tokenizer.json | --vocab-size V]
+//                [--init-seed S]
 //                [loop options, bt/runtime/train.h]
 //   bt-run plan <checkpoint|--config FILE> [--memory 80GiB] [--prompt 2048]
 //               [--gen 128] [--batch N] [--dtype f32|bf16|f16]
@@ -32,7 +33,8 @@
 // A checkpoint is a directory with the official trainer YAML (config.yaml)
 // or a resolved config.json, and model.safetensors (official tensor names);
 // --config / --weights name the files explicitly; compile --tokenizer embeds a
-// SentencePiece model (for generate --prompt). The pipeline
+// SentencePiece model or a Hugging Face tokenizer.json (for generate
+// --prompt). The pipeline
 // (DESIGN.md §2): import (eval, eval_loss) → bt-generate-entry-points
 // (prefill, decode_block, decode_tokens; vanilla prefill, decode_step) →
 // [bt-generate-train-step (train_step, apply_gradients) for train-step and
@@ -183,9 +185,10 @@ cl::opt<bool> gradEntry(
     cl::init(true), cl::cat(btCategory));
 cl::opt<std::string> tokenizerPath(
     "tokenizer",
-    cl::desc("compile / generate: SentencePiece model (.model) to embed in the "
+    cl::desc("compile / generate: SentencePiece model (.model) or Hugging Face "
+             "tokenizer.json (byte-level BPE: GPT-2, Pythia) to embed in the "
              "artifact (for generate --prompt)"),
-    cl::value_desc("spm.model"), cl::cat(btCategory));
+    cl::value_desc("spm.model|tokenizer.json"), cl::cat(btCategory));
 
 // generate (passed on to the runtime's command, bt/runtime/commands.h).
 cl::list<std::string> prompts("prompt",
@@ -322,8 +325,8 @@ constexpr const char *kUsage =
     "[--state-out FILE]\n"
     "               [--step-outputs FILE]\n"
     "  bt-run train (--config C | --resume DIR) --data FILE... -o DIR --steps N\n"
-    "               [--tokenizer spm.model | --vocab-size V [--spm-model-type "
-    "unigram|bpe]]\n"
+    "               [--tokenizer spm.model|tokenizer.json | --vocab-size V "
+    "[--spm-model-type unigram|bpe]]\n"
     "               [--init-seed S] [--cpu NAME] [the loop's options: bt-run train "
     "--help]\n";
 
@@ -495,6 +498,13 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
                       TrainingEntries training = {}) {
   if (failed(checkTarget(emitKind)))
     return failure();
+  // The tokenizer is checked before the (long) compilation.
+  std::string error, tokenizer;
+  if (!tokenizerPath.empty() &&
+      !bt::bridge::readTokenizer(model, tokenizerPath, tokenizer, error)) {
+    fail(error);
+    return failure();
+  }
   if (target == "cuda") {
     // The backward and optimizer ops have no GPU lowering yet (issue 6):
     // the default grad entry is left out, an explicit request is an error.
@@ -624,12 +634,6 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
            " does not exist (build bt-launcher or pass --launcher)");
       return failure();
     }
-  }
-  std::string error, tokenizer;
-  if (!tokenizerPath.empty() &&
-      !bt::bridge::readTokenizer(model, tokenizerPath, tokenizer, error)) {
-    fail(error);
-    return failure();
   }
   if (!bt::bridge::writeArtifact(model, entries, *so, cpu, launcher, outPath,
                                  error, tokenizer, kvPlanInfo, gpu)) {
@@ -770,8 +774,8 @@ int trainCommand(int argc, char **argv) {
     if (a == "-h" || a == "--help") {
       llvm::outs() << "usage: bt-run train (--config C | --resume DIR) --data FILE... "
                       "-o DIR --steps N\n"
-                      "         [--tokenizer spm.model | --vocab-size V [--spm-model-type "
-                      "unigram|bpe]]\n"
+                      "         [--tokenizer spm.model|tokenizer.json | --vocab-size V "
+                      "[--spm-model-type unigram|bpe]]\n"
                       "         [--init-seed S] [--cpu NAME] [--threads T]\n"
                       "the loop's options:\n  "
                    << bt::bridge::trainLoopUsage();
@@ -967,7 +971,8 @@ int main(int argc, char **argv) {
       args.push_back("--ignore-eos");
     if (!prompts.empty() && tokenizerPath.empty() &&
         !bt::bridge::isArtifact(input))
-      return usage("generate --prompt on a checkpoint needs --tokenizer <spm.model>");
+      return usage("generate --prompt on a checkpoint needs --tokenizer "
+                   "<spm.model|tokenizer.json>");
     if (!tokenizerPath.empty() && bt::bridge::isArtifact(input))
       return usage("--tokenizer applies when compiling a checkpoint; " + input +
                    " is already compiled");
