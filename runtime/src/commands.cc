@@ -210,6 +210,8 @@ absl::Status RunEntryOnFile(const Model &model, const std::string &entry,
                             const std::string &inputs_path,
                             const std::string &output_path, std::ostream &log) {
   const proto::EntryPoint *ep = model.FindEntryPoint(entry);
+  // Before the work: a refused output (a directory, the inputs) fails now.
+  BT_RETURN_IF_ERROR(CheckOutputPath(output_path));
   TensorMap inputs;
   std::vector<std::string> used;
   for (const proto::TensorSpec &s : ep->inputs()) {
@@ -416,6 +418,8 @@ absl::Status RunGenerateCommand(const Model &model,
     mask = std::move(padded.second);
   }
 
+  if (!options.output_path.empty())
+    BT_RETURN_IF_ERROR(CheckOutputPath(options.output_path));
   BT_ASSIGN_OR_RETURN(GenerateResult r,
                       Generate(model, ids, mask, options.generate));
   log << FormatCounters(r.counters);

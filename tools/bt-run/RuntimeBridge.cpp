@@ -11,14 +11,15 @@
 #include "bt/runtime/checkpoint.h"
 #include "bt/runtime/commands.h"
 #include "bt/runtime/config.h"
+#include "bt/runtime/file_util.h"
 #include "bt/runtime/safetensors.h"
 #include "bt/runtime/tensor.h"
 #include "bt/runtime/tokenizer.h"
 #include "bt/runtime/train.h"
 
+#include <sys/stat.h>
+
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <iostream>
 #include <random>
 
@@ -91,7 +92,12 @@ std::unique_ptr<Model> fromConfig(proto::ModelConfig config) {
   return model;
 }
 
-bool exists(const std::string &path) { return std::ifstream(path).good(); }
+/// Whether `path` exists (stat: opening it could block on a FIFO; the
+/// loaders then say what is wrong with it).
+bool exists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
 
 rt::DType parseDType(const std::string &name) {
   absl::StatusOr<rt::DType> d = rt::ParseDTypeName(name);
@@ -273,12 +279,12 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
 
 bool readTokenizer(const Model &model, const std::string &path,
                    std::string &bytes, std::string &error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    error = "cannot read the tokenizer " + path;
+  absl::StatusOr<std::string> read = rt::ReadFile(path);
+  if (!read.ok()) {
+    error = "cannot read the tokenizer: " + std::string(read.status().message());
     return false;
   }
-  bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  bytes = std::move(*read);
   absl::StatusOr<std::unique_ptr<rt::Tokenizer>> t =
       rt::Tokenizer::LoadSentencePiece(bytes);
   if (!t.ok()) {
@@ -334,6 +340,14 @@ std::string trainLoopUsage() { return rt::TrainUsage(); }
 
 bool isArtifact(const std::string &path) {
   return rt::Artifact::Open(path).ok();
+}
+
+bool writeOutputFile(const std::string &path, const std::string &bytes,
+                     std::string &error) {
+  absl::Status s = rt::WriteFileAtomically(path, bytes);
+  if (!s.ok())
+    error = std::string(s.message());
+  return s.ok();
 }
 
 int runLauncher(const std::string &artifactPath,

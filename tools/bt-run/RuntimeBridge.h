@@ -131,6 +131,12 @@ std::string trainLoopUsage();
 /// True if `path` ends with a bt artifact trailer (artifact or executable).
 bool isArtifact(const std::string &path);
 
+/// Writes `bytes` to `path` through the runtime's AtomicFileWriter
+/// (bt/runtime/file_util.h: symbolic links followed, devices and FIFOs
+/// written in place, directories and inputs refused). False with `error`.
+bool writeOutputFile(const std::string &path, const std::string &bytes,
+                     std::string &error);
+
 /// Runs a launcher command (`info`, `eval --inputs X -o Y`, ...) on the
 /// artifact at `artifactPath`, exactly as the standalone executable would.
 /// Returns the process exit code.

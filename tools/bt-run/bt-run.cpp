@@ -65,7 +65,6 @@
 #include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -73,7 +72,6 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
 #include <algorithm>
@@ -406,15 +404,21 @@ LogicalResult setEntryParams(ModuleOp lowered,
   return success();
 }
 
+/// Prints IR or PTX to `path` (stdout if empty or "-"); a file is written
+/// through the runtime's AtomicFileWriter.
 LogicalResult writeText(const std::string &path, llvm::function_ref<void(llvm::raw_ostream &)> fn) {
-  std::string error;
-  auto out = mlir::openOutputFile(path.empty() ? "-" : path, &error);
-  if (!out) {
-    llvm::errs() << error << "\n";
+  if (path.empty() || path == "-") {
+    fn(llvm::outs());
+    return success();
+  }
+  std::string text, error;
+  llvm::raw_string_ostream os(text);
+  fn(os);
+  os.flush();
+  if (!bt::bridge::writeOutputFile(path, text, error)) {
+    fail(error);
     return failure();
   }
-  fn(out->os());
-  out->keep();
   return success();
 }
 
