@@ -222,6 +222,13 @@ absl::Status RunEntryOnFile(const Model &model, const std::string &entry,
           ShapeToString(std::vector<int64_t>(s.shape().begin(), s.shape().end())),
           ")"));
     BT_ASSIGN_OR_RETURN(Tensor t, in.Get(s.name()));
+    // A dynamic dimension (the batch B, the length T) of size 0: nothing to
+    // run on (issue 14: an empty batch printed `loss = -nan` and exited 0).
+    for (int i = 0; i < s.shape_size() && i < t.rank(); ++i)
+      if (s.shape(i) < 0 && t.dim(i) == 0)
+        return absl::InvalidArgumentError(absl::StrCat(
+            inputs_path, ": '", s.name(), "' is ", t.DebugString(), ": dimension ", i,
+            " is empty (entry point '", entry, "' needs at least one sample and token)"));
     inputs.emplace(s.name(), std::move(t));
     used.push_back(s.name());
   }

@@ -18,10 +18,12 @@
 #include "bt/runtime/train.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <iostream>
 #include <random>
+#include <string_view>
 
 namespace bt::bridge {
 
@@ -340,6 +342,28 @@ std::string trainLoopUsage() { return rt::TrainUsage(); }
 
 bool isArtifact(const std::string &path) {
   return rt::Artifact::Open(path).ok();
+}
+
+std::string damagedArtifactError(const std::string &path) {
+  absl::StatusOr<rt::ScopedFd> fd = rt::OpenRegularFileForReading(path);
+  if (!fd.ok())
+    return ""; // a directory (checkpoint), or missing: the loaders say so
+  char head[4096];
+  const ssize_t n = ::read(fd->get(), head, sizeof head);
+  if (n <= 0)
+    return "";
+  const std::string_view bytes(head, static_cast<size_t>(n));
+  // YAML and JSON configs are text: a NUL byte, an ELF header or the
+  // artifact magic mean a (damaged) artifact or executable.
+  const bool binary = bytes.find('\0') != std::string_view::npos ||
+                      bytes.substr(0, 4) == "\x7f" "ELF" || bytes.substr(0, 8) == "BTARTIF1";
+  if (!binary)
+    return "";
+  absl::Status s = rt::Artifact::Open(path).status();
+  if (s.ok())
+    return "";
+  return path + ": not a YAML/JSON config (binary data), and not a valid bt artifact or "
+                "executable: " + std::string(s.message());
 }
 
 bool writeOutputFile(const std::string &path, const std::string &bytes,

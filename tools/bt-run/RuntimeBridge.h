@@ -131,6 +131,12 @@ std::string trainLoopUsage();
 /// True if `path` ends with a bt artifact trailer (artifact or executable).
 bool isArtifact(const std::string &path);
 
+/// For a regular file that holds binary data (a NUL byte, an ELF header or
+/// the artifact magic in its first 4 KiB) but does not open as an artifact:
+/// the artifact loader's error, naming `path` (a truncated or damaged
+/// artifact, rather than "invalid YAML"). Otherwise "".
+std::string damagedArtifactError(const std::string &path);
+
 /// Writes `bytes` to `path` through the runtime's AtomicFileWriter
 /// (bt/runtime/file_util.h: symbolic links followed, devices and FIFOs
 /// written in place, directories and inputs refused). False with `error`.

@@ -433,7 +433,11 @@ std::string defaultLauncher(const char *argv0) {
 /// Loads the model of `input` (a checkpoint) per the options.
 std::unique_ptr<bt::bridge::Model> loadModel(const std::string &input,
                                              bool withWeights) {
-  std::string error;
+  std::string error = bt::bridge::damagedArtifactError(input);
+  if (!error.empty()) {
+    fail(error);
+    return nullptr;
+  }
   std::unique_ptr<bt::bridge::Model> model;
   if (randomInit) {
     model = bt::bridge::randomModel(configPath.empty() ? input : configPath,
