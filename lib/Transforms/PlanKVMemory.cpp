@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 #include <cstring>
@@ -35,7 +36,34 @@ int64_t bytesOf(Type elt) {
   return std::max<int64_t>(1, elt.getIntOrFloatBitWidth() / 8);
 }
 
-int64_t ceilDiv(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+/// ceil(a / b) for a >= 0 (no a + b - 1: it overflows near INT64_MAX).
+int64_t ceilDiv(int64_t a, int64_t b) {
+  return b > 0 ? a / b + (a % b != 0 ? 1 : 0) : 0;
+}
+
+/// Size arithmetic that records overflow of int64 bytes instead of wrapping
+/// into negative sizes (issue 14: prompt-tokens near 2^63, vocabularies near
+/// 2^63). The first overflowing term is named in the error.
+struct CheckedSizes {
+  const char *overflowed = nullptr;
+  int64_t mul(int64_t a, int64_t b, const char *what) {
+    int64_t r = 0;
+    if (llvm::MulOverflow(a, b, r) && !overflowed)
+      overflowed = what;
+    return r;
+  }
+  int64_t add(int64_t a, int64_t b, const char *what) {
+    int64_t r = 0;
+    if (llvm::AddOverflow(a, b, r) && !overflowed)
+      overflowed = what;
+    return r;
+  }
+  /// KVStackGeometry::bytesPerEntryPerLayer / bytesPerEntry, checked.
+  int64_t entryBytes(const KVStackGeometry &g, bool allLayers, const char *what) {
+    int64_t perLayer = mul(mul(mul(2, g.heads, what), g.headDim, what), g.eltBytes, what);
+    return allLayers ? mul(perLayer, g.layers, what) : perLayer;
+  }
+};
 
 KVStackGeometry geometryOf(KVCacheType t) {
   return {t.getLayers(), t.getHeads(), t.getHeadDim(),
@@ -103,6 +131,16 @@ struct CacheScan {
 FailureOr<KVPlan> bt::computeKVPlan(ModuleOp module,
                                     const KVPlanRequest &request) {
   KVPlan plan;
+  for (auto [name, value] :
+       {std::pair<const char *, int64_t>{"prompt-tokens", request.promptTokens},
+        {"gen-tokens", request.genTokens},
+        {"batch", request.batch},
+        {"memory", request.memoryBytes},
+        {"element-bytes", request.eltBytes}})
+    if (value < 0)
+      return module.emitError() << "bt-plan-kv-memory: " << name << "=" << value
+                                << " must not be negative";
+  CheckedSizes c;
   // Model structure: L_B, P and the stacks' configs.
   BlockDecoderOp blockDecoder;
   TokenDecoderOp tokenDecoder;
@@ -174,10 +212,13 @@ FailureOr<KVPlan> bt::computeKVPlan(ModuleOp module,
   // Weights.
   for (ParamOp p : module.getOps<ParamOp>()) {
     RankedTensorType t = p.getTensorType();
-    plan.weightParams += t.getNumElements();
-    plan.weightBytes +=
-        t.getNumElements() * (request.eltBytes > 0 ? request.eltBytes
-                                                   : bytesOf(t.getElementType()));
+    const int64_t n = t.getNumElements();
+    plan.weightParams = c.add(plan.weightParams, n, "the parameter count");
+    plan.weightBytes = c.add(
+        plan.weightBytes,
+        c.mul(n, request.eltBytes > 0 ? request.eltBytes : bytesOf(t.getElementType()),
+              "the weight bytes"),
+        "the weight bytes");
   }
 
   // Per sequence.
@@ -185,15 +226,21 @@ FailureOr<KVPlan> bt::computeKVPlan(ModuleOp module,
   plan.genTokens = request.genTokens;
   plan.promptBlocks = ceilDiv(request.promptTokens, blockLength);
   plan.genBlocks = ceilDiv(request.genTokens, blockLength);
-  plan.globalBlocks = plan.promptBlocks + plan.genBlocks;
-  plan.globalBytesPerSequence = plan.globalBlocks * plan.global.bytesPerEntry();
+  plan.globalBlocks = c.add(plan.promptBlocks, plan.genBlocks, "the global blocks");
+  plan.globalBytesPerSequence =
+      c.mul(plan.globalBlocks, c.entryBytes(plan.global, true, "the global cache bytes"),
+            "the global cache bytes per sequence");
   if (caches.hasLocal && caches.localPeak > 0)
     // The peak of the live local caches, at the requested element size.
-    plan.localBytesPerSequence = caches.localPeak / caches.local.eltBytes *
-                                 plan.local.eltBytes;
+    plan.localBytesPerSequence =
+        c.mul(caches.localPeak / caches.local.eltBytes, plan.local.eltBytes,
+              "the local cache bytes per sequence");
   else
-    plan.localBytesPerSequence = plan.localCapacity * plan.local.bytesPerEntry();
-  plan.bytesPerSequence = plan.globalBytesPerSequence + plan.localBytesPerSequence;
+    plan.localBytesPerSequence =
+        c.mul(plan.localCapacity, c.entryBytes(plan.local, true, "the local cache bytes"),
+              "the local cache bytes per sequence");
+  plan.bytesPerSequence = c.add(plan.globalBytesPerSequence, plan.localBytesPerSequence,
+                                "the bytes per sequence");
 
   // Batch.
   plan.memoryBytes = request.memoryBytes;
@@ -209,14 +256,24 @@ FailureOr<KVPlan> bt::computeKVPlan(ModuleOp module,
   };
   plan.maxBatch = maxBatch(plan.bytesPerSequence);
   plan.batch = request.batch;
-  plan.batchBytes = plan.weightBytes + request.batch * plan.bytesPerSequence;
+  plan.batchBytes = c.add(plan.weightBytes,
+                          c.mul(request.batch, plan.bytesPerSequence, "the batch's bytes"),
+                          "the batch's bytes");
 
   // A vanilla model of the same total size caches every token in every layer.
   plan.vanillaLayers = plan.global.layers + plan.local.layers;
-  plan.vanillaTokens = request.promptTokens + request.genTokens;
-  plan.vanillaBytesPerSequence = plan.vanillaTokens * plan.vanillaLayers *
-                                 plan.global.bytesPerEntryPerLayer();
+  plan.vanillaTokens = c.add(request.promptTokens, request.genTokens, "the sequence length");
+  plan.vanillaBytesPerSequence =
+      c.mul(c.mul(plan.vanillaTokens, plan.vanillaLayers, "the vanilla cache bytes"),
+            c.entryBytes(plan.global, false, "the vanilla cache bytes"),
+            "the vanilla cache bytes");
   plan.vanillaMaxBatch = maxBatch(plan.vanillaBytesPerSequence);
+  if (c.overflowed)
+    return module.emitError()
+           << "bt-plan-kv-memory: 64-bit overflow in " << c.overflowed << " (prompt-tokens="
+           << request.promptTokens << ", gen-tokens=" << request.genTokens << ", batch="
+           << request.batch << ", " << plan.weightParams << " parameters); the request or the "
+           << "model is too large to plan";
   return plan;
 }
 

@@ -3,14 +3,20 @@
 #include "bt/runtime/base/file_util.h"
 
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <mutex>
+#include <set>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "bt/runtime/base/status_macros.h"
 
 namespace bt::rt {
 
@@ -38,16 +44,6 @@ absl::Status ErrnoToStatus(int err, absl::string_view context) {
 }
 
 namespace {
-// Closes an fd on scope exit.
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-};
-
-
 std::string DirName(const std::string &path) {
   size_t slash = path.rfind('/');
   if (slash == std::string::npos)
@@ -75,50 +71,127 @@ absl::Status WriteAllToFd(int fd, absl::string_view bytes,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<MappedFile>>
-MappedFile::Open(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+namespace {
+
+/// The (st_dev, st_ino) of every live MappedFile: the inputs this process
+/// reads from, which AtomicFileWriter refuses to replace (`--inputs X -o X`).
+class OpenInputs {
+public:
+  static OpenInputs &Get() {
+    static OpenInputs *inputs = new OpenInputs();
+    return *inputs;
+  }
+  void Add(dev_t dev, ino_t ino, const std::string &path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    files_.insert({{dev, ino}, path});
+  }
+  void Remove(dev_t dev, ino_t ino, const std::string &path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = files_.find({{dev, ino}, path});
+    if (it != files_.end())
+      files_.erase(it);
+  }
+  /// The path an input with this identity was opened as, or "".
+  std::string Find(dev_t dev, ino_t ino) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = files_.lower_bound({{dev, ino}, std::string()});
+    return it != files_.end() && it->first == std::make_pair(dev, ino)
+               ? it->second
+               : std::string();
+  }
+
+private:
+  std::mutex mu_;
+  std::multiset<std::pair<std::pair<dev_t, ino_t>, std::string>> files_;
+};
+
+const char *FileTypeName(mode_t mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISFIFO(mode))
+    return "a FIFO (named pipe)";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  if (S_ISLNK(mode))
+    return "a symbolic link";
+  return "not a regular file";
+}
+
+} // namespace
+
+absl::StatusOr<ScopedFd> OpenRegularFileForReading(const std::string &path,
+                                                   struct stat *st_out) {
+  // O_NONBLOCK: opening a FIFO without a writer would block forever; the
+  // type is checked on the descriptor (no race between stat and open).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0)
     return ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
-  FdCloser closer{fd};
+  ScopedFd owned(fd);
   struct stat st;
   if (::fstat(fd, &st) != 0)
     return ErrnoToStatus(errno, absl::StrCat("cannot stat ", path));
   if (!S_ISREG(st.st_mode))
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, ": not a regular file"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": is ", FileTypeName(st.st_mode), ", expected a regular file"));
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0)
+    ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  if (st_out != nullptr)
+    *st_out = st;
+  return owned;
+}
+
+ScopedFd::~ScopedFd() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+ScopedFd &ScopedFd::operator=(ScopedFd &&other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0)
+      ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+absl::StatusOr<std::shared_ptr<MappedFile>>
+MappedFile::Open(const std::string &path) {
+  struct stat st;
+  BT_ASSIGN_OR_RETURN(ScopedFd fd, OpenRegularFileForReading(path, &st));
   std::shared_ptr<MappedFile> m(new MappedFile());
   m->path_ = path;
   m->size_ = static_cast<uint64_t>(st.st_size);
   if (m->size_ > 0) {
-    void *p = ::mmap(nullptr, m->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *p = ::mmap(nullptr, m->size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
     if (p == MAP_FAILED)
       return ErrnoToStatus(errno, absl::StrCat("cannot mmap ", path));
     m->data_ = p;
   }
+  m->dev_ = st.st_dev;
+  m->ino_ = st.st_ino;
+  OpenInputs::Get().Add(m->dev_, m->ino_, path);
+  m->registered_ = true;
   return m;
 }
 
 MappedFile::~MappedFile() {
+  if (registered_)
+    OpenInputs::Get().Remove(dev_, ino_, path_);
   if (data_ != nullptr)
     ::munmap(data_, size_);
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
-  FdCloser closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0)
-    return ErrnoToStatus(errno, absl::StrCat("cannot stat ", path));
-  if (S_ISDIR(st.st_mode))
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, ": is a directory, expected a file"));
+  BT_ASSIGN_OR_RETURN(ScopedFd fd, OpenRegularFileForReading(path));
   std::string out;
   char buf[1 << 16];
   while (true) {
-    ssize_t r = ::read(fd, buf, sizeof buf);
+    ssize_t r = ::read(fd.get(), buf, sizeof buf);
     if (r < 0) {
       if (errno == EINTR)
         continue;
@@ -131,14 +204,106 @@ absl::StatusOr<std::string> ReadFile(const std::string &path) {
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<AtomicFileWriter>>
-AtomicFileWriter::Create(const std::string &path) {
+namespace {
+
+/// Follows the symbolic links of `path` (up to 40, as the kernel does) to
+/// the path they finally name, which need not exist (a dangling link names
+/// the file to create). Relative link targets are taken relative to the
+/// link's directory.
+absl::StatusOr<std::string> FollowSymlinks(const std::string &path) {
+  std::string cur = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st;
+    if (::lstat(cur.c_str(), &st) != 0) {
+      if (errno == ENOENT)
+        return cur;
+      return ErrnoToStatus(errno, absl::StrCat("cannot stat ", cur));
+    }
+    if (!S_ISLNK(st.st_mode))
+      return cur;
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(cur.c_str(), buf, sizeof buf - 1);
+    if (n < 0)
+      return ErrnoToStatus(errno, absl::StrCat("cannot read the link ", cur));
+    std::string target(buf, static_cast<size_t>(n));
+    cur = !target.empty() && target[0] == '/'
+              ? target
+              : absl::StrCat(DirName(cur), "/", target);
+  }
+  return ErrnoToStatus(ELOOP, absl::StrCat("cannot resolve ", path));
+}
+
+/// Pseudo file systems whose files are control interfaces, written in place
+/// (a temporary file cannot be created or renamed there).
+bool IsPseudoFileSystem(const std::string &path) {
+  struct statfs fs;
+  if (::statfs(path.c_str(), &fs) != 0)
+    return false;
+  constexpr long kProcSuperMagic = 0x9fa0, kSysfsMagic = 0x62656572;
+  return fs.f_type == kProcSuperMagic || fs.f_type == kSysfsMagic;
+}
+
+} // namespace
+
+absl::Status CheckOutputPath(const std::string &path) {
   if (path.empty() || path.back() == '/')
     return absl::InvalidArgumentError(
         absl::StrCat("invalid output path '", path, "'"));
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return errno == ENOENT ? absl::OkStatus()
+                           : ErrnoToStatus(errno, absl::StrCat("cannot stat ", path));
+  if (S_ISDIR(st.st_mode))
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot write ", path, ": it is a directory (expected a file path)"));
+  if (S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode))
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing to write ", path, ": it is ", FileTypeName(st.st_mode)));
+  if (S_ISREG(st.st_mode)) {
+    std::string input = OpenInputs::Get().Find(st.st_dev, st.st_ino);
+    if (!input.empty())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "refusing to write ", path, ": it is ",
+          input == path ? "an input" : absl::StrCat("the input ", input),
+          " of this command (write the output to another path)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<AtomicFileWriter>>
+AtomicFileWriter::Create(const std::string &path) {
+  BT_RETURN_IF_ERROR(CheckOutputPath(path));
   std::unique_ptr<AtomicFileWriter> w(new AtomicFileWriter());
   w->path_ = path;
-  std::string tmpl = path + ".tmp.XXXXXX";
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    // An existing target (through any symbolic links, including /proc's
+    // magic links such as /dev/stdout).
+    if (!S_ISREG(st.st_mode) || IsPseudoFileSystem(path)) {
+      // A character device (/dev/null), a FIFO (`-o >(gzip > x)`) or a
+      // /proc or /sys file: written in place, never replaced. O_NONBLOCK
+      // makes a FIFO without a reader an error instead of a hang.
+      int fd = ::open(path.c_str(),
+                      O_WRONLY | O_CLOEXEC | O_NOCTTY |
+                          (S_ISFIFO(st.st_mode) ? O_NONBLOCK : 0));
+      if (fd < 0)
+        return ErrnoToStatus(errno == ENXIO ? EPIPE : errno,
+                             absl::StrCat("cannot open ", path,
+                                          S_ISFIFO(st.st_mode)
+                                              ? " (a FIFO: is a reader open?)"
+                                              : ""));
+      int flags = ::fcntl(fd, F_GETFL);
+      if (flags >= 0)
+        ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+      w->fd_ = fd;
+      w->in_place_ = true;
+      return w;
+    }
+  }
+  // A regular file or a new one: replaced atomically at the path its
+  // symbolic links finally name, so that a link stays a link.
+  BT_ASSIGN_OR_RETURN(w->target_, FollowSymlinks(path));
+  std::string tmpl = w->target_ + ".tmp.XXXXXX";
   int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
   if (fd < 0)
     return ErrnoToStatus(
@@ -181,6 +346,21 @@ absl::Status AtomicFileWriter::Commit(uint32_t mode) {
   if (fd_ < 0)
     return absl::FailedPreconditionError(
         absl::StrCat("writer for ", path_, " is closed"));
+  if (in_place_) {
+    // Devices and FIFOs have nothing to sync (fsync fails with EINVAL).
+    if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS) {
+      int err = errno;
+      ::close(fd_);
+      fd_ = -1;
+      return ErrnoToStatus(err, absl::StrCat("cannot fsync ", path_));
+    }
+    int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0)
+      return ErrnoToStatus(errno, absl::StrCat("cannot close ", path_));
+    committed_ = true;
+    return absl::OkStatus();
+  }
   if (::fsync(fd_) != 0)
     return ErrnoToStatus(errno, absl::StrCat("cannot fsync ", tmp_path_));
   if (::fchmod(fd_, mode) != 0)
@@ -190,12 +370,12 @@ absl::Status AtomicFileWriter::Commit(uint32_t mode) {
     return ErrnoToStatus(errno, absl::StrCat("cannot close ", tmp_path_));
   }
   fd_ = -1;
-  if (::rename(tmp_path_.c_str(), path_.c_str()) != 0)
+  if (::rename(tmp_path_.c_str(), target_.c_str()) != 0)
     return ErrnoToStatus(errno, absl::StrCat("cannot rename ", tmp_path_,
-                                             " to ", path_));
+                                             " to ", target_));
   committed_ = true;
   // Make the rename durable.
-  int dfd = ::open(DirName(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dfd = ::open(DirName(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);

@@ -1,8 +1,11 @@
 //===- file_util.h - mapped files and atomic writes -------------*- C++ -*-===//
 //
-// Read-only memory mappings of whole files and atomic file replacement
-// (temporary file in the destination directory, fsync, rename, fsync of the
-// directory), used by safetensors, checkpoints and artifacts (docs/abi.md).
+// Read-only memory mappings of whole files, the one way files are opened for
+// reading (OpenRegularFileForReading: regular files only, a FIFO is an error
+// and never a hang) and the one way files are written (AtomicFileWriter:
+// temporary file next to the real target, fsync, rename, fsync of the
+// directory; devices and FIFOs in place), used by safetensors, checkpoints,
+// artifacts and every command's outputs (docs/abi.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <sys/stat.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -19,12 +23,40 @@
 
 namespace bt::rt {
 
+/// An owned file descriptor, closed on destruction.
+class ScopedFd {
+public:
+  ScopedFd() = default;
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ~ScopedFd();
+  ScopedFd(ScopedFd &&other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  ScopedFd &operator=(ScopedFd &&other) noexcept;
+  ScopedFd(const ScopedFd &) = delete;
+  ScopedFd &operator=(const ScopedFd &) = delete;
+  int get() const { return fd_; }
+
+private:
+  int fd_ = -1;
+};
+
+/// Opens `path` for reading if it is a regular file (after symbolic links).
+/// The file is opened with O_NONBLOCK and its type checked with fstat on the
+/// descriptor, so a FIFO, a device or a directory is an error and never
+/// blocks. `st` (optional) receives the fstat result. Errors: NotFound /
+/// PermissionDenied naming `path` and the system error; FailedPrecondition
+/// "<path>: is a FIFO (named pipe), expected a regular file" (or a
+/// directory, a character device, ...).
+absl::StatusOr<ScopedFd> OpenRegularFileForReading(const std::string &path,
+                                                   struct stat *st = nullptr);
+
 /// A read-only, private memory mapping of a whole file. Empty files map to an
 /// empty view. The mapping lives as long as the object; share it through
 /// std::shared_ptr to keep views (Tensor::Borrow keepalive) valid.
 class MappedFile {
 public:
-  /// Maps `path` read-only. Errors: NotFound / PermissionDenied /
+  /// Maps `path` read-only (opened with OpenRegularFileForReading). While
+  /// the mapping lives, AtomicFileWriter refuses to replace the file (an
+  /// output path that names an input). Errors: NotFound / PermissionDenied /
   /// FailedPrecondition (not a regular file) / Internal (mmap failure), each
   /// naming `path` and the system error.
   static absl::StatusOr<std::shared_ptr<MappedFile>> Open(const std::string &path);
@@ -43,9 +75,13 @@ private:
   std::string path_;
   void *data_ = nullptr;
   uint64_t size_ = 0;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  bool registered_ = false;
 };
 
-/// Reads a whole file. Errors name `path` and the system error.
+/// Reads a whole regular file (OpenRegularFileForReading). Errors name
+/// `path` and the system error, or the file type.
 absl::StatusOr<std::string> ReadFile(const std::string &path);
 
 /// Writes a file atomically: the bytes go to a temporary file in the same
@@ -53,10 +89,21 @@ absl::StatusOr<std::string> ReadFile(const std::string &path);
 /// (permission bits, e.g. 0644 or 0755 for executables) and renamed over
 /// `path`; the directory is then fsync'ed. If anything fails, or the writer
 /// is destroyed without Commit(), the temporary file is removed and `path` is
-/// left untouched.
+/// left untouched. Every file the runtime and the tools write goes through
+/// this class. What `path` names decides how:
+///  - a symbolic link (or a chain of them, possibly dangling): the file the
+///    links finally name is replaced (created), the links stay links;
+///  - a character device (/dev/null) or a FIFO: written in place, never
+///    replaced (a FIFO without a reader is an error, not a hang); so is a
+///    file of /proc or /sys;
+///  - a directory, a block device or a socket: refused;
+///  - a regular file that this process has mapped as an input (MappedFile,
+///    e.g. `eval --inputs X -o X`): refused, the input is never replaced.
 class AtomicFileWriter {
 public:
-  /// Creates the temporary file. Errors name `path` and the system error.
+  /// Creates the temporary file (or opens a device or FIFO). Errors:
+  /// FailedPrecondition naming `path` for the refused cases above, else the
+  /// system error naming `path`.
   static absl::StatusOr<std::unique_ptr<AtomicFileWriter>>
   Create(const std::string &path);
   ~AtomicFileWriter();
@@ -69,16 +116,27 @@ public:
   absl::Status WriteZeros(uint64_t n);
   /// Bytes written so far.
   uint64_t offset() const { return offset_; }
-  /// fsync, chmod to `mode`, rename into place, fsync the directory.
+  /// fsync, chmod to `mode`, rename into place, fsync the directory (a
+  /// device or FIFO: close; `mode` does not apply).
   absl::Status Commit(uint32_t mode = 0644);
 
 private:
   AtomicFileWriter() = default;
-  std::string path_, tmp_path_;
+  /// path_: as given; target_: after symbolic links (renamed over).
+  std::string path_, target_, tmp_path_;
+  bool in_place_ = false;
   int fd_ = -1;
   uint64_t offset_ = 0;
   bool committed_ = false;
 };
+
+/// The checks AtomicFileWriter::Create makes before it writes anything, for a
+/// command to call before its work (so that a long run does not end in a
+/// refused output): OK for a new path, a regular file, a device or a FIFO;
+/// FailedPrecondition naming `path` for a directory, a block device, a
+/// socket or an input of this process (a live MappedFile); InvalidArgument
+/// for an empty path or one ending in '/'.
+absl::Status CheckOutputPath(const std::string &path);
 
 /// Convenience: AtomicFileWriter with one buffer.
 absl::Status WriteFileAtomically(const std::string &path,

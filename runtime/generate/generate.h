@@ -128,6 +128,17 @@ struct GenerateResult {
 absl::StatusOr<std::pair<Tensor, Tensor>>
 LeftPadPrompts(const std::vector<std::vector<int64_t>> &prompts, int64_t pad_id);
 
+/// Checks a generation request before anything is allocated (issue 14):
+/// for a Block Transformer, ceil(prompt_length / L_B) + ceil(max_new_tokens /
+/// L_B) blocks within the block decoder's max_position_embeddings
+/// (InvalidArgument naming both); the bytes of the outputs (new tokens I64
+/// [B, N], step logits F32 [N, B, V] when kept) and of the planned KV caches
+/// (manifest plan) without 64-bit overflow (InvalidArgument) and within
+/// MemAvailable (ResourceExhausted, in GiB). Vanilla models have no position
+/// limit (HF's rotary embedding extends past max_position_embeddings).
+absl::Status CheckGenerationRequest(const Model &model, int64_t batch, int64_t prompt_length,
+                                    const GenerateOptions &options);
+
 /// Generates `options.max_new_tokens` tokens for each row of `input_ids`
 /// (I64 [B, T]) with `attention_mask` (I64 [B, T], 1 = token, 0 = left
 /// padding; an invalid (default-constructed) tensor means all ones).

@@ -8,6 +8,7 @@
 
 #include "bt/runtime/model/config.h"
 
+#include <set>
 #include <cmath>
 #include <optional>
 #include <sys/stat.h>
@@ -1228,6 +1229,32 @@ proto::NeoXConfig PythiaBaseConfig() {
   return s;
 }
 
+namespace {
+
+/// A mapping that names a key twice is an error at the second one (issue 14:
+/// yaml-cpp silently keeps the first value; PyYAML, which the official code
+/// uses, keeps the last: either way the file does not mean one thing).
+absl::Status CheckNoDuplicateKeys(const YAML::Node &node, const std::string &path) {
+  if (node.IsSequence())
+    for (const YAML::Node &child : node)
+      BT_RETURN_IF_ERROR(CheckNoDuplicateKeys(child, path));
+  if (!node.IsMap())
+    return absl::OkStatus();
+  std::set<std::string> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (it->first.IsScalar() && !seen.insert(it->first.Scalar()).second) {
+      const YAML::Mark m = it->first.Mark();
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", m.line + 1, ":", m.column + 1,
+                                                     ": duplicate key '", it->first.Scalar(),
+                                                     "' (each key may appear once)"));
+    }
+    BT_RETURN_IF_ERROR(CheckNoDuplicateKeys(it->second, path));
+  }
+  return absl::OkStatus();
+}
+
+} // namespace
+
 absl::StatusOr<proto::ModelConfig>
 ParseOfficialYamlConfig(absl::string_view text, const std::string &path) {
   YAML::Node root;
@@ -1242,6 +1269,7 @@ ParseOfficialYamlConfig(absl::string_view text, const std::string &path) {
   if (!root.IsDefined() || !root.IsMap())
     return Invalid(path, "expected a mapping at the top level (an official "
                          "trainer config)");
+  BT_RETURN_IF_ERROR(CheckNoDuplicateKeys(root, path));
   absl::StatusOr<proto::ModelConfig> c;
   try {
     const bool block = YamlReader::Present(root, "block_length") ||

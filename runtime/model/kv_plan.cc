@@ -16,7 +16,8 @@
 namespace bt::rt {
 namespace {
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/// ceil(a / b) for a >= 0, b > 0 (no a + b - 1: it overflows near INT64_MAX).
+int64_t CeilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
 } // namespace
 
@@ -38,12 +39,16 @@ absl::StatusOr<PlannedKV> PlanKV(const proto::Manifest &manifest,
   PlannedKV r;
   r.prompt_tokens = prompt_tokens;
   r.gen_tokens = gen_tokens;
-  r.entries = CeilDiv(prompt_tokens, p.block_length()) +
-              CeilDiv(gen_tokens, p.block_length());
-  r.global_bytes = r.entries * p.global_bytes_per_entry();
   r.local_bytes = p.local_bytes_per_sequence();
-  r.bytes_per_sequence = r.global_bytes + r.local_bytes;
   r.weight_bytes = p.weight_bytes();
+  // Checked: lengths near 2^63 must not wrap into negative byte counts.
+  if (__builtin_add_overflow(CeilDiv(prompt_tokens, p.block_length()),
+                             CeilDiv(gen_tokens, p.block_length()), &r.entries) ||
+      __builtin_mul_overflow(r.entries, p.global_bytes_per_entry(), &r.global_bytes) ||
+      __builtin_add_overflow(r.global_bytes, r.local_bytes, &r.bytes_per_sequence))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "KV-cache plan: ", prompt_tokens, " + ", gen_tokens,
+        " tokens per sequence overflow a 64-bit byte count"));
   return r;
 }
 

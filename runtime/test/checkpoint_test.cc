@@ -214,9 +214,11 @@ TEST(Checkpoint, ShardedWithIndex) {
   ASSERT_THAT(WriteSafetensors(e.File("model-00001-of-00002.safetensors"), a), IsOk());
   ASSERT_THAT(WriteSafetensors(e.File("model-00002-of-00002.safetensors"), b), IsOk());
   testing::WriteRaw(e.File("model.safetensors.index.json"), index);
-  auto ck = LoadCheckpoint(e.dir());
-  ASSERT_THAT(ck.status(), IsOk());
-  EXPECT_EQ(ck->weights.size(), ExpectedParams(ck->config).size());
+  {
+    auto ck = LoadCheckpoint(e.dir());
+    ASSERT_THAT(ck.status(), IsOk());
+    EXPECT_EQ(ck->weights.size(), ExpectedParams(ck->config).size());
+  } // closes the shards: a mapped input is never overwritten (AtomicFileWriter)
 
   // The same tensor in two shards is an error.
   b.emplace("embedder.embeddings.weight", e.tensors().at("embedder.embeddings.weight").Share());

@@ -86,6 +86,27 @@ TEST_F(CommandsTest, EvalErrorsNameTheFileAndTensor) {
               StatusIs(absl::StatusCode::kNotFound, "absent.safetensors"));
 }
 
+// issue 14: an empty batch is an error (it printed `loss = -nan`, exit 0),
+// and the inputs file is never the output.
+TEST_F(CommandsTest, EvalRefusesAnEmptyBatchAndWritingOverItsInputs) {
+  Tensor ids = testing::MakeI64({0, 2}, {});
+  Tensor mask = testing::MakeI64({0, 2}, {});
+  Tensor labels = testing::MakeI64({0, 2}, {});
+  ASSERT_THAT(WriteSafetensors(dir_.File("empty.safetensors"),
+                               {{"input_ids", &ids}, {"attention_mask", &mask},
+                                {"labels", &labels}}),
+              IsOk());
+  std::ostringstream log;
+  EXPECT_THAT(RunEvalCommand(*model_, dir_.File("empty.safetensors"), dir_.File("o"), log),
+              StatusIs(absl::StatusCode::kInvalidArgument, "dimension 0 is empty"));
+  EXPECT_FALSE(SafetensorsFile::Open(dir_.File("o")).ok()) << "nothing is written";
+  const std::string before = testing::ReadRaw(dir_.File("in_labels.safetensors"));
+  EXPECT_THAT(RunEvalCommand(*model_, dir_.File("in_labels.safetensors"),
+                             dir_.File("in_labels.safetensors"), log),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "an input of this command"));
+  EXPECT_EQ(testing::ReadRaw(dir_.File("in_labels.safetensors")), before);
+}
+
 TEST_F(CommandsTest, GradNeedsTheGradEntryPoint) {
   // The toy artifact has no grad entry point (the real one
   // is exercised by test/bt-run/fixtures-grad.test and executable.test).

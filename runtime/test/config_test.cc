@@ -2,6 +2,7 @@
 
 #include "bt/runtime/model/config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <sys/stat.h>
@@ -524,6 +525,20 @@ TEST(Config, DescribeMentionsTheShape) {
   EXPECT_THAT(d, HasSubstr("Block Transformer"));
   EXPECT_THAT(d, HasSubstr("6 layers x 768, 12 heads of 64"));
   EXPECT_THAT(d, HasSubstr("prefix length P: 2"));
+}
+
+// issue 14: a key given twice is an error naming the second occurrence, at
+// the top level and nested (it used to keep the first value silently).
+TEST(Config, DuplicateYamlKeyIsAnError) {
+  const std::string yaml = testing::ReadRaw(testing::FixturesDir() + "/block_tiny/config.yaml");
+  ASSERT_THAT(ParseOfficialYamlConfig(yaml, "c.yaml").status(), IsOk());
+  const int lines = static_cast<int>(std::count(yaml.begin(), yaml.end(), '\n'));
+  EXPECT_THAT(ParseOfficialYamlConfig(yaml + "block_length: 8\n", "c.yaml").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       absl::StrCat("c.yaml:", lines + 1, ":1: duplicate key 'block_length'")));
+  EXPECT_THAT(ParseOfficialYamlConfig("block_length: 4\nnested:\n  a: 1\n  a: 2\n", "n.yaml")
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "n.yaml:4:3: duplicate key 'a'"));
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 
 #include "bt/runtime/generate/generate.h"
 
+#include <limits>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -411,6 +412,23 @@ TEST_F(GenerateTest, BadPromptsAndOptions) {
               StatusIs(absl::StatusCode::kInvalidArgument, "I64[B, T]"));
   EXPECT_THAT(Generate(*model, ids, Tensor(), Greedy(-1)).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, "max_new_tokens"));
+  // issue 14: lengths beyond the model's positions fail before allocating.
+  // 3 prompt tokens = 1 block; 1021 new tokens = 256 blocks: 257 > 256.
+  EXPECT_THAT(Generate(*model, ids, Tensor(), Greedy(255 * testing::kFakeBlock + 1)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "need 1 + 256 blocks = 257 positions; the block decoder has "
+                       "max_position_embeddings 256 (1024 tokens at L_B 4)"));
+  for (int64_t n : {int64_t{1000000000}, std::numeric_limits<int64_t>::max()})
+    EXPECT_THAT(Generate(*model, ids, Tensor(), Greedy(n)).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, "max_position_embeddings"));
+  auto vanilla = Open(Vanilla());
+  ASSERT_NE(vanilla, nullptr);
+  // Vanilla: no position limit (HF extends rotary), but sizes are checked.
+  EXPECT_THAT(Generate(*vanilla, ids, Tensor(), Greedy(std::numeric_limits<int64_t>::max()))
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "overflows a 64-bit byte count"));
+  EXPECT_THAT(Generate(*vanilla, ids, Tensor(), Greedy(int64_t{1} << 40)).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, "of available memory"));
   GenerateOptions seeds = Greedy(4);
   seeds.seeds = {1};
   EXPECT_THAT(Generate(*model, ids, Tensor(), seeds).status(),

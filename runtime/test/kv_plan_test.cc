@@ -3,6 +3,8 @@
 
 #include "bt/runtime/model/kv_plan.h"
 
+#include <limits>
+
 #include "bt/runtime/tooling/bench.h"
 #include "bt/runtime/model/config.h"
 #include "test_util.h"
@@ -70,6 +72,24 @@ TEST(KVPlan, Errors) {
   PlannedKV empty;
   EXPECT_THAT(PlannedMaxBatch(empty, 1 << 30).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, "nothing to plan"));
+}
+
+// issue 14: lengths near 2^63 are an error, not negative byte counts.
+TEST(KVPlan, OverflowIsAnError) {
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  proto::Manifest m = TinyManifest();
+  // ceil(2^63-1 / 4) blocks fit; times 1 KiB per block does not.
+  EXPECT_THAT(PlanKV(m, kMax, 0).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "overflow a 64-bit byte count"));
+  EXPECT_THAT(PlanKV(m, kMax, kMax).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "overflow a 64-bit byte count"));
+  // The largest length that fits still plans, with a positive size.
+  m.mutable_kv_plan()->set_global_bytes_per_entry(1);
+  m.mutable_kv_plan()->set_local_bytes_per_sequence(0);
+  auto p = PlanKV(m, kMax, 0);
+  ASSERT_THAT(p.status(), IsOk());
+  EXPECT_EQ(p->entries, kMax / 4 + 1);
+  EXPECT_GT(p->bytes_per_sequence, 0);
 }
 
 TEST(KVPlan, ParseByteSize) {

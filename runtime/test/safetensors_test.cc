@@ -217,7 +217,7 @@ TEST(Safetensors, MissingFile) {
               StatusIs(absl::StatusCode::kNotFound, "/nonexistent/x.safetensors"));
   testing::TempDir dir;
   EXPECT_THAT(SafetensorsFile::Open(dir.path()).status(),
-              StatusIs(absl::StatusCode::kFailedPrecondition, "not a regular file"));
+              StatusIs(absl::StatusCode::kFailedPrecondition, "is a directory, expected a regular file"));
 }
 
 // Every safetensors file of every fixture case opens, every tensor reads, and

@@ -262,6 +262,7 @@ absl::Status WriteGenArtifact(const std::string &path,
     n->set_num_layers(1);
     n->set_num_heads(1);
     n->set_head_dim(2);
+    n->set_max_position_embeddings(kFakePositions);
   }
   c.set_pad_token_id(0);
   c.set_eos_token_id(0);

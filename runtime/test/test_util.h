@@ -81,6 +81,8 @@ inline constexpr int64_t kFakeVocab = 16;
 inline constexpr int64_t kFakeBlock = 4;
 inline constexpr int64_t kFakePrefix = 2;
 inline constexpr float kFakePeak = 3.0f;
+/// max_position_embeddings of the fake models' stacks (blocks; vanilla: tokens).
+inline constexpr int64_t kFakePositions = 256;
 
 /// Writes an artifact whose kernels are gen_test_kernels.c's shared object
 /// (BT_TEST_GEN_KERNELS): the fake Block Transformer (V 16, L_B 4, P 2;

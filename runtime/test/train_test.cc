@@ -397,5 +397,40 @@ TEST_F(TrainTest, NeedsTheTrainingEntryPoints) {
               StatusIs(absl::StatusCode::kNotFound, "train_step"));
 }
 
+// issue 14: a run never writes over another run's directory unless asked.
+TEST(TrainOutputDir, RefusesOtherFilesUnlessResumingOrOverwriting) {
+  testing::TempDir d;
+  TrainOptions o;
+  o.output_dir = d.File("out");
+  EXPECT_THAT(CheckTrainOutputDir(o, false), IsOk()); // does not exist yet
+  ASSERT_EQ(::mkdir(o.output_dir.c_str(), 0755), 0);
+  EXPECT_THAT(CheckTrainOutputDir(o, false), IsOk()); // empty
+  // What bt-run train wrote before the loop is this run's.
+  testing::WriteRaw(o.output_dir + "/model.btart", "x");
+  testing::WriteRaw(o.output_dir + "/tokenizer.model", "x");
+  EXPECT_THAT(CheckTrainOutputDir(o, true), IsOk());
+  EXPECT_THAT(CheckTrainOutputDir(o, false),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "model.btart, tokenizer.model"));
+  // An earlier run: refused, then accepted with --resume of it or --overwrite.
+  ASSERT_EQ(::mkdir((o.output_dir + "/step-000002").c_str(), 0755), 0);
+  testing::WriteRaw(o.output_dir + "/step-000002/trainer_state.json", "{}");
+  ASSERT_EQ(::symlink("step-000002", (o.output_dir + "/latest").c_str()), 0);
+  EXPECT_THAT(CheckTrainOutputDir(o, true),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "--overwrite"));
+  TrainOptions resume = o;
+  resume.resume_dir = o.output_dir;
+  EXPECT_THAT(CheckTrainOutputDir(resume, true), IsOk());
+  resume.resume_dir = o.output_dir + "/step-000002"; // the checkpoint itself
+  EXPECT_THAT(CheckTrainOutputDir(resume, true), IsOk());
+  TrainOptions other = o;
+  other.resume_dir = d.File("elsewhere");
+  EXPECT_THAT(CheckTrainOutputDir(other, true),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "is not empty"));
+  TrainOptions overwrite = o;
+  overwrite.overwrite = true;
+  EXPECT_THAT(CheckTrainOutputDir(overwrite, true), IsOk());
+  EXPECT_TRUE(ParseTrainArgs({"--data", "x", "-o", "y", "--steps", "1", "--overwrite"})->overwrite);
+}
+
 } // namespace
 } // namespace bt::rt

@@ -46,9 +46,7 @@ using Clock = std::chrono::steady_clock;
 /// Resets the peak resident set (VmHWM) of this process to its current
 /// resident set (Linux >= 4.0; silently nothing elsewhere).
 void ResetPeakRss() {
-  std::ofstream f("/proc/self/clear_refs");
-  if (f)
-    f << "5";
+  (void)WriteFileAtomically("/proc/self/clear_refs", "5"); // in place (procfs)
 }
 
 /// VmHWM of this process in MiB, or 0 if unknown.

@@ -212,6 +212,8 @@ absl::Status RunEntryOnFile(const Model &model, const std::string &entry,
                             const std::string &inputs_path,
                             const std::string &output_path, std::ostream &log) {
   const proto::EntryPoint *ep = model.FindEntryPoint(entry);
+  // Before the work: a refused output (a directory, the inputs) fails now.
+  BT_RETURN_IF_ERROR(CheckOutputPath(output_path));
   TensorMap inputs;
   std::vector<std::string> used;
   for (const proto::TensorSpec &s : ep->inputs()) {
@@ -222,6 +224,13 @@ absl::Status RunEntryOnFile(const Model &model, const std::string &entry,
           ShapeToString(std::vector<int64_t>(s.shape().begin(), s.shape().end())),
           ")"));
     BT_ASSIGN_OR_RETURN(Tensor t, in.Get(s.name()));
+    // A dynamic dimension (the batch B, the length T) of size 0: nothing to
+    // run on (issue 14: an empty batch printed `loss = -nan` and exited 0).
+    for (int i = 0; i < s.shape_size() && i < t.rank(); ++i)
+      if (s.shape(i) < 0 && t.dim(i) == 0)
+        return absl::InvalidArgumentError(absl::StrCat(
+            inputs_path, ": '", s.name(), "' is ", t.DebugString(), ": dimension ", i,
+            " is empty (entry point '", entry, "' needs at least one sample and token)"));
     inputs.emplace(s.name(), std::move(t));
     used.push_back(s.name());
   }
@@ -412,6 +421,8 @@ absl::Status RunGenerateCommand(const Model &model,
     mask = std::move(padded.second);
   }
 
+  if (!options.output_path.empty())
+    BT_RETURN_IF_ERROR(CheckOutputPath(options.output_path));
   BT_ASSIGN_OR_RETURN(GenerateResult r,
                       Generate(model, ids, mask, options.generate));
   log << FormatCounters(r.counters);

@@ -46,7 +46,7 @@ namespace bt::rt {
 //===----------------------------------------------------------------------===//
 
 std::string TrainUsage() {
-  return "train --data FILE... -o DIR --steps N [--resume DIR]\n"
+  return "train --data FILE... -o DIR --steps N [--resume DIR] [--overwrite]\n"
          "      [--split paragraph|heading|line|file] [--holdout F] [--batch B] [--seq-len T]\n"
          "      [--eval-every K] [--eval-batches K] [--save-every K] [--seed S] [--pad-seed S]\n"
          "      [--lr X] [--warmup N] [--lr-total-steps N] [--threads N]\n"
@@ -144,6 +144,8 @@ absl::StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string> &args
       o.plot = false;
     } else if (a == "--keep-checkpoints") {
       o.keep_checkpoints = true;
+    } else if (a == "--overwrite") {
+      o.overwrite = true;
     } else if (a == "--dump-batches") {
       BT_ASSIGN_OR_RETURN(o.dump_batches, value());
     } else if (a == "--dump-steps") {
@@ -440,6 +442,34 @@ bool HaveProgram(const std::string &name) {
   return false;
 }
 
+/// Plots with gnuplot into DIR/NAME: `commands` (after the terminal and
+/// output settings) go to a script DIR/.NAME.gp, gnuplot renders into
+/// DIR/.NAME.tmp, and the image is written to DIR/NAME through
+/// WriteFileAtomically (so a symbolic link there stays one). Returns "" or a
+/// note saying why there is no plot (gnuplot missing or failing: not an
+/// error).
+std::string RenderGnuplot(const std::string &dir, const std::string &name,
+                          const std::string &commands) {
+  if (!HaveProgram("gnuplot"))
+    return absl::StrCat("gnuplot not found: no ", name, " (Debian package gnuplot-nox)");
+  const std::string tmp = absl::StrCat(dir, "/.", name, ".tmp");
+  const std::string script_path = absl::StrCat(dir, "/.", name, ".gp");
+  const std::string script = absl::StrCat("set terminal png size 900,540\nset output '", tmp,
+                                          "'\n", commands);
+  if (!WriteFileAtomically(script_path, script).ok())
+    return "cannot write the gnuplot script";
+  absl::StatusOr<int> rc = RunProcess({"gnuplot", script_path}, {}, /*quiet=*/true);
+  ::unlink(script_path.c_str());
+  absl::StatusOr<std::string> png =
+      rc.ok() && *rc == 0 ? ReadFile(tmp) : absl::StatusOr<std::string>(absl::UnknownError(""));
+  ::unlink(tmp.c_str());
+  if (!png.ok())
+    return absl::StrCat("gnuplot failed: no ", name);
+  if (absl::Status s = WriteFileAtomically(absl::StrCat(dir, "/", name), *png); !s.ok())
+    return std::string(s.message());
+  return "";
+}
+
 std::string FormatDuration(double s) {
   if (!(s >= 0) || s > 1e8)
     return "?";
@@ -475,10 +505,11 @@ public:
 
   /// Keeps the rows of `path` with step <= max_step (a resumed run).
   void LoadPrefix(const std::string &path, int64_t max_step) {
-    std::ifstream f(path);
-    std::string line;
+    absl::StatusOr<std::string> text = ReadFile(path);
+    if (!text.ok())
+      return; // no log to continue (a fresh log is written)
     bool header = true;
-    while (std::getline(f, line)) {
+    for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
       if (header) {
         header = false;
         continue;
@@ -519,30 +550,14 @@ public:
   /// loss.png from log.csv through gnuplot, written atomically. Returns a
   /// note when gnuplot is missing or fails (not an error).
   std::string Plot(const std::string &title) const {
-    if (!HaveProgram("gnuplot"))
-      return "gnuplot not found: no loss.png (Debian package gnuplot-nox)";
-    const std::string tmp = dir_ + "/.loss.png.tmp";
-    const std::string script = absl::StrCat(
-        "set terminal png size 900,540\n",
-        "set output '", tmp, "'\n",
-        "set datafile separator ','\n",
-        "set title '", title, "' noenhanced\n",
-        "set xlabel 'step'\nset ylabel 'loss (nats/token)'\nset grid\nset key top right\n",
-        "plot '", dir_, "/log.csv' every ::1 using 1:($5 > 0 ? $5 : NaN) with lines lc rgb '#7f7fcf' title 'train (batch)', \\\n",
-        "     '' every ::1 using 1:($11 > 0 ? $11 : NaN) with linespoints lw 2 pt 7 lc rgb '#cf3f3f' title 'held-out'\n");
-    const std::string script_path = dir_ + "/.loss.gp";
-    if (!WriteFileAtomically(script_path, script).ok())
-      return "cannot write the gnuplot script";
-    absl::StatusOr<int> rc = RunProcess({"gnuplot", script_path}, {}, /*quiet=*/true);
-    ::unlink(script_path.c_str());
-    if (!rc.ok() || *rc != 0) {
-      ::unlink(tmp.c_str());
-      return "gnuplot failed: no loss.png";
-    }
-    if (::rename(tmp.c_str(), (dir_ + "/loss.png").c_str()) != 0)
-      return "cannot rename loss.png";
-    FsyncDir(dir_);
-    return "";
+    return RenderGnuplot(
+        dir_, "loss.png",
+        absl::StrCat(
+            "set datafile separator ','\n",
+            "set title '", title, "' noenhanced\n",
+            "set xlabel 'step'\nset ylabel 'loss (nats/token)'\nset grid\nset key top right\n",
+            "plot '", dir_, "/log.csv' every ::1 using 1:($5 > 0 ? $5 : NaN) with lines lc rgb '#7f7fcf' title 'train (batch)', \\\n",
+            "     '' every ::1 using 1:($11 > 0 ? $11 : NaN) with linespoints lw 2 pt 7 lc rgb '#cf3f3f' title 'held-out'\n"));
   }
 
 private:
@@ -717,10 +732,56 @@ void RemoveStaleTemporaries(const std::string &out) {
     // temporary directory next to it.
     if (absl::StartsWith(n, ".tmp-step-") || absl::StartsWith(n, "..tmp-step-") ||
         n == ".latest.tmp" ||
-        n == ".loss.png.tmp" || n == ".loss.gp")
+        n == ".loss.png.tmp" || n == ".loss.png.gp")
       (void)RemoveTree(out + "/" + n);
 }
 
+/// Same file or directory (st_dev, st_ino), after symbolic links.
+bool SameFile(const std::string &a, const std::string &b) {
+  struct stat sa, sb;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+} // namespace
+
+absl::Status CheckTrainOutputDir(const TrainOptions &o, bool after_prepare) {
+  if (o.output_dir.empty())
+    return absl::InvalidArgumentError("train: missing -o DIR");
+  struct stat st;
+  if (::stat(o.output_dir.c_str(), &st) != 0)
+    return absl::OkStatus(); // created by the run
+  if (!S_ISDIR(st.st_mode))
+    return absl::FailedPreconditionError(
+        absl::StrCat("train: -o ", o.output_dir, " exists and is not a directory"));
+  if (o.overwrite)
+    return absl::OkStatus();
+  if (!o.resume_dir.empty()) {
+    // Continuing a run in its own directory.
+    absl::StatusOr<std::string> ckpt = ResolveCheckpoint(o.resume_dir);
+    if (ckpt.ok() && SameFile(RunDirOf(*ckpt), o.output_dir))
+      return absl::OkStatus();
+  }
+  std::vector<std::string> others;
+  for (const std::string &n : ListDir(o.output_dir)) {
+    // What `bt-run train` writes into OUT before the loop runs.
+    if (after_prepare && (n == "model-config.yaml" || n == "tokenizer.model" || n == "model.btart"))
+      continue;
+    others.push_back(n);
+  }
+  if (others.empty())
+    return absl::OkStatus();
+  std::sort(others.begin(), others.end());
+  if (others.size() > 4)
+    others.resize(4), others.back() = "...";
+  return absl::FailedPreconditionError(absl::StrCat(
+      "train: -o ", o.output_dir, " is not empty (", absl::StrJoin(others, ", "),
+      ") and is not the directory of the run being resumed; it would be overwritten. Pass "
+      "--resume ", o.output_dir, " to continue that run, --overwrite to write over it, or "
+      "choose a new directory"));
+}
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // Batches for the PyTorch baseline.
@@ -857,24 +918,15 @@ public:
     BT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/compare.csv", csv));
     if (rows_.empty())
       return absl::InternalError("the PyTorch baseline ran no step");
-    if (HaveProgram("gnuplot")) {
-      const std::string tmp = dir + "/.compare.png.tmp", gp = dir + "/.compare.gp";
-      const std::string script_text = absl::StrCat(
-          "set terminal png size 900,540\nset output '", tmp, "'\n",
-          "set datafile separator ','\n",
-          "set title 'bt vs PyTorch: same model, initial weights, batches, AdamW, LR' noenhanced\n",
-          "set xlabel 'step'\nset ylabel 'train loss (nats/token)'\nset grid\n",
-          "plot '", dir, "/compare.csv' every ::1 using 1:2 with lines lw 3 title 'bt', ",
-          "'' every ::1 using 1:3 with lines dt 2 lw 2 title 'PyTorch'\n");
-      if (WriteFileAtomically(gp, script_text).ok()) {
-        absl::StatusOr<int> g = RunProcess({"gnuplot", gp}, {}, /*quiet=*/true);
-        ::unlink(gp.c_str());
-        if (g.ok() && *g == 0)
-          ::rename(tmp.c_str(), (dir + "/compare.png").c_str());
-        else
-          ::unlink(tmp.c_str());
-      }
-    }
+    // The plot is optional: without gnuplot there is compare.csv only.
+    (void)RenderGnuplot(
+        dir, "compare.png",
+        absl::StrCat(
+            "set datafile separator ','\n",
+            "set title 'bt vs PyTorch: same model, initial weights, batches, AdamW, LR' noenhanced\n",
+            "set xlabel 'step'\nset ylabel 'train loss (nats/token)'\nset grid\n",
+            "plot '", dir, "/compare.csv' every ::1 using 1:2 with lines lw 3 title 'bt', ",
+            "'' every ::1 using 1:3 with lines dt 2 lw 2 title 'PyTorch'\n"));
     const double bt_rate = tokens_per_step / Median(bt_sec);
     const double torch_rate = tokens_per_step / Median(torch_sec);
     out << absl::StrFormat(
@@ -929,6 +981,7 @@ absl::StatusOr<TrainModelFiles> PrepareTrainingModel(const TrainModelSetup &setu
   }
   if (setup.config_path.empty())
     return absl::InvalidArgumentError("train: missing --config <config.yaml|config.json>");
+  BT_RETURN_IF_ERROR(CheckTrainOutputDir(o, /*after_prepare=*/false));
   BT_ASSIGN_OR_RETURN(proto::ModelConfig config, LoadModelConfig(setup.config_path));
   if (config.kind() != proto::ModelConfig::BLOCK_TRANSFORMER)
     return absl::UnimplementedError(absl::StrCat(
@@ -1025,6 +1078,7 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
     return absl::InvalidArgumentError(absl::StrCat(
         "train: --seq-len ", o.seq_len, " must be a multiple of the block length ", L,
         " with at least 2 blocks"));
+  BT_RETURN_IF_ERROR(CheckTrainOutputDir(o, /*after_prepare=*/true));
   if (o.threads > 0)
     SetBlasThreads(o.threads);
   Progress progress(log, o.progress, o.steps);

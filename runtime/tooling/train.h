@@ -97,6 +97,9 @@ struct TrainOptions {
   bool plot = true;
   /// Keep every checkpoint (default: only the latest).
   bool keep_checkpoints = false;
+  /// --overwrite: train into an output directory that holds other files
+  /// (another run's checkpoints) instead of refusing (CheckTrainOutputDir).
+  bool overwrite = false;
   /// Dump the batches of the first `dump_steps` steps (input_ids,
   /// attention_mask, labels [S, B, N_blk, L_B], block_attention_mask
   /// [S, B, N_blk]) to this safetensors file, and the initial parameters to
@@ -162,6 +165,15 @@ std::string OfficialTrainerYaml(const proto::ModelConfig &config,
 /// (held-out loss and perplexity, checkpoint path, tokens/s) on `out`.
 absl::Status RunTraining(const Model &model, const TrainOptions &options,
                          std::ostream &out, std::ostream &log);
+
+/// Whether the run may write into `options.output_dir` (issue 14: a run never
+/// silently replaces another's files): OK when it does not exist, is empty,
+/// is the directory of the checkpoint being resumed (--resume, compared by
+/// st_dev/st_ino), or with --overwrite. `after_prepare`: OUT may hold what
+/// `bt-run train` wrote before the loop (model-config.yaml, tokenizer.model,
+/// model.btart). Errors: FailedPrecondition naming the directory, some of its
+/// files and the options that would proceed; the same when OUT is a file.
+absl::Status CheckTrainOutputDir(const TrainOptions &options, bool after_prepare);
 
 /// What `bt-run train` decides before it compiles (PrepareTrainingModel).
 struct TrainModelSetup {

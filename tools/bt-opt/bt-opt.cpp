@@ -4,9 +4,13 @@
 //   bt-opt input.mlir --bt-verify-kv-lifetimes
 // Registers all upstream dialects, passes and extensions, the GPU → LLVM IR
 // translations (needed by gpu-module-to-binary), and the bt dialect, passes
-// and pipelines (bt-cpu-pipeline, bt-cuda-pipeline).
+// and pipelines (bt-cpu-pipeline, bt-cuda-pipeline). The driver
+// (OptDriver.h) refuses IR nested deeper than kMaxIRNesting with a located
+// error, runs on a thread with a large stack and writes -o atomically.
 //
 //===----------------------------------------------------------------------===//
+
+#include "OptDriver.h"
 
 #include "bt/Codegen/Passes.h"
 #include "bt/Codegen/Pipelines.h"
@@ -19,7 +23,6 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
-#include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -37,6 +40,5 @@ int main(int argc, char **argv) {
   bt::registerCPUPipeline();
   bt::registerCUDAPipeline();
 
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "bt optimizer driver\n", registry));
+  return bt::btOptMain(argc, argv, registry);
 }

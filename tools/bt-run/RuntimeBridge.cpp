@@ -11,16 +11,19 @@
 #include "bt/runtime/model/checkpoint.h"
 #include "bt/runtime/tooling/commands.h"
 #include "bt/runtime/model/config.h"
+#include "bt/runtime/base/file_util.h"
 #include "bt/runtime/base/safetensors.h"
 #include "bt/runtime/base/tensor.h"
 #include "bt/runtime/model/tokenizer.h"
 #include "bt/runtime/tooling/train.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <iostream>
 #include <random>
+#include <string_view>
 
 namespace bt::bridge {
 
@@ -91,7 +94,12 @@ std::unique_ptr<Model> fromConfig(proto::ModelConfig config) {
   return model;
 }
 
-bool exists(const std::string &path) { return std::ifstream(path).good(); }
+/// Whether `path` exists (stat: opening it could block on a FIFO; the
+/// loaders then say what is wrong with it).
+bool exists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
 
 rt::DType parseDType(const std::string &name) {
   absl::StatusOr<rt::DType> d = rt::ParseDTypeName(name);
@@ -273,12 +281,12 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
 
 bool readTokenizer(const Model &model, const std::string &path,
                    std::string &bytes, std::string &error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    error = "cannot read the tokenizer " + path;
+  absl::StatusOr<std::string> read = rt::ReadFile(path);
+  if (!read.ok()) {
+    error = "cannot read the tokenizer: " + std::string(read.status().message());
     return false;
   }
-  bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  bytes = std::move(*read);
   absl::StatusOr<std::unique_ptr<rt::Tokenizer>> t =
       rt::Tokenizer::Load(rt::DetectTokenizerKind(bytes), bytes);
   if (!t.ok()) {
@@ -334,6 +342,36 @@ std::string trainLoopUsage() { return rt::TrainUsage(); }
 
 bool isArtifact(const std::string &path) {
   return rt::Artifact::Open(path).ok();
+}
+
+std::string damagedArtifactError(const std::string &path) {
+  absl::StatusOr<rt::ScopedFd> fd = rt::OpenRegularFileForReading(path);
+  if (!fd.ok())
+    return ""; // a directory (checkpoint), or missing: the loaders say so
+  char head[4096];
+  const ssize_t n = ::read(fd->get(), head, sizeof head);
+  if (n <= 0)
+    return "";
+  const std::string_view bytes(head, static_cast<size_t>(n));
+  // YAML and JSON configs are text: a NUL byte, an ELF header or the
+  // artifact magic mean a (damaged) artifact or executable.
+  const bool binary = bytes.find('\0') != std::string_view::npos ||
+                      bytes.substr(0, 4) == "\x7f" "ELF" || bytes.substr(0, 8) == "BTARTIF1";
+  if (!binary)
+    return "";
+  absl::Status s = rt::Artifact::Open(path).status();
+  if (s.ok())
+    return "";
+  return path + ": not a YAML/JSON config (binary data), and not a valid bt artifact or "
+                "executable: " + std::string(s.message());
+}
+
+bool writeOutputFile(const std::string &path, const std::string &bytes,
+                     std::string &error) {
+  absl::Status s = rt::WriteFileAtomically(path, bytes);
+  if (!s.ok())
+    error = std::string(s.message());
+  return s.ok();
 }
 
 int runLauncher(const std::string &artifactPath,

@@ -134,6 +134,18 @@ std::string trainLoopUsage();
 /// True if `path` ends with a bt artifact trailer (artifact or executable).
 bool isArtifact(const std::string &path);
 
+/// For a regular file that holds binary data (a NUL byte, an ELF header or
+/// the artifact magic in its first 4 KiB) but does not open as an artifact:
+/// the artifact loader's error, naming `path` (a truncated or damaged
+/// artifact, rather than "invalid YAML"). Otherwise "".
+std::string damagedArtifactError(const std::string &path);
+
+/// Writes `bytes` to `path` through the runtime's AtomicFileWriter
+/// (bt/runtime/base/file_util.h: symbolic links followed, devices and FIFOs
+/// written in place, directories and inputs refused). False with `error`.
+bool writeOutputFile(const std::string &path, const std::string &bytes,
+                     std::string &error);
+
 /// Runs a launcher command (`info`, `eval --inputs X -o Y`, ...) on the
 /// artifact at `artifactPath`, exactly as the standalone executable would.
 /// Returns the process exit code.

@@ -67,7 +67,6 @@
 #include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -75,7 +74,6 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
 #include <algorithm>
@@ -409,15 +407,21 @@ LogicalResult setEntryParams(ModuleOp lowered,
   return success();
 }
 
+/// Prints IR or PTX to `path` (stdout if empty or "-"); a file is written
+/// through the runtime's AtomicFileWriter.
 LogicalResult writeText(const std::string &path, llvm::function_ref<void(llvm::raw_ostream &)> fn) {
-  std::string error;
-  auto out = mlir::openOutputFile(path.empty() ? "-" : path, &error);
-  if (!out) {
-    llvm::errs() << error << "\n";
+  if (path.empty() || path == "-") {
+    fn(llvm::outs());
+    return success();
+  }
+  std::string text, error;
+  llvm::raw_string_ostream os(text);
+  fn(os);
+  os.flush();
+  if (!bt::bridge::writeOutputFile(path, text, error)) {
+    fail(error);
     return failure();
   }
-  fn(out->os());
-  out->keep();
   return success();
 }
 
@@ -432,7 +436,11 @@ std::string defaultLauncher(const char *argv0) {
 /// Loads the model of `input` (a checkpoint) per the options.
 std::unique_ptr<bt::bridge::Model> loadModel(const std::string &input,
                                              bool withWeights) {
-  std::string error;
+  std::string error = bt::bridge::damagedArtifactError(input);
+  if (!error.empty()) {
+    fail(error);
+    return nullptr;
+  }
   std::unique_ptr<bt::bridge::Model> model;
   if (randomInit) {
     model = bt::bridge::randomModel(configPath.empty() ? input : configPath,
