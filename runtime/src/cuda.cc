@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "bt/runtime/status_macros.h"
+#include "cuda_emu.h"
 
 namespace bt::rt {
 
@@ -110,9 +111,23 @@ std::string EnvOr(const char *name, const std::string &fallback) {
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
+// The emulated CUDA device (runtime/device/cuda_emu, "cuda-emu") provides
+// the driver API and cuBLAS entry points in this process: the one place
+// where it replaces libcuda / libcublas is this "library".
+char kEmulatorTag;
+void *const kEmulatorLibrary = &kEmulatorTag;
+
+void *OpenLibrary(const std::string &path) {
+  if (path == cuda_emu::kDeviceName)
+    return kEmulatorLibrary;
+  return ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+}
+
 template <typename Fn>
 bool Resolve(void *library, const char *name, Fn &fn) {
-  fn = reinterpret_cast<Fn>(::dlsym(library, name));
+  fn = reinterpret_cast<Fn>(library == kEmulatorLibrary
+                                ? cuda_emu::LookupSymbol(name)
+                                : ::dlsym(library, name));
   return fn != nullptr;
 }
 
@@ -120,7 +135,7 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> LoadDriver(const std::string &path) 
   auto d = std::make_unique<CudaDriver>();
   d->path = path;
   ::dlerror();
-  d->library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  d->library = OpenLibrary(path);
   if (d->library == nullptr) {
     const char *e = ::dlerror();
     return absl::NotFoundError(absl::StrCat(
@@ -190,8 +205,8 @@ std::string CudaDeviceInfo::Describe() const {
                          driver_version / 1000, (driver_version % 1000) / 10);
 }
 
-DevicePool::DevicePool(AllocFn alloc, FreeFn free)
-    : alloc_(std::move(alloc)), free_(std::move(free)) {}
+DevicePool::DevicePool(AllocFn alloc, FreeFn free, bool caching)
+    : alloc_(std::move(alloc)), free_(std::move(free)), caching_(caching) {}
 
 DevicePool::~DevicePool() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -214,7 +229,8 @@ absl::StatusOr<uint64_t> DevicePool::Allocate(int64_t bytes) {
         absl::StrCat("device allocation of ", bytes, " bytes"));
   if (bytes == 0)
     return 0;
-  uint64_t size = Rounded(static_cast<uint64_t>(bytes));
+  uint64_t size = caching_ ? Rounded(static_cast<uint64_t>(bytes))
+                          : static_cast<uint64_t>(bytes);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = cached_.find(size);
   if (it != cached_.end()) {
@@ -259,6 +275,10 @@ absl::Status DevicePool::Free(uint64_t address) {
   uint64_t size = it->second;
   in_use_.erase(it);
   bytes_in_use_ -= size;
+  if (!caching_) {
+    free_(address);
+    return absl::OkStatus();
+  }
   cached_.emplace(size, address);
   bytes_cached_ += size;
   return absl::OkStatus();
@@ -298,9 +318,12 @@ absl::Status CudaBackend::Check(int result, absl::string_view what) const {
 
 absl::StatusOr<std::unique_ptr<CudaBackend>>
 CudaBackend::Open(const CudaOptions &options) {
-  std::string path = options.driver_library.empty()
-                         ? EnvOr("BT_CUDA_DRIVER", "libcuda.so.1")
-                         : options.driver_library;
+  std::string path =
+      !options.driver_library.empty() ? options.driver_library
+      : EnvOr("BT_DEVICE", "") == cuda_emu::kDeviceName
+          ? std::string(cuda_emu::kDeviceName)
+          : EnvOr("BT_CUDA_DRIVER", "libcuda.so.1");
+  const bool emulated = path == cuda_emu::kDeviceName;
   BT_ASSIGN_OR_RETURN(std::unique_ptr<CudaDriver> driver, LoadDriver(path));
   std::unique_ptr<CudaBackend> b(new CudaBackend());
   b->driver_ = std::move(driver);
@@ -359,8 +382,11 @@ CudaBackend::Open(const CudaOptions &options) {
               absl::StrCat("cuMemAlloc failed: ", dp->ErrorName(r)));
         return static_cast<uint64_t>(p);
       },
-      [dp](uint64_t address) { dp->cuMemFree_v2(address); });
+      [dp](uint64_t address) { dp->cuMemFree_v2(address); },
+      /*caching=*/!emulated);
   b->cublas_libraries_ = options.cublas_libraries;
+  if (b->cublas_libraries_.empty() && emulated)
+    b->cublas_libraries_ = {cuda_emu::kDeviceName};
   if (b->cublas_libraries_.empty()) {
     std::string env = EnvOr("BT_CUBLAS_LIBRARY", "");
     if (!env.empty())
@@ -468,7 +494,7 @@ absl::Status CudaBackend::Sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
     std::vector<std::string> errors;
     for (const std::string &lib : cublas_libraries_) {
       ::dlerror();
-      cb->library = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+      cb->library = OpenLibrary(lib);
       if (cb->library != nullptr) {
         cb->path = lib;
         break;
@@ -531,6 +557,10 @@ absl::Status CudaBackend::CopyToDevice(uint64_t dst, const void *src,
 }
 
 void CudaBackend::MakeCurrent() { g_current.store(this); }
+
+bool CudaBackend::emulated() const {
+  return driver_ != nullptr && driver_->path == cuda_emu::kDeviceName;
+}
 
 CudaBackend *CudaBackend::Current() { return g_current.load(); }
 

@@ -82,8 +82,16 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Open(const std::string &path,
     }
     m->gpu_ = std::move(*gpu);
     m->gpu_mu_ = std::make_unique<std::mutex>();
+    // The emulated device runs the kernels compiled for the host.
+    const bool emulated = m->gpu_->emulated();
+    if (emulated && man.entry_points_size() > 0 && man.cuda_emu().size() == 0)
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, ": --device cuda-emu: the artifact has no cuda_emu section "
+                "(the kernels for the CUDA emulator); compile it again with "
+                "this bt-run"));
     if (man.ptx().size() > 0) {
-      absl::Status s = m->gpu_->LoadModule(m->artifact_->ptx());
+      absl::Status s = m->gpu_->LoadModule(
+          emulated ? m->artifact_->cuda_emu() : m->artifact_->ptx());
       if (!s.ok())
         return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
     }

@@ -247,6 +247,8 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
   writer.SetKernels(kernels);
   if (!gpu.ptx.empty())
     writer.SetPtx(gpu.ptx);
+  if (!gpu.cudaEmu.empty())
+    writer.SetCudaEmu(gpu.cudaEmu);
   if (!tokenizer.empty())
     writer.SetTokenizer(tokenizer);
   for (const std::string &name : model.impl->paramNames) {

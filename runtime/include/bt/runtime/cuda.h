@@ -42,7 +42,10 @@ namespace bt::rt {
 
 /// What CudaBackend::Open loads.
 struct CudaOptions {
-  /// The driver library; empty: $BT_CUDA_DRIVER, else "libcuda.so.1".
+  /// The driver library; empty: the emulated device when $BT_DEVICE is
+  /// "cuda-emu", else $BT_CUDA_DRIVER, else "libcuda.so.1". "cuda-emu"
+  /// (`--device cuda-emu`) selects the emulated CUDA device of
+  /// runtime/device/cuda_emu (docs/cuda-emulator.md), and its cuBLAS.
   std::string driver_library;
   /// cuBLAS, tried in order (loaded on the first GEMM); empty:
   /// $BT_CUBLAS_LIBRARY, else libcublas.so.13, .12, libcublas.so.
@@ -73,7 +76,10 @@ public:
   using AllocFn = std::function<absl::StatusOr<uint64_t>(uint64_t bytes)>;
   using FreeFn = std::function<void(uint64_t address)>;
 
-  DevicePool(AllocFn alloc, FreeFn free);
+  /// `caching` false (the emulated device): every request is allocated
+  /// with its exact size and freed at once, so that the device checks the
+  /// bounds the caller asked for.
+  DevicePool(AllocFn alloc, FreeFn free, bool caching = true);
   ~DevicePool(); // releases everything (cached and in use) to the device
 
   /// A block of at least `bytes`; bytes == 0 gives 0 (no block). On a
@@ -103,6 +109,7 @@ private:
   std::map<uint64_t, uint64_t> in_use_;                  // address → size
   std::multimap<uint64_t, uint64_t> cached_;             // size → address
   int64_t bytes_in_use_ = 0, bytes_cached_ = 0, device_allocations_ = 0;
+  bool caching_ = true;
 };
 
 struct CudaDriver; // the dlopen'ed entry points (cuda.cc)
@@ -124,6 +131,10 @@ public:
   ~CudaBackend();
 
   const CudaDeviceInfo &device() const { return device_; }
+  /// Whether this is the emulated device ("cuda-emu"): its module image is
+  /// the artifact's cuda_emu section (the kernels compiled for the host by
+  /// bt-nvvm-to-host) instead of the PTX.
+  bool emulated() const;
   DevicePool &pool() { return *pool_; }
 
   /// Loads the artifact's PTX module (JIT-compiled by the driver for the
