@@ -174,10 +174,18 @@ LogicalResult bt::runCUDAPipeline(ModuleOp module,
           module, registerCUDACodegenDialects,
           [&](OpPassManager &pm) { buildCUDAPipeline(pm, nvvm); })))
     return failure();
-  FailureOr<OwningOpRef<ModuleOp>> host = buildEmulatorKernels(module);
-  if (failed(host))
-    return failure();
-  *emulatorKernels = std::move(*host);
+  return finishCUDAKernels(module, options, emulatorKernels);
+}
+
+LogicalResult bt::finishCUDAKernels(ModuleOp module,
+                                    const CUDAPipelineOptions &options,
+                                    OwningOpRef<ModuleOp> *emulatorKernels) {
+  if (emulatorKernels) {
+    FailureOr<OwningOpRef<ModuleOp>> host = buildEmulatorKernels(module);
+    if (failed(host))
+      return failure();
+    *emulatorKernels = std::move(*host);
+  }
   if (!options.binary)
     return success();
   return codegen::runPipeline(

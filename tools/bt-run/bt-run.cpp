@@ -62,6 +62,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringExtras.h"
@@ -109,6 +110,13 @@ cl::opt<std::string> cudaPath(
              "kernels' math functions (default: the build's, usually "
              "/usr/local/cuda)"),
     cl::cat(btCategory));
+cl::opt<std::string> nvvmKernels(
+    "nvvm-kernels",
+    cl::desc("compile --target cuda: use the kernels of this file (a "
+             "gpu.module as `--emit nvvm` writes it, e.g. edited to debug a "
+             "kernel) instead of the generated ones, for the PTX and the "
+             "CUDA emulator (docs/cuda-emulator.md)"),
+    cl::value_desc("nvvm.mlir"), cl::cat(btCategory));
 cl::opt<std::string> gpuChip("gpu-chip",
                              cl::desc("--target cuda: the GPU architecture "
                                       "(default sm_90: H100/H200)"),
@@ -486,8 +494,35 @@ FailureOr<std::string> lowerCUDA(ModuleOp module,
   options.binary = nvvm == nullptr;
   if (!cudaPath.empty())
     options.cudaPath = std::string(cudaPath);
-  if (failed(bt::runCUDAPipeline(module, options, &emulator)) ||
-      failed(setEntryParams(module, entries)))
+  if (nvvmKernels.empty()) {
+    if (failed(bt::runCUDAPipeline(module, options, &emulator)))
+      return failure();
+  } else {
+    // The generated gpu.module is replaced by the file's.
+    bt::CUDAPipelineOptions host;
+    host.copyOptionValuesFrom(options);
+    host.binary = false;
+    if (failed(bt::runCUDAPipeline(module, host)))
+      return failure();
+    OwningOpRef<ModuleOp> file =
+        parseSourceFile<ModuleOp>(nvvmKernels, module.getContext());
+    if (!file)
+      return failure();
+    SmallVector<gpu::GPUModuleOp> mine(module.getOps<gpu::GPUModuleOp>());
+    SmallVector<gpu::GPUModuleOp> theirs(file->getOps<gpu::GPUModuleOp>());
+    if (mine.size() != 1 || theirs.size() != 1 ||
+        mine[0].getName() != theirs[0].getName()) {
+      fail("--nvvm-kernels " + nvvmKernels + ": expected one gpu.module @" +
+           (mine.empty() ? std::string("?") : mine[0].getName().str()) +
+           " (as --emit nvvm writes it)");
+      return failure();
+    }
+    theirs[0]->moveBefore(mine[0]);
+    mine[0].erase();
+    if (failed(bt::finishCUDAKernels(module, options, &emulator)))
+      return failure();
+  }
+  if (failed(setEntryParams(module, entries)))
     return failure();
   if (nvvm) {
     for (auto m : module.getOps<gpu::GPUModuleOp>())

@@ -43,6 +43,16 @@ mlir::LogicalResult
 runCUDAPipeline(mlir::ModuleOp module, const CUDAPipelineOptions &options = {},
                 mlir::OwningOpRef<mlir::ModuleOp> *emulatorKernels = nullptr);
 
+/// The last steps of runCUDAPipeline with `emulatorKernels` on a module
+/// after bt-cuda-pipeline with binary=false (host code + the NVVM
+/// gpu.module, which the caller may have replaced, e.g. by an edited copy
+/// of `bt-run compile --emit nvvm`): the emulator's kernels
+/// (buildEmulatorKernels; none when `emulatorKernels` is null), then, with
+/// `options.binary`, gpu-module-to-binary (the PTX).
+mlir::LogicalResult
+finishCUDAKernels(mlir::ModuleOp module, const CUDAPipelineOptions &options,
+                  mlir::OwningOpRef<mlir::ModuleOp> *emulatorKernels);
+
 /// The kernels of `module` (after bt-cuda-pipeline with binary=false: host
 /// code + one NVVM gpu.module, which is left unchanged) as a host module for
 /// the CUDA emulator: a copy of the gpu.module through `bt-nvvm-to-host`,

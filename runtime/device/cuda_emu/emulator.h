@@ -134,6 +134,7 @@ bool RunKernel(const Function &f, const LaunchConfig &config, void **params);
 struct Settings {
   uint64_t seed = 0;
   long max_reports = 20;
+  bool trace = false; // BT_CUDA_EMU_TRACE=1: each launch to stderr
 };
 const Settings &GetSettings();
 

@@ -53,6 +53,15 @@ struct SharedWord {
 };
 constexpr int32_t kManyReaders = -2;
 
+/// A read of a shared word that no thread of the block had written: a race
+/// if another thread writes it before the next barrier (reported then),
+/// else a read of uninitialized shared memory (reported at the barrier).
+struct PendingRead {
+  uint64_t word;
+  int32_t reader;
+  uint32_t site;
+};
+
 struct Launch {
   const Function *function = nullptr;
   const LaunchConfig *config = nullptr;
@@ -66,6 +75,7 @@ struct Launch {
   uint32_t epoch = 1;
   std::vector<Thread> threads;
   std::vector<SharedWord> shared_words;
+  std::vector<PendingRead> pending_reads;
   char *smem = nullptr;
   ucontext_t scheduler;
   jmp_buf direct_exit;
@@ -304,6 +314,23 @@ __attribute__((noinline)) void MakeFiber(Thread &t, int i) {
   makecontext(&t.context, FiberMain, 0);
 }
 
+/// At a barrier and at the end of a block: a read of a shared word that no
+/// thread has written since is a read of uninitialized shared memory.
+bool CheckPendingReads() {
+  for (const PendingRead &r : g_launch->pending_reads) {
+    if (g_launch->shared_words[r.word].write_epoch != 0)
+      continue;
+    std::vector<std::string> w = Where(&g_launch->threads[r.reader], r.site);
+    w.push_back("offset " + std::to_string(r.word * 4) +
+                ": no thread of this block wrote it");
+    Report("read of uninitialized shared memory", w);
+    g_launch->failed = true;
+    return false;
+  }
+  g_launch->pending_reads.clear();
+  return true;
+}
+
 /// Runs the current block with one fiber per thread.
 void RunBlockFibers(std::mt19937_64 *rng) {
   std::vector<Thread> &threads = g_launch->threads;
@@ -349,6 +376,8 @@ void RunBlockFibers(std::mt19937_64 *rng) {
       if (first == nullptr)
         first = &t;
     }
+    if (!CheckPendingReads())
+      return;
     if (live == 0)
       return; // the block is done
     for (const Thread &t : threads) {
@@ -393,6 +422,7 @@ void RunBlockDirect(std::mt19937_64 *rng) {
     if (g_launch->failed)
       return;
   }
+  (void)CheckPendingReads();
 }
 
 /// Global-memory checks of bt_emu_load / bt_emu_store.
@@ -481,11 +511,7 @@ char *CheckShared(Thread *t, uint64_t a, uint32_t bytes, uint32_t site,
     SharedWord &w = g_launch->shared_words[wi];
     if (!store) {
       if (w.write_epoch == 0)
-        Fail(t, site,
-             "read of uninitialized shared memory (" + std::to_string(bytes) +
-                 " bytes)",
-             {"offset " + std::to_string(off) +
-              ": not written by any thread of this block"});
+        g_launch->pending_reads.push_back({wi, me, site});
       if (w.write_epoch == e && w.writer != me)
         Fail(t, site,
              "shared-memory race: read of a word that " + tid(w.writer) +
@@ -542,6 +568,14 @@ bool RunKernel(const Function &f, const LaunchConfig &config, void **params) {
   launch.config = &config;
   launch.params = params;
   launch.id = ++g_launches;
+  if (GetSettings().trace)
+    std::fprintf(stderr,
+                 "bt cuda-emu trace: launch %lu: %s grid (%u, %u, %u) block (%u, %u, "
+                 "%u) dynamic shared memory %u bytes\n",
+                 static_cast<unsigned long>(launch.id), f.name.c_str(),
+                 config.grid[0], config.grid[1], config.grid[2],
+                 config.block[0], config.block[1], config.block[2],
+                 config.smem);
   launch.fibers = f.sync;
   launch.threads_per_block = config.block[0] * config.block[1] * config.block[2];
   launch.threads.resize(launch.threads_per_block);
@@ -583,6 +617,7 @@ bool RunKernel(const Function &f, const LaunchConfig &config, void **params) {
         w[k] = 0x7fc00000u;
       std::memset(launch.shared_words.data(), 0,
                   launch.shared_words.size() * sizeof(SharedWord));
+      launch.pending_reads.clear();
     }
     if (launch.fibers)
       RunBlockFibers(rng);

@@ -50,6 +50,8 @@ const Settings &GetSettings() {
       s.seed = std::strtoull(v, nullptr, 10);
     if (const char *v = std::getenv("BT_CUDA_EMU_MAX_REPORTS"))
       s.max_reports = std::strtol(v, nullptr, 10);
+    if (const char *v = std::getenv("BT_CUDA_EMU_TRACE"))
+      s.trace = std::strcmp(v, "0") != 0 && *v != 0;
     return s;
   }();
   return settings;
