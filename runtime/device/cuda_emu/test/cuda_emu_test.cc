@@ -60,6 +60,15 @@ struct Device {
   }
 };
 
+/// Launches `f` on one block of `threads` threads, expects the launch to
+/// fail, and returns what the emulator reported.
+std::string FailedLaunch(Device &d, Function &f, unsigned threads,
+                         unsigned smem = 0, void **params = nullptr) {
+  testing::internal::CaptureStderr();
+  EXPECT_NE(d.Launch(f, 1, 1, 1, threads, 1, 1, smem, params), 0);
+  return testing::internal::GetCapturedStderr();
+}
+
 Module g_module = {nullptr, -1, {"k: barrier A", "k: barrier B", "k: shuffle",
                                  "k: store", "k: load"}};
 
@@ -167,9 +176,7 @@ TEST(CudaEmu, LaunchLimitsOfSm90) {
 TEST(CudaEmu, BarrierReachedAtDifferentSites) {
   Device d;
   Function f = MakeFunction("k", DivergentBarrier, true);
-  testing::internal::CaptureStderr();
-  EXPECT_NE(d.Launch(f, 1, 1, 1, 32, 1, 1, 0, nullptr), 0);
-  std::string err = testing::internal::GetCapturedStderr();
+  std::string err = FailedLaunch(d, f, 32);
   EXPECT_THAT(err, HasSubstr("bt cuda-emu: ERROR: "));
   EXPECT_THAT(err, HasSubstr("k: barrier A"));
   EXPECT_THAT(err, HasSubstr("k: barrier B"));
@@ -188,9 +195,7 @@ TEST(CudaEmu, BarrierAfterAThreadExited) {
 TEST(CudaEmu, ShuffleMaskNamesAbsentLane) {
   Device d;
   Function f = MakeFunction("k", PartialShuffle, true);
-  testing::internal::CaptureStderr();
-  EXPECT_NE(d.Launch(f, 1, 1, 1, 32, 1, 1, 0, nullptr), 0);
-  EXPECT_THAT(testing::internal::GetCapturedStderr(),
+  EXPECT_THAT(FailedLaunch(d, f, 32),
               HasSubstr("shuffle whose mask names a lane that is not at the "
                         "same shuffle"));
 }
@@ -212,9 +217,7 @@ TEST(CudaEmu, ButterflyShuffleExchangesLanes) {
 TEST(CudaEmu, SharedMemoryRaceBetweenBarriers) {
   Device d;
   Function f = MakeFunction("k", SharedRace, true);
-  testing::internal::CaptureStderr();
-  EXPECT_NE(d.Launch(f, 1, 1, 1, 2, 1, 1, 8, nullptr), 0);
-  EXPECT_THAT(testing::internal::GetCapturedStderr(),
+  EXPECT_THAT(FailedLaunch(d, f, 2, 8),
               HasSubstr("shared-memory race"));
 }
 
@@ -226,9 +229,7 @@ TEST(CudaEmu, ConflictingGlobalWritesWithinALaunch) {
   // One thread: no conflict, also across two launches.
   ASSERT_EQ(d.Launch(f, 1, 1, 1, 1, 1, 1, 0, params), 0);
   ASSERT_EQ(d.Launch(f, 1, 1, 1, 1, 1, 1, 0, params), 0);
-  testing::internal::CaptureStderr();
-  EXPECT_NE(d.Launch(f, 1, 1, 1, 2, 1, 1, 0, params), 0);
-  EXPECT_THAT(testing::internal::GetCapturedStderr(),
+  EXPECT_THAT(FailedLaunch(d, f, 2, 0, params),
               HasSubstr("conflicting writes to global memory within one "
                         "launch"));
 }
@@ -242,9 +243,7 @@ TEST(CudaEmu, MisalignedGlobalLoad) {
                 "cuMemcpyHtoD_v2")(p, zeros.data(), 16),
             0);
   void *params[] = {&p};
-  testing::internal::CaptureStderr();
-  EXPECT_NE(d.Launch(f, 1, 1, 1, 1, 1, 1, 0, params), 0);
-  EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("misaligned"));
+  EXPECT_THAT(FailedLaunch(d, f, 1, 0, params), HasSubstr("misaligned"));
 }
 
 TEST(CudaEmu, CopyOutsideAllocation) {
