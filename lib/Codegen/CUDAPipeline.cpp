@@ -86,6 +86,7 @@ void bt::buildCUDAPipeline(OpPassManager &pm,
   device.addPass(arith::createArithExpandOpsPass());
   device.addPass(createConvertSCFToCFPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
+  device.addPass(createBTGPUExternSharedMemory());
   device.addPass(createReconcileUnrealizedCastsPass());
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
@@ -147,7 +148,8 @@ void bt::registerCUDACodegenDialects(DialectRegistry &registry) {
 }
 
 LogicalResult bt::runCUDAPipeline(ModuleOp module,
-                                  const CUDAPipelineOptions &options) {
+                                  const CUDAPipelineOptions &options,
+                                  OwningOpRef<ModuleOp> *emulatorKernels) {
   if (options.binary) {
     llvm::SmallString<256> libdevice(cudaPathOf(options));
     llvm::sys::path::append(libdevice, "nvvm", "libdevice", "libdevice.10.bc");
@@ -158,9 +160,65 @@ LogicalResult bt::runCUDAPipeline(ModuleOp module,
                 "toolkit; without libdevice the math functions of the "
                 "kernels stay unresolved)";
   }
+  if (!emulatorKernels)
+    return codegen::runPipeline(
+        module, registerCUDACodegenDialects,
+        [&](OpPassManager &pm) { buildCUDAPipeline(pm, options); });
+  // The emulator needs the kernels as they go to PTX: the pipeline without
+  // gpu-module-to-binary, the NVVM gpu.module lowered for the host
+  // (bt-nvvm-to-host), then the PTX.
+  CUDAPipelineOptions nvvm;
+  nvvm.copyOptionValuesFrom(options);
+  nvvm.binary = false;
+  if (failed(codegen::runPipeline(
+          module, registerCUDACodegenDialects,
+          [&](OpPassManager &pm) { buildCUDAPipeline(pm, nvvm); })))
+    return failure();
+  return finishCUDAKernels(module, options, emulatorKernels);
+}
+
+LogicalResult bt::finishCUDAKernels(ModuleOp module,
+                                    const CUDAPipelineOptions &options,
+                                    OwningOpRef<ModuleOp> *emulatorKernels) {
+  if (emulatorKernels) {
+    FailureOr<OwningOpRef<ModuleOp>> host = buildEmulatorKernels(module);
+    if (failed(host))
+      return failure();
+    *emulatorKernels = std::move(*host);
+  }
+  if (!options.binary)
+    return success();
   return codegen::runPipeline(
-      module, registerCUDACodegenDialects,
-      [&](OpPassManager &pm) { buildCUDAPipeline(pm, options); });
+      module, registerCUDACodegenDialects, [&](OpPassManager &pm) {
+        GpuModuleToBinaryPassOptions toBinary;
+        toBinary.toolkitPath = cudaPathOf(options);
+        toBinary.compilationTarget = "isa";
+        pm.addPass(createGpuModuleToBinaryPass(toBinary));
+      });
+}
+
+FailureOr<OwningOpRef<ModuleOp>> bt::buildEmulatorKernels(ModuleOp module) {
+  SmallVector<gpu::GPUModuleOp> kernels(module.getOps<gpu::GPUModuleOp>());
+  if (kernels.size() != 1)
+    return module.emitError()
+           << "expected one NVVM gpu.module (bt-cuda-pipeline with "
+              "binary=false), found "
+           << kernels.size();
+  OpBuilder b(module.getContext());
+  OwningOpRef<ModuleOp> host = ModuleOp::create(module.getLoc());
+  b.setInsertionPointToStart(host->getBody());
+  auto device = cast<gpu::GPUModuleOp>(b.clone(*kernels.front()));
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  (void)applyPassManagerCLOptions(pm);
+  pm.nest<gpu::GPUModuleOp>().addPass(createBTNVVMToHost());
+  if (failed(pm.run(*host)))
+    return failure();
+  // The body of the gpu.module becomes the module.
+  Block *body = device.getBody();
+  while (&body->front() != body->getTerminator())
+    body->front().moveBefore(device);
+  device.erase();
+  return host;
 }
 
 FailureOr<std::string> bt::takePTX(ModuleOp module) {

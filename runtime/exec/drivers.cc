@@ -3,14 +3,17 @@
 #include "bt/runtime/exec/drivers.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "bt/runtime/base/status_macros.h"
 #include "bt/runtime/device/cpu/cpu_device.h"
 #include "bt/runtime/device/cuda/cuda_device.h"
+#include "bt/runtime/device/cuda_emu/cuda_emu.h"
 
 namespace bt::rt {
 namespace {
@@ -36,6 +39,35 @@ absl::StatusOr<std::unique_ptr<Device>> OpenCpu(const Artifact &,
 std::string DescribeCpu(const DeviceOptions &) {
   return absl::StrCat("cpu: ", std::thread::hardware_concurrency(),
                       " hardware threads");
+}
+
+// The CUDA emulator (device/cuda_emu, docs/cuda-emulator.md): the CUDA
+// device over the emulator's driver API and cuBLAS in this process.
+CudaOptions EmulatorOptions(const DeviceOptions &options) {
+  CudaOptions o = options.cuda;
+  o.symbols = [](const char *name) { return cuda_emu::LookupSymbol(name); };
+  o.symbols_name = cuda_emu::kDeviceName;
+  o.emulated = true;
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<Device>>
+OpenCudaEmu(const Artifact &artifact, const DeviceOptions &options) {
+  absl::StatusOr<std::unique_ptr<CudaDevice>> d =
+      CudaDevice::Open(EmulatorOptions(options));
+  if (!d.ok())
+    return absl::Status(d.status().code(),
+                        absl::StrCat(artifact.path(), ": the CUDA emulator: ",
+                                     d.status().message()));
+  return std::unique_ptr<Device>(std::move(*d));
+}
+
+std::string DescribeCudaEmu(const DeviceOptions &options) {
+  std::string line = DescribeCudaAvailability(EmulatorOptions(options));
+  absl::ConsumePrefix(&line, "cuda: ");
+  return absl::StrCat("cuda-emu: ", line,
+                      " (the CUDA emulator: a cuda artifact's kernels on the "
+                      "CPU, docs/cuda-emulator.md)");
 }
 
 absl::StatusOr<std::unique_ptr<Device>> OpenCuda(const Artifact &artifact,
@@ -65,13 +97,26 @@ std::string DescribeCuda(const DeviceOptions &options) {
 constexpr Driver kDrivers[] = {
     {"cpu", "cpu", NoCheck, OpenCpu, DescribeCpu},
     {"cuda", "cuda", CudaDevice::CheckArtifact, OpenCuda, DescribeCuda},
+    {cuda_emu::kDeviceName, "cuda", CudaDevice::CheckEmulatorArtifact,
+     OpenCudaEmu, DescribeCudaEmu},
 };
+
+std::string EnvOr(const char *name) {
+  const char *v = std::getenv(name);
+  return v != nullptr ? std::string(v) : std::string();
+}
 
 } // namespace
 
 absl::StatusOr<std::unique_ptr<Device>>
 OpenDeviceFor(const Artifact &artifact, const DeviceOptions &options) {
   const proto::Manifest &m = artifact.manifest();
+  // $BT_DEVICE=cuda-emu runs cuda artifacts on the emulator when no device
+  // is named (scripts/gpu_check.sh through the emulator).
+  std::string device = options.device;
+  if (device.empty() && EnvOr("BT_DEVICE") == cuda_emu::kDeviceName &&
+      m.target() == "cuda")
+    device = cuda_emu::kDeviceName;
   const Driver *driver = nullptr;
   std::vector<std::string> targets, names;
   for (const Driver &d : kDrivers) {
@@ -79,18 +124,18 @@ OpenDeviceFor(const Artifact &artifact, const DeviceOptions &options) {
     if (std::find(targets.begin(), targets.end(), t) == targets.end())
       targets.push_back(t);
     names.push_back(d.name);
-    if (options.device.empty() ? d.target == m.target()
-                               : d.name == options.device)
+    if (driver == nullptr && (device.empty() ? d.target == m.target()
+                                             : d.name == device))
       driver = &d;
   }
-  if (driver == nullptr && options.device.empty())
+  if (driver == nullptr && device.empty())
     return absl::UnimplementedError(absl::StrCat(
         artifact.path(), ": artifact target '", m.target(),
         "' is not supported by this runtime (it runs ",
         absl::StrJoin(targets, " and "), " artifacts)"));
   if (driver == nullptr)
     return absl::InvalidArgumentError(absl::StrCat(
-        "unknown device '", options.device, "' (this runtime has ",
+        "unknown device '", device, "' (this runtime has ",
         absl::StrJoin(names, ", "), ")"));
   if (driver->target != m.target())
     return absl::InvalidArgumentError(absl::StrCat(
@@ -101,6 +146,13 @@ OpenDeviceFor(const Artifact &artifact, const DeviceOptions &options) {
         artifact.path(), ": the artifact has entry points but no kernels section"));
   BT_RETURN_IF_ERROR(driver->check(artifact));
   return driver->open(artifact, options);
+}
+
+std::vector<std::string> DeviceNames() {
+  std::vector<std::string> names;
+  for (const Driver &d : kDrivers)
+    names.push_back(d.name);
+  return names;
 }
 
 std::vector<std::string> DescribeDevices(const DeviceOptions &options) {

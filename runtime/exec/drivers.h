@@ -7,6 +7,8 @@
 //
 //   cpu   device/cpu   CpuDevice   runs target "cpu"
 //   cuda  device/cuda  CudaDevice  runs target "cuda"
+//   cuda-emu  device/cuda over device/cuda_emu (the CUDA emulator,
+//             docs/cuda-emulator.md)  runs target "cuda" on the CPU
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,8 +28,9 @@ namespace bt::rt {
 
 /// How to open a device.
 struct DeviceOptions {
-  /// The device by name ("cpu", "cuda"); empty: the device of the
-  /// artifact's target.
+  /// The device by name ("cpu", "cuda", "cuda-emu"); empty: the device of
+  /// the artifact's target (a cuda artifact: cuda-emu when $BT_DEVICE is
+  /// "cuda-emu").
   std::string device;
   /// For the cuda device: driver, cuBLAS and ordinal.
   CudaOptions cuda;
@@ -47,6 +50,10 @@ struct DeviceOptions {
 ///     driver or no usable GPU.
 absl::StatusOr<std::unique_ptr<Device>>
 OpenDeviceFor(const Artifact &artifact, const DeviceOptions &options = {});
+
+/// The names of this runtime's devices (DeviceOptions::device), in order:
+/// "cpu", "cuda", "cuda-emu".
+std::vector<std::string> DeviceNames();
 
 /// One line per device of this runtime, for `devices`: "cpu: 2 hardware
 /// threads", then "cuda: device 0: NVIDIA H100 ..." or "cuda: no CUDA GPU

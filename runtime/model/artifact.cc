@@ -110,6 +110,12 @@ proto::Manifest ArtifactWriter::LaidOutManifest() const {
       kTensorAlignment);
   m.mutable_ptx()->set_offset(ptx_.empty() ? 0 : pstart);
   m.mutable_ptx()->set_size(ptx_.size());
+  const uint64_t estart =
+      AlignUp(ptx_.empty() ? pstart : pstart + ptx_.size(), kTensorAlignment);
+  if (!cuda_emu_.empty()) {
+    m.mutable_cuda_emu()->set_offset(estart);
+    m.mutable_cuda_emu()->set_size(cuda_emu_.size());
+  }
   return m;
 }
 
@@ -121,7 +127,8 @@ absl::Status ArtifactWriter::Write(const std::string &path) const {
   const uint64_t payload_start = AlignUp(prefix.size(), kArtifactPageSize);
   proto::Manifest m = LaidOutManifest();
   const uint64_t tend =
-      m.ptx().size() > 0 ? m.ptx().offset() + m.ptx().size()
+      m.cuda_emu().size() > 0 ? m.cuda_emu().offset() + m.cuda_emu().size()
+      : m.ptx().size() > 0    ? m.ptx().offset() + m.ptx().size()
       : m.tokenizer().size() > 0
           ? m.tokenizer().offset() + m.tokenizer().size()
           : m.weights_data().offset() + m.weights_data().size();
@@ -152,6 +159,10 @@ absl::Status ArtifactWriter::Write(const std::string &path) const {
   if (!ptx_.empty()) {
     BT_RETURN_IF_ERROR(pad_to(m.ptx().offset()));
     BT_RETURN_IF_ERROR(out->Write(ptx_));
+  }
+  if (!cuda_emu_.empty()) {
+    BT_RETURN_IF_ERROR(pad_to(m.cuda_emu().offset()));
+    BT_RETURN_IF_ERROR(out->Write(cuda_emu_));
   }
   BT_RETURN_IF_ERROR(pad_to(manifest_offset));
   BT_RETURN_IF_ERROR(out->Write(manifest_bytes));
@@ -217,7 +228,8 @@ Artifact::Open(const std::string &path) {
        {std::make_pair("kernels", &m.kernels()),
         std::make_pair("weights_data", &m.weights_data()),
         std::make_pair("tokenizer", &m.tokenizer()),
-        std::make_pair("ptx", &m.ptx())}) {
+        std::make_pair("ptx", &m.ptx()),
+        std::make_pair("cuda_emu", &m.cuda_emu())}) {
     if (!InRange(s->offset(), s->size(), payload_size))
       return bad(absl::StrCat(name, " section [", s->offset(), ", +",
                               s->size(), ") runs past the payload (",
@@ -324,6 +336,9 @@ absl::string_view Artifact::tokenizer() const {
   return Section(manifest_.tokenizer());
 }
 absl::string_view Artifact::ptx() const { return Section(manifest_.ptx()); }
+absl::string_view Artifact::cuda_emu() const {
+  return Section(manifest_.cuda_emu());
+}
 
 const proto::Weight *Artifact::FindWeight(const std::string &name) const {
   auto it = weight_index_.find(name);

@@ -58,6 +58,9 @@ public:
   void SetKernels(std::string bytes) { kernels_ = std::move(bytes); }
   /// The ptx section (target cuda): the PTX module of every kernel (text).
   void SetPtx(std::string text) { ptx_ = std::move(text); }
+  /// The cuda_emu section (target cuda): the kernels compiled for the CUDA
+  /// emulator (a shared object, docs/cuda-emulator.md).
+  void SetCudaEmu(std::string so) { cuda_emu_ = std::move(so); }
   /// The tokenizer section (optional) and its format (manifest
   /// tokenizer_kind): a SentencePiece model proto or a tokenizer.json
   /// (bt/runtime/tokenizer.h DetectTokenizerKind).
@@ -89,7 +92,7 @@ private:
     Tensor tensor;
   };
   proto::Manifest manifest_;
-  std::string kernels_, tokenizer_, ptx_, prefix_path_;
+  std::string kernels_, tokenizer_, ptx_, cuda_emu_, prefix_path_;
   std::vector<PendingWeight> weights_;
   absl::flat_hash_map<std::string, size_t> weight_index_;
 };
@@ -123,6 +126,8 @@ public:
   absl::string_view kernels() const;
   absl::string_view tokenizer() const;
   absl::string_view ptx() const;
+  /// The cuda_emu section (empty when absent).
+  absl::string_view cuda_emu() const;
 
   /// The weight's manifest entry, or nullptr.
   const proto::Weight *FindWeight(const std::string &name) const;

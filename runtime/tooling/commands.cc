@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -115,7 +116,7 @@ std::string Usage(const std::string &prog) {
       "reference), {} = NAME\n",
       "                                         --absent-as-zero: a tensor missing from "
       "<actual> counts as zeros\n",
-      "  bench [--device cpu|cuda] [--setting forward|prefill-heavy|decode-heavy[=P/G],...]\n"
+      "  bench [--setting forward|prefill-heavy|decode-heavy[=P/G],...]\n"
       "        [--batch 1,8[,max]] [--memory 8GiB] [--prompt P] [--gen G]\n"
       "        [--seq-blocks N | --tokens N] [--iters K] [--warmup W] [--threads T]\n"
       "        [--csv out.csv] [--baseline torch|none] [--torch-script bt_torch.py]\n"
@@ -138,6 +139,11 @@ std::string Usage(const std::string &prog) {
       "                                         KV-cache plan fits in --memory "
       "(default: available)\n",
       "\n",
+      "Every command that runs the model takes --device cpu|cuda|cuda-emu: "
+      "cuda-emu runs a cuda\n"
+      "artifact's kernels on the CPU in the CUDA emulator, with memory and "
+      "synchronization\n"
+      "checks (docs/cuda-emulator.md; also $BT_DEVICE=cuda-emu).\n"
       "The artifact is read from the end of this executable unless --artifact "
       "is given.\n");
 }
@@ -168,6 +174,8 @@ absl::Status RunInfoCommand(const Artifact &artifact, std::ostream &out) {
   if (m.ptx().size() > 0)
     out << ", ptx " << m.ptx().size() << " bytes ("
         << (m.gpu_chip().empty() ? "?" : m.gpu_chip()) << ")";
+  if (m.cuda_emu().size() > 0)
+    out << ", cuda_emu " << m.cuda_emu().size() << " bytes";
   out << "\n";
   out << DescribeModelConfig(m.config());
   out << "entry points:\n";
@@ -518,6 +526,26 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     return usage_error("missing command");
   const std::string cmd = args[i++];
 
+  // --device cpu|cuda|cuda-emu, for every command that runs the model: the
+  // artifact's device, or the CUDA emulator for a cuda artifact
+  // (docs/cuda-emulator.md; also $BT_DEVICE=cuda-emu).
+  DeviceOptions device_options;
+  for (size_t k = i; k < args.size(); ++k) {
+    if (args[k] != "--device")
+      continue;
+    const std::string names = absl::StrJoin(DeviceNames(), "|");
+    if (k + 1 >= args.size())
+      return usage_error(absl::StrCat("--device needs ", names));
+    device_options.device = args[k + 1];
+    if (!absl::c_linear_search(DeviceNames(), device_options.device))
+      return usage_error(absl::StrCat("--device ", device_options.device,
+                                      ": expected ", names));
+    args.erase(args.begin() + k, args.begin() + k + 2);
+    break;
+  }
+  // The device's target must be the artifact's (OpenDeviceFor).
+  auto open_model = [&]() { return Model::Open(artifact, device_options); };
+
   if (cmd == "devices") {
     // The devices this binary can run on (no model needed): always the CPU,
     // and a CUDA GPU or the reason there is none (bt/runtime/cuda.h).
@@ -573,7 +601,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
   if (cmd == "bench") {
     BenchOptions opts;
     std::vector<int64_t> batches = {1, 8};
-    bool with_max = false, device_given = false;
+    bool with_max = false;
     std::string setting_list = kDefaultBenchSettings, memory, progress = "auto";
     int64_t tokens = 0, seq_blocks = 0, prompt_tokens = 0, gen_tokens = 0;
     for (; i < args.size(); ++i) {
@@ -583,7 +611,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
         return 0;
       }
       static const std::set<std::string> kValued = {
-          "--device", "--batch", "--seq-blocks", "--tokens", "--iters",
+          "--batch", "--seq-blocks", "--tokens", "--iters",
           "--warmup", "--threads", "--csv", "--baseline", "--torch-script",
           "--python", "--seed", "--torch-malloc", "--setting", "--prompt",
           "--gen", "--memory", "--progress"};
@@ -593,10 +621,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
         return usage_error(absl::StrCat(a, " needs a value"));
       const std::string v = args[++i];
       int64_t n = 0;
-      if (a == "--device") {
-        opts.device = v;
-        device_given = true;
-      } else if (a == "--batch") {
+      if (a == "--batch") {
         batches.clear();
         with_max = false;
         for (absl::string_view b : absl::StrSplit(v, ',')) {
@@ -688,14 +713,12 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
       memory_bytes = *m;
       memory_source = "available (MemAvailable)";
     }
-    auto model = Model::Open(artifact);
+    auto model = open_model();
     if (!model.ok()) {
       err << prog << ": " << model.status().message() << "\n";
       return 1;
     }
-    // The device is the artifact's unless --device names one.
-    if (!device_given)
-      opts.device = (*model)->device().name();
+    opts.device = (*model)->device().name();
     const proto::ModelConfig &config = (*model)->config();
     const int64_t L = config.kind() == proto::ModelConfig::VANILLA
                           ? 1
@@ -741,7 +764,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     absl::StatusOr<TrainOptions> opts = ParseTrainArgs(rest);
     if (!opts.ok())
       return usage_error(std::string(opts.status().message()));
-    auto model = Model::Open(artifact);
+    auto model = open_model();
     if (!model.ok()) {
       err << prog << ": " << model.status().message() << "\n";
       return 1;
@@ -820,7 +843,7 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
       return 0;
     }
   }
-  auto model = Model::Open(artifact);
+  auto model = open_model();
   if (!model.ok()) {
     err << prog << ": " << model.status().message() << "\n";
     return 1;

@@ -255,6 +255,8 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
   writer.SetKernels(kernels);
   if (!gpu.ptx.empty())
     writer.SetPtx(gpu.ptx);
+  if (!gpu.cudaEmu.empty())
+    writer.SetCudaEmu(gpu.cudaEmu);
   if (!tokenizer.empty())
     writer.SetTokenizer(tokenizer, rt::DetectTokenizerKind(tokenizer));
   for (const std::string &name : model.impl->paramNames) {

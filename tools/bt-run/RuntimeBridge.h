@@ -95,6 +95,7 @@ struct KVPlanInfo {
 struct GPUArtifactInfo {
   std::string ptx;  // non-empty: target "cuda", the ptx section
   std::string chip; // e.g. "sm_90"
+  std::string cudaEmu; // the cuda_emu section: the kernels for the emulator
 };
 bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
                    const std::string &kernels, const std::string &cpu,

@@ -59,10 +59,12 @@
 #include "bt/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringExtras.h"
@@ -94,7 +96,9 @@ cl::opt<std::string> emit(
     "emit",
     cl::desc("compile: what to write — bt (model-level IR), bt-layer "
              "(layer-level IR), llvm (LLVM IR; the host code for cuda), "
-             "artifact, executable, ptx (cuda: the kernels)"),
+             "artifact, executable, ptx (cuda: the kernels), nvvm (cuda: "
+             "the kernels' NVVM gpu.module as it goes to PTX), emu-llvm "
+             "(cuda: the kernels as the CUDA emulator runs them, LLVM IR)"),
     cl::init("executable"), cl::cat(btCategory));
 cl::opt<std::string> target("target",
                             cl::desc("Target: cpu, or cuda (NVIDIA GPUs, "
@@ -106,6 +110,13 @@ cl::opt<std::string> cudaPath(
              "kernels' math functions (default: the build's, usually "
              "/usr/local/cuda)"),
     cl::cat(btCategory));
+cl::opt<std::string> nvvmKernels(
+    "nvvm-kernels",
+    cl::desc("compile --target cuda: use the kernels of this file (a "
+             "gpu.module as `--emit nvvm` writes it, e.g. edited to debug a "
+             "kernel) instead of the generated ones, for the PTX and the "
+             "CUDA emulator (docs/cuda-emulator.md)"),
+    cl::value_desc("nvvm.mlir"), cl::cat(btCategory));
 cl::opt<std::string> gpuChip("gpu-chip",
                              cl::desc("--target cuda: the GPU architecture "
                                       "(default sm_90: H100/H200)"),
@@ -239,8 +250,14 @@ cl::opt<std::string> planDType(
     cl::init("f32"), cl::cat(btCategory));
 
 // bench (options of the runtime's bench command, bt/runtime/bench.h).
-cl::opt<std::string> device("device", cl::desc("bench: device (cpu)"),
-                            cl::init("cpu"), cl::cat(btCategory));
+cl::opt<std::string> device(
+    "device",
+    cl::desc("eval, generate, grad, train-step, bench: the device to run on: "
+             "cpu, cuda, or cuda-emu (the CUDA emulator: the kernels of a "
+             "--target cuda artifact on the CPU, with memory and "
+             "synchronization checks; docs/cuda-emulator.md). Default: the "
+             "artifact's"),
+    cl::init(""), cl::cat(btCategory));
 cl::opt<std::string> batches(
     "batch",
     cl::desc("bench: batch sizes, comma-separated (default 1,8); 'max' adds "
@@ -465,26 +482,65 @@ LogicalResult checkTarget(const std::string &emitKind) {
     fail("--target " + target + ": expected cpu or cuda");
     return failure();
   }
-  if (target == "cpu" && emitKind == "ptx") {
-    fail("--emit ptx needs --target cuda");
+  if (target == "cpu" &&
+      (emitKind == "ptx" || emitKind == "nvvm" || emitKind == "emu-llvm")) {
+    fail("--emit " + emitKind + " needs --target cuda");
     return failure();
   }
   return success();
 }
 
 /// --target cuda, after bt-lower-kv-caches: bt-cuda-pipeline; returns the
-/// PTX of the kernels and leaves the host code (LLVM dialect) in `module`.
+/// PTX of the kernels, leaves the host code (LLVM dialect) in `module` and
+/// the kernels for the CUDA emulator (bt-nvvm-to-host) in `emulator`. With
+/// `nvvm`, stops before the PTX and prints the NVVM gpu.module there.
 FailureOr<std::string> lowerCUDA(ModuleOp module,
-                                 std::vector<bt::bridge::EntryInfo> &entries) {
+                                 std::vector<bt::bridge::EntryInfo> &entries,
+                                 OwningOpRef<ModuleOp> &emulator,
+                                 llvm::raw_ostream *nvvm = nullptr) {
   bt::CUDAPipelineOptions options;
   options.blas = !noBlas;
   options.fuseLocalAttention = static_cast<bool>(fuseLocalAttention);
   options.chip = std::string(gpuChip);
+  options.binary = nvvm == nullptr;
   if (!cudaPath.empty())
     options.cudaPath = std::string(cudaPath);
-  if (failed(bt::runCUDAPipeline(module, options)) ||
-      failed(setEntryParams(module, entries)))
+  if (nvvmKernels.empty()) {
+    if (failed(bt::runCUDAPipeline(module, options, &emulator)))
+      return failure();
+  } else {
+    // The generated gpu.module is replaced by the file's.
+    bt::CUDAPipelineOptions host;
+    host.copyOptionValuesFrom(options);
+    host.binary = false;
+    if (failed(bt::runCUDAPipeline(module, host)))
+      return failure();
+    OwningOpRef<ModuleOp> file =
+        parseSourceFile<ModuleOp>(nvvmKernels, module.getContext());
+    if (!file)
+      return failure();
+    SmallVector<gpu::GPUModuleOp> mine(module.getOps<gpu::GPUModuleOp>());
+    SmallVector<gpu::GPUModuleOp> theirs(file->getOps<gpu::GPUModuleOp>());
+    if (mine.size() != 1 || theirs.size() != 1 ||
+        mine[0].getName() != theirs[0].getName()) {
+      fail("--nvvm-kernels " + nvvmKernels + ": expected one gpu.module @" +
+           (mine.empty() ? std::string("?") : mine[0].getName().str()) +
+           " (as --emit nvvm writes it)");
+      return failure();
+    }
+    theirs[0]->moveBefore(mine[0]);
+    mine[0].erase();
+    if (failed(bt::finishCUDAKernels(module, options, &emulator)))
+      return failure();
+  }
+  if (failed(setEntryParams(module, entries)))
     return failure();
+  if (nvvm) {
+    for (auto m : module.getOps<gpu::GPUModuleOp>())
+      m.print(*nvvm);
+    *nvvm << "\n";
+    return std::string();
+  }
   return bt::takePTX(module);
 }
 
@@ -596,8 +652,16 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
   // The CUDA target: the kernels as PTX, the rest as for the CPU on the
   // host code (docs/codegen-cuda.md).
   bt::bridge::GPUArtifactInfo gpu;
+  OwningOpRef<ModuleOp> emulator;
   if (target == "cuda") {
-    FailureOr<std::string> ptx = lowerCUDA(*module, entries);
+    if (emitKind == "nvvm") {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      if (failed(lowerCUDA(*module, entries, emulator, &os)))
+        return failure();
+      return writeText(outPath, [&](llvm::raw_ostream &out) { out << text; });
+    }
+    FailureOr<std::string> ptx = lowerCUDA(*module, entries, emulator);
     if (failed(ptx))
       return failure();
     if (emitKind == "ptx")
@@ -620,8 +684,9 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
   codegenOptions.cpu = cpu == "native" ? "" : cpu;
   if (cpu == "native")
     cpu = bt::getHostCPUName();
-  if (emitKind == "llvm") {
-    llvm::Expected<std::string> ir = bt::compileToLLVMIR(*module, codegenOptions);
+  if (emitKind == "llvm" || emitKind == "emu-llvm") {
+    llvm::Expected<std::string> ir = bt::compileToLLVMIR(
+        emitKind == "llvm" ? *module : *emulator, codegenOptions);
     if (!ir) {
       fail(llvm::toString(ir.takeError()));
       return failure();
@@ -633,6 +698,18 @@ LogicalResult compile(MLIRContext &context, const bt::bridge::Model &model,
   if (!so) {
     fail(llvm::toString(so.takeError()));
     return failure();
+  }
+  if (emulator) {
+    // The kernels for the CUDA emulator (docs/cuda-emulator.md).
+    bt::CPUCodegenOptions emuOptions = codegenOptions;
+    emuOptions.soname = "libbt_cuda_emu_kernels.so";
+    llvm::Expected<std::string> emu =
+        bt::compileToSharedObject(*emulator, emuOptions);
+    if (!emu) {
+      fail(llvm::toString(emu.takeError()));
+      return failure();
+    }
+    gpu.cudaEmu = std::move(*emu);
   }
   std::string launcher;
   if (emitKind == "executable") {
@@ -660,8 +737,11 @@ std::string temporaryArtifact() {
 }
 
 int runOnModel(MLIRContext &context, const std::string &input,
-               const std::vector<std::string> &launcherArgs, const char *argv0,
+               std::vector<std::string> launcherArgs, const char *argv0,
                bool progress = false, TrainingEntries training = {}) {
+  // --device (cpu, cuda, cuda-emu) is the launcher's.
+  if (!device.empty())
+    launcherArgs.insert(launcherArgs.end(), {"--device", device});
   if (!input.empty() && bt::bridge::isArtifact(input))
     return bt::bridge::runLauncher(input, launcherArgs);
   std::unique_ptr<bt::bridge::Model> model = loadModel(input, true);
@@ -917,12 +997,13 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
 
   if (command == "compile") {
-    static const llvm::StringSet<> kinds = {"bt",       "bt-layer",
-                                            "llvm",     "artifact",
-                                            "executable", "ptx"};
+    static const llvm::StringSet<> kinds = {
+        "bt",         "bt-layer", "llvm", "artifact",
+        "executable", "ptx",      "nvvm", "emu-llvm"};
     if (!kinds.contains(emit))
       return usage("--emit " + emit +
-                   ": expected bt, bt-layer, llvm, artifact, executable or ptx");
+                   ": expected bt, bt-layer, llvm, artifact, executable, "
+                   "ptx, nvvm or emu-llvm");
     if (failed(checkTarget(emit)))
       return 1;
     bool binary = emit == "artifact" || emit == "executable";
@@ -988,8 +1069,7 @@ int main(int argc, char **argv) {
   }
   if (command == "bench") {
     std::vector<std::string> args = {
-        "bench",       "--device",  device,
-        "--batch",     batches,     "--iters",
+        "bench",       "--batch",     batches,     "--iters",
         std::to_string(iters),      "--warmup",
         std::to_string(warmup),     "--threads",
         std::to_string(threads),    "--baseline",
@@ -1020,9 +1100,6 @@ int main(int argc, char **argv) {
       args.insert(args.end(), {"--csv", csvPath});
     if (!pythonPath.empty())
       args.insert(args.end(), {"--python", pythonPath});
-    if (device != "cpu")
-      return fail("bench --device " + device +
-                  ": only 'cpu' is implemented in this version");
     return runOnModel(context, input, args, argv[0], /*progress=*/true);
   }
   if (command == "info") {

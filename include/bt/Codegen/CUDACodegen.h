@@ -20,6 +20,7 @@
 #include "bt/Codegen/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LogicalResult.h"
 
 #include <string>
@@ -33,8 +34,34 @@ namespace bt {
 /// extensions it needs (registerCUDACodegenDialects). Fails with a
 /// diagnostic when `<cuda-path>/nvvm/libdevice/libdevice.10.bc` does not
 /// exist (the math functions would stay unresolved).
-mlir::LogicalResult runCUDAPipeline(mlir::ModuleOp module,
-                                    const CUDAPipelineOptions &options = {});
+///
+/// With `emulatorKernels`, also builds the kernels for the CUDA emulator
+/// (docs/cuda-emulator.md): the pipeline runs without gpu-module-to-binary,
+/// buildEmulatorKernels lowers the NVVM gpu.module for the host into
+/// `*emulatorKernels`, and then the PTX is built as usual.
+mlir::LogicalResult
+runCUDAPipeline(mlir::ModuleOp module, const CUDAPipelineOptions &options = {},
+                mlir::OwningOpRef<mlir::ModuleOp> *emulatorKernels = nullptr);
+
+/// The last steps of runCUDAPipeline with `emulatorKernels` on a module
+/// after bt-cuda-pipeline with binary=false (host code + the NVVM
+/// gpu.module, which the caller may have replaced, e.g. by an edited copy
+/// of `bt-run compile --emit nvvm`): the emulator's kernels
+/// (buildEmulatorKernels; none when `emulatorKernels` is null), then, with
+/// `options.binary`, gpu-module-to-binary (the PTX).
+mlir::LogicalResult
+finishCUDAKernels(mlir::ModuleOp module, const CUDAPipelineOptions &options,
+                  mlir::OwningOpRef<mlir::ModuleOp> *emulatorKernels);
+
+/// The kernels of `module` (after bt-cuda-pipeline with binary=false: host
+/// code + one NVVM gpu.module, which is left unchanged) as a host module for
+/// the CUDA emulator: a copy of the gpu.module through `bt-nvvm-to-host`,
+/// its body moved into a new builtin.module, ready for
+/// compileToSharedObject (runtime/device/cuda_emu/bt_emu_abi.h is the ABI of
+/// the result). Fails with a diagnostic when there is not exactly one
+/// gpu.module or the pass fails (an op it cannot lower, named).
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildEmulatorKernels(mlir::ModuleOp module);
 
 /// The PTX of the module's only `gpu.binary` (an `isa` object), which is
 /// erased so that `module` is plain host code for compileToSharedObject.

@@ -543,4 +543,69 @@ def BTGPUHostToRuntime : Pass<"bt-gpu-host-to-runtime", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def BTGPUExternSharedMemory
+    : Pass<"bt-gpu-extern-shared-memory", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Declare the dynamic shared memory as CUDA does (.extern .shared)";
+  let description = [{
+    Runs on the NVVM gpu.module after `convert-gpu-to-nvvm`, which gives
+    `gpu.dynamic_shared_memory` a zero-length *internal* global in address
+    space 3 (`.shared .align 16 .b8 __dynamic_shmem__0[]` in PTX: a definition
+    of zero bytes, so ptxas warns of a potential out-of-bounds access on
+    every access). CUDA declares dynamic shared memory as an external array
+    sized by the launch (`extern __shared__`): every zero-length global of
+    address space 3 becomes an external declaration with its alignment
+    (`.extern .shared .align 16 .b8 __dynamic_shmem__0[]`).
+
+    Errors: a zero-length shared global with an initializer.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def BTNVVMToHost : Pass<"bt-nvvm-to-host", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Rewrite the NVVM kernels into host LLVM IR for the CUDA emulator";
+  let description = [{
+    Takes a `gpu.module` exactly as it goes to PTX (LLVM dialect + NVVM ops,
+    after `convert-gpu-to-nvvm`; `bt-cuda-pipeline{binary=false}`) and
+    rewrites it, in place, into host LLVM dialect that the CUDA emulator
+    runs on the CPU (docs/cuda-emulator.md). The contract with the emulator
+    is `runtime/device/cuda_emu/bt_emu_abi.h`:
+
+    - `nvvm.read.ptx.sreg.{tid,ntid,ctaid,nctaid}.{x,y,z}`, `laneid`,
+      `warpsize` → i32 loads of the current thread's state
+      (`bt_emu_thread()`, called once at the entry of each function);
+    - `nvvm.barrier0` → `bt_emu_barrier(t, site)`;
+    - `nvvm.shfl.sync bfly|idx|up|down` (i32 or f32, with or without the
+      validity flag) → `bt_emu_shfl(t, kind, mask, value, b, c, site, &ok)`
+      (PTX mask/clamp semantics in the emulator);
+    - every `llvm.load` / `llvm.store` whose address is not derived from an
+      `llvm.alloca` or a constant global → the same access at the address
+      returned by `bt_emu_load/store(t, addr, bytes, site)`, which checks it;
+    - the dynamic shared memory global (`addr_space = 3`, `!llvm.array<0 x
+      i8>`) → the block's buffer `t->smem`;
+    - `vprintf` → `bt_emu_vprintf(t, fmt, args)`, `llvm.intr.trap` →
+      `bt_emu_trap(t, site)`;
+    - libdevice `__nv_<f>` → libm's `<f>` (expf, erff, sqrtf, ...);
+    - every address space → 0.
+
+    Each kernel `K` (`nvvm.kernel` / `gpu.kernel`) becomes the internal
+    function `K.bt_emu_body`, called by a new external entry
+    `void K(void **params)` that loads every parameter from `params[i]` (the
+    `kernelParams` of `cuLaunchKernel`, in the NVVM kernel order); the
+    constant `K__bt_emu_flags` is 1 when K may reach a barrier or a shuffle.
+    `bt_emu_site_table` (NUL-separated strings) and `bt_emu_num_sites` name
+    every site: the kernel, the kind of site, the location and the op as it
+    reads in the input (value names numbered per function).
+    `nvvm.*` / `gpu.*` attributes are dropped; the caller moves the body of
+    the gpu.module into a builtin.module and compiles it for the CPU
+    (`bt::buildEmulatorKernels`).
+
+    Errors (naming the op): an NVVM op or libdevice function without a host
+    lowering, a call of another external function, an indirect call,
+    atomics, inline assembly, `llvm.call_intrinsic`, static shared memory,
+    and a load or store of a type other than integers, floats, pointers and
+    their vectors.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // BT_CODEGEN_PASSES_TD

@@ -189,6 +189,10 @@ LoadDriver(const std::string &path, const CudaOptions &options) {
   std::fprintf(stderr, "bt: %.*s: %s\n", static_cast<int>(what.size()),
                what.data(), std::string(s.message()).c_str());
   std::fflush(stderr);
+  // The emulated device has reported what failed (docs/cuda-emulator.md):
+  // exit status 1, without the crash of an abort.
+  if (CudaBackend *b = CudaBackend::Current(); b != nullptr && b->emulated())
+    std::_Exit(1);
   std::abort();
 }
 
@@ -214,8 +218,8 @@ std::string CudaDeviceInfo::Describe() const {
                          driver_version / 1000, (driver_version % 1000) / 10);
 }
 
-DevicePool::DevicePool(AllocFn alloc, FreeFn free)
-    : alloc_(std::move(alloc)), free_(std::move(free)) {}
+DevicePool::DevicePool(AllocFn alloc, FreeFn free, bool caching)
+    : alloc_(std::move(alloc)), free_(std::move(free)), caching_(caching) {}
 
 DevicePool::~DevicePool() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -238,7 +242,8 @@ absl::StatusOr<uint64_t> DevicePool::Allocate(int64_t bytes) {
         absl::StrCat("device allocation of ", bytes, " bytes"));
   if (bytes == 0)
     return 0;
-  uint64_t size = Rounded(static_cast<uint64_t>(bytes));
+  uint64_t size = caching_ ? Rounded(static_cast<uint64_t>(bytes))
+                          : static_cast<uint64_t>(bytes);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = cached_.find(size);
   if (it != cached_.end()) {
@@ -283,6 +288,10 @@ absl::Status DevicePool::Free(uint64_t address) {
   uint64_t size = it->second;
   in_use_.erase(it);
   bytes_in_use_ -= size;
+  if (!caching_) {
+    free_(address);
+    return absl::OkStatus();
+  }
   cached_.emplace(size, address);
   bytes_cached_ += size;
   return absl::OkStatus();
@@ -327,6 +336,7 @@ CudaBackend::Open(const CudaOptions &options) {
                          : options.driver_library;
   BT_ASSIGN_OR_RETURN(std::unique_ptr<CudaDriver> driver,
                       LoadDriver(path, options));
+  const bool emulated = options.emulated;
   if (options.symbols)
     path = driver->path;
   std::unique_ptr<CudaBackend> b(new CudaBackend());
@@ -386,9 +396,11 @@ CudaBackend::Open(const CudaOptions &options) {
               absl::StrCat("cuMemAlloc failed: ", dp->ErrorName(r)));
         return static_cast<uint64_t>(p);
       },
-      [dp](uint64_t address) { dp->cuMemFree_v2(address); });
+      [dp](uint64_t address) { dp->cuMemFree_v2(address); },
+      /*caching=*/!emulated);
   b->symbols_ = options.symbols;
   b->symbols_name_ = options.symbols_name;
+  b->emulated_ = emulated;
   b->cublas_libraries_ = options.cublas_libraries;
   if (b->cublas_libraries_.empty()) {
     std::string env = EnvOr("BT_CUBLAS_LIBRARY", "");
@@ -489,7 +501,7 @@ absl::Status CudaBackend::LoadCublas() {
     std::vector<std::string> errors;
     for (const std::string &lib : cublas_libraries_) {
       ::dlerror();
-      cb->library = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+      cb->library = OpenLibrary(lib);
       if (cb->library != nullptr) {
         cb->path = lib;
         break;

@@ -57,6 +57,12 @@ struct CudaOptions {
   std::function<void *(const char *symbol)> symbols;
   /// What `symbols` is, for messages ("the emulated driver").
   std::string symbols_name;
+  /// The driver is an emulator (the cuda-emu device, exec/drivers.h,
+  /// docs/cuda-emulator.md): device allocations have their exact size (no
+  /// caching pool, so that the emulator checks the bounds the caller asked
+  /// for), and a failed call of the host code's GPU ABI exits with status 1
+  /// (the emulator has printed its report) instead of aborting.
+  bool emulated = false;
 };
 
 /// The device a backend runs on.
@@ -81,7 +87,10 @@ public:
   using AllocFn = std::function<absl::StatusOr<uint64_t>(uint64_t bytes)>;
   using FreeFn = std::function<void(uint64_t address)>;
 
-  DevicePool(AllocFn alloc, FreeFn free);
+  /// `caching` false (the emulated device): every request is allocated
+  /// with its exact size and freed at once, so that the device checks the
+  /// bounds the caller asked for.
+  DevicePool(AllocFn alloc, FreeFn free, bool caching = true);
   ~DevicePool(); // releases everything (cached and in use) to the device
 
   /// A block of at least `bytes`; bytes == 0 gives 0 (no block). On a
@@ -111,6 +120,7 @@ private:
   std::map<uint64_t, uint64_t> in_use_;                  // address → size
   std::multimap<uint64_t, uint64_t> cached_;             // size → address
   int64_t bytes_in_use_ = 0, bytes_cached_ = 0, device_allocations_ = 0;
+  bool caching_ = true;
 };
 
 struct CudaDriver; // the dlopen'ed entry points (cuda.cc)
@@ -132,6 +142,8 @@ public:
   ~CudaBackend();
 
   const CudaDeviceInfo &device() const { return device_; }
+  /// CudaOptions::emulated of Open.
+  bool emulated() const { return emulated_; }
   DevicePool &pool() { return *pool_; }
 
   /// Loads the artifact's PTX module (JIT-compiled by the driver for the
@@ -173,6 +185,7 @@ private:
   std::vector<std::string> cublas_libraries_;
   std::function<void *(const char *)> symbols_; // CudaOptions::symbols
   std::string symbols_name_;
+  bool emulated_ = false;
   CudaDeviceInfo device_;
   int cu_device_ = 0;
   void *context_ = nullptr;

@@ -24,11 +24,31 @@ absl::Status CudaDevice::CheckArtifact(const Artifact &artifact) {
   return absl::OkStatus();
 }
 
+absl::Status CudaDevice::CheckEmulatorArtifact(const Artifact &artifact) {
+  if (artifact.manifest().entry_points_size() > 0 &&
+      artifact.manifest().cuda_emu().size() == 0)
+    return absl::FailedPreconditionError(absl::StrCat(
+        artifact.path(),
+        ": --device cuda-emu: the artifact has no cuda_emu section (the "
+        "kernels for the CUDA emulator); compile it again with this bt-run"));
+  return absl::OkStatus();
+}
+
+std::string CudaDevice::name() const {
+  return gpu_->emulated() ? "cuda-emu" : "cuda";
+}
+
 absl::StatusOr<std::unique_ptr<KernelLibrary>>
 CudaDevice::LoadCode(const Artifact &artifact) {
-  BT_RETURN_IF_ERROR(CheckArtifact(artifact));
-  if (artifact.manifest().ptx().size() > 0) {
-    absl::Status s = gpu_->LoadModule(artifact.ptx());
+  const bool emulated = gpu_->emulated();
+  BT_RETURN_IF_ERROR(emulated ? CheckEmulatorArtifact(artifact)
+                              : CheckArtifact(artifact));
+  // The module image: the PTX, or on the emulator the same kernels compiled
+  // for the host (the cuda_emu section, docs/cuda-emulator.md).
+  const absl::string_view image =
+      emulated ? artifact.cuda_emu() : artifact.ptx();
+  if (!image.empty()) {
+    absl::Status s = gpu_->LoadModule(image);
     if (!s.ok())
       return absl::Status(s.code(),
                           absl::StrCat(artifact.path(), ": ", s.message()));

@@ -38,10 +38,17 @@ public:
   /// cuda artifact has entry points but no ptx section".
   static absl::Status CheckArtifact(const Artifact &artifact);
 
-  std::string name() const override { return "cuda"; }
+  /// What the emulated device (CudaOptions::emulated, the cuda-emu driver
+  /// of exec/drivers.h) needs instead: a cuda_emu section when the artifact
+  /// has entry points. Errors: FailedPrecondition "<path>: --device
+  /// cuda-emu: the artifact has no cuda_emu section ...".
+  static absl::Status CheckEmulatorArtifact(const Artifact &artifact);
+
+  /// "cuda", or "cuda-emu" on the emulated device.
+  std::string name() const override;
   /// CudaDeviceInfo::Describe of the GPU.
   std::string Describe() const override;
-  /// Loads the ptx section (CudaBackend::LoadModule), makes the backend the
+  /// Loads the ptx section (the emulator: the cuda_emu section) with CudaBackend::LoadModule, makes the backend the
   /// one the host code's bt_gpu_* calls use, and loads the kernels section
   /// (the host code). Errors: those of CheckArtifact, the driver's JIT
   /// errors prefixed with the artifact path, and those of

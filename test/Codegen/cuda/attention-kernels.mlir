@@ -52,6 +52,8 @@
 //   CHECK-NOT:   gpu.launch
 //       CHECK:   bufferization.to_tensor %[[OUT]] restrict writable
 //   CHECK-NOT:   linalg.matmul
+// The dynamic shared memory as CUDA declares it (.extern .shared, aligned).
+//       NVVM: llvm.mlir.global external @__dynamic_shmem__{{[0-9]+}}() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
 // NVVM-LABEL: llvm.func @fused_local_attention_kernel_0(
 //  NVVM-SAME:   gpu.kernel
 //       NVVM:   nvvm.read.ptx.sreg.tid.x
@@ -59,7 +61,6 @@
 //       NVVM:   nvvm.shfl.sync  bfly
 //       NVVM:   llvm.call @__nv_expf
 //       NVVM:   nvvm.shfl.sync  idx
-//       NVVM: llvm.mlir.global internal @__dynamic_shmem__{{[0-9]+}}() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
 func.func @fused_local_attention(%qkv: tensor<?x2x6x48xf32>, %p: tensor<6xi64>) -> tensor<?x2x6x2x8xf32> {
   %o = bt.fused_local_attention %qkv, %p heads 2 head_dim 8 rotary_dims 4 base 10000.0 scale 0.35355339059327373 : tensor<?x2x6x48xf32>, tensor<6xi64> -> tensor<?x2x6x2x8xf32>
   return %o : tensor<?x2x6x2x8xf32>

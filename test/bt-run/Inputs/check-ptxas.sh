@@ -4,8 +4,8 @@
 # bench/configs/block_main_b4_85.yaml (--random-init), generate the kernels
 # with `bt-run compile --target cuda --emit ptx` and assemble them with
 # `ptxas -arch=sm_90`. Prints the number of kernels (.entry) per case. Fails
-# if a compile or an assembly fails, a module has no kernel, or the folder
-# holds no case.
+# if a compile or an assembly fails, ptxas prints anything (a warning or an
+# info line), a module has no kernel, or the folder holds no case.
 #   check-ptxas.sh PTXAS FIXTURES_DIR CONFIG_DIR WORK_DIR [BT_RUN_FLAGS...]
 set -euo pipefail
 ptxas=$1
@@ -17,7 +17,16 @@ mkdir -p "$work"
 
 assemble() { # name ptx
   local name=$1 ptx=$2
-  "$ptxas" -arch=sm_90 "$ptx" -o "$work/$name.cubin"
+  # ptxas prints nothing for our kernels: no warning, and no "potential out
+  # of bound access" info since the dynamic shared memory is `.extern
+  # .shared` as CUDA declares it (bt-gpu-extern-shared-memory).
+  local said
+  said=$("$ptxas" -arch=sm_90 "$ptx" -o "$work/$name.cubin" 2>&1)
+  if [ -n "$said" ]; then
+    echo "FAIL $name: ptxas printed:" >&2
+    echo "$said" | head -5 >&2
+    exit 1
+  fi
   local kernels
   kernels=$(grep -c '^\.visible \.entry' "$ptx" || true)
   if [ "$kernels" -eq 0 ]; then

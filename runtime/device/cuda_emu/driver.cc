@@ -1,0 +1,468 @@
+//===- driver.cc - the emulator's CUDA driver API and cuBLAS --------------===//
+//
+// The entry points of cuda_emu.h (LookupSymbol): the subset of the CUDA
+// driver API and cuBLAS that runtime/src/cuda.cc resolves, with the C
+// signatures of cuda.h / cublas_api.h, on the emulated device. Launch limits
+// are those of sm_90; cublasSgemm computes in double (OpenBLAS dgemm).
+//
+//===----------------------------------------------------------------------===//
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <elf.h>
+#include <memory>
+#include <mutex>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cblas.h"
+#include "cuda_emu.h"
+#include "emulator.h"
+
+namespace bt::cuda_emu {
+namespace {
+
+using CUresult = int;
+using CUdeviceptr = unsigned long long;
+constexpr CUresult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2,
+                   kInvalidImage = 200, kNotFound = 500,
+                   kIllegalAddress = 700, kLaunchFailed = 719;
+constexpr int kCublasSuccess = 0, kCublasInvalidValue = 7,
+              kCublasExecutionFailed = 13;
+
+// sm_90 limits (CUDA C Programming Guide, "Technical Specifications per
+// Compute Capability").
+constexpr unsigned kMaxThreadsPerBlock = 1024, kMaxBlockXY = 1024,
+                   kMaxBlockZ = 64, kMaxGridYZ = 65535;
+constexpr unsigned long long kMaxGridX = 2147483647ull;
+constexpr unsigned kDefaultMaxDynamicShared = 48 * 1024;
+
+std::recursive_mutex g_mu;
+int g_context, g_stream, g_cublas;
+long g_reports_at_sync = 0;
+
+std::string Hex(uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
+  return b;
+}
+
+/// The size of an ELF image from its header (the section headers come
+/// last in what ld.lld writes), as a driver sizes a cubin.
+size_t ElfSize(const void *image) {
+  const auto *h = static_cast<const Elf64_Ehdr *>(image);
+  if (std::memcmp(h->e_ident, ELFMAG, SELFMAG) != 0 ||
+      h->e_ident[EI_CLASS] != ELFCLASS64)
+    return 0;
+  size_t end = h->e_shoff + size_t{h->e_shnum} * h->e_shentsize;
+  return std::max<size_t>(end, h->e_phoff + size_t{h->e_phnum} * h->e_phentsize);
+}
+
+CUresult ModuleLoad(void **module, const void *image, unsigned n, int *options,
+                    void **values) {
+  auto log = [&](const std::string &msg) {
+    for (unsigned i = 0; i < n; ++i)
+      if (options[i] == 5) // CU_JIT_ERROR_LOG_BUFFER
+        for (unsigned j = 0; j < n; ++j)
+          if (options[j] == 6) // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+            std::snprintf(static_cast<char *>(values[i]),
+                          reinterpret_cast<uintptr_t>(values[j]), "%s",
+                          msg.c_str());
+  };
+  const size_t size = ElfSize(image);
+  if (size == 0) {
+    log("cuda-emu: the module image is not the emulator's kernel library "
+        "(an ELF shared object from bt-nvvm-to-host; PTX cannot be "
+        "emulated): compile the artifact with a bt-run that writes the "
+        "cuda_emu section");
+    return kInvalidImage;
+  }
+  auto m = std::make_unique<Module>();
+  m->fd = ::memfd_create("bt-cuda-emu-kernels", MFD_CLOEXEC);
+  if (m->fd < 0 || ::write(m->fd, image, size) != static_cast<ssize_t>(size)) {
+    log("cuda-emu: cannot write the kernel library to a memfd");
+    return kInvalidImage;
+  }
+  const std::string path = "/proc/self/fd/" + std::to_string(m->fd);
+  m->handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (m->handle == nullptr) {
+    const char *e = ::dlerror();
+    log(std::string("cuda-emu: cannot load the kernel library: ") +
+        (e ? e : "?"));
+    ::close(m->fd);
+    return kInvalidImage;
+  }
+  const auto *version =
+      static_cast<const uint32_t *>(::dlsym(m->handle, "bt_emu_abi_version"));
+  const auto *count =
+      static_cast<const uint32_t *>(::dlsym(m->handle, "bt_emu_num_sites"));
+  const char *table =
+      static_cast<const char *>(::dlsym(m->handle, "bt_emu_site_table"));
+  if (version == nullptr || *version != BT_EMU_ABI_VERSION ||
+      count == nullptr || table == nullptr) {
+    log("cuda-emu: the kernel library has no bt_emu_abi_version " +
+        std::to_string(BT_EMU_ABI_VERSION) + " or no site table");
+    ::dlclose(m->handle);
+    ::close(m->fd);
+    return kInvalidImage;
+  }
+  for (uint32_t i = 0; i < *count; ++i) {
+    m->sites.emplace_back(table);
+    table += m->sites.back().size() + 1;
+  }
+  *module = m.release();
+  return kSuccess;
+}
+
+//===----------------------------------------------------------------------===//
+// Driver API
+//===----------------------------------------------------------------------===//
+
+CUresult emu_cuInit(unsigned) {
+  InstallFaultHandler();
+  return kSuccess;
+}
+CUresult emu_cuDriverGetVersion(int *v) {
+  *v = 13000;
+  return kSuccess;
+}
+CUresult emu_cuDeviceGetCount(int *n) {
+  *n = 1;
+  return kSuccess;
+}
+CUresult emu_cuDeviceGet(int *d, int ordinal) {
+  if (ordinal != 0)
+    return kInvalidValue;
+  *d = 0;
+  return kSuccess;
+}
+CUresult emu_cuDeviceGetName(char *name, int len, int) {
+  std::snprintf(name, static_cast<size_t>(len),
+                "bt CUDA emulator (kernels on the CPU)");
+  return kSuccess;
+}
+CUresult emu_cuDeviceTotalMem_v2(size_t *bytes, int) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  *bytes = static_cast<size_t>(pages) * static_cast<size_t>(::getpagesize());
+  return kSuccess;
+}
+CUresult emu_cuDeviceGetAttribute(int *v, int attr, int) {
+  *v = attr == 75 ? 9 : 0; // compute capability 9.0 (sm_90)
+  return kSuccess;
+}
+CUresult emu_cuDevicePrimaryCtxRetain(void **ctx, int) {
+  *ctx = &g_context;
+  return kSuccess;
+}
+CUresult emu_cuDevicePrimaryCtxRelease_v2(int) { return kSuccess; }
+CUresult emu_cuCtxSetCurrent(void *ctx) {
+  return ctx == &g_context ? kSuccess : kInvalidValue;
+}
+CUresult emu_cuStreamCreate(void **s, unsigned) {
+  *s = &g_stream;
+  return kSuccess;
+}
+CUresult emu_cuStreamDestroy_v2(void *) { return kSuccess; }
+CUresult emu_cuStreamSynchronize(void *s) {
+  // Work runs synchronously; a report since the last synchronization fails
+  // it (as a sticky error of the context would).
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (s != &g_stream)
+    return kInvalidValue;
+  const long now = ReportCount();
+  const bool clean = now == g_reports_at_sync;
+  g_reports_at_sync = now;
+  return clean ? kSuccess : kIllegalAddress;
+}
+CUresult emu_cuModuleLoadDataEx(void **module, const void *image, unsigned n,
+                                int *options, void **values) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  return ModuleLoad(module, image, n, options, values);
+}
+CUresult emu_cuModuleUnload(void *module) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  Module *m = static_cast<Module *>(module);
+  // Functions of the module may still be referenced; the library stays
+  // loaded (as the runtime's kernel libraries do until exit).
+  delete m;
+  return kSuccess;
+}
+CUresult emu_cuModuleGetFunction(void **fn, void *module, const char *name) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  Module *m = static_cast<Module *>(module);
+  auto f = std::make_unique<Function>();
+  f->module = m;
+  f->name = name;
+  f->entry = reinterpret_cast<KernelEntry>(::dlsym(m->handle, name));
+  const auto *flags = static_cast<const uint32_t *>(
+      ::dlsym(m->handle, (std::string(name) + "__bt_emu_flags").c_str()));
+  if (f->entry == nullptr || flags == nullptr)
+    return kNotFound;
+  f->sync = (*flags & BT_EMU_KERNEL_SYNC) != 0;
+  *fn = f.release(); // lives as long as the process (like a CUfunction)
+  return kSuccess;
+}
+
+CUresult emu_cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz,
+                            unsigned bx, unsigned by, unsigned bz,
+                            unsigned smem, void *stream, void **params,
+                            void **extra) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  const Function &f = *static_cast<Function *>(fn);
+  if (stream != &g_stream || extra != nullptr)
+    return kInvalidValue;
+  char dims[256];
+  std::snprintf(dims, sizeof dims, "grid (%u, %u, %u), block (%u, %u, %u), %u "
+                "bytes of dynamic shared memory", gx, gy, gz, bx, by, bz, smem);
+  std::string problem;
+  const unsigned long long threads =
+      static_cast<unsigned long long>(bx) * by * bz;
+  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0)
+    problem = "a grid or block dimension is 0";
+  else if (threads > kMaxThreadsPerBlock)
+    problem = std::to_string(threads) + " threads per block (sm_90: at most " +
+              std::to_string(kMaxThreadsPerBlock) + ")";
+  else if (bx > kMaxBlockXY || by > kMaxBlockXY || bz > kMaxBlockZ)
+    problem = "a block dimension exceeds sm_90's (1024, 1024, 64)";
+  else if (gx > kMaxGridX || gy > kMaxGridYZ || gz > kMaxGridYZ)
+    problem = "a grid dimension exceeds sm_90's (2^31 - 1, 65535, 65535)";
+  else if (smem > kDefaultMaxDynamicShared)
+    problem = std::to_string(smem) +
+              " bytes of dynamic shared memory: above 48 KiB a kernel must "
+              "opt in (cuFuncSetAttribute "
+              "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), and this "
+              "one did not";
+  if (!problem.empty()) {
+    Report("launch of kernel " + f.name + " outside sm_90's limits: " + problem,
+           {dims});
+    return kInvalidValue;
+  }
+  LaunchConfig config{{gx, gy, gz}, {bx, by, bz}, smem};
+  return RunKernel(f, config, params) ? kSuccess : kLaunchFailed;
+}
+
+CUresult emu_cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  const uint64_t a = DeviceMemory::Get().Allocate(bytes);
+  if (a == 0)
+    return kOutOfMemory;
+  *p = a;
+  return kSuccess;
+}
+CUresult emu_cuMemFree_v2(CUdeviceptr p) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (!DeviceMemory::Get().Free(p)) {
+    Report("cuMemFree of " + Hex(p) + ", which is not a live allocation",
+           {DeviceMemory::Get().Describe(p, 1)});
+    return kInvalidValue;
+  }
+  return kSuccess;
+}
+
+/// The checks of a copy's device side.
+bool CheckCopy(const char *what, uint64_t device, size_t bytes, bool read) {
+  DeviceMemory &m = DeviceMemory::Get();
+  if (!m.InLive(device, bytes)) {
+    Report(std::string(what) + " of " + std::to_string(bytes) +
+               " bytes outside a live device allocation",
+           {"device address " + Hex(device) + ": " + m.Describe(device, bytes)});
+    return false;
+  }
+  (void)read;
+  return true;
+}
+
+CUresult emu_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (bytes == 0)
+    return kSuccess;
+  if (!CheckCopy("cuMemcpyDtoH", src, bytes, true))
+    return kIllegalAddress;
+  std::memcpy(dst, DeviceMemory::Get().Host(src), bytes);
+  return kSuccess;
+}
+CUresult emu_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (bytes == 0)
+    return kSuccess;
+  if (!CheckCopy("cuMemcpyHtoD", dst, bytes, false))
+    return kIllegalAddress;
+  std::memcpy(DeviceMemory::Get().Host(dst), src, bytes);
+  DeviceMemory::Get().SetInitialized(dst, bytes);
+  return kSuccess;
+}
+CUresult emu_cuGetErrorName(CUresult r, const char **name) {
+  switch (r) {
+  case kSuccess: *name = "CUDA_SUCCESS"; return kSuccess;
+  case kInvalidValue: *name = "CUDA_ERROR_INVALID_VALUE"; return kSuccess;
+  case kOutOfMemory: *name = "CUDA_ERROR_OUT_OF_MEMORY"; return kSuccess;
+  case kInvalidImage: *name = "CUDA_ERROR_INVALID_IMAGE"; return kSuccess;
+  case kNotFound: *name = "CUDA_ERROR_NOT_FOUND"; return kSuccess;
+  case kIllegalAddress: *name = "CUDA_ERROR_ILLEGAL_ADDRESS"; return kSuccess;
+  case kLaunchFailed: *name = "CUDA_ERROR_LAUNCH_FAILED"; return kSuccess;
+  default: return kInvalidValue;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// cuBLAS
+//===----------------------------------------------------------------------===//
+
+int emu_cublasCreate_v2(void **handle) {
+  *handle = &g_cublas;
+  return kCublasSuccess;
+}
+int emu_cublasDestroy_v2(void *) { return kCublasSuccess; }
+int emu_cublasSetStream_v2(void *, void *stream) {
+  return stream == &g_stream ? kCublasSuccess : kCublasInvalidValue;
+}
+int emu_cublasSetMathMode(void *, int) { return kCublasSuccess; }
+
+/// Column-major C = alpha·op(A)·op(B) + beta·C (cuBLAS's semantics; C m×n,
+/// op(A) m×k, op(B) k×n, op: 0 = N, 1 = T), computed in double.
+int emu_cublasSgemm_v2(void *handle, int ta, int tb, int m, int n, int k,
+                       const float *alpha, const float *a, int lda,
+                       const float *b, int ldb, const float *beta, float *c,
+                       int ldc) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  char dims[160];
+  std::snprintf(dims, sizeof dims,
+                "cublasSgemm(%c, %c, m=%d, n=%d, k=%d, lda=%d, ldb=%d, ldc=%d)",
+                ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, lda, ldb, ldc);
+  const int rows_a = ta ? k : m, cols_a = ta ? m : k;
+  const int rows_b = tb ? n : k, cols_b = tb ? k : n;
+  auto bad = [&](const std::string &what) {
+    Report("cuBLAS argument error: " + what, {dims});
+    return kCublasInvalidValue;
+  };
+  if (handle != &g_cublas)
+    return bad("not a handle of cublasCreate");
+  if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1))
+    return bad("transpose must be CUBLAS_OP_N or CUBLAS_OP_T");
+  if (m < 0 || n < 0 || k < 0)
+    return bad("negative dimension");
+  if (lda < std::max(1, rows_a))
+    return bad("lda " + std::to_string(lda) + " < max(1, " +
+               std::to_string(rows_a) + ")");
+  if (ldb < std::max(1, rows_b))
+    return bad("ldb " + std::to_string(ldb) + " < max(1, " +
+               std::to_string(rows_b) + ")");
+  if (ldc < std::max(1, m))
+    return bad("ldc " + std::to_string(ldc) + " < max(1, " +
+               std::to_string(m) + ")");
+  if (m == 0 || n == 0)
+    return kCublasSuccess;
+  DeviceMemory &mem = DeviceMemory::Get();
+  const bool read_c = *beta != 0.0f;
+  // Each operand: inside one live allocation, its elements written.
+  struct Operand {
+    const char *name;
+    const float *p;
+    int rows, cols, ld;
+    bool read;
+  } ops[] = {{"A", a, rows_a, cols_a, lda, k > 0},
+             {"B", b, rows_b, cols_b, ldb, k > 0},
+             {"C", c, m, n, ldc, read_c}};
+  for (const Operand &o : ops) {
+    if (o.rows == 0 || o.cols == 0)
+      continue;
+    const uint64_t base = reinterpret_cast<uint64_t>(o.p);
+    const uint64_t bytes =
+        (static_cast<uint64_t>(o.cols - 1) * o.ld + o.rows) * sizeof(float);
+    if (!mem.InLive(base, bytes)) {
+      Report(std::string("cuBLAS operand ") + o.name + " [" + Hex(base) +
+                 ", +" + std::to_string(bytes) +
+                 " bytes) outside a live device allocation",
+             {dims, mem.Describe(base, bytes)});
+      return kCublasExecutionFailed;
+    }
+    if (!o.read)
+      continue;
+    for (int j = 0; j < o.cols; ++j) {
+      const uint64_t col = base + static_cast<uint64_t>(j) * o.ld * 4;
+      const uint64_t u = mem.FirstUninitialized(col, uint64_t(o.rows) * 4);
+      if (u != UINT64_MAX) {
+        Report(std::string("cuBLAS reads uninitialized device memory in "
+                           "operand ") + o.name,
+               {dims, "byte " + Hex(u) + " of " + mem.Describe(u, 1)});
+        return kCublasExecutionFailed;
+      }
+    }
+  }
+  // Double precision, then rounded once to float.
+  auto widen = [&](const Operand &o) {
+    std::vector<double> d(static_cast<size_t>(o.rows) * o.cols);
+    const float *h = reinterpret_cast<const float *>(
+        mem.Host(reinterpret_cast<uint64_t>(o.p)));
+    for (int j = 0; j < o.cols; ++j)
+      for (int i = 0; i < o.rows; ++i)
+        d[static_cast<size_t>(j) * o.rows + i] =
+            h[static_cast<size_t>(j) * o.ld + i];
+    return d;
+  };
+  std::vector<double> da =
+      k > 0 ? widen(ops[0]) : std::vector<double>();
+  std::vector<double> db =
+      k > 0 ? widen(ops[1]) : std::vector<double>();
+  std::vector<double> dc =
+      read_c ? widen(ops[2]) : std::vector<double>(size_t(m) * n, 0.0);
+  if (k > 0)
+    cblas_dgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans,
+                tb ? CblasTrans : CblasNoTrans, m, n, k, *alpha, da.data(),
+                rows_a, db.data(), rows_b, read_c ? *beta : 0.0, dc.data(), m);
+  else if (read_c)
+    for (double &x : dc)
+      x *= *beta;
+  float *hc = reinterpret_cast<float *>(mem.Host(reinterpret_cast<uint64_t>(c)));
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < m; ++i)
+      hc[static_cast<size_t>(j) * ldc + i] =
+          static_cast<float>(dc[static_cast<size_t>(j) * m + i]);
+    mem.SetInitialized(reinterpret_cast<uint64_t>(c) + uint64_t(j) * ldc * 4,
+                       uint64_t(m) * 4);
+  }
+  return kCublasSuccess;
+}
+
+} // namespace
+
+void *LookupSymbol(const char *name) {
+#define BT_EMU_SYMBOL(s)                                                       \
+  if (std::strcmp(name, #s) == 0)                                              \
+    return reinterpret_cast<void *>(&emu_##s);
+  BT_EMU_SYMBOL(cuInit)
+  BT_EMU_SYMBOL(cuDriverGetVersion)
+  BT_EMU_SYMBOL(cuDeviceGetCount)
+  BT_EMU_SYMBOL(cuDeviceGet)
+  BT_EMU_SYMBOL(cuDeviceGetName)
+  BT_EMU_SYMBOL(cuDeviceTotalMem_v2)
+  BT_EMU_SYMBOL(cuDeviceGetAttribute)
+  BT_EMU_SYMBOL(cuDevicePrimaryCtxRetain)
+  BT_EMU_SYMBOL(cuDevicePrimaryCtxRelease_v2)
+  BT_EMU_SYMBOL(cuCtxSetCurrent)
+  BT_EMU_SYMBOL(cuStreamCreate)
+  BT_EMU_SYMBOL(cuStreamDestroy_v2)
+  BT_EMU_SYMBOL(cuStreamSynchronize)
+  BT_EMU_SYMBOL(cuModuleLoadDataEx)
+  BT_EMU_SYMBOL(cuModuleUnload)
+  BT_EMU_SYMBOL(cuModuleGetFunction)
+  BT_EMU_SYMBOL(cuLaunchKernel)
+  BT_EMU_SYMBOL(cuMemAlloc_v2)
+  BT_EMU_SYMBOL(cuMemFree_v2)
+  BT_EMU_SYMBOL(cuMemcpyDtoH_v2)
+  BT_EMU_SYMBOL(cuMemcpyHtoD_v2)
+  BT_EMU_SYMBOL(cuGetErrorName)
+  BT_EMU_SYMBOL(cublasCreate_v2)
+  BT_EMU_SYMBOL(cublasDestroy_v2)
+  BT_EMU_SYMBOL(cublasSetStream_v2)
+  BT_EMU_SYMBOL(cublasSetMathMode)
+  BT_EMU_SYMBOL(cublasSgemm_v2)
+#undef BT_EMU_SYMBOL
+  return nullptr;
+}
+
+} // namespace bt::cuda_emu

@@ -1,0 +1,143 @@
+//===- emulator.h - internals of the emulated CUDA device --------*- C++ -*-===//
+//
+// Shared by the parts of the emulator (cuda_emu.h is its interface):
+// device memory (memory.cc), kernel execution (launch.cc), the driver API
+// and cuBLAS (driver.cc), reports (report.cc).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_RUNTIME_DEVICE_CUDA_EMU_EMULATOR_H
+#define BT_RUNTIME_DEVICE_CUDA_EMU_EMULATOR_H
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bt_emu_abi.h"
+
+namespace bt::cuda_emu {
+
+//===----------------------------------------------------------------------===//
+// Reports
+//===----------------------------------------------------------------------===//
+
+/// Prints one report (a check that fired) to stderr: "bt cuda-emu: ERROR:
+/// <what>" and the indented `details` lines, and counts it. Only the first
+/// BT_CUDA_EMU_MAX_REPORTS are printed.
+void Report(const std::string &what, const std::vector<std::string> &details);
+
+//===----------------------------------------------------------------------===//
+// Device memory
+//===----------------------------------------------------------------------===//
+
+/// One cuMemAlloc.
+struct Allocation {
+  uint64_t base = 0;  // device address
+  uint64_t bytes = 0; // as requested
+  uint64_t id = 0;    // 1, 2, ... in allocation order
+  bool live = true;
+};
+
+/// The emulated device memory: one memfd mapped twice. The host sees device
+/// addresses in a PROT_NONE view, so host code that dereferences a device
+/// pointer faults (and the fault handler reports it); kernels, copies and
+/// cuBLAS go through an accessible alias of the same pages. Each allocation
+/// starts on a page (so 256-byte aligned, as cuMemAlloc), is filled with
+/// NaN (0x7fc00000 words) and is followed by a guard page; addresses are
+/// never reused. Shadows: one byte per byte (initialized: written by a
+/// kernel, a copy or cuBLAS; initcheck) and one word per 4-byte word (the
+/// launch and thread that last stored it; conflicting global writes).
+class DeviceMemory {
+public:
+  static DeviceMemory &Get();
+
+  /// A new allocation of `bytes` (> 0); 0 when the address space is used up.
+  uint64_t Allocate(uint64_t bytes);
+  /// Frees a live allocation's base address; false when it is not one.
+  bool Free(uint64_t address);
+  /// The allocation (live or freed) whose [base, base + bytes) holds
+  /// `address`, else the nearest one below it (for reports), or nullptr.
+  const Allocation *Find(uint64_t address, bool *inside) const;
+  /// Whether [address, address + bytes) lies inside one live allocation.
+  bool InLive(uint64_t address, uint64_t bytes) const;
+  /// "allocation #3 [0x..., +4096 bytes)" or why there is none.
+  std::string Describe(uint64_t address, uint64_t bytes) const;
+
+  bool IsDevice(uint64_t address) const {
+    return address - base_ < capacity_;
+  }
+  /// The accessible alias of a device address.
+  char *Host(uint64_t address) const {
+    return alias_ + (address - base_);
+  }
+  uint8_t *InitShadow(uint64_t address) const {
+    return init_ + (address - base_);
+  }
+  uint64_t *WriteShadow(uint64_t address) const {
+    return writes_ + ((address - base_) >> 2);
+  }
+  /// Marks [address, address + bytes) initialized.
+  void SetInitialized(uint64_t address, uint64_t bytes);
+  /// The first byte of [address, address + bytes) never written, or
+  /// UINT64_MAX.
+  uint64_t FirstUninitialized(uint64_t address, uint64_t bytes) const;
+
+private:
+  DeviceMemory();
+  char *view_ = nullptr;   // PROT_NONE: the addresses the host sees
+  char *alias_ = nullptr;  // the same pages, accessible to the emulator
+  uint8_t *init_ = nullptr;
+  uint64_t *writes_ = nullptr;
+  uint64_t base_ = 0, capacity_ = 0, next_ = 0;
+  int fd_ = -1;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, Allocation> allocations_; // by base
+};
+
+/// Installs the SIGSEGV handler that reports host dereferences of device
+/// pointers and stack overflows of emulated threads (once).
+void InstallFaultHandler();
+/// Registers [lo, hi) as the guard page of an emulated thread's stack.
+void RegisterStackGuards(uintptr_t lo, uintptr_t hi);
+
+//===----------------------------------------------------------------------===//
+// Modules and launches
+//===----------------------------------------------------------------------===//
+
+using KernelEntry = void (*)(void **params);
+
+struct Module {
+  void *handle = nullptr;
+  int fd = -1;
+  std::vector<std::string> sites; // bt_emu_site_table
+};
+
+struct Function {
+  Module *module = nullptr;
+  std::string name;
+  KernelEntry entry = nullptr;
+  bool sync = false; // K__bt_emu_flags & BT_EMU_KERNEL_SYNC
+};
+
+struct LaunchConfig {
+  unsigned grid[3], block[3];
+  unsigned smem;
+};
+
+/// Runs `f` over the grid (launch.cc). Returns false when a check fired
+/// during the launch (reported) or a thread trapped.
+bool RunKernel(const Function &f, const LaunchConfig &config, void **params);
+
+/// Emulator-wide settings and counters.
+struct Settings {
+  uint64_t seed = 0;
+  long max_reports = 20;
+  bool trace = false; // BT_CUDA_EMU_TRACE=1: each launch to stderr
+};
+const Settings &GetSettings();
+
+} // namespace bt::cuda_emu
+
+#endif // BT_RUNTIME_DEVICE_CUDA_EMU_EMULATOR_H

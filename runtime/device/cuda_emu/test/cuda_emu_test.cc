@@ -1,0 +1,314 @@
+//===- cuda_emu_test.cc - checks of the emulated CUDA device ---------------===//
+//
+// The checks of runtime/device/cuda_emu that need no compiled kernel library
+// (the others run generated kernels: test/bt-run/cuda-emu-*.test): the
+// driver API's launch limits of sm_90, the device memory's bounds and
+// initialization checks on copies, cuBLAS's argument checks, a host
+// dereference of a device pointer, and the barrier / shuffle checks on
+// kernels written here against the emulator ABI (bt_emu_abi.h), as
+// bt-nvvm-to-host would emit them.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bt_emu_abi.h"
+#include "cuda_emu.h"
+#include "emulator.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace bt::cuda_emu {
+namespace {
+
+using ::testing::HasSubstr;
+using CUresult = int;
+using CUdeviceptr = unsigned long long;
+
+template <typename F> F Sym(const char *name) {
+  void *p = LookupSymbol(name);
+  EXPECT_NE(p, nullptr) << name;
+  return reinterpret_cast<F>(p);
+}
+
+/// The emulated device, initialized as CudaBackend does.
+struct Device {
+  void *stream = nullptr;
+  Device() {
+    EXPECT_EQ(Sym<CUresult (*)(unsigned)>("cuInit")(0), 0);
+    void *ctx = nullptr;
+    EXPECT_EQ(Sym<CUresult (*)(void **, int)>("cuDevicePrimaryCtxRetain")(&ctx, 0), 0);
+    EXPECT_EQ(Sym<CUresult (*)(void *)>("cuCtxSetCurrent")(ctx), 0);
+    EXPECT_EQ(Sym<CUresult (*)(void **, unsigned)>("cuStreamCreate")(&stream, 0), 0);
+  }
+  CUdeviceptr Alloc(size_t bytes) {
+    CUdeviceptr p = 0;
+    EXPECT_EQ(Sym<CUresult (*)(CUdeviceptr *, size_t)>("cuMemAlloc_v2")(&p, bytes), 0);
+    return p;
+  }
+  CUresult Launch(Function &f, unsigned gx, unsigned gy, unsigned gz,
+                  unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                  void **params) {
+    using LaunchFn = CUresult (*)(void *, unsigned, unsigned, unsigned,
+                                  unsigned, unsigned, unsigned, unsigned,
+                                  void *, void **, void **);
+    return Sym<LaunchFn>("cuLaunchKernel")(&f, gx, gy, gz, bx, by, bz, smem,
+                                           stream, params, nullptr);
+  }
+};
+
+/// Launches `f` on one block of `threads` threads, expects the launch to
+/// fail, and returns what the emulator reported.
+std::string FailedLaunch(Device &d, Function &f, unsigned threads,
+                         unsigned smem = 0, void **params = nullptr) {
+  testing::internal::CaptureStderr();
+  EXPECT_NE(d.Launch(f, 1, 1, 1, threads, 1, 1, smem, params), 0);
+  return testing::internal::GetCapturedStderr();
+}
+
+Module g_module = {nullptr, -1, {"k: barrier A", "k: barrier B", "k: shuffle",
+                                 "k: store", "k: load"}};
+
+void Empty(void **) {}
+
+/// Threads 0..15 wait at barrier site 0, the others at site 1.
+void DivergentBarrier(void **) {
+  BtEmuThread *t = bt_emu_thread();
+  bt_emu_barrier(t, t->sreg[BT_EMU_SREG_TID_X] < 16 ? 0 : 1);
+}
+
+/// Thread 5 returns before the barrier that the others reach.
+void EarlyExitBarrier(void **) {
+  BtEmuThread *t = bt_emu_thread();
+  if (t->sreg[BT_EMU_SREG_TID_X] == 5)
+    return;
+  bt_emu_barrier(t, 0);
+}
+
+/// A butterfly shuffle with a full mask that only even lanes execute.
+void PartialShuffle(void **) {
+  BtEmuThread *t = bt_emu_thread();
+  if (t->sreg[BT_EMU_SREG_LANEID] % 2 != 0)
+    return;
+  uint8_t valid = 0;
+  (void)bt_emu_shfl(t, BT_EMU_SHFL_BFLY, 0xffffffffu, 1, 1, 0x1f, 2, &valid);
+}
+
+/// out[lane] = lane of the butterfly partner (tid ^ 1), over 32 lanes.
+void Butterfly(void **params) {
+  BtEmuThread *t = bt_emu_thread();
+  const int lane = t->sreg[BT_EMU_SREG_LANEID];
+  uint8_t valid = 0;
+  uint32_t v = bt_emu_shfl(t, BT_EMU_SHFL_BFLY, 0xffffffffu, lane, 1, 0x1f, 2,
+                           &valid);
+  auto *out = *static_cast<uint32_t **>(params[0]);
+  *static_cast<uint32_t *>(bt_emu_store(t, out + lane, 4, 3)) = v;
+}
+
+/// Every thread writes shared word 0, then reads word 1 - tid (no barrier):
+/// thread 1 reads the word thread 0 wrote.
+void SharedRace(void **) {
+  BtEmuThread *t = bt_emu_thread();
+  const int tid = t->sreg[BT_EMU_SREG_TID_X];
+  auto *smem = reinterpret_cast<float *>(t->smem);
+  *static_cast<float *>(bt_emu_store(t, smem + tid, 4, 3)) = 1.0f;
+  (void)*static_cast<float *>(bt_emu_load(t, smem + (tid ^ 1), 4, 4));
+}
+
+/// Every thread of every block stores its own value to element 0.
+void SameWordEveryThread(void **params) {
+  BtEmuThread *t = bt_emu_thread();
+  auto *out = *static_cast<int32_t **>(params[0]);
+  *static_cast<int32_t *>(bt_emu_store(t, out, 4, 3)) =
+      t->sreg[BT_EMU_SREG_TID_X];
+}
+
+/// Reads element 1 of params[0] at a misaligned address (+2 bytes).
+void Misaligned(void **params) {
+  BtEmuThread *t = bt_emu_thread();
+  char *p = *static_cast<char **>(params[0]);
+  (void)*static_cast<float *>(bt_emu_load(t, p + 2, 4, 4));
+}
+
+Function MakeFunction(const char *name, KernelEntry entry, bool sync) {
+  Function f;
+  f.module = &g_module;
+  f.name = name;
+  f.entry = entry;
+  f.sync = sync;
+  return f;
+}
+
+TEST(CudaEmu, LaunchLimitsOfSm90) {
+  Device d;
+  Function f = MakeFunction("empty", Empty, false);
+  EXPECT_EQ(d.Launch(f, 1, 1, 1, 1024, 1, 1, 0, nullptr), 0);
+  struct Case {
+    unsigned g[3], b[3], smem;
+    const char *report;
+  } cases[] = {
+      {{1, 1, 1}, {1025, 1, 1}, 0, "1025 threads per block (sm_90: at most 1024)"},
+      {{1, 1, 1}, {32, 32, 2}, 0, "2048 threads per block"},
+      {{1, 65536, 1}, {32, 1, 1}, 0, "a grid dimension exceeds sm_90's"},
+      {{1, 1, 65536}, {32, 1, 1}, 0, "a grid dimension exceeds sm_90's"},
+      {{1, 1, 1}, {32, 1, 1}, 48 * 1024 + 4,
+       "49156 bytes of dynamic shared memory: above 48 KiB a kernel must opt in"},
+      {{0, 1, 1}, {32, 1, 1}, 0, "a grid or block dimension is 0"},
+  };
+  for (const Case &c : cases) {
+    testing::internal::CaptureStderr();
+    EXPECT_NE(d.Launch(f, c.g[0], c.g[1], c.g[2], c.b[0], c.b[1], c.b[2],
+                       c.smem, nullptr),
+              0);
+    EXPECT_THAT(testing::internal::GetCapturedStderr(),
+                HasSubstr(std::string("launch of kernel empty outside sm_90's "
+                                      "limits: ") +
+                          c.report));
+  }
+  // 48 KiB exactly, and the largest grid y and z, are allowed.
+  EXPECT_EQ(d.Launch(f, 1, 1, 1, 32, 1, 1, 48 * 1024, nullptr), 0);
+  EXPECT_EQ(d.Launch(f, 1, 65535, 1, 1, 1, 1, 0, nullptr), 0);
+}
+
+TEST(CudaEmu, BarrierReachedAtDifferentSites) {
+  Device d;
+  Function f = MakeFunction("k", DivergentBarrier, true);
+  std::string err = FailedLaunch(d, f, 32);
+  EXPECT_THAT(err, HasSubstr("bt cuda-emu: ERROR: "));
+  EXPECT_THAT(err, HasSubstr("k: barrier A"));
+  EXPECT_THAT(err, HasSubstr("k: barrier B"));
+}
+
+// A thread that has exited is not live: the barrier waits for the others
+// only (as on sm_70 and later), and nothing is reported.
+TEST(CudaEmu, BarrierAfterAThreadExited) {
+  Device d;
+  Function f = MakeFunction("k", EarlyExitBarrier, true);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(d.Launch(f, 1, 1, 1, 32, 1, 1, 0, nullptr), 0);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+TEST(CudaEmu, ShuffleMaskNamesAbsentLane) {
+  Device d;
+  Function f = MakeFunction("k", PartialShuffle, true);
+  EXPECT_THAT(FailedLaunch(d, f, 32),
+              HasSubstr("shuffle whose mask names a lane that is not at the "
+                        "same shuffle"));
+}
+
+TEST(CudaEmu, ButterflyShuffleExchangesLanes) {
+  Device d;
+  Function f = MakeFunction("k", Butterfly, true);
+  CUdeviceptr out = d.Alloc(32 * 4);
+  void *params[] = {&out};
+  ASSERT_EQ(d.Launch(f, 1, 1, 1, 32, 1, 1, 0, params), 0);
+  std::vector<uint32_t> host(32);
+  ASSERT_EQ(Sym<CUresult (*)(void *, CUdeviceptr, size_t)>("cuMemcpyDtoH_v2")(
+                host.data(), out, 32 * 4),
+            0);
+  for (uint32_t lane = 0; lane < 32; ++lane)
+    EXPECT_EQ(host[lane], lane ^ 1u) << "lane " << lane;
+}
+
+TEST(CudaEmu, SharedMemoryRaceBetweenBarriers) {
+  Device d;
+  Function f = MakeFunction("k", SharedRace, true);
+  EXPECT_THAT(FailedLaunch(d, f, 2, 8),
+              HasSubstr("shared-memory race"));
+}
+
+TEST(CudaEmu, ConflictingGlobalWritesWithinALaunch) {
+  Device d;
+  Function f = MakeFunction("k", SameWordEveryThread, false);
+  CUdeviceptr p = d.Alloc(4);
+  void *params[] = {&p};
+  // One thread: no conflict, also across two launches.
+  ASSERT_EQ(d.Launch(f, 1, 1, 1, 1, 1, 1, 0, params), 0);
+  ASSERT_EQ(d.Launch(f, 1, 1, 1, 1, 1, 1, 0, params), 0);
+  EXPECT_THAT(FailedLaunch(d, f, 2, 0, params),
+              HasSubstr("conflicting writes to global memory within one "
+                        "launch"));
+}
+
+TEST(CudaEmu, MisalignedGlobalLoad) {
+  Device d;
+  Function f = MakeFunction("k", Misaligned, false);
+  CUdeviceptr p = d.Alloc(16);
+  std::vector<float> zeros(4, 0.0f);
+  ASSERT_EQ(Sym<CUresult (*)(CUdeviceptr, const void *, size_t)>(
+                "cuMemcpyHtoD_v2")(p, zeros.data(), 16),
+            0);
+  void *params[] = {&p};
+  EXPECT_THAT(FailedLaunch(d, f, 1, 0, params), HasSubstr("misaligned"));
+}
+
+TEST(CudaEmu, CopyOutsideAllocation) {
+  Device d;
+  CUdeviceptr p = d.Alloc(16);
+  std::vector<char> host(32);
+  testing::internal::CaptureStderr();
+  EXPECT_NE(Sym<CUresult (*)(void *, CUdeviceptr, size_t)>("cuMemcpyDtoH_v2")(
+                host.data(), p, 32),
+            0);
+  EXPECT_THAT(testing::internal::GetCapturedStderr(),
+              HasSubstr("cuMemcpyDtoH of 32 bytes outside a live device "
+                        "allocation"));
+}
+
+TEST(CudaEmu, CublasLeadingDimensionAndOperandBounds) {
+  Device d;
+  void *handle = nullptr;
+  ASSERT_EQ(Sym<int (*)(void **)>("cublasCreate_v2")(&handle), 0);
+  ASSERT_EQ(Sym<int (*)(void *, void *)>("cublasSetStream_v2")(handle, d.stream), 0);
+  using Sgemm = int (*)(void *, int, int, int, int, int, const float *,
+                        const float *, int, const float *, int, const float *,
+                        float *, int);
+  Sgemm sgemm = Sym<Sgemm>("cublasSgemm_v2");
+  // C[2x2] = A[2x3] B[3x2], column-major, every operand initialized.
+  CUdeviceptr a = d.Alloc(6 * 4), b = d.Alloc(6 * 4), c = d.Alloc(4 * 4);
+  std::vector<float> av = {1, 2, 3, 4, 5, 6}, bv = {1, 0, 0, 1, 1, 1}, cv(4);
+  auto htod = Sym<CUresult (*)(CUdeviceptr, const void *, size_t)>("cuMemcpyHtoD_v2");
+  ASSERT_EQ(htod(a, av.data(), 24), 0);
+  ASSERT_EQ(htod(b, bv.data(), 24), 0);
+  ASSERT_EQ(htod(c, cv.data(), 16), 0);
+  const float one = 1, zero = 0;
+  auto A = reinterpret_cast<const float *>(a);
+  auto B = reinterpret_cast<const float *>(b);
+  auto C = reinterpret_cast<float *>(c);
+  ASSERT_EQ(sgemm(handle, 0, 0, 2, 2, 3, &one, A, 2, B, 3, &zero, C, 2), 0);
+  ASSERT_EQ(Sym<CUresult (*)(void *, CUdeviceptr, size_t)>("cuMemcpyDtoH_v2")(
+                cv.data(), c, 16),
+            0);
+  // Column-major: A = [[1 3 5] [2 4 6]], B = [[1 1] [0 1] [0 1]], so
+  // A·B = [[1 9] [2 12]].
+  EXPECT_EQ(cv, (std::vector<float>{1, 2, 9, 12}));
+
+  testing::internal::CaptureStderr();
+  EXPECT_NE(sgemm(handle, 0, 0, 2, 2, 3, &one, A, 1, B, 3, &zero, C, 2), 0);
+  EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("lda 1 < max(1, 2)"));
+  // ldb 4: B's last column ends past its 24-byte allocation.
+  testing::internal::CaptureStderr();
+  EXPECT_NE(sgemm(handle, 0, 0, 2, 2, 3, &one, A, 2, B, 4, &zero, C, 2), 0);
+  EXPECT_THAT(testing::internal::GetCapturedStderr(),
+              HasSubstr("cuBLAS operand B ["));
+}
+
+TEST(CudaEmuDeathTest, HostDereferenceOfDevicePointerFaults) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        Device d;
+        CUdeviceptr p = d.Alloc(64);
+        volatile float x = *reinterpret_cast<volatile float *>(p);
+        (void)x;
+      },
+      testing::ExitedWithCode(1),
+      "host code dereferenced a device pointer(.|\n)*allocation");
+}
+
+} // namespace
+} // namespace bt::cuda_emu
