@@ -63,7 +63,9 @@ OpenCudaEmu(const Artifact &artifact, const DeviceOptions &options) {
 }
 
 std::string DescribeCudaEmu(const DeviceOptions &options) {
-  std::string line = DescribeCudaAvailability(EmulatorOptions(options));
+  const std::string described =
+      DescribeCudaAvailability(EmulatorOptions(options));
+  absl::string_view line = described;
   absl::ConsumePrefix(&line, "cuda: ");
   return absl::StrCat("cuda-emu: ", line,
                       " (the CUDA emulator: a cuda artifact's kernels on the "

@@ -171,6 +171,21 @@ double LastEvalLoss(const std::string &csv_path) {
   return last;
 }
 
+// issue 14: a batch larger than the training set is refused before the loop
+// (it was accepted without a word and ran out of memory at --batch 100000).
+TEST_F(TrainTest, BatchLargerThanTheDataIsAnError) {
+  testing::TempDir d;
+  std::unique_ptr<Model> model = Open(d.File("fake.btart"));
+  ASSERT_NE(model, nullptr);
+  TrainOptions o = Options(d.File("run"), 1);
+  o.batch = 100000;
+  std::ostringstream out, log;
+  EXPECT_THAT(RunTraining(*model, o, out, log),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "--batch 100000 is larger than the "));
+  EXPECT_FALSE(std::ifstream(d.File("run/latest/trainer_state.json")).good());
+}
+
 TEST_F(TrainTest, LearnsTheExcerpt) {
   testing::TempDir d;
   std::unique_ptr<Model> model = Open(d.File("fake.btart"));

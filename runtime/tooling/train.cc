@@ -1147,6 +1147,11 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
   if (train.size() == 0)
     return absl::InvalidArgumentError(absl::StrCat(
         "train: the training documents give no sample of ", o.seq_len, " tokens"));
+  if (o.batch > static_cast<int64_t>(train.size()))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "train: --batch ", o.batch, " is larger than the ", train.size(),
+        " training samples of ", o.seq_len, " tokens (every batch would repeat samples); use "
+        "--batch ", train.size(), " or less, or more data"));
   std::vector<TensorMap> eval_batches;
   int64_t held_samples = 0, eval_targets = 0;
   if (!held_docs.empty()) {

@@ -501,7 +501,7 @@ absl::Status CudaBackend::LoadCublas() {
     std::vector<std::string> errors;
     for (const std::string &lib : cublas_libraries_) {
       ::dlerror();
-      cb->library = OpenLibrary(lib);
+      cb->library = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (cb->library != nullptr) {
         cb->path = lib;
         break;
