@@ -447,7 +447,7 @@ struct PlanKVMemoryPass
     FailureOr<KVPlan> plan = computeKVPlan(getOperation(), request);
     if (failed(plan))
       return signalPassFailure();
-    getOperation()->setAttr("bt.kv_plan",
+    getOperation()->setAttr(bt::BTDialect::KvPlanAttrHelper::getNameStr(),
                             kvPlanToAttr(&getContext(), *plan));
   }
 };
