@@ -107,12 +107,12 @@ func::FuncOp Importer::beginFunc(StringRef name, ArrayRef<Type> inputs,
     return b.getArrayAttr(d);
   };
   for (auto [i, n] : llvm::enumerate(args)) {
-    fn.setArgAttr(i, "bt.name", b.getStringAttr(n.name));
-    fn.setArgAttr(i, "bt.dims", dims(n));
+    fn.setArgAttr(i, bt::BTDialect::getNameAttrName(), b.getStringAttr(n.name));
+    fn.setArgAttr(i, bt::BTDialect::getDimsAttrName(), dims(n));
   }
   for (auto [i, n] : llvm::enumerate(outs)) {
-    fn.setResultAttr(i, "bt.name", b.getStringAttr(n.name));
-    fn.setResultAttr(i, "bt.dims", dims(n));
+    fn.setResultAttr(i, bt::BTDialect::getNameAttrName(), b.getStringAttr(n.name));
+    fn.setResultAttr(i, bt::BTDialect::getDimsAttrName(), dims(n));
   }
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);

@@ -194,21 +194,21 @@ func::FuncOp Generator::beginFunc(StringRef name, ArrayRef<Named> args,
   };
   for (auto [i, a] : llvm::enumerate(args)) {
     if (isa<KVCacheType>(a.type)) {
-      fn.setArgAttr(i, "bt.name", b.getStringAttr("kv_cache"));
-      fn.setArgAttr(i, "bt.inout", b.getUnitAttr());
+      fn.setArgAttr(i, bt::BTDialect::getNameAttrName(), b.getStringAttr("kv_cache"));
+      fn.setArgAttr(i, bt::BTDialect::getInOutAttrName(), b.getUnitAttr());
       continue;
     }
-    fn.setArgAttr(i, "bt.name", b.getStringAttr(a.name));
-    fn.setArgAttr(i, "bt.dims", dims(a));
+    fn.setArgAttr(i, bt::BTDialect::getNameAttrName(), b.getStringAttr(a.name));
+    fn.setArgAttr(i, bt::BTDialect::getDimsAttrName(), dims(a));
   }
   for (auto [i, r] : llvm::enumerate(results)) {
     if (isa<KVCacheType>(r.type)) {
-      fn.setResultAttr(i, "bt.name", b.getStringAttr("kv_cache"));
-      fn.setResultAttr(i, "bt.inout_arg", b.getStringAttr("kv_cache"));
+      fn.setResultAttr(i, bt::BTDialect::getNameAttrName(), b.getStringAttr("kv_cache"));
+      fn.setResultAttr(i, bt::BTDialect::getInOutArgAttrName(), b.getStringAttr("kv_cache"));
       continue;
     }
-    fn.setResultAttr(i, "bt.name", b.getStringAttr(r.name));
-    fn.setResultAttr(i, "bt.dims", dims(r));
+    fn.setResultAttr(i, bt::BTDialect::getNameAttrName(), b.getStringAttr(r.name));
+    fn.setResultAttr(i, bt::BTDialect::getDimsAttrName(), dims(r));
   }
   b.setInsertionPointToStart(fn.addEntryBlock());
   return fn;

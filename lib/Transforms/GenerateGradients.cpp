@@ -52,7 +52,7 @@ struct GenerateGradientsPass
     }
     int lossIndex = -1;
     for (unsigned i = 0; i < src.getNumResults(); ++i)
-      if (auto n = src.getResultAttrOfType<StringAttr>(i, "bt.name");
+      if (auto n = src.getResultAttrOfType<StringAttr>(i, bt::BTDialect::getNameAttrName());
           n && n.getValue() == "loss")
         lossIndex = static_cast<int>(i);
     if (lossIndex < 0) {
@@ -91,8 +91,8 @@ struct GenerateGradientsPass
           cast<RankedTensorType>(g.grad.getType()).getRank(),
           b.getStringAttr(""));
       resultAttrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("bt.name", b.getStringAttr("grad." + g.name)),
-           b.getNamedAttr("bt.dims", b.getArrayAttr(dims))}));
+          {b.getNamedAttr(bt::BTDialect::getNameAttrName(), b.getStringAttr("grad." + g.name)),
+           b.getNamedAttr(bt::BTDialect::getDimsAttrName(), b.getArrayAttr(dims))}));
     }
     b.setInsertionPoint(ret);
     b.create<func::ReturnOp>(ret.getLoc(), results);

@@ -131,17 +131,17 @@ func::FuncOp Builder::beginFunc(StringRef name, ArrayRef<Named> args,
     if (n.attrs)
       for (NamedAttribute a : n.attrs)
         setAttr(a.getName(), a.getValue());
-    setAttr(b.getStringAttr("bt.name"), b.getStringAttr(n.name));
+    setAttr(b.getStringAttr(bt::BTDialect::getNameAttrName()), b.getStringAttr(n.name));
   };
   for (auto [i, a] : llvm::enumerate(args)) {
     setAttrs(a, [&](StringAttr k, Attribute v) { fn.setArgAttr(i, k, v); });
     if (a.inout)
-      fn.setArgAttr(i, "bt.inout", b.getUnitAttr());
+      fn.setArgAttr(i, bt::BTDialect::getInOutAttrName(), b.getUnitAttr());
   }
   for (auto [i, r] : llvm::enumerate(results)) {
     setAttrs(r, [&](StringAttr k, Attribute v) { fn.setResultAttr(i, k, v); });
     if (r.inout)
-      fn.setResultAttr(i, "bt.inout_arg", b.getStringAttr(r.name));
+      fn.setResultAttr(i, bt::BTDialect::getInOutArgAttrName(), b.getStringAttr(r.name));
   }
   b.setInsertionPointToStart(fn.addEntryBlock());
   return fn;
@@ -233,7 +233,7 @@ LogicalResult Builder::buildTrainStep() {
   unsigned numBatch = forward.getNumArguments();
   for (unsigned i = 0; i < numBatch; ++i) {
     DictionaryAttr attrs = forward.getArgAttrDict(i);
-    auto name = attrs ? attrs.getAs<StringAttr>("bt.name") : StringAttr();
+    auto name = attrs ? attrs.getAs<StringAttr>(bt::BTDialect::getNameAttrName()) : StringAttr();
     args.push_back({forward.getArgumentTypes()[i],
                     name ? name.str() : ("arg" + Twine(i)).str(), attrs});
   }
@@ -334,7 +334,7 @@ struct GenerateTrainStepPass
     }
     std::optional<unsigned> lossIndex;
     for (unsigned i = 0; i < forward.getNumResults(); ++i)
-      if (auto n = forward.getResultAttrOfType<StringAttr>(i, "bt.name");
+      if (auto n = forward.getResultAttrOfType<StringAttr>(i, bt::BTDialect::getNameAttrName());
           n && n.getValue() == "loss")
         lossIndex = i;
     if (!lossIndex) {

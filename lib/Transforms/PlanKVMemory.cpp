@@ -504,7 +504,7 @@ struct PlanKVMemoryPass
     FailureOr<KVPlan> plan = computeKVPlan(getOperation(), request);
     if (failed(plan))
       return signalPassFailure();
-    getOperation()->setAttr("bt.kv_plan",
+    getOperation()->setAttr(bt::BTDialect::KvPlanAttrHelper::getNameStr(),
                             kvPlanToAttr(&getContext(), *plan));
   }
 };

@@ -3,17 +3,23 @@
 // Runs any bt or upstream pass / pipeline on .mlir files, like mlir-opt:
 //   bt-opt input.mlir --bt-verify-kv-lifetimes
 // Registers all upstream dialects, passes and extensions, the GPU → LLVM IR
-// translations (needed by gpu-module-to-binary), and the bt dialect, passes
-// and pipelines (bt-cpu-pipeline, bt-cuda-pipeline). The driver
-// (OptDriver.h) refuses IR nested deeper than kMaxIRNesting with a located
-// error, runs on a thread with a large stack and writes -o atomically.
+// translations (needed by gpu-module-to-binary), and the bt dialect, passes,
+// the CUDA code-generation target (`target=cuda` of the lowering passes) and
+// the pipelines (bt-cpu-pipeline, bt-cuda-pipeline, bt-compile-pipeline).
+// The driver (OptDriver.h) refuses IR nested deeper than kMaxIRNesting with a
+// located error, runs on a thread with a large stack and writes -o
+// atomically.
 //
 //===----------------------------------------------------------------------===//
 
 #include "OptDriver.h"
 
+#include "bt/Codegen/CPU/CPUCodegen.h"
+#include "bt/Codegen/CUDA/CUDACodegen.h"
+#include "bt/Codegen/CUDA/Passes.h"
+#include "bt/Codegen/Dialects.h"
 #include "bt/Codegen/Passes.h"
-#include "bt/Codegen/Pipelines.h"
+#include "bt/Compiler/Compiler.h"
 #include "bt/Dialect/BT/IR/BTDialect.h"
 #include "bt/Transforms/Autodiff.h"
 #include "bt/Transforms/Passes.h"
@@ -37,8 +43,11 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   bt::registerBTTransformsPasses();
   bt::registerBTCodegenPasses();
+  bt::registerBTCUDACodegenPasses();
   bt::registerCPUPipeline();
   bt::registerCUDAPipeline();
+  bt::registerCUDACodegenTarget();
+  bt::compiler::registerCompilePipeline();
 
   return bt::btOptMain(argc, argv, registry);
 }

@@ -212,7 +212,7 @@ std::unique_ptr<Model> randomModel(const std::string &configPath,
   return model;
 }
 
-bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
+bool writeArtifact(const Model &model, const KernelInterface &interface,
                    const std::string &kernels, const std::string &cpu,
                    const std::string &launcherPath, const std::string &outPath,
                    std::string &error, const std::string &tokenizer,
@@ -231,13 +231,13 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
   manifest.set_gpu_chip(gpu.chip);
   manifest.set_producer("bt-run");
   *manifest.mutable_config() = model.impl->config;
-  for (const EntryInfo &e : entries) {
+  for (const EntryPoint &e : interface.entryPoints) {
     proto::EntryPoint *ep = manifest.add_entry_points();
     ep->set_name(e.name);
     ep->set_symbol(e.symbol);
     for (const std::string &p : e.params)
       ep->add_params(p);
-    auto fill = [](proto::TensorSpec *spec, const TensorInfo &t) {
+    auto fill = [](proto::TensorSpec *spec, const TensorSpec &t) {
       spec->set_name(t.name);
       spec->set_dtype(parseDType(t.dtype));
       for (int64_t d : t.shape)
@@ -246,9 +246,9 @@ bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
         spec->add_dim_names(n);
       spec->set_inout(t.inout);
     };
-    for (const TensorInfo &t : e.inputs)
+    for (const TensorSpec &t : e.inputs)
       fill(ep->add_inputs(), t);
-    for (const TensorInfo &t : e.outputs)
+    for (const TensorSpec &t : e.outputs)
       fill(ep->add_outputs(), t);
   }
   rt::ArtifactWriter writer(std::move(manifest));

@@ -10,6 +10,7 @@
 #ifndef BT_TOOLS_BTRUN_RUNTIMEBRIDGE_H
 #define BT_TOOLS_BTRUN_RUNTIMEBRIDGE_H
 
+#include "bt/Compiler/KernelInterface.h"
 #include "bt/Model/ModelSpec.h"
 
 #include <cstdint>
@@ -18,25 +19,6 @@
 #include <vector>
 
 namespace bt::bridge {
-
-/// A tensor argument or result of an entry point (bt.proto TensorSpec).
-struct TensorInfo {
-  std::string name;    // fixture name: input_ids, logits, ...
-  std::string dtype;   // "F32", "I64", ...
-  std::vector<int64_t> shape;         // -1 = dynamic
-  std::vector<std::string> dimNames;  // "" = unnamed
-  /// In-out argument (inputs only; TensorSpec.inout): a runtime-owned buffer
-  /// the kernel updates in place (kv_cache, kv_valid; docs/generation.md).
-  bool inout = false;
-};
-
-/// An entry point of the kernel library (bt.proto EntryPoint).
-struct EntryInfo {
-  std::string name;
-  std::string symbol;
-  std::vector<std::string> params; // in argument order
-  std::vector<TensorInfo> inputs, outputs;
-};
 
 /// A model loaded from a checkpoint: its configuration and, when loaded
 /// with weights, its validated f32 weights.
@@ -85,7 +67,8 @@ struct KVPlanInfo {
   std::string source;
 };
 
-/// Writes an artifact (docs/abi.md) for `model` with the compiled kernels;
+/// Writes an artifact (docs/abi.md) for `model` with the compiled kernels
+/// (`kernels`, the shared object, with the entry points of `interface`);
 /// with `launcherPath` non-empty, prefixes the launcher to make a standalone
 /// executable; `tokenizer` (a SentencePiece model proto or a tokenizer.json,
 /// see readTokenizer) becomes the tokenizer section, its kind detected
@@ -97,7 +80,7 @@ struct GPUArtifactInfo {
   std::string chip; // e.g. "sm_90"
   std::string cudaEmu; // the cuda_emu section: the kernels for the emulator
 };
-bool writeArtifact(const Model &model, const std::vector<EntryInfo> &entries,
+bool writeArtifact(const Model &model, const KernelInterface &interface,
                    const std::string &kernels, const std::string &cpu,
                    const std::string &launcherPath, const std::string &outPath,
                    std::string &error, const std::string &tokenizer = "",

@@ -1,4 +1,9 @@
 //===- Passes.h - bt code generation passes ---------------------*- C++ -*-===//
+//
+// The target-neutral passes of code generation (Passes.td,
+// lib/Codegen/Common). The CUDA target's own passes are in CUDA/Passes.h.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef BT_CODEGEN_PASSES_H
 #define BT_CODEGEN_PASSES_H
@@ -13,8 +18,22 @@ class ModuleOp;
 
 namespace bt {
 
+class CodegenTarget;
+
 #define GEN_PASS_DECL
 #include "bt/Codegen/Passes.h.inc"
+
+/// bt-lower-kv-caches with the patterns of `target` (CodegenTarget.h; null:
+/// target-neutral) instead of the one `options.target` names.
+std::unique_ptr<mlir::Pass>
+createBTLowerKVCaches(const BTLowerKVCachesOptions &options,
+                      const CodegenTarget *target);
+
+/// bt-lower-to-linalg with the patterns of `target` (CodegenTarget.h; null:
+/// target-neutral) instead of the one `options.target` names.
+std::unique_ptr<mlir::Pass>
+createBTLowerToLinalg(const BTLowerToLinalgOptions &options,
+                      const CodegenTarget *target);
 
 #define GEN_PASS_REGISTRATION
 #include "bt/Codegen/Passes.h.inc"

@@ -1,8 +1,10 @@
 //===- Passes.td - bt code generation passes ----------------*- tablegen -*-===//
 //
-// Passes that lower layer-level bt IR to code (DESIGN.md §2, lib/Codegen).
-// The CPU pipeline that chains them is `bt-cpu-pipeline` (see
-// include/bt/Codegen/Pipelines.h).
+// The target-neutral passes that lower layer-level bt IR to code
+// (DESIGN.md §2, lib/Codegen/Common), shared by `bt-cpu-pipeline`
+// (include/bt/Codegen/CPU/CPUCodegen.h) and `bt-cuda-pipeline`
+// (include/bt/Codegen/CUDA/CUDACodegen.h). The CUDA target's own passes are
+// in include/bt/Codegen/CUDA/Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,22 +64,29 @@ def BTLowerKVCaches : Pass<"bt-lower-kv-caches", "::mlir::ModuleOp"> {
     in `scf.for` bodies nested in it only (no other regions, no branches,
     no calls with caches).
 
-    With `gpu-attention` (the CUDA pipeline), `bt.kv_attend` becomes the
-    CUDA target's attention kernels over the same views (head-major keys
-    and values, the key flags, the causal offset `len − S`): split-K
-    (FlashDecoding) for decode-like queries (static S ≤ 4), the tiled
+    The ops are rewritten by conversion patterns
+    (`bt::populateBTKVCacheToTensorPatterns`,
+    include/bt/Codegen/KVCachesToTensors.h) that share the state of the
+    function's caches; function arguments and results are rewritten before
+    and after them.
+
+    With `target=<name>`, the registered code-generation target of that name
+    (include/bt/Codegen/CodegenTarget.h) adds its own patterns: `cuda` lowers
+    `bt.kv_attend` to the CUDA target's attention kernels over the same views
+    (head-major keys and values, the key flags, the causal offset `len − S`):
+    split-K (FlashDecoding) for decode-like queries (static S ≤ 4), the tiled
     online-softmax kernel otherwise (docs/codegen-cuda.md, "Attention
     kernels"); head dims above 128 keep the head loop.
   }];
   let options = [
-    Option<"gpuAttention", "gpu-attention", "bool", /*default=*/"false",
-           "Lower bt.kv_attend to the CUDA target's attention kernels">,
+    Option<"target", "target", "std::string", /*default=*/"\"\"",
+           "Code-generation target whose patterns take precedence "
+           "(registered name, e.g. cuda; empty: target-neutral)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::cf::ControlFlowDialect",
-    "::mlir::gpu::GPUDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
@@ -130,19 +139,26 @@ def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
     read with `tensor.dim`. f16/bf16 activations are computed in f32 and
     rounded back (matmuls stay in the element type).
 
-    With `gpu-attention` (the CUDA pipeline), the attention ops become
-    dedicated GPU kernels instead (docs/codegen-cuda.md, "Attention
-    kernels"), emitted at tensor level as `gpu.launch` ops on
-    `bufferization.to_memref ... read_only` views of the operands writing a
-    `memref.alloc` returned through `bufferization.to_tensor restrict
-    writable`: `bt.fused_local_attention` → one kernel, one block per
-    (block, head), q and k rotated into shared memory with v, a warp per
-    query row (f32, static S and hd with the three [S, hd + 1] arrays within
-    48 KiB; else the unfused chain with the kernel below);
-    `bt.attention` / `bt.local_attention` → the tiled online-softmax kernel
-    (a block per 4 query rows of a head, keys and values in shared-memory
-    tiles of 32, a lane per key), or split-K for static S ≤ 4. Head dims
-    above 128 keep the head loop.
+    The ops are rewritten by conversion patterns, one file per family of
+    ops (`bt::populateBTLayerToLinalgPatterns`,
+    `bt::populateBTOptimizerToLinalgPatterns`,
+    include/bt/Codegen/LayerToLinalg.h), to a conversion target where the bt
+    dialect is illegal but for the ops below.
+
+    With `target=<name>`, the registered code-generation target of that name
+    (include/bt/Codegen/CodegenTarget.h) adds its own patterns with a higher
+    benefit. `cuda` lowers the attention ops to dedicated GPU kernels
+    (docs/codegen-cuda.md, "Attention kernels"), emitted at tensor level as
+    `gpu.launch` ops on `bufferization.to_memref ... read_only` views of the
+    operands writing a `memref.alloc` returned through
+    `bufferization.to_tensor restrict writable`: `bt.fused_local_attention` →
+    one kernel, one block per (block, head), q and k rotated into shared
+    memory with v, a warp per query row (f32, static S and hd with the three
+    [S, hd + 1] arrays within 48 KiB; else the unfused chain with the kernel
+    below); `bt.attention` / `bt.local_attention` → the tiled online-softmax
+    kernel (a block per 4 query rows of a head, keys and values in
+    shared-memory tiles of 32, a lane per key), or split-K for static S ≤ 4.
+    Head dims above 128 keep the head loop.
 
     `bt.param_ref` is left alone (`bt-params-to-arguments` replaces it), and
     so is `bt.sample`, which one-shot bufferization turns into a call of the
@@ -156,14 +172,14 @@ def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
   let options = [
     Option<"fusedKernel", "fused-kernel", "bool", /*default=*/"true",
            "Lower bt.fused_local_attention to one kernel (false: the unfused chain)">,
-    Option<"gpuAttention", "gpu-attention", "bool", /*default=*/"false",
-           "Lower the attention ops to the CUDA target's attention kernels">,
+    Option<"target", "target", "std::string", /*default=*/"\"\"",
+           "Code-generation target whose patterns take precedence "
+           "(registered name, e.g. cuda; empty: target-neutral)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::cf::ControlFlowDialect",
-    "::mlir::gpu::GPUDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::math::MathDialect",
@@ -355,256 +371,6 @@ def BTEmitEntryWrappers : Pass<"bt-emit-entry-wrappers", "::mlir::ModuleOp"> {
     Option<"internalize", "internalize", "bool", /*default=*/"true",
            "Give every defined function other than the ABI entry points internal linkage">,
   ];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
-}
-
-//===----------------------------------------------------------------------===//
-// CUDA target (bt-cuda-pipeline, docs/codegen-cuda.md)
-//===----------------------------------------------------------------------===//
-
-def BTReshapesToViews : Pass<"bt-reshapes-to-views"> {
-  let summary = "Turn memref.reshape with a stored shape into memref.reinterpret_cast";
-  let description = [{
-    `bt-lower-to-linalg` emits an expansion whose reassociation group has two
-    dynamic dims (e.g. `[B·N·S, K]` → `[B, N, S, K]`) as `tensor.reshape`
-    with a `tensor.from_elements` shape. One-shot bufferization turns the
-    shape into a small buffer filled by `memref.store`s that
-    `memref.reshape` reads when the view is built. On the CUDA target
-    every buffer is device memory, which the host can neither write nor
-    read, so this pass (run right after bufferization) reads the sizes
-    from the stores and builds the same view with
-    `memref.reinterpret_cast` (offset 0, row-major strides: the source of a
-    `memref.reshape` has an identity layout). The shape buffer may be
-    filled through a `memref.copy` (bufferization copies a shape used
-    twice). Shape buffers that only stores and copies touch afterwards are
-    removed.
-
-    Errors: a `memref.reshape` whose shape operand is not a static 1-D
-    `memref.alloc`/`memref.alloca` (or the target of a copy from one) whose
-    elements are each written by exactly one `memref.store` with a constant
-    index that dominates the reshape.
-  }];
-  let dependentDialects = ["::mlir::arith::ArithDialect",
-                           "::mlir::memref::MemRefDialect"];
-}
-
-def BTLinalgToGPU : Pass<"bt-linalg-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "Map every linalg op on memrefs in host code to a gpu.launch";
-  let description = [{
-    The CUDA pipeline's lowering of the non-GEMM kernels (everything that
-    `bt-gemm-to-blas{callee=bt_gpu_sgemm}` left: layer norm statistics and
-    normalization, GELU, rotary tables and rotations, residual adds and the
-    other fused elementwise generics, the embedder gather, cross-entropy,
-    fills, copies, broadcasts, small matmuls). After bufferization, each
-    `linalg` op outside a kernel becomes
-
-    ```mlir
-    scf.if %points > 0 {
-      gpu.launch blocks(ceildiv(%points, bs), 1, 1) threads(min(%points, bs), 1, 1) {
-        %id = block_id.x * bs + thread_id.x
-        scf.if %id < %points {
-          // parallel ivs = delinearize(%id) (last parallel dim fastest)
-          // outputs loaded once, scf.for over the reduction dims carrying
-          // them, the payload per point, the results stored once
-        }
-      }
-    }
-    ```
-
-    with `points` the product of the parallel loop sizes (read on the host
-    from the memref descriptors; dynamic shapes are supported) and
-    `bs = block-size`. Indexing maps are expanded to arith
-    (`affine::expandAffineMap`); `linalg.index` becomes the iv; values the
-    payload captures (e.g. the embedding table of a gather) become kernel
-    arguments when the launch is outlined. A `cf.assert` in a payload
-    (token id / label range checks) becomes `gpu.printf` of its message and
-    `llvm.intr.trap` when the condition fails (cf.assert lowers to a host
-    abort only). Ops already inside a `gpu.launch` / `gpu.func` are left
-    alone (dedicated kernels).
-
-    The reduction order is the sequential order of the CPU loops; one
-    thread per output point (e.g. per LayerNorm row) is simple, not fast:
-    row-parallel reductions are future work (docs/codegen-cuda.md).
-
-    Errors: a linalg op with tensor semantics (run after bufferization).
-  }];
-  let options = [
-    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
-           "Threads per block (1..1024)">,
-  ];
-  let dependentDialects = [
-    "::mlir::arith::ArithDialect",
-    "::mlir::gpu::GPUDialect",
-    "::mlir::LLVM::LLVMDialect",
-    "::mlir::memref::MemRefDialect",
-    "::mlir::scf::SCFDialect",
-  ];
-}
-
-def BTGPUDeviceAllocs : Pass<"bt-gpu-device-allocs", "::mlir::ModuleOp"> {
-  let summary = "Turn the host code's buffers into device allocations";
-  let description = [{
-    In the CUDA pipeline every buffer of the bufferized program is device
-    memory. Run after the deallocation pipeline and before
-    `convert-bufferization-to-memref` (when every `memref.alloc` is a data
-    buffer), outside kernels:
-
-    - `memref.alloc` → `gpu.alloc` (lowered to `bt_gpu_alloc` by
-      `bt-gpu-host-to-runtime`);
-    - `bufferization.clone %m` (ownership-based deallocation clones
-      returned views) → `gpu.alloc` + `memref.copy` (a kernel after
-      `bt-strided-copies-to-linalg{contiguous}` and `bt-linalg-to-gpu`); a
-      static strided layout gets a 1-D allocation covering offset + extent
-      viewed with `memref.reinterpret_cast`, a dynamic one a row-major
-      allocation and `memref.cast`;
-    - `memref.dealloc` → `gpu.dealloc`.
-
-    Errors: `memref.alloca` / `memref.realloc` in host code (device
-    buffers are allocations), a `memref.alloc` with a layout or memory
-    space.
-  }];
-  let dependentDialects = ["::mlir::arith::ArithDialect",
-                           "::mlir::gpu::GPUDialect",
-                           "::mlir::memref::MemRefDialect"];
-}
-
-def BTGPUHostAccesses : Pass<"bt-gpu-host-accesses", "::mlir::ModuleOp"> {
-  let summary = "Sort the host code's memory accesses into host and device memory";
-  let description = [{
-    Run after `convert-bufferization-to-memref` in the CUDA pipeline. A
-    buffer is host memory if it is (a view of) a `memref.alloc` or
-    `memref.alloca` (by then only the pointer arrays of the lowered
-    deallocation code), device memory otherwise (function arguments,
-    `gpu.alloc`, views of them). Outside kernels:
-
-    - `memref.dealloc` of device memory → `gpu.dealloc`;
-    - `memref.load` of device memory (the scalars that steer the host, e.g.
-      the `cache_length` of a KV cache) → a host temporary filled by
-      `bt_gpu_memcpy_dtoh(dst, src, bytes)` (synchronous, docs/abi.md), then
-      loaded.
-
-    Errors: `memref.store` into device memory or `memref.copy` in host code
-    (both must be kernels), a load of an element type without a byte size.
-  }];
-  let dependentDialects = ["::mlir::arith::ArithDialect",
-                           "::mlir::func::FuncDialect",
-                           "::mlir::gpu::GPUDialect",
-                           "::mlir::LLVM::LLVMDialect",
-                           "::mlir::memref::MemRefDialect"];
-}
-
-def BTMergeGPUModules : Pass<"bt-merge-gpu-modules", "::mlir::ModuleOp"> {
-  let summary = "Move all kernels into one gpu.module";
-  let description = [{
-    `gpu-kernel-outlining` creates one `gpu.module` per kernel. The CUDA
-    artifact carries a single PTX module that the runtime loads once
-    (docs/abi.md), so this pass moves the symbols of every `gpu.module`
-    into one module named `module-name` (renaming a symbol that clashes
-    with one already moved) and retargets every `gpu.launch_func`.
-
-    Errors: gpu.modules with different targets, a non-symbol op in a
-    gpu.module, a launch of a kernel no gpu.module defines, another symbol
-    with the name `module-name`.
-  }];
-  let options = [
-    Option<"moduleName", "module-name", "std::string",
-           /*default=*/"\"bt_kernels\"", "Name of the merged gpu.module">,
-  ];
-  let dependentDialects = ["::mlir::gpu::GPUDialect"];
-}
-
-def BTGPUHostToRuntime : Pass<"bt-gpu-host-to-runtime", "::mlir::ModuleOp"> {
-  let summary = "Lower the host side's GPU ops to calls of the bt runtime's C ABI";
-  let description = [{
-    Runs on the host code after it has been converted to the LLVM dialect
-    (the kernels are in a `gpu.binary` or `gpu.module` by then). Debian ships
-    no `libmlir_cuda_runtime`, and the bt runtime owns the CUDA context,
-    stream, PTX module and memory pool, so the host talks to the GPU only
-    through (docs/abi.md, "Kernel library (CUDA target)"):
-
-    - `gpu.launch_func @m::@k blocks(gx, gy, gz) threads(bx, by, bz)
-      dynamic_shared_memory_size s args(...)` →
-      `bt_gpu_launch("k", gx, gy, gz, bx, by, bz, s, params, n)`: `params`
-      is an array of `n` pointers to the parameter values in the order of
-      the NVVM kernel signature (each memref operand unpacked into
-      allocated pointer, aligned pointer, offset, sizes, strides; index as
-      i64). The value storage and the array are `llvm.alloca`s at the
-      function entry; the name is a NUL-terminated internal global.
-    - `gpu.alloc(sizes)` → `bt_gpu_alloc(bytes)` and a memref descriptor
-      on the returned pointer (identity layout).
-    - `gpu.dealloc %m` → `bt_gpu_free(allocated pointer of %m)`.
-    - The sampler callback `_mlir_ciface_bt_rt_sample` (bt.sample) is
-      renamed `_mlir_ciface_bt_gpu_sample`: on this target its logits and
-      tokens are device memory.
-
-    Errors (conversion failures): async launches or allocations, clusters,
-    `host_shared` allocations, non-identity layouts of `gpu.alloc`.
-  }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
-}
-
-def BTGPUExternSharedMemory
-    : Pass<"bt-gpu-extern-shared-memory", "::mlir::gpu::GPUModuleOp"> {
-  let summary = "Declare the dynamic shared memory as CUDA does (.extern .shared)";
-  let description = [{
-    Runs on the NVVM gpu.module after `convert-gpu-to-nvvm`, which gives
-    `gpu.dynamic_shared_memory` a zero-length *internal* global in address
-    space 3 (`.shared .align 16 .b8 __dynamic_shmem__0[]` in PTX: a definition
-    of zero bytes, so ptxas warns of a potential out-of-bounds access on
-    every access). CUDA declares dynamic shared memory as an external array
-    sized by the launch (`extern __shared__`): every zero-length global of
-    address space 3 becomes an external declaration with its alignment
-    (`.extern .shared .align 16 .b8 __dynamic_shmem__0[]`).
-
-    Errors: a zero-length shared global with an initializer.
-  }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
-}
-
-def BTNVVMToHost : Pass<"bt-nvvm-to-host", "::mlir::gpu::GPUModuleOp"> {
-  let summary = "Rewrite the NVVM kernels into host LLVM IR for the CUDA emulator";
-  let description = [{
-    Takes a `gpu.module` exactly as it goes to PTX (LLVM dialect + NVVM ops,
-    after `convert-gpu-to-nvvm`; `bt-cuda-pipeline{binary=false}`) and
-    rewrites it, in place, into host LLVM dialect that the CUDA emulator
-    runs on the CPU (docs/cuda-emulator.md). The contract with the emulator
-    is `runtime/device/cuda_emu/bt_emu_abi.h`:
-
-    - `nvvm.read.ptx.sreg.{tid,ntid,ctaid,nctaid}.{x,y,z}`, `laneid`,
-      `warpsize` → i32 loads of the current thread's state
-      (`bt_emu_thread()`, called once at the entry of each function);
-    - `nvvm.barrier0` → `bt_emu_barrier(t, site)`;
-    - `nvvm.shfl.sync bfly|idx|up|down` (i32 or f32, with or without the
-      validity flag) → `bt_emu_shfl(t, kind, mask, value, b, c, site, &ok)`
-      (PTX mask/clamp semantics in the emulator);
-    - every `llvm.load` / `llvm.store` whose address is not derived from an
-      `llvm.alloca` or a constant global → the same access at the address
-      returned by `bt_emu_load/store(t, addr, bytes, site)`, which checks it;
-    - the dynamic shared memory global (`addr_space = 3`, `!llvm.array<0 x
-      i8>`) → the block's buffer `t->smem`;
-    - `vprintf` → `bt_emu_vprintf(t, fmt, args)`, `llvm.intr.trap` →
-      `bt_emu_trap(t, site)`;
-    - libdevice `__nv_<f>` → libm's `<f>` (expf, erff, sqrtf, ...);
-    - every address space → 0.
-
-    Each kernel `K` (`nvvm.kernel` / `gpu.kernel`) becomes the internal
-    function `K.bt_emu_body`, called by a new external entry
-    `void K(void **params)` that loads every parameter from `params[i]` (the
-    `kernelParams` of `cuLaunchKernel`, in the NVVM kernel order); the
-    constant `K__bt_emu_flags` is 1 when K may reach a barrier or a shuffle.
-    `bt_emu_site_table` (NUL-separated strings) and `bt_emu_num_sites` name
-    every site: the kernel, the kind of site, the location and the op as it
-    reads in the input (value names numbered per function).
-    `nvvm.*` / `gpu.*` attributes are dropped; the caller moves the body of
-    the gpu.module into a builtin.module and compiles it for the CPU
-    (`bt::buildEmulatorKernels`).
-
-    Errors (naming the op): an NVVM op or libdevice function without a host
-    lowering, a call of another external function, an indirect call,
-    atomics, inline assembly, `llvm.call_intrinsic`, static shared memory,
-    and a load or store of a type other than integers, floats, pointers and
-    their vectors.
-  }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 

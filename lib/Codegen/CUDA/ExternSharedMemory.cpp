@@ -10,14 +10,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bt/Codegen/Passes.h"
+#include "bt/Codegen/CUDA/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 namespace bt {
 #define GEN_PASS_DEF_BTGPUEXTERNSHAREDMEMORY
-#include "bt/Codegen/Passes.h.inc"
+#include "bt/Codegen/CUDA/Passes.h.inc"
 } // namespace bt
 
 using namespace mlir;

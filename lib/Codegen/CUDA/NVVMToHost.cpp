@@ -24,7 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bt/Codegen/Passes.h"
+#include "bt/Codegen/CUDA/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -39,7 +39,7 @@
 
 namespace bt {
 #define GEN_PASS_DEF_BTNVVMTOHOST
-#include "bt/Codegen/Passes.h.inc"
+#include "bt/Codegen/CUDA/Passes.h.inc"
 } // namespace bt
 
 using namespace mlir;

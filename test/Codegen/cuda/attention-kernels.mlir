@@ -1,10 +1,10 @@
-// RUN: bt-opt %s --bt-lower-kv-caches=gpu-attention --bt-lower-to-linalg=gpu-attention --split-input-file | FileCheck %s
+// RUN: bt-opt %s --bt-lower-kv-caches=target=cuda --bt-lower-to-linalg=target=cuda --split-input-file | FileCheck %s
 // RUN: bt-opt %s --bt-cuda-pipeline="binary=false" --split-input-file -o %t
 // RUN: FileCheck %s --input-file %t --check-prefix=NVVM
 
 // The CUDA target's dedicated attention kernels (docs/codegen-cuda.md,
 // "Attention kernels"), emitted at tensor level by bt-lower-to-linalg and
-// bt-lower-kv-caches with gpu-attention (operands through read-only
+// bt-lower-kv-caches with target=cuda (operands through read-only
 // to_memref, the result a fresh buffer returned by to_tensor restrict), and
 // their NVVM IR after bt-cuda-pipeline.
 

@@ -2,7 +2,7 @@
 
 #include "KernelHarness.h"
 
-#include "bt/Codegen/CPUCodegen.h"
+#include "bt/Codegen/CPU/CPUCodegen.h"
 #include "bt/Codegen/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -18,7 +18,7 @@
 #include "KernelHarness.h"
 
 #include "bt/Codegen/Passes.h"
-#include "bt/Codegen/Pipelines.h"
+#include "bt/Codegen/CUDA/CUDACodegen.h"
 #include "bt/Dialect/BT/IR/BTDialect.h"
 #include "bt/Dialect/BT/IR/BTOps.h"
 #include "bt/Transforms/Passes.h"
@@ -205,9 +205,7 @@ CompiledExample *getExample(std::string &error) {
   mlir::PassManager pm(&ctx);
   pm.addPass(bt::createBTGenerateEntryPoints());
   pm.addPass(bt::createBTDecompose());
-  bt::BTLowerKVCachesOptions caches;
-  caches.gpuAttention = true;
-  pm.addPass(bt::createBTLowerKVCaches(caches));
+  pm.addPass(bt::createBTLowerKVCaches({}, &bt::getCUDACodegenTarget()));
   if (mlir::failed(pm.run(*module))) {
     error = "bt-generate-entry-points / bt-decompose / bt-lower-kv-caches failed";
     return nullptr;

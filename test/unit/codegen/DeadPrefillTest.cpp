@@ -12,7 +12,7 @@
 
 #include "KernelHarness.h"
 
-#include "bt/Codegen/Pipelines.h"
+#include "bt/Codegen/CPU/CPUCodegen.h"
 #include "bt/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"

@@ -20,7 +20,7 @@
 
 #include "KernelHarness.h"
 
-#include "bt/Codegen/Pipelines.h"
+#include "bt/Codegen/CPU/CPUCodegen.h"
 #include "bt/Import/Import.h"
 #include "bt/Transforms/Passes.h"
 

@@ -19,7 +19,7 @@
 
 #include "KernelHarness.h"
 
-#include "bt/Codegen/CPUCodegen.h"
+#include "bt/Codegen/CPU/CPUCodegen.h"
 #include "bt/Transforms/Passes.h"
 
 #include "mlir/IR/MLIRContext.h"

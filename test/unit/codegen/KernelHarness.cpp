@@ -2,8 +2,8 @@
 
 #include "KernelHarness.h"
 
-#include "bt/Codegen/CPUCodegen.h"
-#include "bt/Codegen/CUDACodegen.h"
+#include "bt/Codegen/CPU/CPUCodegen.h"
+#include "bt/Codegen/CUDA/CUDACodegen.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Diagnostics.h"

@@ -10,7 +10,8 @@
 #ifndef BT_TEST_UNIT_CODEGEN_KERNELHARNESS_H
 #define BT_TEST_UNIT_CODEGEN_KERNELHARNESS_H
 
-#include "bt/Codegen/CPUCodegen.h"
+#include "bt/Codegen/CPU/CPUCodegen.h"
+#include "bt/Codegen/CUDA/CUDACodegen.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

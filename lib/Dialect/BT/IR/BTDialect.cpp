@@ -38,6 +38,58 @@ void BTDialect::initialize() {
 }
 
 //===----------------------------------------------------------------------===//
+// Discardable attributes of function arguments and results
+//===----------------------------------------------------------------------===//
+
+namespace {
+SmallVector<StringRef> namesOf(ArrayAttr array) {
+  SmallVector<StringRef> names;
+  if (array)
+    for (Attribute a : array)
+      if (auto s = dyn_cast<StringAttr>(a))
+        names.push_back(s.getValue());
+  return names;
+}
+} // namespace
+
+StringAttr BTDialect::getArgName(FunctionOpInterface fn, unsigned i) {
+  return fn.getArgAttrOfType<StringAttr>(i, getNameAttrName());
+}
+
+StringAttr BTDialect::getResultName(FunctionOpInterface fn, unsigned i) {
+  return fn.getResultAttrOfType<StringAttr>(i, getNameAttrName());
+}
+
+SmallVector<StringRef> BTDialect::getArgDims(FunctionOpInterface fn,
+                                             unsigned i) {
+  return namesOf(fn.getArgAttrOfType<ArrayAttr>(i, getDimsAttrName()));
+}
+
+SmallVector<StringRef> BTDialect::getResultDims(FunctionOpInterface fn,
+                                                unsigned i) {
+  return namesOf(fn.getResultAttrOfType<ArrayAttr>(i, getDimsAttrName()));
+}
+
+bool BTDialect::isInOutArg(FunctionOpInterface fn, unsigned i) {
+  Attribute io = fn.getArgAttr(i, getInOutAttrName());
+  if (auto flag = dyn_cast_or_null<BoolAttr>(io))
+    return flag.getValue();
+  return static_cast<bool>(io);
+}
+
+StringAttr BTDialect::getResultInOutArg(FunctionOpInterface fn, unsigned i) {
+  return fn.getResultAttrOfType<StringAttr>(i, getInOutArgAttrName());
+}
+
+StringAttr BTDialect::getArgParam(FunctionOpInterface fn, unsigned i) {
+  return fn.getArgAttrOfType<StringAttr>(i, getParamAttrName());
+}
+
+SmallVector<StringRef> BTDialect::getParams(Operation *fn) {
+  return namesOf(fn->getAttrOfType<ArrayAttr>(ParamsAttrHelper::getNameStr()));
+}
+
+//===----------------------------------------------------------------------===//
 // #bt.neox
 //===----------------------------------------------------------------------===//
 

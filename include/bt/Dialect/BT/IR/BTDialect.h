@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "bt/Dialect/BT/IR/BTDialect.h.inc"
 #include "bt/Dialect/BT/IR/BTEnums.h.inc"

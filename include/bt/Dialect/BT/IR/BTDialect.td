@@ -41,6 +41,74 @@ def BT_Dialect : Dialect {
     T token-decoder width, E = D / L_B embedder width, P prefix length,
     V vocabulary, H heads, hd head dimension.
   }];
+  // The discardable attributes of the bt dialect (docs/abi.md, "Entry
+  // points"). On operations: `bt.params` (ArrayAttr of StringAttr) on a
+  // function, the parameters its leading arguments take, in order
+  // (bt-params-to-arguments); `bt.weak_import` (UnitAttr) on an external
+  // function, a weak symbol (bt-emit-entry-wrappers); `bt.kv_plan`
+  // (DictionaryAttr) on a module, the KV-cache memory plan
+  // (bt-plan-kv-memory). Each has a generated helper, e.g.
+  // `getParamsAttrHelper().getAttr(fn)`.
+  let discardableAttrs = (ins
+    "::mlir::ArrayAttr":$params,
+    "::mlir::UnitAttr":$weak_import,
+    "::mlir::DictionaryAttr":$kv_plan
+  );
+  let extraClassDeclaration = [{
+    // The discardable attributes of function arguments and results (the
+    // tensor specs of docs/abi.md): their names, as LLVMDialect's
+    // getNoAliasAttrName(), and typed accessors.
+
+    /// `bt.name` (StringAttr): the tensor name of an argument or result, an
+    /// official fixture / checkpoint name (input_ids, logits, kv_cache, ...).
+    static constexpr ::llvm::StringLiteral getNameAttrName() {
+      return "bt.name";
+    }
+    /// `bt.dims` (ArrayAttr of StringAttr): the names of the dims of an
+    /// argument or result (B, N_blk, L_B, ...; "" for an unnamed dim).
+    static constexpr ::llvm::StringLiteral getDimsAttrName() {
+      return "bt.dims";
+    }
+    /// `bt.inout` (UnitAttr, or a BoolAttr): an in-out argument, a buffer of
+    /// the caller's that the function updates in place (a KV cache, the
+    /// weights and moments of train_step).
+    static constexpr ::llvm::StringLiteral getInOutAttrName() {
+      return "bt.inout";
+    }
+    /// `bt.inout_arg` (StringAttr): on a result, the bt.name of the in-out
+    /// argument it is the updated value of (bt-drop-inout-results drops it).
+    static constexpr ::llvm::StringLiteral getInOutArgAttrName() {
+      return "bt.inout_arg";
+    }
+    /// `bt.param` (StringAttr): on an argument, the parameter it is
+    /// (bt-params-to-arguments).
+    static constexpr ::llvm::StringLiteral getParamAttrName() {
+      return "bt.param";
+    }
+
+    /// The bt.name of argument / result `i` of `fn`, or null.
+    static ::mlir::StringAttr getArgName(::mlir::FunctionOpInterface fn,
+                                         unsigned i);
+    static ::mlir::StringAttr getResultName(::mlir::FunctionOpInterface fn,
+                                            unsigned i);
+    /// The bt.dims of argument / result `i` of `fn` (empty if absent).
+    static ::llvm::SmallVector<::llvm::StringRef>
+    getArgDims(::mlir::FunctionOpInterface fn, unsigned i);
+    static ::llvm::SmallVector<::llvm::StringRef>
+    getResultDims(::mlir::FunctionOpInterface fn, unsigned i);
+    /// Whether argument `i` of `fn` is in-out (bt.inout present and not
+    /// `false`).
+    static bool isInOutArg(::mlir::FunctionOpInterface fn, unsigned i);
+    /// The bt.inout_arg of result `i` of `fn`, or null.
+    static ::mlir::StringAttr getResultInOutArg(::mlir::FunctionOpInterface fn,
+                                                unsigned i);
+    /// The bt.param of argument `i` of `fn`, or null.
+    static ::mlir::StringAttr getArgParam(::mlir::FunctionOpInterface fn,
+                                          unsigned i);
+    /// The names of the bt.params of `fn` (empty if absent).
+    static ::llvm::SmallVector<::llvm::StringRef>
+    getParams(::mlir::Operation *fn);
+  }];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
   let usePropertiesForAttributes = 1;

@@ -1,0 +1,49 @@
+//===- KernelInterface.h - the entry points of a kernel library -*- C++ -*-===//
+//
+// What the compiler tells the runtime about the kernels it built
+// (docs/abi.md): each entry point's symbol, the parameters its leading
+// arguments take and the tensor specs of its inputs and outputs. Produced by
+// the compile phases (Compiler.h, after Phase::Linalg) as data; std-only, so
+// that the runtime side (tools/bt-run/RuntimeBridge.cpp, built with
+// exceptions) can take it as is.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_COMPILER_KERNELINTERFACE_H
+#define BT_COMPILER_KERNELINTERFACE_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bt {
+
+/// A tensor argument or result of an entry point (bt.proto TensorSpec).
+struct TensorSpec {
+  std::string name;                  ///< bt.name: input_ids, logits, ...
+  std::string dtype;                 ///< "F32", "I64", "I32", "BF16", "F16"
+  std::vector<int64_t> shape;        ///< -1 = dynamic
+  std::vector<std::string> dimNames; ///< bt.dims; "" = unnamed
+  /// In-out argument (inputs only; bt.inout): a runtime-owned buffer the
+  /// kernel updates in place (kv_cache, kv_valid; docs/generation.md).
+  bool inout = false;
+};
+
+/// An entry point of the kernel library (bt.proto EntryPoint).
+struct EntryPoint {
+  std::string name;   ///< the function: eval, prefill, decode_block, ...
+  std::string symbol; ///< bt_entry_<name>
+  /// The parameters the leading arguments take, in order (bt.params).
+  std::vector<std::string> params;
+  /// The other arguments, and the results that are not in-out arguments.
+  std::vector<TensorSpec> inputs, outputs;
+};
+
+/// The entry points of a kernel library, in module order.
+struct KernelInterface {
+  std::vector<EntryPoint> entryPoints;
+};
+
+} // namespace bt
+
+#endif // BT_COMPILER_KERNELINTERFACE_H

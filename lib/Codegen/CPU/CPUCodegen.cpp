@@ -1,0 +1,333 @@
+//===- CPUCodegen.cpp - LLVM dialect → optimized object → shared object ---===//
+
+#include "bt/Codegen/CPU/CPUCodegen.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+#include <mutex>
+
+using namespace mlir;
+
+namespace {
+
+llvm::Error makeError(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+void initializeNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+bool isHost(const bt::CPUCodegenOptions &opts) {
+  return opts.cpu.empty() || opts.cpu == "native";
+}
+
+struct Target {
+  std::string triple, cpu, features;
+  std::unique_ptr<llvm::TargetMachine> machine;
+};
+
+llvm::CodeGenOptLevel codeGenLevel(unsigned level) {
+  switch (level) {
+  case 0:
+    return llvm::CodeGenOptLevel::None;
+  case 1:
+    return llvm::CodeGenOptLevel::Less;
+  case 2:
+    return llvm::CodeGenOptLevel::Default;
+  default:
+    return llvm::CodeGenOptLevel::Aggressive;
+  }
+}
+
+llvm::Expected<Target> createTarget(const bt::CPUCodegenOptions &opts) {
+  initializeNativeTarget();
+  Target t;
+  t.triple = llvm::sys::getProcessTriple();
+  std::string err;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(t.triple, err);
+  if (!target)
+    return makeError("no LLVM target for " + t.triple + ": " + err);
+  llvm::SubtargetFeatures features;
+  if (isHost(opts)) {
+    t.cpu = bt::getHostCPUName();
+    for (const auto &f : llvm::sys::getHostCPUFeatures())
+      features.AddFeature(f.getKey(), f.getValue());
+  } else {
+    t.cpu = opts.cpu;
+  }
+  if (!opts.features.empty()) {
+    llvm::SmallVector<llvm::StringRef> extra;
+    llvm::StringRef(opts.features).split(extra, ',', -1, false);
+    for (llvm::StringRef f : extra)
+      features.AddFeature(f);
+  }
+  t.features = features.getString();
+  llvm::TargetOptions options;
+  t.machine.reset(target->createTargetMachine(
+      t.triple, t.cpu, t.features, options, llvm::Reloc::PIC_, std::nullopt,
+      codeGenLevel(opts.optLevel)));
+  if (!t.machine)
+    return makeError("could not create a target machine for " + t.triple +
+                     " cpu " + t.cpu);
+  return t;
+}
+
+/// LLVM dialect → optimized llvm::Module for `target`.
+llvm::Expected<std::unique_ptr<llvm::Module>>
+translateAndOptimize(ModuleOp module, llvm::LLVMContext &llvmCtx, Target &target,
+                     unsigned optLevel, bool unrollLoops, bool vectorMath) {
+  DialectRegistry registry;
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  module->getContext()->appendDialectRegistry(registry);
+
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmCtx, "bt_kernels");
+  if (!llvmModule)
+    return makeError("failed to translate the module to LLVM IR (is it in the "
+                     "LLVM dialect? run bt-cpu-pipeline first)");
+  llvmModule->setTargetTriple(target.triple);
+  llvmModule->setDataLayout(target.machine->createDataLayout());
+  for (llvm::Function &f : *llvmModule) {
+    if (f.isDeclaration())
+      continue;
+    f.addFnAttr("target-cpu", target.cpu);
+    if (!target.features.empty())
+      f.addFnAttr("target-features", target.features);
+  }
+
+  llvm::OptimizationLevel level;
+  switch (optLevel) {
+  case 0:
+    level = llvm::OptimizationLevel::O0;
+    break;
+  case 1:
+    level = llvm::OptimizationLevel::O1;
+    break;
+  case 2:
+    level = llvm::OptimizationLevel::O2;
+    break;
+  default:
+    level = llvm::OptimizationLevel::O3;
+    break;
+  }
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  // LLVM's full unrolling of the static inner loops of linalg-generated nests
+  // (e.g. [H, hd] copies) creates basic blocks of thousands of scalar
+  // instructions that the vectorizers no longer touch and that the machine
+  // schedulers take seconds on; vectorization plus interleaving does better.
+  tuning.LoopUnrolling = unrollLoops;
+  tuning.LoopInterleaving = optLevel > 1;
+  tuning.LoopVectorization = optLevel > 1;
+  tuning.SLPVectorization = optLevel > 1;
+  llvm::PassBuilder pb(target.machine.get(), tuning);
+  // glibc's libmvec lets the loop vectorizer call vector expf/logf/sinf/cosf
+  // (e.g. _ZGVdN8v_expf) in the softmax and cross-entropy loops.
+  llvm::Triple triple(target.triple);
+  llvm::TargetLibraryInfoImpl tlii(triple);
+  if (vectorMath && triple.isX86() && triple.isOSLinux())
+    tlii.addVectorizableFunctionsFromVecLib(
+        llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0
+                                    ? pb.buildO0DefaultPipeline(level)
+                                    : pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(*llvmModule, mam);
+  return std::move(llvmModule);
+}
+
+/// ld.lld-19, ld.lld (PATH), /usr/lib/llvm-19/bin/ld.lld.
+llvm::Expected<std::string> findLinker(const bt::CPUCodegenOptions &opts) {
+  if (!opts.linker.empty())
+    return opts.linker;
+  for (const char *name : {"ld.lld-19", "ld.lld"})
+    if (llvm::ErrorOr<std::string> p = llvm::sys::findProgramByName(name))
+      return *p;
+  if (llvm::ErrorOr<std::string> p =
+          llvm::sys::findProgramByName("ld.lld", {"/usr/lib/llvm-19/bin"}))
+    return *p;
+  return makeError("cannot find ld.lld (looked for ld.lld-19 and ld.lld in "
+                   "PATH and /usr/lib/llvm-19/bin); install lld-19 or set "
+                   "CPUCodegenOptions::linker");
+}
+
+llvm::Expected<std::string> findLibrary(const bt::CPUCodegenOptions &opts,
+                                        llvm::StringRef name) {
+  std::vector<std::string> dirs = opts.libraryDirs;
+  if (dirs.empty()) {
+    std::string multiarch = llvm::Triple(llvm::sys::getProcessTriple())
+                                .getArchName()
+                                .str() +
+                            "-linux-gnu";
+    dirs = {"/lib/" + multiarch, "/usr/lib/" + multiarch, "/lib64",
+            "/usr/lib64", "/lib", "/usr/lib"};
+  }
+  for (const std::string &d : dirs) {
+    llvm::SmallString<256> p(d);
+    llvm::sys::path::append(p, name);
+    if (llvm::sys::fs::exists(p))
+      return std::string(p);
+  }
+  return makeError("cannot find " + name + " (searched " +
+                   llvm::join(dirs, ", ") + ")");
+}
+
+/// Removes a directory tree on scope exit.
+struct TempDir {
+  llvm::SmallString<256> path;
+  ~TempDir() {
+    if (!path.empty())
+      (void)llvm::sys::fs::remove_directories(path);
+  }
+};
+
+llvm::Expected<std::string> readFile(llvm::StringRef path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buf =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return makeError("cannot read " + path + ": " + buf.getError().message());
+  return (*buf)->getBuffer().str();
+}
+
+} // namespace
+
+std::string bt::getHostCPUName() {
+  return llvm::sys::getHostCPUName().str();
+}
+
+llvm::Expected<std::string>
+bt::compileToLLVMIR(ModuleOp module, const CPUCodegenOptions &options) {
+  llvm::Expected<Target> target = createTarget(options);
+  if (!target)
+    return target.takeError();
+  llvm::LLVMContext llvmCtx;
+  auto llvmModule =
+      translateAndOptimize(module, llvmCtx, *target, options.optLevel,
+                           options.unrollLoops, options.vectorMath);
+  if (!llvmModule)
+    return llvmModule.takeError();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  (*llvmModule)->print(os, nullptr);
+  return os.str();
+}
+
+llvm::Expected<std::string>
+bt::compileToSharedObject(ModuleOp module, const CPUCodegenOptions &options) {
+  llvm::Expected<Target> target = createTarget(options);
+  if (!target)
+    return target.takeError();
+  llvm::LLVMContext llvmCtx;
+  auto llvmModule =
+      translateAndOptimize(module, llvmCtx, *target, options.optLevel,
+                           options.unrollLoops, options.vectorMath);
+  if (!llvmModule)
+    return llvmModule.takeError();
+
+  // Object code.
+  llvm::SmallString<0> object;
+  {
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager codegen;
+    if (target->machine->addPassesToEmitFile(codegen, os, nullptr,
+                                             llvm::CodeGenFileType::ObjectFile))
+      return makeError("the target machine cannot emit object files");
+    codegen.run(**llvmModule);
+  }
+
+  // Link with ld.lld in a private temporary directory.
+  llvm::Expected<std::string> linker = findLinker(options);
+  if (!linker)
+    return linker.takeError();
+  llvm::Expected<std::string> libm = findLibrary(options, "libm.so.6");
+  if (!libm)
+    return libm.takeError();
+  llvm::Expected<std::string> libc = findLibrary(options, "libc.so.6");
+  if (!libc)
+    return libc.takeError();
+  TempDir dir;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("bt-codegen", dir.path))
+    return makeError("cannot create a temporary directory: " + ec.message());
+  auto inDir = [&](llvm::StringRef name) {
+    llvm::SmallString<256> p(dir.path);
+    llvm::sys::path::append(p, name);
+    return std::string(p);
+  };
+  std::string objPath = inDir("kernels.o"), soPath = inDir("kernels.so"),
+              errPath = inDir("ld.stderr");
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objPath, ec);
+    if (ec)
+      return makeError("cannot write " + objPath + ": " + ec.message());
+    os << object;
+  }
+  llvm::SmallVector<llvm::StringRef> args = {
+      *linker, "-shared", "--eh-frame-hdr", "-z", "noexecstack", "-z",
+      "relro", "-z", "now", "--hash-style=gnu", "-O1", "-soname",
+      options.soname, "-o", soPath, objPath, "--no-as-needed", *libm, *libc};
+  // libmvec (part of glibc) only when the vectorizer called into it.
+  std::string libmvecPath;
+  if (options.vectorMath) {
+    if (llvm::Expected<std::string> p = findLibrary(options, "libmvec.so.1")) {
+      libmvecPath = *p;
+      args.append({"--as-needed", libmvecPath});
+    } else {
+      llvm::consumeError(p.takeError());
+    }
+  }
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, errPath, errPath};
+  std::string execError;
+  int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, redirects,
+                                     /*SecondsToWait=*/0, /*MemoryLimit=*/0,
+                                     &execError);
+  if (rc != 0) {
+    std::string log;
+    if (llvm::Expected<std::string> l = readFile(errPath))
+      log = *l;
+    else
+      llvm::consumeError(l.takeError());
+    return makeError("linking the kernel library failed (" + *linker +
+                     ", exit code " + llvm::Twine(rc) + ")" +
+                     (execError.empty() ? "" : ": " + execError) + "\n" + log);
+  }
+  return readFile(soPath);
+}

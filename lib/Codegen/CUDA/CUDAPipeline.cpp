@@ -1,0 +1,275 @@
+//===- CUDAPipeline.cpp - bt-cuda-pipeline ---------------------------------===//
+//
+// Layer-level bt IR → host code (LLVM dialect, the kernel ABI of docs/abi.md
+// on device buffers, calling the runtime's GPU ABI) + every kernel as PTX
+// (one gpu.binary). docs/codegen-cuda.md lists the passes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bt/Codegen/CUDA/CUDACodegen.h"
+#include "bt/Codegen/CUDA/Passes.h"
+#include "bt/Codegen/Dialects.h"
+#include "bt/Codegen/Passes.h"
+#include "bt/Codegen/PipelineStages.h"
+#include "bt/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+
+#ifndef BT_DEFAULT_CUDA_PATH
+#define BT_DEFAULT_CUDA_PATH "/usr/local/cuda"
+#endif
+
+std::string bt::defaultCUDAPath() { return BT_DEFAULT_CUDA_PATH; }
+
+namespace {
+std::string cudaPathOf(const bt::CUDAPipelineOptions &options) {
+  return options.cudaPath.empty() ? bt::defaultCUDAPath()
+                                  : std::string(options.cudaPath);
+}
+} // namespace
+
+void bt::buildCUDALayerToLinalgPipeline(OpPassManager &pm,
+                                        const CUDAPipelineOptions &options) {
+  // The same front half as bt-cpu-pipeline, with the CUDA target's patterns:
+  // attention as dedicated kernels (GPUAttention.h), the fused local
+  // attention, prefill and split-K decode attention.
+  codegen::LayerToLinalgStageOptions front;
+  front.fuseLocalAttention = options.fuseLocalAttention;
+  front.fuseElementwise = options.fuse;
+  front.target = &getCUDACodegenTarget();
+  codegen::addLayerToLinalgStage(pm, front);
+}
+
+void bt::buildCUDALinalgToLLVMPipeline(OpPassManager &pm,
+                                       const CUDAPipelineOptions &options) {
+  // Tensors → buffers (all of them device memory from here on).
+  codegen::addBufferizationStage(
+      pm, [](OpPassManager &pm) { pm.addPass(createBTReshapesToViews()); });
+
+  // GEMMs → cuBLAS through the runtime; copies and every other linalg op →
+  // one kernel each; allocations → the runtime's device pool.
+  codegen::addGemmToBlasStage(pm, options.blas, options.blasMinMNK,
+                              "bt_gpu_sgemm");
+  pm.addPass(createBTGPUDeviceAllocs());
+  BTStridedCopiesToLinalgOptions copies;
+  copies.contiguous = true;
+  pm.addPass(createBTStridedCopiesToLinalg(copies));
+  BTLinalgToGPUOptions kernels;
+  kernels.blockSize = options.blockSize;
+  pm.addPass(createBTLinalgToGPU(kernels));
+  pm.addPass(createBufferizationToMemRefPass());
+  pm.addPass(createBTGPUHostAccesses());
+
+  // Kernels: outlined into one gpu.module → NVVM → PTX.
+  // Constants and index arithmetic into the kernels (not kernel arguments).
+  pm.addPass(createGpuLauchSinkIndexComputationsPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createBTMergeGPUModules());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(createLowerAffinePass());
+  device.addPass(arith::createArithExpandOpsPass());
+  device.addPass(createConvertSCFToCFPass());
+  device.addPass(createConvertGpuOpsToNVVMOps());
+  device.addPass(createBTGPUExternSharedMemory());
+  device.addPass(createReconcileUnrealizedCastsPass());
+  device.addPass(createCanonicalizerPass());
+  device.addPass(createCSEPass());
+  if (options.binary) {
+    GpuModuleToBinaryPassOptions toBinary;
+    toBinary.toolkitPath = cudaPathOf(options);
+    toBinary.compilationTarget = "isa";
+    pm.addPass(createGpuModuleToBinaryPass(toBinary));
+  }
+
+  // Host code → LLVM dialect, GPU ops → the runtime's C ABI.
+  codegen::addLoopsToLLVMStage(pm, [](OpPassManager &host) {
+    host.addPass(arith::createArithExpandOpsPass());
+  });
+  pm.addPass(createBTGPUHostToRuntime());
+  codegen::addEntryWrappersStage(pm, options.entryWrappers,
+                                 options.internalize);
+}
+
+void bt::buildCUDAPipeline(OpPassManager &pm,
+                           const CUDAPipelineOptions &options) {
+  buildCUDALayerToLinalgPipeline(pm, options);
+  buildCUDALinalgToLLVMPipeline(pm, options);
+}
+
+void bt::registerCUDAPipeline() {
+  PassPipelineRegistration<CUDAPipelineOptions>(
+      "bt-cuda-pipeline",
+      "Lower layer-level bt IR to host code calling the bt runtime's GPU ABI "
+      "and PTX kernels (docs/codegen-cuda.md)",
+      buildCUDAPipeline);
+}
+
+namespace {
+/// gpu.barrier declares no memory effects in MLIR 19, and the ownership-based
+/// buffer deallocation rejects ops with unknown effects inside the attention
+/// kernels (emitted as gpu.launch before bufferization). A barrier orders
+/// all memory accesses of the block: it reads and writes memory.
+struct BarrierEffectsModel
+    : public MemoryEffectOpInterface::ExternalModel<BarrierEffectsModel,
+                                                    gpu::BarrierOp> {
+  void getEffects(
+      Operation *,
+      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+          &effects) const {
+    effects.emplace_back(MemoryEffects::Read::get());
+    effects.emplace_back(MemoryEffects::Write::get());
+  }
+};
+} // namespace
+
+void bt::registerCUDACodegenInterfaceModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, gpu::GPUDialect *) {
+    gpu::BarrierOp::attachInterface<BarrierEffectsModel>(*ctx);
+  });
+}
+
+void bt::registerCUDACodegenDialects(DialectRegistry &registry) {
+  registerCodegenDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerCUDACodegenInterfaceModels(registry);
+  registry.insert<gpu::GPUDialect, NVVM::NVVMDialect>();
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+}
+
+LogicalResult bt::verifyCUDAToolkit(Operation *anchor, StringRef cudaPath) {
+  llvm::SmallString<256> libdevice(cudaPath.empty() ? defaultCUDAPath()
+                                                    : cudaPath.str());
+  llvm::sys::path::append(libdevice, "nvvm", "libdevice", "libdevice.10.bc");
+  if (llvm::sys::fs::exists(libdevice))
+    return success();
+  return anchor->emitError()
+         << "CUDA toolkit: " << libdevice
+         << " not found (set --cuda-path / cuda-path= to the CUDA toolkit; "
+            "without libdevice the math functions of the kernels stay "
+            "unresolved)";
+}
+
+LogicalResult bt::runCUDAPipeline(ModuleOp module,
+                                  const CUDAPipelineOptions &options,
+                                  OwningOpRef<ModuleOp> *emulatorKernels) {
+  if (options.binary && failed(verifyCUDAToolkit(module, options.cudaPath)))
+    return failure();
+  if (!emulatorKernels)
+    return codegen::runPipeline(
+        module, registerCUDACodegenDialects,
+        [&](OpPassManager &pm) { buildCUDAPipeline(pm, options); });
+  // The emulator needs the kernels as they go to PTX: the pipeline without
+  // gpu-module-to-binary, the NVVM gpu.module lowered for the host
+  // (bt-nvvm-to-host), then the PTX.
+  CUDAPipelineOptions nvvm;
+  nvvm.copyOptionValuesFrom(options);
+  nvvm.binary = false;
+  if (failed(codegen::runPipeline(
+          module, registerCUDACodegenDialects,
+          [&](OpPassManager &pm) { buildCUDAPipeline(pm, nvvm); })))
+    return failure();
+  return finishCUDAKernels(module, options, emulatorKernels);
+}
+
+LogicalResult bt::finishCUDAKernels(ModuleOp module,
+                                    const CUDAPipelineOptions &options,
+                                    OwningOpRef<ModuleOp> *emulatorKernels) {
+  if (emulatorKernels) {
+    FailureOr<OwningOpRef<ModuleOp>> host = buildEmulatorKernels(module);
+    if (failed(host))
+      return failure();
+    *emulatorKernels = std::move(*host);
+  }
+  if (!options.binary)
+    return success();
+  return codegen::runPipeline(
+      module, registerCUDACodegenDialects, [&](OpPassManager &pm) {
+        GpuModuleToBinaryPassOptions toBinary;
+        toBinary.toolkitPath = cudaPathOf(options);
+        toBinary.compilationTarget = "isa";
+        pm.addPass(createGpuModuleToBinaryPass(toBinary));
+      });
+}
+
+FailureOr<OwningOpRef<ModuleOp>> bt::buildEmulatorKernels(ModuleOp module) {
+  SmallVector<gpu::GPUModuleOp> kernels(module.getOps<gpu::GPUModuleOp>());
+  if (kernels.size() != 1)
+    return module.emitError()
+           << "expected one NVVM gpu.module (bt-cuda-pipeline with "
+              "binary=false), found "
+           << kernels.size();
+  OpBuilder b(module.getContext());
+  OwningOpRef<ModuleOp> host = ModuleOp::create(module.getLoc());
+  b.setInsertionPointToStart(host->getBody());
+  auto device = cast<gpu::GPUModuleOp>(b.clone(*kernels.front()));
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  (void)applyPassManagerCLOptions(pm);
+  pm.nest<gpu::GPUModuleOp>().addPass(createBTNVVMToHost());
+  if (failed(pm.run(*host)))
+    return failure();
+  // The body of the gpu.module becomes the module.
+  Block *body = device.getBody();
+  while (&body->front() != body->getTerminator())
+    body->front().moveBefore(device);
+  device.erase();
+  return host;
+}
+
+FailureOr<std::string> bt::takePTX(ModuleOp module) {
+  SmallVector<gpu::BinaryOp> binaries(module.getOps<gpu::BinaryOp>());
+  if (binaries.size() != 1)
+    return module.emitError()
+           << "expected one gpu.binary (run bt-cuda-pipeline with "
+              "binary=true), found "
+           << binaries.size();
+  gpu::BinaryOp binary = binaries.front();
+  ArrayAttr objects = binary.getObjects();
+  if (objects.size() != 1)
+    return binary.emitOpError() << "has " << objects.size()
+                                << " objects; expected one PTX object";
+  auto object = cast<gpu::ObjectAttr>(objects[0]);
+  if (object.getFormat() != gpu::CompilationTarget::Assembly)
+    return binary.emitOpError("holds no PTX (gpu-module-to-binary format=isa)");
+  std::string ptx = object.getObject().getValue().str();
+  // A trailing NUL is not part of the text.
+  while (!ptx.empty() && ptx.back() == '\0')
+    ptx.pop_back();
+  binary.erase();
+  WalkResult left = module.walk([&](Operation *op) {
+    if (isa<gpu::GPUDialect>(op->getDialect())) {
+      op->emitOpError("is left in the host code after bt-cuda-pipeline");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (left.wasInterrupted())
+    return failure();
+  module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
+  return ptx;
+}

@@ -1,0 +1,151 @@
+//===- CUDATarget.cpp - the CUDA target's hooks of the lowerings ----------===//
+//
+// The CUDA target's patterns for the target-neutral lowering passes
+// (include/bt/Codegen/CodegenTarget.h): the attention ops become the
+// dedicated kernels of GPUAttention.h (docs/codegen-cuda.md, "Attention
+// kernels") where those handle the shapes; benefit 2, so they take
+// precedence over the head loop of bt-lower-to-linalg and
+// bt-lower-kv-caches (benefit 1), which lowers the other shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GPUAttention.h"
+
+#include "bt/Codegen/CUDA/CUDACodegen.h"
+#include "bt/Codegen/CodegenTarget.h"
+#include "bt/Codegen/KVCachesToTensors.h"
+#include "bt/Codegen/LayerToLinalg.h"
+#include "bt/Dialect/BT/IR/BTOps.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace bt;
+
+namespace {
+
+constexpr unsigned kCUDABenefit = 2;
+
+/// bt.attention / bt.local_attention → the tiled online-softmax kernel, or
+/// split-K for static S ≤ 4 (emitGPUAttention).
+template <typename OpT>
+struct GPUAttentionLowering : OpConversionPattern<OpT> {
+  GPUAttentionLowering(MLIRContext *ctx)
+      : OpConversionPattern<OpT>(ctx, kCUDABenefit) {}
+  LogicalResult
+  matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!gpuAttentionSupports(cast<RankedTensorType>(op.getQ().getType())))
+      return rewriter.notifyMatchFailure(op, "shape left to the head loop");
+    Value out = emitGPUAttention(rewriter, op.getLoc(), adaptor.getQ(),
+                                 adaptor.getK(), adaptor.getV(),
+                                 adaptor.getKeyMask(),
+                                 op.getScale().convertToDouble(),
+                                 /*headMajorKV=*/false);
+    codegen::replaceOpWithCasts(rewriter, op, out);
+    return success();
+  }
+};
+
+/// bt.fused_local_attention → one kernel per (block, head) where it fits
+/// (emitGPUFusedLocalAttention); else the unfused chain with the attention
+/// above (never the CPU's stack-buffer kernel: host code has no alloca).
+struct GPUFusedLocalAttentionLowering
+    : OpConversionPattern<FusedLocalAttentionOp> {
+  GPUFusedLocalAttentionLowering(MLIRContext *ctx, LayerToLinalgState &state)
+      : OpConversionPattern(ctx, kCUDABenefit), state(state) {}
+  LogicalResult
+  matchAndRewrite(FusedLocalAttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto [c, s] = state.getRotaryTables().get(
+        rewriter, adaptor.getPositions(), op.getRotaryDims(),
+        op.getBase().convertToDouble());
+    double scale = op.getScale().convertToDouble();
+    Value out;
+    if (gpuFusedLocalAttentionSupports(
+            cast<RankedTensorType>(adaptor.getQkv().getType()),
+            op.getHeadDim())) {
+      out = emitGPUFusedLocalAttention(
+          rewriter, loc, adaptor.getQkv(), c, s, adaptor.getKeyMask(),
+          op.getHeads(), op.getHeadDim(), op.getRotaryDims(), scale);
+    } else {
+      auto [q, k, v] = codegen::emitSplitQKV(rewriter, loc, adaptor.getQkv(),
+                                             op.getHeads(), op.getHeadDim());
+      Value qr = codegen::emitRotary(rewriter, loc, q, c, s, op.getRotaryDims());
+      Value kr = codegen::emitRotary(rewriter, loc, k, c, s, op.getRotaryDims());
+      out = gpuAttentionSupports(cast<RankedTensorType>(qr.getType()))
+                ? emitGPUAttention(rewriter, loc, qr, kr, v,
+                                   adaptor.getKeyMask(), scale,
+                                   /*headMajorKV=*/false)
+                : codegen::emitAttention(rewriter, loc, qr, kr, v,
+                                         adaptor.getKeyMask(), scale,
+                                         /*headMajorKV=*/false);
+    }
+    codegen::replaceOpWithCasts(rewriter, op, out);
+    return success();
+  }
+  LayerToLinalgState &state;
+};
+
+/// bt.kv_attend → the attention kernels over the cache's views (head-major
+/// keys and values, causal offset len − S).
+struct GPUKVAttendLowering : OpConversionPattern<KVAttendOp> {
+  GPUKVAttendLowering(MLIRContext *ctx, KVCacheLowering &lowering)
+      : OpConversionPattern(ctx, kCUDABenefit), lowering(lowering) {}
+  LogicalResult
+  matchAndRewrite(KVAttendOp attend, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!gpuAttentionSupports(
+            cast<RankedTensorType>(attend.getQuery().getType())))
+      return rewriter.notifyMatchFailure(attend, "shape left to the head loop");
+    KVCacheLowering::AttendOperands in =
+        lowering.emitAttendOperands(rewriter, attend);
+    Value out = emitGPUAttention(rewriter, attend.getLoc(), adaptor.getQuery(),
+                                 in.keys, in.values, in.flags,
+                                 attend.getScale().convertToDouble(),
+                                 /*headMajorKV=*/true);
+    codegen::replaceOpWithCasts(rewriter, attend, out);
+    return success();
+  }
+  KVCacheLowering &lowering;
+};
+
+class CUDATarget : public CodegenTarget {
+public:
+  StringRef getName() const override { return "cuda"; }
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<gpu::GPUDialect>();
+  }
+
+  void configureConversionTarget(ConversionTarget &target) const override {
+    target.addLegalDialect<gpu::GPUDialect>();
+  }
+
+  void populateLayerToLinalgPatterns(RewritePatternSet &patterns,
+                                     LayerToLinalgState &state) const override {
+    patterns.add<GPUAttentionLowering<AttentionOp>,
+                 GPUAttentionLowering<LocalAttentionOp>>(
+        patterns.getContext());
+    patterns.add<GPUFusedLocalAttentionLowering>(patterns.getContext(), state);
+  }
+
+  void
+  populateKVCacheToTensorPatterns(RewritePatternSet &patterns,
+                                  KVCacheLowering &lowering) const override {
+    patterns.add<GPUKVAttendLowering>(patterns.getContext(), lowering);
+  }
+};
+
+} // namespace
+
+const CodegenTarget &bt::getCUDACodegenTarget() {
+  static const CUDATarget target;
+  return target;
+}
+
+void bt::registerCUDACodegenTarget() {
+  registerCodegenTarget([] { return std::make_unique<CUDATarget>(); });
+}

@@ -1,0 +1,308 @@
+//===- Compiler.cpp - the compile phases ----------------------------------===//
+//
+// Compilation (include/bt/Compiler/Compiler.h): import → Phase::Model →
+// Phase::Layer → Phase::Linalg (the kernel interface is read) →
+// Phase::LLVM (the PTX is taken out on CUDA) → the host code's shared
+// object.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bt/Compiler/Compiler.h"
+
+#include "bt/Codegen/CPU/CPUCodegen.h"
+#include "bt/Codegen/CUDA/CUDACodegen.h"
+#include "bt/Dialect/BT/IR/BTDialect.h"
+#include "bt/Import/Import.h"
+#include "bt/Transforms/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace bt;
+using namespace bt::compiler;
+
+std::optional<Phase> bt::compiler::parsePhase(StringRef name) {
+  return llvm::StringSwitch<std::optional<Phase>>(name)
+      .Case("model", Phase::Model)
+      .Case("layer", Phase::Layer)
+      .Case("linalg", Phase::Linalg)
+      .Case("llvm", Phase::LLVM)
+      .Default(std::nullopt);
+}
+
+StringRef bt::compiler::getPhaseName(Phase phase) {
+  switch (phase) {
+  case Phase::Model:
+    return "model";
+  case Phase::Layer:
+    return "layer";
+  case Phase::Linalg:
+    return "linalg";
+  case Phase::LLVM:
+    return "llvm";
+  }
+  llvm_unreachable("unknown phase");
+}
+
+std::optional<Target> bt::compiler::parseTarget(StringRef name) {
+  return llvm::StringSwitch<std::optional<Target>>(name)
+      .Case("cpu", Target::CPU)
+      .Case("cuda", Target::CUDA)
+      .Default(std::nullopt);
+}
+
+void bt::compiler::registerCompilerDialects(DialectRegistry &registry) {
+  registry.insert<BTDialect>();
+  // A superset of registerCPUCodegenDialects.
+  registerCUDACodegenDialects(registry);
+}
+
+//===----------------------------------------------------------------------===//
+// Phase pipelines
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+void fillCPUOptions(CPUPipelineOptions &p, const Options &options) {
+  p.blas = options.blas;
+  p.fuseLocalAttention = options.fuseLocalAttention;
+}
+
+void fillCUDAOptions(CUDAPipelineOptions &p, const Options &options) {
+  p.blas = options.blas;
+  p.fuseLocalAttention = options.fuseLocalAttention;
+  p.chip = options.gpuChip;
+  p.cudaPath = options.cudaPath;
+  p.binary = options.gpuBinary;
+}
+
+/// Runs the passes `build` adds on `module`, with the MLIR pass-manager and
+/// timing command-line options when the tool registered them.
+LogicalResult runPasses(ModuleOp module,
+                        function_ref<void(OpPassManager &)> build) {
+  PassManager pm(module->getContext(), module->getName().getStringRef());
+  // Fails only when the tool did not register the pass-manager options;
+  // then there is nothing to apply.
+  (void)applyPassManagerCLOptions(pm);
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope root = timing.getRootScope();
+  pm.enableTiming(root);
+  build(pm);
+  return pm.run(module);
+}
+
+Phase nextPhase(std::optional<Phase> done) {
+  return done ? static_cast<Phase>(static_cast<int>(*done) + 1) : Phase::Model;
+}
+
+} // namespace
+
+void bt::compiler::buildPhasePipeline(OpPassManager &pm, Phase phase,
+                                      const Options &options) {
+  bool cuda = options.target == Target::CUDA;
+  switch (phase) {
+  case Phase::Model: {
+    pm.addPass(createBTGenerateEntryPoints());
+    pm.addPass(createBTVerifyKVLifetimes());
+    if (options.trainStep || options.applyGradients) {
+      BTGenerateTrainStepOptions train;
+      train.trainStep = options.trainStep;
+      train.applyGradients = options.applyGradients;
+      pm.addPass(createBTGenerateTrainStep(train));
+    }
+    return;
+  }
+  case Phase::Layer:
+    pm.addPass(createBTDecompose());
+    pm.addPass(createBTVerifyKVLifetimes());
+    // grad: loss and d loss / d param, from eval_loss.
+    if (options.gradEntry)
+      pm.addPass(createBTGenerateGradients());
+    return;
+  case Phase::Linalg:
+    if (cuda) {
+      CUDAPipelineOptions p;
+      fillCUDAOptions(p, options);
+      buildCUDALayerToLinalgPipeline(pm, p);
+    } else {
+      CPUPipelineOptions p;
+      fillCPUOptions(p, options);
+      buildCPULayerToLinalgPipeline(pm, p);
+    }
+    return;
+  case Phase::LLVM:
+    if (cuda) {
+      CUDAPipelineOptions p;
+      fillCUDAOptions(p, options);
+      buildCUDALinalgToLLVMPipeline(pm, p);
+    } else {
+      CPUPipelineOptions p;
+      fillCPUOptions(p, options);
+      buildCPULinalgToLLVMPipeline(pm, p);
+    }
+    return;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Compilation
+//===----------------------------------------------------------------------===//
+
+Compilation::Compilation(OwningOpRef<ModuleOp> module, Options options,
+                         KVPlan plan)
+    : module(std::move(module)), options(std::move(options)),
+      kvPlan(std::move(plan)) {}
+
+FailureOr<Compilation> Compilation::import(MLIRContext &context,
+                                           const ModelSpec &spec,
+                                           Options options) {
+  OwningOpRef<ModuleOp> module = importModel(&context, spec);
+  if (!module)
+    return failure();
+  // The KV-cache plan from the model ops, before the generation functions
+  // exist, as `bt-run plan` computes it.
+  FailureOr<KVPlan> plan = computeKVPlan(*module, {});
+  if (failed(plan))
+    return failure();
+  return Compilation(std::move(module), std::move(options), std::move(*plan));
+}
+
+LogicalResult Compilation::runTo(Phase phase) {
+  bool cuda = options.target == Target::CUDA;
+  if (cuda && (options.gradEntry || options.trainStep || options.applyGradients))
+    return module->emitError(
+        "the CUDA target has no lowering of the training entry points (grad, "
+        "train_step, apply_gradients) yet");
+  MLIRContext *ctx = module->getContext();
+  DialectRegistry registry;
+  if (cuda)
+    registerCUDACodegenDialects(registry);
+  else
+    registerCPUCodegenDialects(registry);
+  ctx->appendDialectRegistry(registry);
+
+  for (Phase p = nextPhase(done); !done || *done < phase; p = nextPhase(done)) {
+    if (p == Phase::LLVM && cuda && options.gpuBinary &&
+        failed(verifyCUDAToolkit(*module, options.cudaPath)))
+      return failure();
+    // CUDA: the kernels stay an NVVM gpu.module through the LLVM phase, so
+    // that the emulator's kernels and a replacement (--nvvm-kernels) see
+    // them as they go to PTX; finishKernels then builds the PTX.
+    Options phaseOptions = options;
+    if (p == Phase::LLVM && cuda)
+      phaseOptions.gpuBinary = false;
+    if (failed(runPasses(*module, [&](OpPassManager &pm) {
+          buildPhasePipeline(pm, p, phaseOptions);
+        })))
+      return failure();
+    if (p == Phase::Linalg)
+      interface = readKernelInterface(*module);
+    if (p == Phase::LLVM && cuda && failed(finishKernels()))
+      return failure();
+    if (p == Phase::LLVM && cuda && options.gpuBinary) {
+      FailureOr<std::string> kernels = takePTX(*module);
+      if (failed(kernels))
+        return failure();
+      ptx = std::move(*kernels);
+    }
+    done = p;
+  }
+  return success();
+}
+
+LogicalResult Compilation::finishKernels() {
+  if (!options.nvvmKernels.empty()) {
+    OwningOpRef<ModuleOp> file =
+        parseSourceFile<ModuleOp>(options.nvvmKernels, module->getContext());
+    if (!file)
+      return failure();
+    SmallVector<gpu::GPUModuleOp> mine(module->getOps<gpu::GPUModuleOp>());
+    SmallVector<gpu::GPUModuleOp> theirs(file->getOps<gpu::GPUModuleOp>());
+    if (mine.size() != 1 || theirs.size() != 1 ||
+        mine[0].getName() != theirs[0].getName())
+      return (*file)->emitError()
+             << "--nvvm-kernels " << options.nvvmKernels
+             << ": expected one gpu.module @"
+             << (mine.empty() ? StringRef("?") : mine[0].getName())
+             << " (as --emit nvvm writes it)";
+    theirs[0]->moveBefore(mine[0]);
+    mine[0].erase();
+  }
+  CUDAPipelineOptions p;
+  fillCUDAOptions(p, options);
+  return finishCUDAKernels(*module, p,
+                           options.emulatorKernels ? &emulator : nullptr);
+}
+
+namespace {
+/// The LLVM codegen options of the host code and the CPU name they stand
+/// for ("native": this machine's).
+CPUCodegenOptions hostCodegenOptions(const Options &options,
+                                     std::string &cpuName) {
+  CPUCodegenOptions codegen;
+  codegen.cpu = options.cpu == "native" ? "" : options.cpu;
+  cpuName = options.cpu == "native" ? getHostCPUName() : options.cpu;
+  return codegen;
+}
+} // namespace
+
+FailureOr<CompiledKernels> Compilation::compileKernels() {
+  if (failed(runTo(Phase::LLVM)))
+    return failure();
+  CompiledKernels kernels;
+  llvm::Expected<std::string> so = compileToSharedObject(
+      *module, hostCodegenOptions(options, kernels.cpu));
+  if (!so)
+    return module->emitError(llvm::toString(so.takeError()));
+  kernels.interface = interface;
+  kernels.kvPlan = kvPlan;
+  kernels.sharedObject = std::move(*so);
+  if (options.target == Target::CUDA) {
+    kernels.ptx = ptx;
+    kernels.gpuChip = options.gpuChip;
+  }
+  if (emulator) {
+    // The kernels for the CUDA emulator (docs/cuda-emulator.md).
+    std::string cpu;
+    CPUCodegenOptions emu = hostCodegenOptions(options, cpu);
+    emu.soname = "libbt_cuda_emu_kernels.so";
+    llvm::Expected<std::string> so = compileToSharedObject(*emulator, emu);
+    if (!so)
+      return module->emitError(llvm::toString(so.takeError()));
+    kernels.cudaEmu = std::move(*so);
+  }
+  return kernels;
+}
+
+FailureOr<std::string> Compilation::emitEmulatorLLVMIR() {
+  if (failed(runTo(Phase::LLVM)))
+    return failure();
+  if (!emulator)
+    return module->emitError(
+        "no kernels for the CUDA emulator (target cuda with the emulator's "
+        "kernels only)");
+  std::string cpu;
+  llvm::Expected<std::string> ir =
+      compileToLLVMIR(*emulator, hostCodegenOptions(options, cpu));
+  if (!ir)
+    return module->emitError(llvm::toString(ir.takeError()));
+  return std::move(*ir);
+}
+
+FailureOr<std::string> Compilation::emitLLVMIR() {
+  if (failed(runTo(Phase::LLVM)))
+    return failure();
+  std::string cpu;
+  llvm::Expected<std::string> ir =
+      compileToLLVMIR(*module, hostCodegenOptions(options, cpu));
+  if (!ir)
+    return module->emitError(llvm::toString(ir.takeError()));
+  return std::move(*ir);
+}

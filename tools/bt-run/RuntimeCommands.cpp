@@ -1,0 +1,329 @@
+//===- RuntimeCommands.cpp - bt-run's commands that run a model -----------===//
+//
+// eval, grad, generate, bench, train-step and train: a checkpoint is
+// compiled for this machine (Driver.h), and the runtime's command of the
+// same name (bt/runtime/commands.h, the launcher's) runs on the artifact
+// with the options of the command line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Timer.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace bt;
+using namespace bt::run;
+
+namespace {
+
+/// Makes a temporary artifact path (removed by the caller).
+std::string temporaryArtifact() {
+  llvm::SmallString<128> path;
+  if (llvm::sys::fs::createTemporaryFile("bt-run", "btart", path))
+    return "";
+  return std::string(path);
+}
+
+double secondsSince(const llvm::TimeRecord &start) {
+  return llvm::TimeRecord::getCurrentTime(false).getWallTime() -
+         start.getWallTime();
+}
+
+} // namespace
+
+int bt::run::runOnModel(const Tool &tool, const std::string &input,
+                        std::vector<std::string> launcherArgs, bool progress,
+                        TrainingEntries training) {
+  // --device (cpu, cuda, cuda-emu) is the launcher's.
+  if (!tool.options.device.empty())
+    launcherArgs.insert(launcherArgs.end(), {"--device", tool.options.device});
+  if (!input.empty() && bridge::isArtifact(input))
+    return bridge::runLauncher(input, launcherArgs);
+  // Only `grad` needs the backward sweep (it doubles the compile time).
+  bool withGrad = !launcherArgs.empty() && launcherArgs[0] == "grad";
+  FailureOr<compiler::Options> options =
+      compileOptions(tool, withGrad, /*thisMachine=*/true, training);
+  if (failed(options))
+    return 1;
+  std::unique_ptr<bridge::Model> model = loadModel(tool, input, true);
+  if (!model)
+    return 1;
+  std::string artifact = temporaryArtifact();
+  if (artifact.empty())
+    return fail("cannot create a temporary file");
+  if (progress)
+    llvm::errs() << "bt-run: compiling " << model->spec().name
+                 << " for this machine ... ";
+  llvm::TimeRecord start = llvm::TimeRecord::getCurrentTime(true);
+  bool ok = succeeded(compileArtifact(tool, *model, *options, artifact,
+                                      /*executable=*/false));
+  if (progress && ok)
+    llvm::errs() << llvm::format("done (%.1f s)\n", secondsSince(start));
+  model.reset(); // the weights now live in the artifact
+  int rc = !ok ? 1 : bridge::runLauncher(artifact, launcherArgs);
+  llvm::sys::fs::remove(artifact);
+  return rc;
+}
+
+int bt::run::evalCommand(const Tool &tool, const std::string &input) {
+  const RunOptions &o = tool.options;
+  if (o.inputs.empty() || o.output.empty())
+    return usage("eval needs --inputs <file> and -o <file>");
+  return runOnModel(tool, input, {"eval", "--inputs", o.inputs, "-o", o.output});
+}
+
+int bt::run::gradCommand(const Tool &tool, const std::string &input) {
+  const RunOptions &o = tool.options;
+  if (o.inputs.empty() || o.output.empty())
+    return usage("grad needs --inputs <file> and -o <file>");
+  return runOnModel(tool, input, {"grad", "--inputs", o.inputs, "-o", o.output});
+}
+
+int bt::run::generateCommand(const Tool &tool, const std::string &input) {
+  const RunOptions &o = tool.options;
+  std::vector<std::string> args = {"generate"};
+  if (!o.inputs.empty())
+    args.insert(args.end(), {"--inputs", o.inputs});
+  for (const std::string &p : o.prompts)
+    args.insert(args.end(), {"--prompt", p});
+  if (!o.output.empty())
+    args.insert(args.end(), {"-o", o.output});
+  if (!o.maxNewTokens.empty())
+    args.insert(args.end(), {"--max-new-tokens", o.maxNewTokens});
+  if (o.greedy)
+    args.push_back("--greedy");
+  if (o.temperatureGiven)
+    args.insert(args.end(), {"--temperature", o.temperature});
+  if (o.topKGiven)
+    args.insert(args.end(), {"--top-k", o.topK});
+  if (o.topPGiven)
+    args.insert(args.end(), {"--top-p", o.topP});
+  bool sampling = o.temperatureGiven || o.topKGiven || o.topPGiven;
+  if (sampling && o.seedGiven)
+    args.insert(args.end(), {"--seed", std::to_string(o.seed)});
+  if (o.officialPositions)
+    args.push_back("--official-generate-positions");
+  if (o.ignoreEos)
+    args.push_back("--ignore-eos");
+  if (!o.prompts.empty() && o.tokenizer.empty() && !bridge::isArtifact(input))
+    return usage(
+        "generate --prompt on a checkpoint needs --tokenizer "
+        "<spm.model|tokenizer.json>");
+  if (!o.tokenizer.empty() && bridge::isArtifact(input))
+    return usage("--tokenizer applies when compiling a checkpoint; " + input +
+                 " is already compiled");
+  return runOnModel(tool, input, args);
+}
+
+int bt::run::benchCommand(const Tool &tool, const std::string &input) {
+  const RunOptions &o = tool.options;
+  std::vector<std::string> args = {
+      "bench",
+      "--batch",        o.batches,      "--iters",
+      std::to_string(o.iters),          "--warmup",
+      std::to_string(o.warmup),         "--threads",
+      std::to_string(o.threads),        "--baseline",
+      o.baseline,       "--torch-script", o.torchScript,
+      "--seed",         std::to_string(o.seed),
+      "--torch-malloc", o.torchMalloc,  "--progress",
+      o.progress};
+  if (o.settingsGiven)
+    args.insert(args.end(), {"--setting", o.settings});
+  if (o.seqBlocks && o.tokens)
+    return usage("bench: give --seq-blocks or --tokens, not both");
+  // `--prompt` is shared with generate (text there) and plan; bench takes
+  // one token count. `--gen` defaults to plan's 128: passed on only when
+  // given, so that each setting keeps its own length otherwise.
+  if (o.prompts.size() > 1)
+    return usage("bench: --prompt takes one token count, e.g. --prompt 512");
+  if (o.prompts.size() == 1)
+    args.insert(args.end(), {"--prompt", o.prompts[0]});
+  if (o.genTokensGiven)
+    args.insert(args.end(), {"--gen", std::to_string(o.genTokens)});
+  if (!o.memory.empty())
+    args.insert(args.end(), {"--memory", o.memory});
+  if (o.seqBlocks)
+    args.insert(args.end(), {"--seq-blocks", std::to_string(o.seqBlocks)});
+  if (o.tokens)
+    args.insert(args.end(), {"--tokens", std::to_string(o.tokens)});
+  if (!o.csv.empty())
+    args.insert(args.end(), {"--csv", o.csv});
+  if (!o.python.empty())
+    args.insert(args.end(), {"--python", o.python});
+  return runOnModel(tool, input, args, /*progress=*/true);
+}
+
+int bt::run::trainStepCommand(const Tool &tool, const std::string &input) {
+  const RunOptions &o = tool.options;
+  if (o.inputs.empty() == o.grads.empty())
+    return usage("train-step needs --inputs <batch> or --grads <gradients>");
+  if (o.output.empty())
+    return usage("train-step needs -o <checkpoint directory>");
+  std::vector<std::string> args = {
+      "train-step",   "-o",         o.output,        "--lr",
+      o.learningRate, "--warmup-steps", o.warmupSteps, "--total-steps",
+      o.totalSteps};
+  if (!o.inputs.empty())
+    args.insert(args.end(), {"--inputs", o.inputs});
+  else
+    args.insert(args.end(), {"--grads", o.grads});
+  if (!o.stateOut.empty())
+    args.insert(args.end(), {"--state-out", o.stateOut});
+  if (!o.stepOutputs.empty())
+    args.insert(args.end(), {"--step-outputs", o.stepOutputs});
+  // apply_gradients needs no differentiation; train_step does.
+  TrainingEntries training{/*trainStep=*/o.grads.empty(),
+                          /*applyGradients=*/true};
+  if (!bridge::isArtifact(input) && !o.randomInit) {
+    // The checkpoint the step starts from: its weights (as compiled), its
+    // unused tensors and its config are written back.
+    if (llvm::sys::fs::is_directory(input) && o.weights.empty())
+      args.insert(args.end(), {"--checkpoint", input});
+    if (!o.config.empty())
+      args.insert(args.end(), {"--config-file", o.config});
+    else if (!llvm::sys::fs::is_directory(input))
+      args.insert(args.end(), {"--config-file", input});
+  }
+  return runOnModel(tool, input, args, /*progress=*/false, training);
+}
+
+//===----------------------------------------------------------------------===//
+// bt-run train
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// bt-run train's own options; everything else belongs to the training
+/// loop (bt/runtime/train.h).
+struct TrainArgs {
+  std::string config, tokenizer, spmType = "unigram", cpu;
+  int64_t vocab = 0;
+  uint64_t initSeed = 0;
+  std::vector<std::string> loop;
+};
+
+constexpr const char *kTrainUsage =
+    "usage: bt-run train (--config C | --resume DIR) --data FILE... "
+    "-o DIR --steps N\n"
+    "         [--tokenizer spm.model|tokenizer.json | --vocab-size V "
+    "[--spm-model-type unigram|bpe]]\n"
+    "         [--init-seed S] [--cpu NAME] [--threads T]\n"
+    "the loop's options:\n  ";
+
+/// Parses `argv[2..]` into `args`. Returns -1 to go on, else the exit code
+/// (0 after --help).
+int parseTrainArgs(int argc, char **argv, TrainArgs &args) {
+  for (int i = 2; i < argc; ++i) {
+    llvm::StringRef a = argv[i];
+    if (a == "-h" || a == "--help") {
+      llvm::outs() << kTrainUsage << bridge::trainLoopUsage();
+      return 0;
+    }
+    std::string name = a.str(), value;
+    bool inlineValue = a.starts_with("--") && a.contains('=');
+    if (inlineValue) {
+      name = a.split('=').first.str();
+      value = a.split('=').second.str();
+    }
+    static const char *const own[] = {"--config", "--tokenizer",
+                                      "--spm-model-type", "--cpu",
+                                      "--vocab-size", "--init-seed"};
+    if (!llvm::is_contained(own, name)) {
+      args.loop.push_back(argv[i]);
+      continue;
+    }
+    if (!inlineValue && i + 1 >= argc)
+      return usage("train: " + name + " needs a value");
+    if (!inlineValue)
+      value = argv[++i];
+    if (name == "--config")
+      args.config = value;
+    else if (name == "--tokenizer")
+      args.tokenizer = value;
+    else if (name == "--spm-model-type")
+      args.spmType = value;
+    else if (name == "--cpu")
+      args.cpu = value;
+    else if (name == "--vocab-size" &&
+             (llvm::StringRef(value).getAsInteger(10, args.vocab) ||
+              args.vocab < 2))
+      return usage("train: --vocab-size " + value +
+                   ": expected an integer >= 2");
+    else if (name == "--init-seed" &&
+             llvm::StringRef(value).getAsInteger(10, args.initSeed))
+      return usage("train: --init-seed " + value +
+                   ": expected an integer >= 0");
+  }
+  if (args.spmType != "unigram" && args.spmType != "bpe")
+    return usage("train: --spm-model-type " + args.spmType +
+                 ": expected unigram or bpe");
+  if (!args.tokenizer.empty() && args.vocab != 0)
+    return usage("train: --vocab-size applies when the tokenizer is trained; "
+                 "drop it with --tokenizer");
+  return -1;
+}
+
+} // namespace
+
+/// `bt-run train`: prepares the tokenizer and the config
+/// (bridge::prepareTraining), compiles a randomly initialized model
+/// (--init-seed; official initialization) with the training entry points
+/// into OUT/model.btart, and runs the launcher's `train` on it.
+int bt::run::trainCommand(int argc, char **argv) {
+  unsigned threads = 2;
+  if (!takeThreadsOption(argc, argv, threads))
+    return 2;
+  TrainArgs args;
+  if (int rc = parseTrainArgs(argc, argv, args); rc >= 0)
+    return rc;
+  args.loop.insert(args.loop.end(), {"--threads", std::to_string(threads)});
+  // --baseline torch: this source tree's PyTorch model unless named.
+  if (std::find(args.loop.begin(), args.loop.end(), "--torch-script") ==
+      args.loop.end())
+    args.loop.insert(args.loop.end(),
+                     {"--torch-script", BT_SOURCE_DIR "/bench/bt_torch.py"});
+  // The compiler's own options (pass manager, --cpu).
+  std::vector<std::string> compilerArgs = {argv[0], "train"};
+  if (!args.cpu.empty())
+    compilerArgs.push_back("--cpu=" + args.cpu);
+  RunOptions options = parseCompilerOptions(compilerArgs);
+
+  std::string compileConfig, outDir, error;
+  bool usageError = false;
+  if (!bridge::prepareTraining(args.loop, args.config, args.tokenizer,
+                               args.vocab, args.spmType, compileConfig,
+                               options.tokenizer, outDir, error, usageError))
+    return usageError ? usage(error) : fail(error);
+  std::unique_ptr<bridge::Model> model =
+      bridge::randomModel(compileConfig, args.initSeed, error);
+  if (!model)
+    return fail(error);
+  DialectRegistry registry;
+  compiler::registerCompilerDialects(registry);
+  MLIRContext context(registry);
+  Tool tool{argv[0], context, options};
+  FailureOr<compiler::Options> compileOpts =
+      compileOptions(tool, /*withGrad=*/false, /*thisMachine=*/true,
+                     {/*trainStep=*/true, /*applyGradients=*/false});
+  if (failed(compileOpts))
+    return 1;
+  const std::string artifact = outDir + "/model.btart";
+  llvm::errs() << "bt-run: compiling " << model->spec().name
+               << " with train_step for this machine ... ";
+  llvm::TimeRecord start = llvm::TimeRecord::getCurrentTime(true);
+  if (failed(compileArtifact(tool, *model, *compileOpts, artifact,
+                             /*executable=*/false)))
+    return 1;
+  llvm::errs() << llvm::format("done (%.1f s) -> %s\n", secondsSince(start),
+                               artifact.c_str());
+  model.reset(); // the weights now live in the artifact
+  std::vector<std::string> launcherArgs = {"train"};
+  launcherArgs.insert(launcherArgs.end(), args.loop.begin(), args.loop.end());
+  return bridge::runLauncher(artifact, launcherArgs);
+}
