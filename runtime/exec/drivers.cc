@@ -141,8 +141,9 @@ OpenDeviceFor(const Artifact &artifact, const DeviceOptions &options) {
         absl::StrJoin(names, ", "), ")"));
   if (driver->target != m.target())
     return absl::InvalidArgumentError(absl::StrCat(
-        artifact.path(), ": device ", driver->name, " runs '", driver->target,
-        "' artifacts, this one is for '", m.target(), "'"));
+        artifact.path(), ": --device ", driver->name,
+        ": the artifact's target is ", m.target(), " (compile it with --target ",
+        driver->target, ")"));
   if (m.entry_points_size() > 0 && m.kernels().size() == 0)
     return absl::InvalidArgumentError(absl::StrCat(
         artifact.path(), ": the artifact has entry points but no kernels section"));
