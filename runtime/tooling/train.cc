@@ -765,7 +765,11 @@ absl::Status CheckTrainOutputDir(const TrainOptions &o, bool after_prepare) {
   std::vector<std::string> others;
   for (const std::string &n : ListDir(o.output_dir)) {
     // What `bt-run train` writes into OUT before the loop runs.
-    if (after_prepare && (n == "model-config.yaml" || n == "tokenizer.model" || n == "model.btart"))
+    // (the tokenizer under the file name of either kind).
+    if (after_prepare &&
+        (n == "model-config.yaml" || n == "model.btart" ||
+         n == TokenizerFileName(proto::TokenizerKind::TOKENIZER_SENTENCEPIECE) ||
+         n == TokenizerFileName(proto::TokenizerKind::TOKENIZER_HF_JSON)))
       continue;
     others.push_back(n);
   }
