@@ -13,6 +13,7 @@
 //                  --top-p P --seed S] [--official-generate-positions]
 //                  [--ignore-eos]
 //   bt-run info <checkpoint|artifact|executable>
+//   bt-run init-from-vanilla <vanilla checkpoint> --config <block yaml> -o DIR
 //   bt-run train (--config C | --resume DIR) --data FILE... -o DIR --steps N
 //                [--tokenizer spm.model | --vocab-size V] [--init-seed S]
 //                [loop options, bt/runtime/train.h]
@@ -306,6 +307,8 @@ constexpr const char *kUsage =
     "         [--greedy | --temperature T --top-k K --top-p P --seed S]\n"
     "         [--official-generate-positions] [--ignore-eos]\n"
     "  bt-run info <checkpoint|artifact|executable>\n"
+    "  bt-run init-from-vanilla <vanilla checkpoint> --config <block trainer "
+    "yaml> -o DIR [--seed S]\n"
     "  bt-run plan <checkpoint|--config FILE> [--memory 80GiB] [--prompt 2048]"
     " [--gen 128] [--batch N] [--dtype f32|bf16|f16]\n"
     "  bt-run bench [--device cpu] <checkpoint|artifact|executable | --config C "
@@ -324,7 +327,7 @@ constexpr const char *kUsage =
     "  bt-run train (--config C | --resume DIR) --data FILE... -o DIR --steps N\n"
     "               [--tokenizer spm.model | --vocab-size V [--spm-model-type "
     "unigram|bpe]]\n"
-    "               [--init-seed S] [--cpu NAME] [the loop's options: bt-run train "
+    "               [--init-seed S | --init-from-vanilla DIR] [--cpu NAME] [the loop's options: bt-run train "
     "--help]\n";
 
 int fail(const llvm::Twine &message) {
@@ -762,7 +765,7 @@ bool takeThreadsOption(int &argc, char **argv) {
 /// argument belongs to the loop (bt/runtime/train.h).
 int trainCommand(int argc, char **argv) {
   std::vector<std::string> loop;
-  std::string config, tokenizer, spmType = "unigram", cpu;
+  std::string config, tokenizer, spmType = "unigram", cpu, vanillaInit;
   int64_t vocab = 0;
   uint64_t initSeed = 0;
   for (int i = 2; i < argc; ++i) {
@@ -772,7 +775,8 @@ int trainCommand(int argc, char **argv) {
                       "-o DIR --steps N\n"
                       "         [--tokenizer spm.model | --vocab-size V [--spm-model-type "
                       "unigram|bpe]]\n"
-                      "         [--init-seed S] [--cpu NAME] [--threads T]\n"
+                      "         [--init-seed S | --init-from-vanilla VANILLA_DIR] "
+                      "[--cpu NAME] [--threads T]\n"
                       "the loop's options:\n  "
                    << bt::bridge::trainLoopUsage();
       return 0;
@@ -793,7 +797,8 @@ int trainCommand(int argc, char **argv) {
       return true;
     };
     if (name == "--config" || name == "--tokenizer" || name == "--spm-model-type" ||
-        name == "--cpu" || name == "--vocab-size" || name == "--init-seed") {
+        name == "--cpu" || name == "--vocab-size" || name == "--init-seed" ||
+        name == "--init-from-vanilla") {
       if (!take())
         return usage("train: " + name + " needs a value");
       if (name == "--config")
@@ -804,6 +809,8 @@ int trainCommand(int argc, char **argv) {
         spmType = value;
       else if (name == "--cpu")
         cpu = value;
+      else if (name == "--init-from-vanilla")
+        vanillaInit = value;
       else if (name == "--vocab-size" &&
                (llvm::StringRef(value).getAsInteger(10, vocab) || vocab < 2))
         return usage("train: --vocab-size " + value + ": expected an integer >= 2");
@@ -838,7 +845,9 @@ int trainCommand(int argc, char **argv) {
                                    tokenizerFile, outDir, error, usageError))
     return usageError ? usage(error) : fail(error);
   std::unique_ptr<bt::bridge::Model> model =
-      bt::bridge::randomModel(compileConfig, initSeed, error);
+      vanillaInit.empty()
+          ? bt::bridge::randomModel(compileConfig, initSeed, error)
+          : bt::bridge::vanillaInitModel(compileConfig, vanillaInit, initSeed, error);
   if (!model)
     return fail(error);
   tokenizerPath = tokenizerFile;
@@ -1011,6 +1020,15 @@ int main(int argc, char **argv) {
       return fail("bench --device " + device +
                   ": only 'cpu' is implemented in this version");
     return runOnModel(context, input, args, argv[0], /*progress=*/true);
+  }
+  if (command == "init-from-vanilla") {
+    if (configPath.empty() || outputPath.empty())
+      return usage("init-from-vanilla needs --config <block trainer yaml> and "
+                   "-o <new checkpoint directory>");
+    std::string error;
+    if (!bt::bridge::initFromVanilla(input, configPath, outputPath, seed, error))
+      return fail(error);
+    return 0;
   }
   if (command == "info") {
     if (bt::bridge::isArtifact(input))
