@@ -30,6 +30,7 @@ ParamShapeConfig shapeConfig(const ModelSpec &s) {
   c.tokenLayers = s.token.layers;
   c.tokenIntermediate = s.token.intermediate;
   c.prefixLength = s.prefixLength;
+  c.projectionLayer = s.projectionLayer;
   return c;
 }
 
@@ -188,6 +189,13 @@ void Importer::buildBlockEval(bool withLoss) {
   Location embLoc = loc("embedder");
   Value x = b.create<EmbedderOp>(embLoc, tensor({kDyn, kDyn, d}, f32), inputIds,
                                  "embedder.embeddings.weight");
+  if (spec.projectionLayer) {
+    std::vector<ParamSpec> proj = embedderProjectionParams(
+        d, spec.embedderWidth, spec.blockLength);
+    auto e = x.getDefiningOp<EmbedderOp>();
+    e.setProjectionAttr(FlatSymbolRefAttr::get(ctx, proj[0].name));
+    e.setProjectionBiasAttr(FlatSymbolRefAttr::get(ctx, proj[1].name));
+  }
   Location bdLoc = loc("block_decoder");
   Value ctxEmb =
       b.create<BlockDecoderOp>(bdLoc, tensor({kDyn, kDyn, d}, f32), Type(), x,

@@ -7,7 +7,8 @@
 // (itsnamgyu/block-transformer @ 17842dd on HF transformers 4.39.3
 // GPT-NeoX):
 //
-// - embedder: lookup + collapse (official `model/embedder/lookup.py`, concat);
+// - embedder: lookup + collapse (official `model/embedder/lookup.py`, concat),
+//   or lookup + one bt.linear per kernel position, summed (projection_layer);
 // - GPT-NeoX layer: parallel residual, summed as HF does,
 //   `mlp_output + attn_output + hidden_states` = (m + a) + x;
 // - token decoder: official `BaseTokenDecoder._adapt_forward_inputs_for_prefix`
@@ -87,6 +88,9 @@ public:
       : op(op), b(op), tables(tables) {}
 
   LogicalResult decompose(EmbedderOp embedder);
+  /// The projection-layer embedder's Conv1d on the lookup `[B, N_blk, L_B, E]`
+  /// -> `[B, N_blk, D]`.
+  FailureOr<Value> projectBlocks(EmbedderOp embedder, Value lookup);
   LogicalResult decompose(BlockDecoderOp decoder);
   LogicalResult decompose(TokenDecoderOp decoder);
   LogicalResult decompose(TokenDecoderStepOp step);
@@ -304,12 +308,63 @@ LogicalResult Decomposer::decompose(EmbedderOp embedder) {
       RankedTensorType::get(shape, tensorType(*t).getElementType());
   Value lookup = b.create<EmbeddingLookupOp>(at, lookupType,
                                              embedder.getIds(), *t);
-  SmallVector<ReassociationIndices> concat{{0}, {1}, {2, 3}};
-  Value blocks = b.create<tensor::CollapseShapeOp>(at, lookup, concat);
+  Value blocks;
+  if (embedder.getProjectionAttr()) {
+    FailureOr<Value> proj = projectBlocks(embedder, lookup);
+    if (failed(proj))
+      return failure();
+    blocks = *proj;
+  } else {
+    SmallVector<ReassociationIndices> concat{{0}, {1}, {2, 3}};
+    blocks = b.create<tensor::CollapseShapeOp>(at, lookup, concat);
+  }
   embedder.getResult().replaceAllUsesWith(
       castTo(blocks, embedder.getType(), at));
   embedder.erase();
   return success();
+}
+
+FailureOr<Value> Decomposer::projectBlocks(EmbedderOp embedder, Value lookup) {
+  StringRef wName = embedder.getProjectionAttr().getValue();
+  Location at = loc(parentModule(wName));
+  FailureOr<Value> w = param(wName),
+                   bias = param(embedder.getProjectionBiasAttr().getValue());
+  if (failed(w) || failed(bias))
+    return failure();
+  // Conv1d(E -> D, kernel = stride = L_B) over one block:
+  // block = bias + sum_k E(t_k) . W[:, :, k]^T, one bt.linear per kernel
+  // position k on the slices lookup[:, :, k, :] [B, N_blk, E] and
+  // W[:, :, k] [D, E] (summed in order k = 0 .. L_B-1, bias in the first).
+  RankedTensorType wType = tensorType(*w);
+  const int64_t d = wType.getDimSize(0), e = wType.getDimSize(1),
+                lb = wType.getDimSize(2);
+  RankedTensorType lt = tensorType(lookup);
+  auto sliceType = RankedTensorType::get({lt.getDimSize(0), lt.getDimSize(1), e},
+                                         lt.getElementType());
+  auto outType = RankedTensorType::get({lt.getDimSize(0), lt.getDimSize(1), d},
+                                       lt.getElementType());
+  auto wkType = RankedTensorType::get({d, e}, wType.getElementType());
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, at, lookup);
+  sizes[2] = b.getIndexAttr(1);
+  SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
+  SmallVector<OpFoldResult> wOnes(3, b.getIndexAttr(1));
+  Value sum;
+  for (int64_t k = 0; k < lb; ++k) {
+    SmallVector<OpFoldResult> offsets(4, b.getIndexAttr(0));
+    offsets[2] = b.getIndexAttr(k);
+    Value xk = b.create<tensor::ExtractSliceOp>(at, sliceType, lookup, offsets,
+                                                sizes, ones);
+    SmallVector<OpFoldResult> wOffsets = {b.getIndexAttr(0), b.getIndexAttr(0),
+                                          b.getIndexAttr(k)};
+    SmallVector<OpFoldResult> wSizes = {b.getIndexAttr(d), b.getIndexAttr(e),
+                                        b.getIndexAttr(1)};
+    Value wk = b.create<tensor::ExtractSliceOp>(at, wkType, *w, wOffsets,
+                                                wSizes, wOnes);
+    Value yk = b.create<LinearOp>(at, outType, xk, wk,
+                                  k == 0 ? *bias : Value());
+    sum = k == 0 ? yk : b.create<arith::AddFOp>(at, sum, yk).getResult();
+  }
+  return sum;
 }
 
 LogicalResult Decomposer::decompose(BlockDecoderOp decoder) {

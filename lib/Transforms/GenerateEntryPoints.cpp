@@ -243,7 +243,9 @@ LogicalResult Generator::buildPrefill() {
   Value ids = fn.getArgument(0), mask = fn.getArgument(1),
         c0 = fn.getArgument(2);
   Value x = b.create<EmbedderOp>(loc("embedder"), tensor({kDyn, kDyn, d}, elt),
-                                 ids, model.embedder.getTableAttr());
+                                 ids, model.embedder.getTableAttr(),
+                                 model.embedder.getProjectionAttr(),
+                                 model.embedder.getProjectionBiasAttr());
   BlockDecoderOp bd = model.blockDecoder;
   auto dec = b.create<BlockDecoderOp>(
       loc("block_decoder"), x.getType(), cache, x, mask, /*positions=*/Value(),
@@ -265,7 +267,9 @@ LogicalResult Generator::buildDecodeBlock() {
       {{tensor({kDyn, d}, elt), "context", {"B", "D"}}, {cache, "", {}}});
   Value ids = fn.getArgument(0), c0 = fn.getArgument(1);
   Value x = b.create<EmbedderOp>(loc("embedder"), tensor({kDyn, 1, d}, elt),
-                                 ids, model.embedder.getTableAttr());
+                                 ids, model.embedder.getTableAttr(),
+                                 model.embedder.getProjectionAttr(),
+                                 model.embedder.getProjectionBiasAttr());
   BlockDecoderOp bd = model.blockDecoder;
   auto dec = b.create<BlockDecoderOp>(
       loc("block_decoder"), x.getType(), cache, x, /*mask=*/Value(),
@@ -434,7 +438,9 @@ LogicalResult Generator::buildVanillaPrefill() {
       ArrayRef<OpFoldResult>{dim(l, ids, 0), dim(l, ids, 1),
                              b.getIndexAttr(1)});
   Value x = b.create<EmbedderOp>(l, tensor({kDyn, kDyn, d}, elt), ids3,
-                                 model.embedder.getTableAttr());
+                                 model.embedder.getTableAttr(),
+                                 model.embedder.getProjectionAttr(),
+                                 model.embedder.getProjectionBiasAttr());
   BlockDecoderOp bd = model.blockDecoder;
   auto dec = b.create<BlockDecoderOp>(loc(bd.getParams()), x.getType(), cache,
                                       x, mask, pos, c0, bd.getParams(),
@@ -467,7 +473,9 @@ LogicalResult Generator::buildVanillaDecodeStep() {
       ArrayRef<OpFoldResult>{dim(l, ids, 0), b.getIndexAttr(1),
                              b.getIndexAttr(1)});
   Value x = b.create<EmbedderOp>(l, tensor({kDyn, 1, d}, elt), ids3,
-                                 model.embedder.getTableAttr());
+                                 model.embedder.getTableAttr(),
+                                 model.embedder.getProjectionAttr(),
+                                 model.embedder.getProjectionBiasAttr());
   BlockDecoderOp bd = model.blockDecoder;
   auto dec = b.create<BlockDecoderOp>(loc(bd.getParams()), x.getType(), cache,
                                       x, /*mask=*/Value(), pos, c0,

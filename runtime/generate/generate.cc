@@ -269,10 +269,16 @@ absl::Status GenerateBlock(const Model &model, const Prompt &p,
       if (real)
         block_mask.data_as<int64_t>()[b * N + j / L] = 1;
     }
-  BT_ASSIGN_OR_RETURN(Tensor positions, Tensor::Allocate(proto::I64, {P + L - 1}));
-  for (int64_t i = 0; i < P + L - 1; ++i)
-    positions.data_as<int64_t>()[i] =
-        o.official_generate_positions ? std::max<int64_t>(0, i - P + 1) : i;
+  // Token-decoder inputs per block: P prefix vectors + L_B - 1 tokens, or
+  // for summation [BOS, t_0 .. t_{L_B-2}] (L_B inputs, positions 0 .. L_B-1
+  // in both conventions: official generate keeps the BOS placeholder).
+  const bool summation = cfg.strategy() == proto::ModelConfig::SUMMATION;
+  const int64_t td_inputs = summation ? L : P + L - 1;
+  BT_ASSIGN_OR_RETURN(Tensor positions, Tensor::Allocate(proto::I64, {td_inputs}));
+  for (int64_t i = 0; i < td_inputs; ++i)
+    positions.data_as<int64_t>()[i] = o.official_generate_positions && !summation
+                                          ? std::max<int64_t>(0, i - P + 1)
+                                          : i;
 
   const int64_t C = N + gen_blocks - 1;
   BT_ASSIGN_OR_RETURN(KvCache cache,

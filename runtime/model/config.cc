@@ -171,12 +171,14 @@ absl::Status ValidateWithLabels(const proto::ModelConfig &c,
       return Invalid(where, absl::StrCat(L.Fmt("block_length", c.block_length()),
                                          " must be positive"));
     const int64_t d = c.block_decoder().hidden_size();
-    if (d % c.block_length() != 0)
+    if (c.embedder_projection() == proto::ModelConfig::CONCAT &&
+        d % c.block_length() != 0)
       return Invalid(where,
                      absl::StrCat(L.Fmt("block_decoder.hidden_size", d),
                                   " must be divisible by ",
                                   L.Fmt("block_length", c.block_length())));
-    if (c.embedder_width() * c.block_length() != d)
+    if (c.embedder_projection() == proto::ModelConfig::CONCAT &&
+        c.embedder_width() * c.block_length() != d)
       return Invalid(where,
                      absl::StrCat(L.Fmt("embedder_width", c.embedder_width()),
                                   " * ", L.Fmt("block_length", c.block_length()),
@@ -660,11 +662,15 @@ absl::StatusOr<proto::ModelConfig> ParseBlockYaml(const YamlReader &r,
   BT_ASSIGN_OR_RETURN(std::optional<std::string> proj,
                       r.Opt<std::string>(emb, "projection_method",
                                          "embedder.projection_method"));
-  if (proj && *proj != "concat")
+  if (proj && *proj != "concat" && *proj != "projection_layer")
     return Unsupported(r.file(),
                        absl::StrCat("embedder.projection_method ('", *proj,
                                     "') is not supported: bt implements "
-                                    "'concat' (the lookup default)"));
+                                    "'concat' (the lookup default) and "
+                                    "'projection_layer'"));
+  const bool projLayer = proj && *proj == "projection_layer";
+  if (projLayer)
+    c.set_embedder_projection(proto::ModelConfig::PROJECTION_LAYER);
   YAML::Node ecfg = emb["config"];
   BT_RETURN_IF_ERROR(r.ExpectMap(ecfg, "embedder.config", false));
   BT_ASSIGN_OR_RETURN(int64_t evocab,
@@ -696,11 +702,20 @@ absl::StatusOr<proto::ModelConfig> ParseBlockYaml(const YamlReader &r,
   const int64_t d = dpeek.first;
   if (d <= 0)
     return Invalid(r.file(), absl::StrCat(dpeek.second, " must be positive"));
-  if (d % lb != 0)
+  if (!projLayer && d % lb != 0)
     return Invalid(r.file(), absl::StrCat(dpeek.second,
                                           " must be divisible by block_length (",
                                           lb, ")"));
-  if (ehidden) {
+  if (projLayer) {
+    // Conv1d(E -> D): E is the lookup width, D the block decoder's width
+    // (official projection_hidden_size); without hidden_size the lookup
+    // table is as wide as the block decoder.
+    c.set_embedder_width(ehidden.value_or(d));
+    L.Set("embedder_width", "embedder.config.hidden_size",
+          ehidden ? "" : "autofilled block_decoder hidden_size (projection_layer)");
+    if (c.embedder_width() <= 0)
+      return Invalid(r.file(), "embedder.config.hidden_size must be positive");
+  } else if (ehidden) {
     if (*ehidden * lb != d)
       return Invalid(r.file(),
                      absl::StrCat("embedder.config.hidden_size (", *ehidden,
@@ -1045,9 +1060,11 @@ absl::StatusOr<proto::ModelConfig> ParseFixtureBlockJson(const JsonReader &r,
   BT_ASSIGN_OR_RETURN(int64_t evocab, r.Req<int64_t>(*emb, "vocab_size", "embedder.vocab_size"));
   BT_ASSIGN_OR_RETURN(std::optional<std::string> proj,
                       r.Opt<std::string>(*emb, "projection_method", "embedder.projection_method"));
-  if (proj && *proj != "concat")
+  if (proj && *proj != "concat" && *proj != "projection_layer")
     return Unsupported(r.file(), absl::StrCat("embedder.projection_method ('", *proj,
                                               "') is not supported"));
+  if (proj && *proj == "projection_layer")
+    c.set_embedder_projection(proto::ModelConfig::PROJECTION_LAYER);
   if (evocab != vocab)
     return r.Error("embedder.vocab_size",
                    absl::StrCat("(", evocab, ") must equal vocab_size (", vocab, ")"));
@@ -1088,12 +1105,25 @@ absl::StatusOr<proto::ModelConfig> ParseFixtureBlockJson(const JsonReader &r,
                                                 "token_decoder.prefix_length"));
   BT_ASSIGN_OR_RETURN(std::optional<int64_t> ratio,
                       r.Opt<int64_t>(*td, "expansion_ratio", "token_decoder.expansion_ratio"));
-  if (ratio && *ratio * n_emb != p)
-    return r.Error("token_decoder.prefix_length",
-                   absl::StrCat("(", p, ") must equal n_embedding_tokens (", n_emb,
-                                ") * token_decoder.expansion_ratio (", *ratio, ")"));
-  c.set_prefix_length(p);
-  L.Set("prefix_length", "token_decoder.prefix_length");
+  if (c.strategy() == proto::ModelConfig::SUMMATION) {
+    // Official summation has no prefix (config.json prefix_length 0): the
+    // n_emb * expansion_ratio expansion slots (default L_B) are added to the
+    // token embeddings. bt's prefix_length counts those slots.
+    if (p != 0)
+      return r.Error("token_decoder.prefix_length",
+                     absl::StrCat("(", p, ") must be 0 for decoding_strategy 'summation'"));
+    const int64_t slots = n_emb * ratio.value_or(c.block_length());
+    c.set_prefix_length(slots);
+    L.Set("prefix_length", "expansion slots n_embedding_tokens * "
+                           "token_decoder.expansion_ratio (summation)");
+  } else {
+    if (ratio && *ratio * n_emb != p)
+      return r.Error("token_decoder.prefix_length",
+                     absl::StrCat("(", p, ") must equal n_embedding_tokens (", n_emb,
+                                  ") * token_decoder.expansion_ratio (", *ratio, ")"));
+    c.set_prefix_length(p);
+    L.Set("prefix_length", "token_decoder.prefix_length");
+  }
   ReadJsonTraining(root, ProvenanceDtype(root), c);
   BT_RETURN_IF_ERROR(ValidateWithLabels(c, r.file(), L));
   return c;
@@ -1364,6 +1394,8 @@ ParamShapeConfig ParamShapesOf(const proto::ModelConfig &c) {
   p.tokenLayers = c.token_decoder().num_layers();
   p.tokenIntermediate = c.token_decoder().intermediate_size();
   p.prefixLength = c.prefix_length();
+  p.projectionLayer =
+      c.embedder_projection() == proto::ModelConfig::PROJECTION_LAYER;
   return p;
 }
 
@@ -1399,7 +1431,11 @@ std::string DescribeModelConfig(const proto::ModelConfig &c) {
     absl::StrAppend(&out, "model: ", c.name(), " (Block Transformer)\n");
     absl::StrAppend(&out, "  vocab: ", c.vocab_size(),
                     ", block length L_B: ", c.block_length(),
-                    ", embedder width E: ", c.embedder_width(), "\n");
+                    ", embedder width E: ", c.embedder_width(),
+                    c.embedder_projection() == proto::ModelConfig::PROJECTION_LAYER
+                        ? ", embedder: projection_layer (Conv1d E -> D, kernel L_B)"
+                        : ", embedder: concat",
+                    "\n");
     absl::StrAppend(&out, "  block decoder: ", stack(c.block_decoder()), "\n");
     absl::StrAppend(&out, "  token decoder: ", stack(c.token_decoder()), "\n");
     absl::StrAppend(&out, "  strategy: ",

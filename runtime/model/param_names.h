@@ -89,7 +89,23 @@ struct ParamShapeConfig {
   int64_t blockWidth = 0, blockLayers = 0, blockIntermediate = 0; // D
   int64_t tokenWidth = 0, tokenLayers = 0, tokenIntermediate = 0; // T
   int64_t prefixLength = 0;  // P
+  /// Official `projection_method: projection_layer` (uptraining): the block
+  /// vector is a Conv1d(E -> D, kernel = stride = L_B) over the block's token
+  /// embeddings instead of their concatenation.
+  bool projectionLayer = false;
 };
+
+/// The projection-layer embedder's parameters (official
+/// `model/embedder/lookup.py`, `projection_layer = Conv1d(E, D, L_B, L_B)`):
+///   embedder.projection_layer.weight  [D, E, L_B]
+///   embedder.projection_layer.bias    [D]
+inline std::vector<ParamSpec> embedderProjectionParams(int64_t blockWidth,
+                                                       int64_t embedderWidth,
+                                                       int64_t blockLength) {
+  return {{"embedder.projection_layer.weight",
+           {blockWidth, embedderWidth, blockLength}},
+          {"embedder.projection_layer.bias", {blockWidth}}};
+}
 
 /// Every parameter of a Block Transformer in official state_dict order
 /// (embedder, token decoder, block decoder), excluding the unused
@@ -97,6 +113,10 @@ struct ParamShapeConfig {
 inline std::vector<ParamSpec> blockTransformerParams(const ParamShapeConfig &c) {
   std::vector<ParamSpec> specs;
   specs.push_back({"embedder.embeddings.weight", {c.vocab, c.embedderWidth}});
+  if (c.projectionLayer)
+    for (ParamSpec &s :
+         embedderProjectionParams(c.blockWidth, c.embedderWidth, c.blockLength))
+      specs.push_back(std::move(s));
   std::vector<ParamSpec> td = tokenDecoderInputParams(
       "token_decoder", c.vocab, c.tokenWidth, c.blockWidth, c.prefixLength);
   specs.push_back(td[0]);

@@ -100,8 +100,20 @@ TEST(Config, FixtureYamlAndJsonAgreeWithResolvedValues) {
                 r.at("embedder").at("projection_hidden_size").get<int64_t>());
       ExpectStackMatchesJson(y->block_decoder(), r.at("block_decoder"));
       ExpectStackMatchesJson(y->token_decoder(), r.at("token_decoder"));
-      EXPECT_EQ(y->prefix_length(), r.at("token_decoder").at("prefix_length").get<int64_t>());
-      EXPECT_EQ(y->strategy(), proto::ModelConfig::PREFIX);
+      const json &td = r.at("token_decoder");
+      if (td.at("decoding_strategy") == "summation") {
+        // Official summation has no prefix (prefix_length 0); bt's
+        // prefix_length counts the expansion slots added to the inputs.
+        EXPECT_EQ(y->strategy(), proto::ModelConfig::SUMMATION);
+        EXPECT_EQ(td.at("prefix_length").get<int64_t>(), 0);
+        EXPECT_EQ(y->prefix_length(), td.at("expansion_ratio").get<int64_t>() *
+                                          r.at("n_embedding_tokens").get<int64_t>());
+      } else {
+        EXPECT_EQ(y->strategy(), proto::ModelConfig::PREFIX);
+        EXPECT_EQ(y->prefix_length(), td.at("prefix_length").get<int64_t>());
+      }
+      EXPECT_EQ(y->embedder_projection() == proto::ModelConfig::PROJECTION_LAYER,
+                r.at("embedder").at("projection_method") == "projection_layer");
       EXPECT_EQ(y->pad_token_id(), r.at("pad_token_id").get<int64_t>());
       EXPECT_EQ(y->bos_token_id(), r.at("token_decoder_bos_placeholder_id").get<int64_t>());
       EXPECT_EQ(y->generation_pad_token_id(), r.at("generation_pad_token_id").get<int64_t>());

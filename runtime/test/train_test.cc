@@ -87,6 +87,7 @@ TEST(TrainYamlTest, RoundTrips) {
                    &proto::ModelConfig::pad_token_id, &proto::ModelConfig::bos_token_id})
       EXPECT_EQ(((*back).*f)(), ((*c).*f)()) << dir;
     EXPECT_EQ(back->strategy(), c->strategy());
+    EXPECT_EQ(back->embedder_projection(), c->embedder_projection());
   }
 }
 

@@ -276,7 +276,11 @@ std::string OfficialTrainerYaml(const proto::ModelConfig &c, const TrainOptions 
       << "tokenizer: null\n\n"
       << "embedder:\n  cls: lookup\n  model_name_or_path: null\n"
       << "  n_embedding_tokens: 1\n  use_pretrained_weights: false\n"
-      << "  projection_method: concat\n  config:\n"
+      << "  projection_method: "
+      << (c.embedder_projection() == proto::ModelConfig::PROJECTION_LAYER
+              ? "projection_layer"
+              : "concat")
+      << "\n  config:\n"
       << "    vocab_size: " << c.vocab_size() << "\n"
       << "    hidden_size: " << c.embedder_width() << "\n\n"
       << "block_decoder:\n  cls: gpt-neo-x\n"

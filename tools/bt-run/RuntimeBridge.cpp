@@ -11,6 +11,7 @@
 #include "bt/runtime/model/checkpoint.h"
 #include "bt/runtime/tooling/commands.h"
 #include "bt/runtime/model/config.h"
+#include "bt/runtime/model/init_from_vanilla.h"
 #include "bt/runtime/base/file_util.h"
 #include "bt/runtime/base/safetensors.h"
 #include "bt/runtime/base/tensor.h"
@@ -68,6 +69,8 @@ ModelSpec toSpec(const proto::ModelConfig &c) {
   s.vocab = c.vocab_size();
   s.blockLength = c.block_length();
   s.embedderWidth = c.embedder_width();
+  s.projectionLayer =
+      c.embedder_projection() == proto::ModelConfig::PROJECTION_LAYER;
   s.block = toStack(c.block_decoder());
   s.token = toStack(c.token_decoder());
   s.strategy = c.strategy() == proto::ModelConfig::SUMMATION
@@ -167,6 +170,44 @@ std::unique_ptr<Model> loadModel(const CheckpointPaths &paths, bool withWeights,
   return model;
 }
 
+bool initFromVanilla(const std::string &vanillaDir, const std::string &configPath,
+                     const std::string &outDir, uint64_t seed, std::string &error) {
+  absl::Status st = rt::InitFromVanillaCommand(vanillaDir, configPath, outDir, seed);
+  if (!st.ok())
+    error = std::string(st.message());
+  return st.ok();
+}
+
+std::unique_ptr<Model> vanillaInitModel(const std::string &configPath,
+                                        const std::string &vanillaDir,
+                                        uint64_t seed, std::string &error) {
+  absl::StatusOr<proto::ModelConfig> config = rt::LoadModelConfig(configPath);
+  if (!config.ok()) {
+    error = std::string(config.status().message());
+    return nullptr;
+  }
+  absl::StatusOr<rt::Checkpoint> vanilla = rt::LoadCheckpoint(vanillaDir);
+  if (!vanilla.ok()) {
+    error = std::string(vanilla.status().message());
+    return nullptr;
+  }
+  absl::StatusOr<std::map<std::string, rt::Tensor>> weights =
+      rt::InitBlockFromVanilla(*config, vanilla->config, vanilla->weights, seed);
+  if (!weights.ok()) {
+    error = std::string(weights.status().message());
+    return nullptr;
+  }
+  config->set_checkpoint_dtype(proto::F32);
+  std::unique_ptr<Model> model = fromConfig(*config);
+  for (const ParamSpec &p : rt::ExpectedParams(*config))
+    model->impl->weights.emplace(p.name, std::move(weights->at(p.name)));
+  model->impl->notices.push_back(
+      "initialized from the vanilla checkpoint " + vanillaDir +
+      " (partition, mean embedder projection, identity expansion layer)");
+  model->impl->hasWeights = true;
+  return model;
+}
+
 std::unique_ptr<Model> randomModel(const std::string &configPath,
                                    uint64_t seed, std::string &error) {
   absl::StatusOr<proto::ModelConfig> config = rt::LoadModelConfig(configPath);
@@ -198,8 +239,14 @@ std::unique_ptr<Model> randomModel(const std::string &configPath,
     } else {
       // HF GPT-NeoX init: normal(0, initializer_range = 0.02); the official
       // expansion layer: normal(0, D^-1/2) (token_decoder/base.py).
+      // The projection-layer embedder: normal(0, (E * L_B)^-1/2)
+      // (embedder/lookup.py).
       double std = endsWith("expansion_layer.weight") ? 1.0 / std::sqrt(contextWidth)
-                                                       : 0.02;
+                   : endsWith("projection_layer.weight")
+                       ? 1.0 / std::sqrt(static_cast<double>(
+                                   config->embedder_width() *
+                                   config->block_length()))
+                       : 0.02;
       std::normal_distribution<float> dist(0.0f, static_cast<float>(std));
       for (int64_t i = 0; i < n; ++i)
         data[i] = dist(rng);

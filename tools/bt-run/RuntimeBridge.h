@@ -57,6 +57,13 @@ std::unique_ptr<Model> loadModel(const CheckpointPaths &paths,
 std::unique_ptr<Model> randomModel(const std::string &configPath,
                                    uint64_t seed, std::string &error);
 
+/// The Block Transformer of `configPath` initialized from the vanilla
+/// checkpoint directory `vanillaDir` the official uptraining way
+/// (bt::rt::InitBlockFromVanilla; `seed` fills the unused tensors only).
+std::unique_ptr<Model> vanillaInitModel(const std::string &configPath,
+                                        const std::string &vanillaDir,
+                                        uint64_t seed, std::string &error);
+
 /// The KV-cache memory plan stored in the manifest (bt.proto KVMemoryPlan):
 /// per-sequence coefficients of bt-plan-kv-memory (bt::KVPlan), bytes.
 struct KVPlanInfo {
@@ -129,6 +136,11 @@ std::string damagedArtifactError(const std::string &path);
 /// written in place, directories and inputs refused). False with `error`.
 bool writeOutputFile(const std::string &path, const std::string &bytes,
                      std::string &error);
+
+/// `bt-run init-from-vanilla`: bt::rt::InitFromVanillaCommand (uptraining
+/// init, bt/runtime/model/init_from_vanilla.h). Returns false with `error` set.
+bool initFromVanilla(const std::string &vanillaDir, const std::string &configPath,
+                     const std::string &outDir, uint64_t seed, std::string &error);
 
 /// Runs a launcher command (`info`, `eval --inputs X -o Y`, ...) on the
 /// artifact at `artifactPath`, exactly as the standalone executable would.

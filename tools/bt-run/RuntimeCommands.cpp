@@ -203,6 +203,9 @@ namespace {
 /// loop (bt/runtime/train.h).
 struct TrainArgs {
   std::string config, tokenizer, spmType = "unigram", cpu;
+  /// --init-from-vanilla: a vanilla GPT-NeoX checkpoint to initialize from
+  /// (uptraining, bt/runtime/model/init_from_vanilla.h).
+  std::string vanillaInit;
   int64_t vocab = 0;
   uint64_t initSeed = 0;
   std::vector<std::string> loop;
@@ -213,7 +216,8 @@ constexpr const char *kTrainUsage =
     "-o DIR --steps N\n"
     "         [--tokenizer spm.model|tokenizer.json | --vocab-size V "
     "[--spm-model-type unigram|bpe]]\n"
-    "         [--init-seed S] [--cpu NAME] [--threads T]\n"
+    "         [--init-seed S | --init-from-vanilla VANILLA_DIR] [--cpu NAME] "
+    "[--threads T]\n"
     "the loop's options:\n  ";
 
 /// Parses `argv[2..]` into `args`. Returns -1 to go on, else the exit code
@@ -233,7 +237,8 @@ int parseTrainArgs(int argc, char **argv, TrainArgs &args) {
     }
     static const char *const own[] = {"--config", "--tokenizer",
                                       "--spm-model-type", "--cpu",
-                                      "--vocab-size", "--init-seed"};
+                                      "--vocab-size", "--init-seed",
+                                      "--init-from-vanilla"};
     if (!llvm::is_contained(own, name)) {
       args.loop.push_back(argv[i]);
       continue;
@@ -250,6 +255,8 @@ int parseTrainArgs(int argc, char **argv, TrainArgs &args) {
       args.spmType = value;
     else if (name == "--cpu")
       args.cpu = value;
+    else if (name == "--init-from-vanilla")
+      args.vanillaInit = value;
     else if (name == "--vocab-size" &&
              (llvm::StringRef(value).getAsInteger(10, args.vocab) ||
               args.vocab < 2))
@@ -273,7 +280,8 @@ int parseTrainArgs(int argc, char **argv, TrainArgs &args) {
 
 /// `bt-run train`: prepares the tokenizer and the config
 /// (bridge::prepareTraining), compiles a randomly initialized model
-/// (--init-seed; official initialization) with the training entry points
+/// (--init-seed; official initialization) or one initialized from a vanilla
+/// checkpoint (--init-from-vanilla) with the training entry points
 /// into OUT/model.btart, and runs the launcher's `train` on it.
 int bt::run::trainCommand(int argc, char **argv) {
   unsigned threads = 2;
@@ -301,7 +309,10 @@ int bt::run::trainCommand(int argc, char **argv) {
                                options.tokenizer, outDir, error, usageError))
     return usageError ? usage(error) : fail(error);
   std::unique_ptr<bridge::Model> model =
-      bridge::randomModel(compileConfig, args.initSeed, error);
+      args.vanillaInit.empty()
+          ? bridge::randomModel(compileConfig, args.initSeed, error)
+          : bridge::vanillaInitModel(compileConfig, args.vanillaInit,
+                                     args.initSeed, error);
   if (!model)
     return fail(error);
   DialectRegistry registry;

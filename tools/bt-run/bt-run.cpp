@@ -9,6 +9,9 @@
 //             compile for this machine, then run the runtime's command
 //             (RuntimeCommands.cpp)
 //   info      a checkpoint's configuration, or an artifact's manifest
+//   init-from-vanilla
+//             a block checkpoint initialized from a vanilla GPT-NeoX one
+//             (uptraining, paper §3.5; bt/runtime/model/init_from_vanilla.h)
 //   plan      the KV-cache memory plan (bt-plan-kv-memory)
 //
 // A checkpoint is a directory with the official trainer YAML (config.yaml)
@@ -282,6 +285,20 @@ int planCommand(const Tool &tool, const std::string &input) {
   return 0;
 }
 
+/// `bt-run init-from-vanilla <vanilla checkpoint> --config <block yaml> -o
+/// DIR [--seed S]`: the official uptraining init (partition of the vanilla
+/// layers, mean embedder projection, identity expansion layer).
+int initFromVanillaCommand(const Tool &tool, const std::string &input) {
+  const RunOptions &o = tool.options;
+  if (o.config.empty() || o.output.empty())
+    return usage("init-from-vanilla needs --config <block trainer yaml> and "
+                 "-o <new checkpoint directory>");
+  std::string error;
+  if (!bridge::initFromVanilla(input, o.config, o.output, o.seed, error))
+    return fail(error);
+  return 0;
+}
+
 /// `bt-run info`: an artifact's manifest, or a checkpoint's configuration.
 int infoCommand(const Tool &tool, const std::string &input) {
   if (bridge::isArtifact(input))
@@ -323,7 +340,8 @@ int main(int argc, char **argv) {
       {"compile", compileCommand}, {"eval", evalCommand},
       {"grad", gradCommand},       {"generate", generateCommand},
       {"bench", benchCommand},     {"info", infoCommand},
-      {"train-step", trainStepCommand}, {"plan", planCommand}};
+      {"train-step", trainStepCommand}, {"plan", planCommand},
+      {"init-from-vanilla", initFromVanillaCommand}};
   for (const auto &[name, run] : commands)
     if (command == name)
       return run(tool, input);

@@ -34,7 +34,10 @@ struct ModelSpec {
   std::string name;
   int64_t vocab = 0;
   int64_t blockLength = 1;   // L_B (1 for vanilla)
-  int64_t embedderWidth = 0; // E = D / L_B
+  int64_t embedderWidth = 0; // E (= D / L_B for the concat embedder)
+  /// Official `projection_method: projection_layer`: block vector =
+  /// Conv1d(E -> D, kernel = stride = L_B, bias) over the token embeddings.
+  bool projectionLayer = false;
   StackSpec block;           // block decoder; for vanilla, the GPT-NeoX stack
   StackSpec token;           // token decoder (unused for vanilla)
   Strategy strategy = Strategy::Prefix;

@@ -275,7 +275,11 @@ def BTDecompose : Pass<"bt-decompose", "::mlir::ModuleOp"> {
 
     - `bt.embedder`: `bt.embedding_lookup` `[B, N, L_B] → [B, N, L_B, E]`,
       then `tensor.collapse_shape [[0], [1], [2, 3]]` → `[B, N, D]`
-      (token-major concatenation).
+      (token-major concatenation). With `projection` (the projection-layer
+      embedder, Conv1d kernel = stride = L_B): for k = 0 .. L_B-1 a
+      `bt.linear` of `tensor.extract_slice` `lookup[:, :, k, :]` `[B, N, E]`
+      with `W[:, :, k]` `[D, E]` (the bias in k = 0), summed in k order by
+      `arith.addf` → `[B, N, D]`.
     - One GPT-NeoX layer `l` (`{p}` = the stack's parameter prefix), on
       `x` `[B, (N,) S, C]`:
       `h1 = bt.layer_norm(x, input_layernorm)`,

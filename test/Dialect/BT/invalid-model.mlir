@@ -123,6 +123,83 @@ func.func @f(%ids: tensor<2x6x4xi64>) {
 
 // -----
 
+// Projection-layer embedder (projection_method: projection_layer): the
+// projection and its bias come together.
+func.func @f(%ids: tensor<2x6x4xi64>) {
+  // expected-error @+1 {{'bt.embedder' op the projection-layer embedder needs both 'projection' [D, E, L_B] and 'bias' [D]}}
+  %x = bt.embedder %ids table @"embedder.embeddings.weight" projection @"embedder.projection_layer.weight" : tensor<2x6x4xi64> -> tensor<2x6x64xf32>
+  return
+}
+
+// -----
+
+// With a projection, D need not be a multiple of L_B, but the weight must be
+// the Conv1d [D, E, L_B].
+module {
+  bt.param @"embedder.embeddings.weight" : tensor<512x16xf32>
+  bt.param @"embedder.projection_layer.weight" : tensor<66x16x2xf32>
+  bt.param @"embedder.projection_layer.bias" : tensor<66xf32>
+  func.func @f(%ids: tensor<2x6x4xi64>) {
+    // expected-error @+1 {{'bt.embedder' op projection @embedder.projection_layer.weight must be [D, E, L_B] = [66, 16, 4], got [66, 16, 2]}}
+    %x = bt.embedder %ids table @"embedder.embeddings.weight" projection @"embedder.projection_layer.weight" bias @"embedder.projection_layer.bias" : tensor<2x6x4xi64> -> tensor<2x6x66xf32>
+    return
+  }
+}
+
+// -----
+
+module {
+  bt.param @"embedder.embeddings.weight" : tensor<512x16xf32>
+  bt.param @"embedder.projection_layer.weight" : tensor<64x16x4xf32>
+  bt.param @"embedder.projection_layer.bias" : tensor<32xf32>
+  func.func @f(%ids: tensor<2x6x4xi64>) {
+    // expected-error @+1 {{'bt.embedder' op bias @embedder.projection_layer.bias must be [D] = [64], got [32]}}
+    %x = bt.embedder %ids table @"embedder.embeddings.weight" projection @"embedder.projection_layer.weight" bias @"embedder.projection_layer.bias" : tensor<2x6x4xi64> -> tensor<2x6x64xf32>
+    return
+  }
+}
+
+// -----
+
+module {
+  bt.param @"embedder.embeddings.weight" : tensor<512x16xf32>
+  // expected-note @+1 {{declared here}}
+  bt.param @"embedder.projection_layer.weight" : tensor<64x64xf32>
+  bt.param @"embedder.projection_layer.bias" : tensor<64xf32>
+  func.func @f(%ids: tensor<2x6x4xi64>) {
+    // expected-error @+1 {{'bt.embedder' op projection @embedder.projection_layer.weight must be rank 3 [D, E, L_B], got [64, 64]}}
+    %x = bt.embedder %ids table @"embedder.embeddings.weight" projection @"embedder.projection_layer.weight" bias @"embedder.projection_layer.bias" : tensor<2x6x4xi64> -> tensor<2x6x64xf32>
+    return
+  }
+}
+
+// -----
+
+module {
+  bt.param @"embedder.embeddings.weight" : tensor<512x16xf32>
+  bt.param @"embedder.projection_layer.weight" : tensor<64x16x4xbf16>
+  bt.param @"embedder.projection_layer.bias" : tensor<64xf32>
+  func.func @f(%ids: tensor<2x6x4xi64>) {
+    // expected-error @+1 {{'bt.embedder' op projection and bias must have the table's element type 'f32'}}
+    %x = bt.embedder %ids table @"embedder.embeddings.weight" projection @"embedder.projection_layer.weight" bias @"embedder.projection_layer.bias" : tensor<2x6x4xi64> -> tensor<2x6x64xf32>
+    return
+  }
+}
+
+// -----
+
+module {
+  bt.param @"embedder.embeddings.weight" : tensor<512x16xf32>
+  bt.param @"embedder.projection_layer.weight" : tensor<64x16x4xf32>
+  func.func @f(%ids: tensor<2x6x4xi64>) {
+    // expected-error @+1 {{'bt.embedder' op bias @embedder.projection_layer.bias does not name a bt.param}}
+    %x = bt.embedder %ids table @"embedder.embeddings.weight" projection @"embedder.projection_layer.weight" bias @"embedder.projection_layer.bias" : tensor<2x6x4xi64> -> tensor<2x6x64xf32>
+    return
+  }
+}
+
+// -----
+
 // expected-note @+1 {{declared here}}
 bt.param @"embedder.embeddings.weight" : tensor<8192xf32>
 func.func @f(%ids: tensor<2x6x4xi64>) {

@@ -9,14 +9,14 @@
 #   grad_norm = grad_norm_preclip (relative 1e-6).
 # train: train_step on inputs.safetensors (gradients by the compiled
 #   backward): max|Δ| <= 1e-6 on elements whose clipped stored gradient
-#   |grad·C| exceeds 1e-6 (C = min(1, 1/(grad_norm_preclip + 1e-6))), <= 5e-5
+#   |grad·C| exceeds 1e-6 (C = min(1, 1/(grad_norm_preclip + 1e-6))), <= 2e-4
 #   on the others (where AdamW's step-1 update lr·g/(|g|+eps) is
 #   ill-conditioned; fixtures README), loss and grad_norm against the
 #   official ones.
 # exe: as train, through a standalone executable (bt-run compile --train
 #   --emit executable; ./model train-step --checkpoint DIR ...), whose
 #   kernels target x86-64-v3 rather than this machine's CPU. Elements with
-#   |grad·C| <= 1e-6 are checked at 1e-4 there instead of 5e-5: their update
+#   |grad·C| <= 1e-6 are checked at 2e-4 (issue 16 acceptance): their update
 #   lr·u/(|u|+1e-8) amplifies a gradient difference by up to lr/eps = 1e5,
 #   and f32 summation order (vector width, OpenBLAS kernel) moves a 7e-9
 #   gradient by 2e-9; measured 6.6e-5 on one element of vanilla_tiny with
@@ -72,8 +72,7 @@ for dir in "$fixtures"/*/; do
     bt-launcher compare "$out/model.safetensors" "$dir/adamw_step.safetensors" \
       --check '*:atol=2e-7'
   else
-    lo_tol=5e-5
-    [ "$mode" = exe ] && lo_tol=1e-4
+    lo_tol=2e-4
     norm=$(scalar grad_norm_preclip "$dir/outputs.safetensors")
     clip=$(python3 -c "print(repr(min(1.0, 1.0 / ($norm + 1e-6))))")
     echo "clip coefficient $clip"

@@ -138,10 +138,17 @@ bool readSpec(const std::string &dir, ModelSpec &spec, std::string &error) {
     spec.block = stackSpec(*c.getObject("block_decoder"));
     const llvm::json::Object &td = *c.getObject("token_decoder");
     spec.token = stackSpec(td);
-    spec.prefixLength = *td.getInteger("prefix_length");
     spec.strategy = *td.getString("decoding_strategy") == "summation"
                         ? ModelSpec::Strategy::Summation
                         : ModelSpec::Strategy::Prefix;
+    // Summation: no prefix (prefix_length 0); the expansion slots
+    // (expansion_ratio, default L_B) are added to the token embeddings.
+    spec.prefixLength = spec.strategy == ModelSpec::Strategy::Summation
+                            ? td.getInteger("expansion_ratio").value_or(spec.blockLength)
+                            : *td.getInteger("prefix_length");
+    spec.projectionLayer =
+        c.getObject("embedder")->getString("projection_method").value_or("concat") ==
+        "projection_layer";
     spec.padTokenId = *c.getInteger("pad_token_id");
     spec.eosTokenId = *c.getInteger("eos_token_id");
     spec.bosTokenId = *c.getInteger("token_decoder_bos_placeholder_id");

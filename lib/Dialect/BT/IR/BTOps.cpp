@@ -203,7 +203,11 @@ LogicalResult EmbedderOp::verify() {
     return emitOpError() << "block length L_B and width D must be static";
   if (ids[2] < 1)
     return emitOpError() << "block length L_B must be >= 1, got " << ids[2];
-  if (res[2] % ids[2] != 0)
+  if (static_cast<bool>(getProjection()) !=
+      static_cast<bool>(getProjectionBias()))
+    return emitOpError() << "the projection-layer embedder needs both "
+                            "'projection' [D, E, L_B] and 'bias' [D]";
+  if (!getProjection() && res[2] % ids[2] != 0)
     return emitOpError() << "block width D (" << res[2]
                          << ") must be a multiple of the block length L_B ("
                          << ids[2] << ")";
@@ -219,6 +223,31 @@ LogicalResult EmbedderOp::verifySymbolUses(SymbolTableCollection &tables) {
   int64_t lb = tensorType(getIds()).getDimSize(2);
   int64_t d = tensorType(getResult()).getDimSize(2);
   int64_t e = tt.getDimSize(1);
+  if (getProjectionAttr()) {
+    FailureOr<ParamOp> w = lookupParamOfRank(
+        *this, tables, getProjectionAttr(), "projection", 3, "[D, E, L_B]");
+    FailureOr<ParamOp> bias = lookupParamOfRank(
+        *this, tables, getProjectionBiasAttr(), "bias", 1, "[D]");
+    if (failed(w) || failed(bias))
+      return failure();
+    SmallVector<int64_t> expect{d, e, lb};
+    ArrayRef<int64_t> got = w->getTensorType().getShape();
+    if (got != ArrayRef<int64_t>(expect))
+      return emitOpError() << "projection " << getProjectionAttr()
+                           << " must be [D, E, L_B] = " << shapeStr(expect)
+                           << ", got " << shapeStr(got);
+    if (bias->getTensorType().getDimSize(0) != d)
+      return emitOpError() << "bias " << getProjectionBiasAttr()
+                           << " must be [D] = [" << d << "], got "
+                           << shapeStr(bias->getTensorType().getShape());
+    if (w->getTensorType().getElementType() != tt.getElementType() ||
+        bias->getTensorType().getElementType() != tt.getElementType())
+      return emitOpError() << "projection and bias must have the table's "
+                              "element type "
+                           << tt.getElementType();
+    return checkSameElementType(*this, "result", getResult(),
+                                tt.getElementType());
+  }
   if (e * lb != d)
     return emitOpError() << "embedder width E (" << e << ") * L_B (" << lb
                          << ") = " << e * lb << " must equal the block width D ("

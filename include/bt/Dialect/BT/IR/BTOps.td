@@ -94,33 +94,58 @@ def BT_ParamRefOp : BT_Op<"param_ref", [Pure, BT_ParamUser, BT_Differentiable]> 
 //===----------------------------------------------------------------------===//
 
 def BT_EmbedderOp : BT_Op<"embedder", [Pure, BT_BlockLocal, BT_ParamUser]> {
-  let summary = "Lookup embedder: concatenated token embeddings of each block";
+  let summary = "Lookup embedder: token embeddings of each block, concatenated or projected";
   let description = [{
-    Paper §2.2 (official `model/embedder/lookup.py`, `projection_method:
-    concat`): looks every token of a block up in the table `@table`
-    (`[V, E]`) and concatenates the L_B vectors token-major,
-    `block = [E(t_0) | E(t_1) | ... | E(t_(L_B-1))]`. No projection, no
-    positional term; padding ids are embedded like any token.
+    Paper §2.2 (official `model/embedder/lookup.py`): looks every token of a
+    block up in the table `@table` (`[V, E]`) and forms the block vector
+    from the L_B embeddings. Padding ids are embedded like any token; there
+    is no positional term.
+
+    - `projection_method: concat` (no `projection`): token-major
+      concatenation, `block = [E(t_0) | E(t_1) | ... | E(t_(L_B-1))]`,
+      D = L_B · E.
+    - `projection_method: projection_layer` (`projection` and
+      `projection_bias` name the official `embedder.projection_layer.weight`
+      `[D, E, L_B]` and `.bias` `[D]`; paper §3.5 uptraining): a Conv1d with
+      kernel = stride = L_B over the token embeddings,
+      `block[o] = bias[o] + Σ_k Σ_i W[o, i, k] · E(t_k)[i]`.
 
     - `ids`: `[B, N_blk, L_B]` i64/i32 token ids.
-    - result: `[B, N_blk, D]` with D = L_B · E, element type of the table.
+    - result: `[B, N_blk, D]`, element type of the table.
 
-    A vanilla GPT-NeoX is the L_B = 1 case (`@table` = `gpt_neox.embed_in.weight`).
+    A vanilla GPT-NeoX is the L_B = 1 concat case (`@table` =
+    `gpt_neox.embed_in.weight`).
 
-    Errors: rank ≠ 3, batch/blocks mismatch, D ≠ L_B · E, element type ≠ the
-    table's, table not declared.
+    Errors: rank ≠ 3, batch/blocks mismatch, concat: D ≠ L_B · E; projection:
+    weight ≠ `[D, E, L_B]` or bias ≠ `[D]`, or only one of the two given;
+    element type ≠ the table's, parameter not declared.
 
     Example:
     ```mlir
     %x = bt.embedder %ids table @"embedder.embeddings.weight"
            : tensor<2x6x4xi64> -> tensor<2x6x64xf32>
+    %y = bt.embedder %ids table @"embedder.embeddings.weight"
+           projection @"embedder.projection_layer.weight"
+           bias @"embedder.projection_layer.bias"
+           : tensor<2x6x4xi64> -> tensor<2x6x64xf32>
     ```
   }];
-  let arguments = (ins BT_IdTensor:$ids, FlatSymbolRefAttr:$table);
+  let arguments = (ins BT_IdTensor:$ids, FlatSymbolRefAttr:$table,
+                       OptionalAttr<FlatSymbolRefAttr>:$projection,
+                       OptionalAttr<FlatSymbolRefAttr>:$projection_bias);
   let results = (outs BT_FloatTensor:$result);
   let assemblyFormat = [{
-    $ids `table` $table attr-dict `:` type($ids) `->` type($result)
+    $ids `table` $table (`projection` $projection^)?
+    (`bias` $projection_bias^)? attr-dict `:` type($ids) `->` type($result)
   }];
+  let builders = [
+    // The concat embedder (no projection).
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$ids,
+                   "::llvm::StringRef":$table), [{
+      build($_builder, $_state, result, ids, table,
+            ::mlir::FlatSymbolRefAttr(), ::mlir::FlatSymbolRefAttr());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
