@@ -367,7 +367,11 @@ absl::Status WriteReplayArtifact(const std::string &path,
   *ep->add_outputs() = Spec("context", proto::F32, {-1, 4}, {"B", "D"});
   ep = entry("decode_tokens");
   *ep->add_inputs() = Spec("context", proto::F32, {-1, 4}, {"B", "D"});
-  *ep->add_inputs() = Spec("positions", proto::I64, {P + L - 1});
+  // The token decoder's positions, as bt-generate-entry-points sizes them:
+  // P + L_B - 1 (prefix), L_B (summation: no prefix slots).
+  const int64_t S_in =
+      config.strategy() == proto::ModelConfig::SUMMATION ? L : P + L - 1;
+  *ep->add_inputs() = Spec("positions", proto::I64, {S_in});
   *ep->add_inputs() = Spec("sampler", proto::I64, {});
   *ep->add_outputs() = Spec("tokens", proto::I64, {-1, L}, {"B", "L_B"});
   *ep->add_outputs() = Spec("step_logits", proto::F32, {-1, L, V}, {"B", "L_B", "V"});
