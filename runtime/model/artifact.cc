@@ -3,27 +3,65 @@
 #include "bt/runtime/model/artifact.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "bt/runtime/base/status_macros.h"
+#include <zlib.h>
 
 namespace bt::rt {
 namespace {
 
 uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-void PutLE64(std::string &out, uint64_t v) {
-  for (int i = 0; i < 8; ++i)
+void PutLE(std::string &out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i)
     out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-uint64_t GetLE64(const char *p) {
+uint64_t GetLE(const char *p, int bytes) {
   uint64_t v = 0;
-  for (int i = 7; i >= 0; --i)
+  for (int i = bytes - 1; i >= 0; --i)
     v = (v << 8) | static_cast<unsigned char>(p[i]);
   return v;
+}
+
+// zlib's CRC-32 of `bytes`, continuing `crc` (0 to start).
+uint32_t Crc32(uint32_t crc, absl::string_view bytes) {
+  return static_cast<uint32_t>(
+      crc32_z(crc, reinterpret_cast<const Bytef *>(bytes.data()), bytes.size()));
+}
+
+// Fuzz builds (BT_FUZZ, fuzz/README.md) compute every checksum but accept a
+// mismatch, so that mutated inputs reach the structural checks behind them
+// (the usual libFuzzer convention for checksummed formats).
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+constexpr bool kVerifyChecksums = false;
+#else
+constexpr bool kVerifyChecksums = true;
+#endif
+
+// Continues `crc` over `n` zero bytes (the padding the writer emits).
+uint32_t Crc32Zeros(uint32_t crc, uint64_t n) {
+  static const char kZeros[4096] = {};
+  for (; n > 0; n -= std::min<uint64_t>(n, sizeof kZeros))
+    crc = Crc32(crc, absl::string_view(kZeros, std::min<uint64_t>(n, sizeof kZeros)));
+  return crc;
+}
+
+// The payload sections of a manifest besides the manifest itself, by the
+// name errors use (docs/abi.md); each carries a CRC-32.
+std::array<std::pair<const char *, const proto::Section *>, 5>
+PayloadSections(const proto::Manifest &m) {
+  return {{{"kernels", &m.kernels()},
+           {"weights_data", &m.weights_data()},
+           {"tokenizer", &m.tokenizer()},
+           {"ptx", &m.ptx()},
+           {"cuda_emu", &m.cuda_emu()}}};
 }
 
 // [offset, offset + size) within [0, limit), overflow-safe.
@@ -87,10 +125,15 @@ proto::Manifest ArtifactWriter::LaidOutManifest() const {
   m.clear_weights();
   m.mutable_kernels()->set_offset(0);
   m.mutable_kernels()->set_size(kernels_.size());
+  m.mutable_kernels()->set_crc32(Crc32(0, kernels_));
   const uint64_t wstart = AlignUp(kernels_.size(), kArtifactPageSize);
   uint64_t cur = 0;
+  uint32_t wcrc = 0; // over the section as Write() lays it out, padding included
   for (const PendingWeight &w : weights_) {
-    cur = AlignUp(cur, kTensorAlignment);
+    const uint64_t aligned = AlignUp(cur, kTensorAlignment);
+    wcrc = Crc32Zeros(wcrc, aligned - cur);
+    wcrc = Crc32(wcrc, w.tensor.bytes());
+    cur = aligned;
     proto::Weight *pw = m.add_weights();
     pw->set_name(w.name);
     pw->set_dtype(w.tensor.dtype());
@@ -102,19 +145,23 @@ proto::Manifest ArtifactWriter::LaidOutManifest() const {
   }
   m.mutable_weights_data()->set_offset(wstart);
   m.mutable_weights_data()->set_size(cur);
+  m.mutable_weights_data()->set_crc32(wcrc);
   const uint64_t tstart = AlignUp(wstart + cur, kTensorAlignment);
   m.mutable_tokenizer()->set_offset(tokenizer_.empty() ? 0 : tstart);
   m.mutable_tokenizer()->set_size(tokenizer_.size());
+  m.mutable_tokenizer()->set_crc32(Crc32(0, tokenizer_));
   const uint64_t pstart = AlignUp(
       tokenizer_.empty() ? wstart + cur : tstart + tokenizer_.size(),
       kTensorAlignment);
   m.mutable_ptx()->set_offset(ptx_.empty() ? 0 : pstart);
   m.mutable_ptx()->set_size(ptx_.size());
+  m.mutable_ptx()->set_crc32(Crc32(0, ptx_));
   const uint64_t estart =
       AlignUp(ptx_.empty() ? pstart : pstart + ptx_.size(), kTensorAlignment);
   if (!cuda_emu_.empty()) {
     m.mutable_cuda_emu()->set_offset(estart);
     m.mutable_cuda_emu()->set_size(cuda_emu_.size());
+    m.mutable_cuda_emu()->set_crc32(Crc32(0, cuda_emu_));
   }
   return m;
 }
@@ -134,7 +181,8 @@ absl::Status ArtifactWriter::Write(const std::string &path) const {
           : m.weights_data().offset() + m.weights_data().size();
   const uint64_t manifest_offset = AlignUp(tend, 8);
   std::string manifest_bytes;
-  if (!m.SerializeToString(&manifest_bytes))
+  if (!m.SerializeToString(&manifest_bytes) ||
+      manifest_bytes.size() > std::numeric_limits<uint32_t>::max())
     return absl::InternalError(
         absl::StrCat(path, ": cannot serialize the manifest"));
 
@@ -167,9 +215,10 @@ absl::Status ArtifactWriter::Write(const std::string &path) const {
   BT_RETURN_IF_ERROR(pad_to(manifest_offset));
   BT_RETURN_IF_ERROR(out->Write(manifest_bytes));
   std::string trailer(kArtifactMagic, sizeof kArtifactMagic);
-  PutLE64(trailer, payload_start);
-  PutLE64(trailer, manifest_offset);
-  PutLE64(trailer, manifest_bytes.size());
+  PutLE(trailer, payload_start, 8);
+  PutLE(trailer, manifest_offset, 8);
+  PutLE(trailer, manifest_bytes.size(), 4);
+  PutLE(trailer, Crc32(0, manifest_bytes), 4);
   BT_RETURN_IF_ERROR(out->Write(trailer));
   return out->Commit(prefix_path_.empty() ? 0644 : 0755);
 }
@@ -189,12 +238,17 @@ Artifact::Open(const std::string &path) {
     return bad(absl::StrCat("no bt artifact: the file (", size,
                             " bytes) is shorter than the 32-byte trailer"));
   const char *trailer = file->data() + size - kArtifactTrailerSize;
+  if (std::memcmp(trailer, kArtifactMagicV1, sizeof kArtifactMagicV1) == 0)
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": artifact format 1 (\"BTARTIF1\", without section "
+              "checksums) is no longer read: compile it again"));
   if (std::memcmp(trailer, kArtifactMagic, sizeof kArtifactMagic) != 0)
     return bad("no bt artifact: the file does not end with a trailer with "
-               "magic \"BTARTIF1\"");
-  const uint64_t payload_start = GetLE64(trailer + 8);
-  const uint64_t manifest_offset = GetLE64(trailer + 16);
-  const uint64_t manifest_size = GetLE64(trailer + 24);
+               "magic \"BTARTIF2\"");
+  const uint64_t payload_start = GetLE(trailer + 8, 8);
+  const uint64_t manifest_offset = GetLE(trailer + 16, 8);
+  const uint64_t manifest_size = GetLE(trailer + 24, 4);
+  const uint32_t manifest_crc = static_cast<uint32_t>(GetLE(trailer + 28, 4));
   if (payload_start % kArtifactPageSize != 0)
     return bad(absl::StrCat("payload_start ", payload_start,
                             " is not a multiple of 4096"));
@@ -211,6 +265,19 @@ Artifact::Open(const std::string &path) {
   std::shared_ptr<Artifact> a(new Artifact());
   a->payload_start_ = payload_start;
   const char *payload = file->data() + payload_start;
+  // A checksum mismatch: the file changed after it was written.
+  auto damaged = [&](absl::string_view what, uint32_t recorded,
+                     uint32_t actual) {
+    return absl::DataLossError(absl::StrFormat(
+        "%s: the %s is damaged: its CRC-32 is 0x%08x, but 0x%08x was "
+        "recorded when it was written (the file changed afterwards; compile "
+        "it again)",
+        path, what, actual, recorded));
+  };
+  if (uint32_t crc = Crc32(0, absl::string_view(payload + manifest_offset,
+                                                manifest_size));
+      kVerifyChecksums && crc != manifest_crc)
+    return damaged("manifest", manifest_crc, crc);
   if (manifest_size > static_cast<uint64_t>(std::numeric_limits<int>::max()) ||
       !a->manifest_.ParseFromArray(payload + manifest_offset,
                                    static_cast<int>(manifest_size)))
@@ -224,12 +291,7 @@ Artifact::Open(const std::string &path) {
   // Sections.
   std::vector<Range> sections = {
       {"manifest", manifest_offset, manifest_offset + manifest_size}};
-  for (const auto &[name, s] :
-       {std::make_pair("kernels", &m.kernels()),
-        std::make_pair("weights_data", &m.weights_data()),
-        std::make_pair("tokenizer", &m.tokenizer()),
-        std::make_pair("ptx", &m.ptx()),
-        std::make_pair("cuda_emu", &m.cuda_emu())}) {
+  for (const auto &[name, s] : PayloadSections(m)) {
     if (!InRange(s->offset(), s->size(), payload_size))
       return bad(absl::StrCat(name, " section [", s->offset(), ", +",
                               s->size(), ") runs past the payload (",
@@ -322,6 +384,13 @@ Artifact::Open(const std::string &path) {
       }
     }
   }
+  // Checksums, last (the structure is checked first), before any section is
+  // used (the kernels are dlopen'ed, the weights read as tensors).
+  for (const auto &[name, s] : PayloadSections(m))
+    if (uint32_t crc =
+            Crc32(0, absl::string_view(payload + s->offset(), s->size()));
+        kVerifyChecksums && crc != s->crc32())
+      return damaged(absl::StrCat(name, " section"), s->crc32(), crc);
   a->file_ = std::move(file);
   return std::shared_ptr<const Artifact>(std::move(a));
 }

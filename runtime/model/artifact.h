@@ -9,11 +9,15 @@
 //     tokenizer section (optional)
 //     ptx section       (optional; target cuda: the PTX module)
 //     manifest          (serialized bt.proto.Manifest)
-//   trailer, 32 bytes:  "BTARTIF1" | u64 payload_start | u64 manifest_offset
-//                       | u64 manifest_size      (little-endian)
+//   trailer, 32 bytes:  "BTARTIF2" | u64 payload_start | u64 manifest_offset
+//                       | u32 manifest_size | u32 manifest_crc32
+//                       (little-endian)
 //
 // Section and manifest offsets are relative to payload_start; Weight.offset
-// is relative to the weights section.
+// is relative to the weights section. Every section records the CRC-32
+// (zlib) of its bytes in the manifest (Section.crc32); the trailer records
+// the manifest's. Format 1 ("BTARTIF1", u64 manifest_size, no checksums) is
+// refused with a request to compile again.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,10 +40,13 @@
 namespace bt::rt {
 
 inline constexpr char kArtifactMagic[8] = {'B', 'T', 'A', 'R',
-                                           'T', 'I', 'F', '1'};
+                                           'T', 'I', 'F', '2'};
+/// The magic of format 1 (before checksums), recognised only to say so.
+inline constexpr char kArtifactMagicV1[8] = {'B', 'T', 'A', 'R',
+                                             'T', 'I', 'F', '1'};
 inline constexpr uint64_t kArtifactTrailerSize = 32;
 inline constexpr uint64_t kArtifactPageSize = 4096;
-inline constexpr uint32_t kArtifactFormatVersion = 1;
+inline constexpr uint32_t kArtifactFormatVersion = 2;
 
 /// Builds an artifact file. Typical use (bt-run compile):
 ///   ArtifactWriter w(manifest);   // target, cpu, producer, config, entry points
@@ -50,7 +57,8 @@ inline constexpr uint32_t kArtifactFormatVersion = 1;
 class ArtifactWriter {
 public:
   /// `manifest` provides target, cpu, producer, config and entry_points;
-  /// format_version, weights and the section fields are set by Write().
+  /// format_version, weights and the section fields (offset, size, crc32)
+  /// are set by Write().
   explicit ArtifactWriter(proto::Manifest manifest);
 
   /// The kernels section: an ELF shared object (cpu: the kernels; cuda: the
@@ -104,12 +112,17 @@ public:
   /// artifact appended, e.g. /proc/self/exe). Checks, each an
   /// InvalidArgument error naming the file:
   ///  - file shorter than the trailer; bad magic ("no bt artifact");
+  ///    FailedPrecondition for format 1 ("BTARTIF1": compile it again);
   ///  - payload_start not 4096-aligned or past the trailer;
-  ///  - manifest range past the payload; manifest does not parse;
-  ///  - format_version != 1 (FailedPrecondition: produced by another version);
-  ///  - a section (kernels, weights_data, tokenizer, ptx) past the payload,
-  ///    overlapping another section or the manifest; weights_data not
-  ///    4096-aligned;
+  ///  - manifest range past the payload; DataLoss when the manifest's
+  ///    CRC-32 differs from the trailer's; manifest does not parse;
+  ///  - format_version != 2 (FailedPrecondition: produced by another version);
+  ///  - a section (kernels, weights_data, tokenizer, ptx, cuda_emu) past
+  ///    the payload, overlapping another section or the manifest;
+  ///    weights_data not
+  ///    4096-aligned; DataLoss naming the section when its CRC-32 differs
+  ///    from the manifest's Section.crc32 (flipped kernel, weight, tokenizer,
+  ///    PTX or emulator bytes: the whole file is read once to check);
   ///  - a weight with an unknown dtype, a bad shape, nbytes != numel *
   ///    itemsize, an offset not 64-aligned, a range past the weights
   ///    section, overlapping another weight, or a duplicate name;

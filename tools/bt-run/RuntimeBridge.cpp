@@ -405,7 +405,7 @@ std::string damagedArtifactError(const std::string &path) {
   // YAML and JSON configs are text: a NUL byte, an ELF header or the
   // artifact magic mean a (damaged) artifact or executable.
   const bool binary = bytes.find('\0') != std::string_view::npos ||
-                      bytes.substr(0, 4) == "\x7f" "ELF" || bytes.substr(0, 8) == "BTARTIF1";
+                      bytes.substr(0, 4) == "\x7f" "ELF" || bytes.substr(0, 7) == "BTARTIF";
   if (!binary)
     return "";
   absl::Status s = rt::Artifact::Open(path).status();

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the serialized manifest (bt.proto.Manifest) of an artifact or
 standalone executable to stdout (docs/abi.md: 32-byte trailer
-"BTARTIF1" | u64 payload_start | u64 manifest_offset | u64 manifest_size).
+"BTARTIF2" | u64 payload_start | u64 manifest_offset | u32 manifest_size
+| u32 manifest_crc32).
 
     manifest.py ARTIFACT | protoc --decode bt.proto.Manifest -I DIR bt.proto
 """
@@ -9,7 +10,7 @@ import struct
 import sys
 
 data = open(sys.argv[1], "rb").read()
-magic, start, offset, size = struct.unpack("<8sQQQ", data[-32:])
-if magic != b"BTARTIF1":
+magic, start, offset, size, _crc = struct.unpack("<8sQQII", data[-32:])
+if magic != b"BTARTIF2":
     sys.exit("not a bt artifact: " + sys.argv[1])
 sys.stdout.buffer.write(data[start + offset:start + offset + size])
