@@ -2,6 +2,7 @@
 
 #include "bt/runtime/model/checkpoint.h"
 
+#include <cstring>
 #include <memory>
 #include <set>
 #include <sys/stat.h>
@@ -50,6 +51,44 @@ private:
   absl::StatusCode code_ = absl::StatusCode::kOk;
   std::vector<std::string> msgs_;
 };
+
+// NaN and Inf values of an F32, BF16 or F16 tensor (all exponent bits set:
+// NaN with a non-zero mantissa, Inf with a zero one), and the flat index of
+// the first.
+struct NonFinite {
+  int64_t nan = 0, inf = 0, first = -1;
+};
+
+template <typename Bits>
+NonFinite CountNonFinite(const void *data, int64_t n, Bits exponent,
+                         Bits mantissa) {
+  NonFinite r;
+  const Bits *p = static_cast<const Bits *>(data);
+  for (int64_t i = 0; i < n; ++i) {
+    Bits b;
+    std::memcpy(&b, p + i, sizeof b); // the mapping may be unaligned for F16
+    if ((b & exponent) != exponent)
+      continue;
+    ++((b & mantissa) != 0 ? r.nan : r.inf);
+    if (r.first < 0)
+      r.first = i;
+  }
+  return r;
+}
+
+NonFinite CountNonFinite(const Tensor &t) {
+  const int64_t n = t.num_elements();
+  switch (t.dtype()) {
+  case proto::F32:
+    return CountNonFinite<uint32_t>(t.data(), n, 0x7f800000u, 0x007fffffu);
+  case proto::BF16:
+    return CountNonFinite<uint16_t>(t.data(), n, 0x7f80u, 0x007fu);
+  case proto::F16:
+    return CountNonFinite<uint16_t>(t.data(), n, 0x7c00u, 0x03ffu);
+  default:
+    return {};
+  }
+}
 
 } // namespace
 
@@ -120,6 +159,15 @@ LoadCheckpoint(const proto::ModelConfig &config,
     if (ck.file_dtype == proto::DTYPE_UNSPECIFIED)
       ck.file_dtype = e->dtype;
     BT_ASSIGN_OR_RETURN(Tensor t, f.Get(spec.name));
+    // The official code (torch load_state_dict) loads NaN/Inf weights
+    // without a word; they turn every output that reads them into NaN, so
+    // they are reported (issue 14), but not refused.
+    if (NonFinite nf = CountNonFinite(t); nf.first >= 0)
+      ck.warnings.push_back(absl::StrCat(
+          "tensor '", spec.name, "' ", ShapeToString(spec.shape), in(f),
+          " holds ", nf.nan, " NaN and ", nf.inf,
+          " infinite values (the first at flat index ", nf.first,
+          "): outputs computed from it will be NaN or infinite"));
     if (opts.convert_to_f32 && t.dtype() != proto::F32) {
       BT_ASSIGN_OR_RETURN(t, ConvertToF32(t, spec.name));
     }

@@ -45,6 +45,11 @@ struct Checkpoint {
   /// Human-readable notes, e.g. "ignored unused tensor
   /// block_decoder.gpt_neox.embed_in.weight [512, 64]".
   std::vector<std::string> notices;
+  /// Suspicious but loadable contents, one line each: a parameter holding
+  /// NaN or infinite values ("tensor 'W' [64, 64] holds 3 NaN and 0
+  /// infinite values (the first at flat index 17): ..."). The official code
+  /// loads such weights silently, so they are warnings, not errors.
+  std::vector<std::string> warnings;
 };
 
 /// Loads a checkpoint directory: the config by LoadModelConfig(dir)
@@ -64,7 +69,8 @@ absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string &dir,
 ///  - known-unused tensors (KnownUnusedParams, e.g. the block decoder's
 ///    embed_in) are kept apart in `unused`, with a notice;
 ///  - any other tensor is an InvalidArgument error ("unexpected tensor");
-///  - duplicate tensors across shards are an InvalidArgument error.
+///  - duplicate tensors across shards are an InvalidArgument error;
+///  - a parameter with NaN or infinite values adds a line to `warnings`.
 /// The config is validated first (ValidateModelConfig).
 absl::StatusOr<Checkpoint>
 LoadCheckpoint(const proto::ModelConfig &config,

@@ -2,6 +2,8 @@
 
 #include "bt/runtime/model/checkpoint.h"
 
+#include <limits>
+
 #include "bt/runtime/model/config.h"
 #include "bt/runtime/base/safetensors.h"
 #include "test_util.h"
@@ -122,6 +124,51 @@ TEST(Checkpoint, Bf16AndF16AreConvertedToF32) {
     auto raw = LoadCheckpoint(e.dir(), keep);
     ASSERT_THAT(raw.status(), IsOk());
     EXPECT_EQ(raw->weights.begin()->second.dtype(), half);
+  }
+}
+
+// Issue 14: NaN/Inf weights were accepted without a word. The official code
+// (torch load_state_dict) loads them too, so they are a warning naming the
+// tensor, the counts and the first index, in every file dtype.
+TEST(Checkpoint, NonFiniteWeightsAreWarnedAbout) {
+  {
+    EditedCheckpoint clean("block");
+    clean.Write();
+    auto ck = LoadCheckpoint(clean.dir());
+    ASSERT_THAT(ck.status(), IsOk());
+    EXPECT_THAT(ck->warnings, ::testing::IsEmpty());
+  }
+  const std::string name = "token_decoder.embed_out.weight";
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (DType dtype : {proto::F32, proto::BF16, proto::F16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    EditedCheckpoint e("block");
+    Tensor &t = e.tensors().at(name);
+    auto copy = Tensor::Allocate(dtype, t.shape());
+    ASSERT_THAT(copy.status(), IsOk());
+    const float *src = t.data_as<float>();
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      const float v = i == 17 ? nan : i == 20 ? inf : i == 21 ? -inf : src[i];
+      if (dtype == proto::F32)
+        copy->data_as<float>()[i] = v;
+      else if (dtype == proto::BF16)
+        copy->data_as<uint16_t>()[i] = F32ToBf16(v);
+      else // f16: exact small values; NaN 0x7e00, +Inf 0x7c00, -Inf 0xfc00
+        copy->data_as<uint16_t>()[i] = i == 17   ? 0x7e00
+                                       : i == 20 ? 0x7c00
+                                       : i == 21 ? 0xfc00
+                                                 : 0x3c00;
+    }
+    t = std::move(copy).value();
+    e.Write();
+    auto ck = LoadCheckpoint(e.dir());
+    ASSERT_THAT(ck.status(), IsOk());
+    ASSERT_EQ(ck->warnings.size(), 1u);
+    EXPECT_EQ(ck->warnings[0],
+              "tensor '" + name + "' " + ShapeToString(t.shape()) +
+                  " holds 1 NaN and 2 infinite values (the first at flat index 17): outputs "
+                  "computed from it will be NaN or infinite");
   }
 }
 

@@ -34,6 +34,7 @@ struct Model::Impl {
   std::vector<std::string> paramNames;
   std::map<std::string, rt::Tensor> weights;
   std::vector<std::string> notices;
+  std::vector<std::string> warnings;
   bool hasWeights = false;
 };
 
@@ -43,6 +44,7 @@ std::string Model::describe() const {
   return rt::DescribeModelConfig(impl->config);
 }
 const std::vector<std::string> &Model::notices() const { return impl->notices; }
+const std::vector<std::string> &Model::warnings() const { return impl->warnings; }
 bool Model::hasWeights() const { return impl->hasWeights; }
 
 namespace {
@@ -161,6 +163,7 @@ std::unique_ptr<Model> loadModel(const CheckpointPaths &paths, bool withWeights,
   model->impl->weights = std::move(ckpt->weights);
   model->impl->paramNames = std::move(ckpt->param_names);
   model->impl->notices = std::move(ckpt->notices);
+  model->impl->warnings = std::move(ckpt->warnings);
   if (ckpt->file_dtype != proto::F32 &&
       ckpt->file_dtype != proto::DTYPE_UNSPECIFIED)
     model->impl->notices.push_back(

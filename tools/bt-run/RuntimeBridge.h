@@ -30,6 +30,8 @@ public:
   std::string describe() const;
   /// Notices from loading (e.g. ignored unused tensors).
   const std::vector<std::string> &notices() const;
+  /// Warnings from loading (e.g. NaN/Inf weights; rt::Checkpoint::warnings).
+  const std::vector<std::string> &warnings() const;
   bool hasWeights() const;
 
   struct Impl;

@@ -61,6 +61,8 @@ std::unique_ptr<bridge::Model> bt::run::loadModel(const Tool &tool,
   }
   for (const std::string &notice : model->notices())
     llvm::WithColor::note(llvm::errs(), "bt-run") << notice << "\n";
+  for (const std::string &warning : model->warnings())
+    llvm::WithColor::warning(llvm::errs(), "bt-run") << warning << "\n";
   return model;
 }
 
