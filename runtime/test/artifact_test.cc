@@ -221,14 +221,19 @@ std::string RawArtifact(const proto::Manifest &m, const std::string &payload) {
 
 // A valid laid-out manifest for Contents, and its payload bytes (as the
 // writer writes them, so the section checksums hold).
+// Adds Contents to `w`, writes it to dir/good and returns the file's bytes.
+std::string WriteGood(const testing::TempDir &dir, ArtifactWriter &w) {
+  Contents c; // the writer shares the tensors' buffers
+  AddAll(w, c);
+  EXPECT_THAT(w.Write(dir.File("good")), IsOk());
+  return testing::ReadRaw(dir.File("good"));
+}
+
 std::pair<proto::Manifest, std::string> ValidLayout() {
   testing::TempDir dir;
-  Contents c;
   ArtifactWriter w(BaseManifest());
-  AddAll(w, c);
+  const std::string raw = WriteGood(dir, w);
   proto::Manifest m = w.LaidOutManifest();
-  EXPECT_THAT(w.Write(dir.File("a")), IsOk());
-  const std::string raw = testing::ReadRaw(dir.File("a"));
   return {m, raw.substr(0, m.ptx().offset() + m.ptx().size())};
 }
 
@@ -241,11 +246,8 @@ struct Corruption {
 
 TEST(Artifact, RejectsEveryCorruption) {
   testing::TempDir dir;
-  Contents c;
   ArtifactWriter w(BaseManifest());
-  AddAll(w, c);
-  ASSERT_THAT(w.Write(dir.File("good")), IsOk());
-  const std::string good = testing::ReadRaw(dir.File("good"));
+  const std::string good = WriteGood(dir, w);
   const size_t t = good.size() - 32;
   const auto kInvalid = absl::StatusCode::kInvalidArgument;
 
@@ -366,11 +368,8 @@ TEST(Artifact, RejectsEveryCorruption) {
 // a DataLoss error naming that section; every byte of every section is tried.
 TEST(Artifact, FlippedBytesNameTheSection) {
   testing::TempDir dir;
-  Contents c;
   ArtifactWriter w(BaseManifest());
-  AddAll(w, c);
-  ASSERT_THAT(w.Write(dir.File("good")), IsOk());
-  const std::string good = testing::ReadRaw(dir.File("good"));
+  const std::string good = WriteGood(dir, w);
   const size_t t = good.size() - 32;
   const proto::Manifest m = w.LaidOutManifest();
   const std::vector<std::pair<std::string, proto::Section>> sections = {
