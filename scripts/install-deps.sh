@@ -22,6 +22,9 @@ PACKAGES=(
   # Training (bt-run train, scripts/main.sh): loss plots, and the King James
   # Bible (`bible gen1:1-rev22:21`) as training text.
   gnuplot-nox bible-kjv
+  # Fuzzing and sanitizers (fuzz/, scripts/fuzz.sh): libFuzzer and the
+  # ASan/UBSan runtimes of clang-19.
+  libclang-rt-19-dev
 )
 PACKAGES+=("$@")
 

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of fuzz/ (clang-19, ASan + UBSan, separate build
+# directory) and runs each one, from seed corpora taken from the fixtures and
+# test data, with its dictionary. Any crash, leak or sanitizer report fails the
+# script; the reproducer is left in $BT_FUZZ_DIR/<target>/ (crash-*, leak-*).
+#
+#   scripts/fuzz.sh [SECONDS-PER-TARGET] [TARGET...]     (default 30 s, all)
+#   BT_FUZZ_RUNS=N scripts/fuzz.sh 0                     (N executions each)
+#
+# Environment: BT_FUZZ_BUILD (build directory, default build-fuzz),
+# BT_FUZZ_DIR (corpora and logs, default $BT_FUZZ_BUILD/work), BT_FUZZ_JOBS
+# (ninja -j, default 2), BT_FUZZ_RUNS (executions per target; 0 = unlimited).
+# Prints libFuzzer's final statistics (executions, cov, ft) per target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_PER_TARGET=${1:-30}
+shift || true
+ALL_TARGETS=(safetensors artifact config_yaml config_json)
+TARGETS=("${@:-${ALL_TARGETS[@]}}")
+BUILD=${BT_FUZZ_BUILD:-build-fuzz}
+WORK=${BT_FUZZ_DIR:-$BUILD/work}
+RUNS=${BT_FUZZ_RUNS:--1}
+FIXTURES=test/fixtures/official
+
+if [ ! -f "$BUILD/build.ninja" ]; then
+  launcher=()
+  if command -v ccache >/dev/null; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  fi
+  cmake -G Ninja -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
+    -DBT_FUZZ=ON -DBT_BUILD_COMPILER=OFF -DBT_BUILD_TESTS=OFF \
+    -DBT_STATIC_LAUNCHER=OFF "${launcher[@]}" >/dev/null
+fi
+ninja -C "$BUILD" -j"${BT_FUZZ_JOBS:-2}" bt-fuzzers
+ROOT=$PWD
+BIN=$(cd "$BUILD/bin" && pwd)
+mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
+
+# Seeds: small files of the right kind from the fixtures and test data, plus
+# fuzz/corpus/<target>/ (hand-written seeds).
+seeds() {
+  local t=$1 dir=$WORK/$t/seeds
+  rm -rf "$dir" && mkdir -p "$dir"
+  case $t in
+  safetensors) find "$FIXTURES" runtime/test/data test -name '*.safetensors' -size -256k ;;
+  config_yaml) find "$FIXTURES" runtime/test/data test examples -name '*.yaml' -size -64k ;;
+  config_json) find "$FIXTURES" runtime/test/data test -name 'config.json' -size -64k ;;
+  artifact) "$BIN/artifact_seed" "$dir" ;;
+  esac | while read -r f; do cp "$f" "$dir/$(echo "$f" | tr / _)"; done
+  if [ -d "fuzz/corpus/$t" ]; then cp fuzz/corpus/"$t"/* "$dir"/; fi
+}
+dict_of() {
+  case $1 in
+  safetensors) echo fuzz/dict/safetensors.dict ;;
+  artifact) echo fuzz/dict/artifact.dict ;;
+  config_yaml) echo fuzz/dict/yaml.dict ;;
+  config_json) echo fuzz/dict/json.dict ;;
+  esac
+}
+
+status=0
+for t in "${TARGETS[@]}"; do
+  seeds "$t"
+  mkdir -p "$WORK/$t/corpus"
+  log=$WORK/$t/fuzz.log
+  echo "== $t: $([ "$RUNS" -ge 0 ] && echo "$RUNS runs" || echo "${SECONDS_PER_TARGET}s")"
+  # -rss_limit_mb/-malloc_limit_mb: a loader that allocates what a header
+  # claims is a finding too. The first corpus dir is written, the seeds only
+  # read.
+  if ! (cd "$WORK/$t" && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        "$BIN/${t}_fuzzer" corpus seeds -dict="$ROOT/$(dict_of "$t")" \
+          -max_total_time="$SECONDS_PER_TARGET" -runs="$RUNS" -max_len=65536 \
+          -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1 \
+          >"$log" 2>&1); then
+    echo "FAIL: $t (log: $log)"; tail -40 "$log"; status=1
+  fi
+  grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+[[:space:]]+DONE)' "$log" | sed "s/^/  /" || true
+done
+exit $status
