@@ -219,8 +219,6 @@ std::string RawArtifact(const proto::Manifest &m, const std::string &payload) {
   return RawArtifactBytes(payload, mb);
 }
 
-// A valid laid-out manifest for Contents, and its payload bytes (as the
-// writer writes them, so the section checksums hold).
 // Adds Contents to `w`, writes it to dir/good and returns the file's bytes.
 std::string WriteGood(const testing::TempDir &dir, ArtifactWriter &w) {
   Contents c; // the writer shares the tensors' buffers
@@ -229,12 +227,14 @@ std::string WriteGood(const testing::TempDir &dir, ArtifactWriter &w) {
   return testing::ReadRaw(dir.File("good"));
 }
 
+// A valid laid-out manifest for Contents, and its payload bytes (as the
+// writer writes them, so the section checksums hold).
 std::pair<proto::Manifest, std::string> ValidLayout() {
   testing::TempDir dir;
   ArtifactWriter w(BaseManifest());
   const std::string raw = WriteGood(dir, w);
   proto::Manifest m = w.LaidOutManifest();
-  return {m, raw.substr(0, m.ptx().offset() + m.ptx().size())};
+  return {m, raw.substr(0, m.cuda_emu().offset() + m.cuda_emu().size())};
 }
 
 struct Corruption {
