@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bt/runtime/artifact.h"
+#include "bt/runtime/model/artifact.h"
 #include "fuzz_input.h"
 
 #include <cstdlib>

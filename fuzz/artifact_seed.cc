@@ -5,12 +5,13 @@
 // Writes two small valid artifacts with ArtifactWriter (the compiler's
 // writer), so the artifact fuzzer starts from the real layout without a
 // compiled model (kilobytes, not the megabytes of a compiled fixture):
-// OUT_DIR/seed.btart (kernels, four weights, a tokenizer, PTX, an entry point)
-// and OUT_DIR/seed-exe (the same behind a 100-byte launcher prefix).
+// OUT_DIR/seed.btart (kernels, four weights, a tokenizer, PTX, the emulator
+// section, an entry point) and OUT_DIR/seed-exe (the same behind a 100-byte
+// launcher prefix).
 //
 //===----------------------------------------------------------------------===//
 
-#include "bt/runtime/artifact.h"
+#include "bt/runtime/model/artifact.h"
 
 #include <cstdio>
 #include <cstring>
@@ -69,8 +70,9 @@ int main(int argc, char **argv) {
     if (absl::Status s = w.AddWeight(name, *t); !s.ok())
       return Fail(s);
   w.SetKernels(std::string("\x7f" "ELF\x02\x01\x01", 7) + std::string(57, '\0'));
-  w.SetTokenizer("spm-model");
+  w.SetTokenizer("{\"model\": {}}", bt::proto::TOKENIZER_HF_JSON);
   w.SetPtx(".version 8.0\n.target sm_80\n");
+  w.SetCudaEmu(std::string("\x7f" "ELF\x02\x01\x01", 7) + std::string(25, '\0'));
   if (absl::Status s = w.Write(dir + "/seed.btart"); !s.ok())
     return Fail(s);
   const std::string launcher = dir + "/launcher.tmp";

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bt/runtime/config.h"
+#include "bt/runtime/model/config.h"
 
 #include <string>
 

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bt/runtime/safetensors.h"
+#include "bt/runtime/base/safetensors.h"
 #include "fuzz_input.h"
 
 #include <cstdlib>

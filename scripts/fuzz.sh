@@ -1,37 +1,29 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of fuzz/ (clang-19, ASan + UBSan, separate build
-# directory) and runs each one, from seed corpora taken from the fixtures and
-# test data, with its dictionary. Any crash, leak or sanitizer report fails the
+# Builds the libFuzzer targets of fuzz/ (clang-19, ASan + UBSan, in the
+# sanitizer build directory of scripts/sanitize.sh) and runs each one, from
+# seed corpora taken from the fixtures and test data, with its dictionary. Any crash, leak or sanitizer report fails the
 # script; the reproducer is left in $BT_FUZZ_DIR/<target>/ (crash-*, leak-*).
 #
 #   scripts/fuzz.sh [SECONDS-PER-TARGET] [TARGET...]     (default 30 s, all)
 #   BT_FUZZ_RUNS=N scripts/fuzz.sh 0                     (N executions each)
 #
-# Environment: BT_FUZZ_BUILD (build directory, default build-fuzz),
-# BT_FUZZ_DIR (corpora and logs, default $BT_FUZZ_BUILD/work), BT_FUZZ_JOBS
-# (ninja -j, default 2), BT_FUZZ_RUNS (executions per target; 0 = unlimited).
+# Environment: BT_FUZZ_BUILD (build directory, default build-asan, shared
+# with scripts/sanitize.sh), BT_FUZZ_DIR (corpora and logs, default
+# $BT_FUZZ_BUILD/work), BT_FUZZ_JOBS (ninja -j, default 2), BT_FUZZ_RUNS
+# (executions per target; default -1: until SECONDS-PER-TARGET).
 # Prints libFuzzer's final statistics (executions, cov, ft) per target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-30}
 shift || true
-ALL_TARGETS=(safetensors artifact config_yaml config_json)
+ALL_TARGETS=(safetensors artifact config_yaml config_json tokenizer_json)
 TARGETS=("${@:-${ALL_TARGETS[@]}}")
-BUILD=${BT_FUZZ_BUILD:-build-fuzz}
+BUILD=${BT_FUZZ_BUILD:-build-asan}
 WORK=${BT_FUZZ_DIR:-$BUILD/work}
 RUNS=${BT_FUZZ_RUNS:--1}
 FIXTURES=test/fixtures/official
 
-if [ ! -f "$BUILD/build.ninja" ]; then
-  launcher=()
-  if command -v ccache >/dev/null; then
-    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-  fi
-  cmake -G Ninja -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
-    -DBT_FUZZ=ON -DBT_BUILD_COMPILER=OFF -DBT_BUILD_TESTS=OFF \
-    -DBT_STATIC_LAUNCHER=OFF "${launcher[@]}" >/dev/null
-fi
+BT_SANITIZE_BUILD=$BUILD scripts/sanitize.sh --configure-only
 ninja -C "$BUILD" -j"${BT_FUZZ_JOBS:-2}" bt-fuzzers
 ROOT=$PWD
 BIN=$(cd "$BUILD/bin" && pwd)
@@ -46,6 +38,7 @@ seeds() {
   safetensors) find "$FIXTURES" runtime/test/data test -name '*.safetensors' -size -256k ;;
   config_yaml) find "$FIXTURES" runtime/test/data test examples -name '*.yaml' -size -64k ;;
   config_json) find "$FIXTURES" runtime/test/data test -name 'config.json' -size -64k ;;
+  tokenizer_json) find runtime/bpe/test/data test -name '*.json' -size -64k ! -path '*/expected/*' ! -name 'package*.json' ;;
   artifact) "$BIN/artifact_seed" "$dir" ;;
   esac | while read -r f; do cp "$f" "$dir/$(echo "$f" | tr / _)"; done
   if [ -d "fuzz/corpus/$t" ]; then cp fuzz/corpus/"$t"/* "$dir"/; fi
@@ -56,6 +49,7 @@ dict_of() {
   artifact) echo fuzz/dict/artifact.dict ;;
   config_yaml) echo fuzz/dict/yaml.dict ;;
   config_json) echo fuzz/dict/json.dict ;;
+  tokenizer_json) echo fuzz/dict/tokenizer_json.dict ;;
   esac
 }
 
