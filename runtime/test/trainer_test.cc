@@ -287,6 +287,40 @@ TEST_F(TrainerTest, SavesCheckpointDirectoriesAtomically) {
   EXPECT_FALSE(std::filesystem::exists(dir.File("ckpt3")));
 }
 
+// Issue 14 (data loss): an existing directory is swapped out and deleted only
+// when it is a checkpoint; `train-step -o .` or `-o ~` replaced the user's
+// whole directory.
+TEST_F(TrainerTest, SaveCheckpointNeverReplacesADirectoryThatIsNotACheckpoint) {
+  auto t = Trainer::Create(*model, Schedule(1.0));
+  ASSERT_TRUE(t.ok());
+  Trainer &tr = **t;
+  const std::string mine = dir.File("mine");
+  ASSERT_TRUE(std::filesystem::create_directories(mine + "/src"));
+  WriteRaw(mine + "/notes.txt", "keep me");
+  EXPECT_THAT(tr.SaveCheckpoint(mine),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "refusing to replace " + mine +
+                           ": it is not empty (notes.txt, src) and is not a "
+                           "checkpoint directory"));
+  EXPECT_EQ(ReadRaw(mine + "/notes.txt"), "keep me");
+  EXPECT_TRUE(std::filesystem::is_directory(mine + "/src"));
+  // The working directory (or one containing it), even if a checkpoint.
+  WriteRaw(mine + "/model.safetensors", "x");
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(mine + "/src");
+  const absl::Status dot = tr.SaveCheckpoint(".");
+  const absl::Status parent = tr.SaveCheckpoint(mine);
+  std::filesystem::current_path(cwd);
+  EXPECT_THAT(dot, StatusIs(absl::StatusCode::kFailedPrecondition,
+                            "refusing to replace .: it is the working directory or contains it"));
+  EXPECT_THAT(parent, StatusIs(absl::StatusCode::kFailedPrecondition, "it is the working directory"));
+  EXPECT_EQ(ReadRaw(mine + "/notes.txt"), "keep me");
+  // An empty directory is fine.
+  ASSERT_TRUE(std::filesystem::create_directories(dir.File("empty")));
+  EXPECT_THAT(tr.SaveCheckpoint(dir.File("empty")), IsOk());
+  EXPECT_TRUE(std::filesystem::exists(dir.File("empty/model.safetensors")));
+}
+
 TEST_F(TrainerTest, SavesAndLoadsTheOptimizerState) {
   auto t = Trainer::Create(*model, Schedule(0.25, 7, 9));
   ASSERT_TRUE(t.ok());

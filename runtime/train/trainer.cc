@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -256,6 +257,50 @@ absl::Status Trainer::SetParameters(const TensorMap &params, bool require_all,
   return absl::OkStatus();
 }
 
+namespace {
+
+// An existing directory that SaveCheckpoint may swap out and delete (issue
+// 14, data loss: `train-step -o .` or `-o ~` replaced the whole directory):
+// empty, or a checkpoint (it holds a *.safetensors file), and neither the
+// working directory nor one of its ancestors.
+absl::Status CheckReplaceableCheckpointDir(const std::string &dir,
+                                           const std::filesystem::path &target) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path real = fs::canonical(target, ec);
+  const fs::path cwd = fs::current_path(ec);
+  if (!real.empty() && !cwd.empty()) {
+    auto [r, c] = std::mismatch(real.begin(), real.end(), cwd.begin(), cwd.end());
+    if (r == real.end())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "refusing to replace ", dir, ": it is the working directory or "
+          "contains it (write the checkpoint to a new directory)"));
+  }
+  std::vector<std::string> names;
+  bool checkpoint = false;
+  for (const fs::directory_entry &e : fs::directory_iterator(target, ec)) {
+    const std::string name = e.path().filename().string();
+    names.push_back(name);
+    checkpoint |= absl::EndsWith(name, ".safetensors") && e.is_regular_file(ec);
+  }
+  if (ec)
+    return ErrnoToStatus(ec.value(), absl::StrCat("cannot list ", dir));
+  if (names.empty() || checkpoint)
+    return absl::OkStatus();
+  std::sort(names.begin(), names.end());
+  if (names.size() > 5) {
+    names.resize(5);
+    names.push_back("...");
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "refusing to replace ", dir, ": it is not empty (",
+      absl::StrJoin(names, ", "),
+      ") and is not a checkpoint directory (no *.safetensors file); "
+      "write the checkpoint to a new or empty directory"));
+}
+
+} // namespace
+
 absl::Status Trainer::SaveCheckpoint(const std::string &dir,
                                      const CheckpointWriteOptions &options) const {
   namespace fs = std::filesystem;
@@ -283,6 +328,8 @@ absl::Status Trainer::SaveCheckpoint(const std::string &dir,
   if (exists && !fs::is_directory(st))
     return absl::InvalidArgumentError(
         absl::StrCat(dir, ": exists and is not a directory"));
+  if (exists)
+    BT_RETURN_IF_ERROR(CheckReplaceableCheckpointDir(dir, target));
   const fs::path parent = target.parent_path();
   fs::create_directories(parent, ec);
   std::string tmpl =

@@ -137,9 +137,13 @@ public:
   /// directory is assembled under a temporary name in the same parent
   /// directory and renamed into place (an existing `dir` is swapped out
   /// with renameat2(RENAME_EXCHANGE) and then removed), so `dir` is either
-  /// the old or the complete new checkpoint. Errors: InvalidArgument if
-  /// `dir` exists and is not a directory, or an extra tensor has a trained
-  /// parameter's name; I/O errors naming the path.
+  /// the old or the complete new checkpoint. An existing `dir` is replaced
+  /// only if it is empty or a checkpoint (holds a *.safetensors file) and is
+  /// not the working directory or one of its ancestors; otherwise
+  /// FailedPrecondition naming it and its entries (nothing a user owns is
+  /// deleted). Errors: InvalidArgument if `dir` exists and is not a
+  /// directory, or an extra tensor has a trained parameter's name; I/O
+  /// errors naming the path.
   absl::Status SaveCheckpoint(const std::string &dir,
                               const CheckpointWriteOptions &options = {}) const;
 
