@@ -961,6 +961,31 @@ private:
 
 } // namespace
 
+namespace {
+
+/// The training sequence length: `seq_len` (--seq-len) if given, else the
+/// config's max_length, else 256; it must be a multiple of the block length
+/// with at least 2 blocks. The error names where the length came from
+/// (--seq-len, or `config_source`'s max_length).
+absl::Status ResolveSeqLen(const proto::ModelConfig &config, int64_t &seq_len,
+                           const std::string &config_source) {
+  const int64_t L = config.block_length();
+  const bool given = seq_len != 0;
+  if (!given)
+    seq_len = config.max_length() > 0 ? config.max_length() : 256;
+  if (L > 0 && seq_len % L == 0 && seq_len / L >= 2)
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "train: ",
+      given ? absl::StrCat("--seq-len ", seq_len)
+            : absl::StrCat("the sequence length ", seq_len, " (max_length of ", config_source,
+                           "; no --seq-len given)"),
+      " must be a multiple of the block length ", L, " with at least 2 blocks",
+      given ? "" : "; pass --seq-len or fix max_length"));
+}
+
+} // namespace
+
 //===----------------------------------------------------------------------===//
 // Preparing a model for bt-run train.
 //===----------------------------------------------------------------------===//
@@ -1047,8 +1072,9 @@ absl::StatusOr<TrainModelFiles> PrepareTrainingModel(const TrainModelSetup &setu
     config.set_pad_token_id(config.eos_token_id());
   }
   TrainOptions yaml_opts = o;
-  if (yaml_opts.seq_len == 0)
-    yaml_opts.seq_len = config.max_length() > 0 ? config.max_length() : 256;
+  // Checked here, before the compile (issue 14: after a 10 s compile the
+  // error named a --seq-len the user had not given).
+  BT_RETURN_IF_ERROR(ResolveSeqLen(config, yaml_opts.seq_len, setup.config_path));
   config.set_max_length(yaml_opts.seq_len);
   files.config_path = o.output_dir + "/model-config.yaml";
   files.tokenizer_path = absl::StrCat(o.output_dir, "/", TokenizerFileName(kind));
@@ -1079,13 +1105,7 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
       return absl::NotFoundError(absl::StrCat(
           model.artifact().path(), ": no '", entry,
           "' entry point (compile with `bt-run compile --train`, or let `bt-run train` compile)"));
-  const int64_t L = config.block_length();
-  if (o.seq_len == 0)
-    o.seq_len = config.max_length() > 0 ? config.max_length() : 256;
-  if (o.seq_len % L != 0 || o.seq_len / L < 2)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "train: --seq-len ", o.seq_len, " must be a multiple of the block length ", L,
-        " with at least 2 blocks"));
+  BT_RETURN_IF_ERROR(ResolveSeqLen(config, o.seq_len, model.artifact().path()));
   BT_RETURN_IF_ERROR(CheckTrainOutputDir(o, /*after_prepare=*/true));
   if (o.threads > 0)
     SetBlasThreads(o.threads);
@@ -1147,7 +1167,7 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
   auto [train_docs, held_docs] = SplitHeldOut(corpus.num_documents(), o.holdout_fraction, o.seed);
   PackingOptions pack;
   pack.length = o.seq_len;
-  pack.block_length = L;
+  pack.block_length = config.block_length();
   pack.eos_token = config.eos_token_id();
   pack.pad_token = config.pad_token_id();
   pack.seed = o.pad_seed;
