@@ -216,7 +216,10 @@ TEST(Gpt2, DecodeOfEncodeIsTheText) {
   absl::StatusOr<std::unique_ptr<Tokenizer>> tok =
       Tokenizer::FromFile(DataPath("gpt2/tokenizer.json"));
   ASSERT_TRUE(tok.ok()) << tok.status();
-  for (const json &c : ReadJson(DataPath("adversarial.json"))["cases"]) {
+  // A named json: the range of a for over ReadJson(...)["cases"] would be a
+  // reference into a temporary destroyed before the loop (found by ASan).
+  const json adversarial = ReadJson(DataPath("adversarial.json"));
+  for (const json &c : adversarial["cases"]) {
     if (c.contains("only"))
       continue;
     SCOPED_TRACE(c["name"].get<std::string>());
