@@ -257,25 +257,29 @@ absl::Status Trainer::SetParameters(const TensorMap &params, bool require_all,
   return absl::OkStatus();
 }
 
-namespace {
-
-// An existing directory that SaveCheckpoint may swap out and delete (issue
-// 14, data loss: `train-step -o .` or `-o ~` replaced the whole directory):
-// empty, or a checkpoint (it holds a *.safetensors file), and neither the
-// working directory nor one of its ancestors.
-absl::Status CheckReplaceableCheckpointDir(const std::string &dir,
-                                           const std::filesystem::path &target) {
+absl::Status CheckCheckpointOutputDir(const std::string &dir) {
   namespace fs = std::filesystem;
+  fs::path target = fs::absolute(fs::path(dir)).lexically_normal();
+  if (target.filename().empty())
+    target = target.parent_path();
   std::error_code ec;
+  const fs::file_status st = fs::symlink_status(target, ec);
+  if (!fs::exists(st))
+    return absl::OkStatus();
+  if (!fs::is_directory(st))
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, ": exists and is not a directory"));
+  // Swapped out and deleted by SaveCheckpoint (issue 14, data loss:
+  // `train-step -o .` or `-o ~` replaced the whole directory): only an empty
+  // directory or a checkpoint, never the working directory or an ancestor.
   const fs::path real = fs::canonical(target, ec);
   const fs::path cwd = fs::current_path(ec);
-  if (!real.empty() && !cwd.empty()) {
-    auto [r, c] = std::mismatch(real.begin(), real.end(), cwd.begin(), cwd.end());
-    if (r == real.end())
-      return absl::FailedPreconditionError(absl::StrCat(
-          "refusing to replace ", dir, ": it is the working directory or "
-          "contains it (write the checkpoint to a new directory)"));
-  }
+  if (!real.empty() && !cwd.empty() &&
+      std::mismatch(real.begin(), real.end(), cwd.begin(), cwd.end()).first ==
+          real.end())
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing to replace ", dir, ": it is the working directory or "
+        "contains it (write the checkpoint to a new directory)"));
   std::vector<std::string> names;
   bool checkpoint = false;
   for (const fs::directory_entry &e : fs::directory_iterator(target, ec)) {
@@ -299,8 +303,6 @@ absl::Status CheckReplaceableCheckpointDir(const std::string &dir,
       "write the checkpoint to a new or empty directory"));
 }
 
-} // namespace
-
 absl::Status Trainer::SaveCheckpoint(const std::string &dir,
                                      const CheckpointWriteOptions &options) const {
   namespace fs = std::filesystem;
@@ -322,14 +324,9 @@ absl::Status Trainer::SaveCheckpoint(const std::string &dir,
   fs::path target = fs::absolute(fs::path(dir)).lexically_normal();
   if (target.filename().empty())
     target = target.parent_path();
+  BT_RETURN_IF_ERROR(CheckCheckpointOutputDir(dir));
   std::error_code ec;
-  fs::file_status st = fs::symlink_status(target, ec);
-  const bool exists = fs::exists(st);
-  if (exists && !fs::is_directory(st))
-    return absl::InvalidArgumentError(
-        absl::StrCat(dir, ": exists and is not a directory"));
-  if (exists)
-    BT_RETURN_IF_ERROR(CheckReplaceableCheckpointDir(dir, target));
+  const bool exists = fs::exists(fs::symlink_status(target, ec));
   const fs::path parent = target.parent_path();
   fs::create_directories(parent, ec);
   std::string tmpl =
@@ -489,6 +486,7 @@ ParseTrainStepArgs(const std::vector<std::string> &args) {
 absl::Status RunTrainStepCommand(const Model &model,
                                  const TrainStepCommandOptions &options,
                                  std::ostream &log) {
+  BT_RETURN_IF_ERROR(CheckCheckpointOutputDir(options.output_dir));
   BT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer,
                       Trainer::Create(model, options.schedule));
   std::map<std::string, Tensor> unused;

@@ -77,6 +77,16 @@ struct CheckpointWriteOptions {
   const std::map<std::string, Tensor> *extra = nullptr;
 };
 
+/// The checks Trainer::SaveCheckpoint makes on its output directory `dir`
+/// before it writes, for a command to call before its work (issue 14, data
+/// loss): OK for a new or empty directory or a checkpoint (a directory with
+/// a *.safetensors file, which SaveCheckpoint replaces atomically);
+/// InvalidArgument "<dir>: exists and is not a directory"; FailedPrecondition
+/// "refusing to replace <dir>: ..." for the working directory or one
+/// containing it, and for any other non-empty directory (naming its first
+/// entries).
+absl::Status CheckCheckpointOutputDir(const std::string &dir);
+
 class Trainer {
 public:
   /// A trainer for `model` (which must outlive it and have `train_step` or
@@ -137,13 +147,10 @@ public:
   /// directory is assembled under a temporary name in the same parent
   /// directory and renamed into place (an existing `dir` is swapped out
   /// with renameat2(RENAME_EXCHANGE) and then removed), so `dir` is either
-  /// the old or the complete new checkpoint. An existing `dir` is replaced
-  /// only if it is empty or a checkpoint (holds a *.safetensors file) and is
-  /// not the working directory or one of its ancestors; otherwise
-  /// FailedPrecondition naming it and its entries (nothing a user owns is
-  /// deleted). Errors: InvalidArgument if `dir` exists and is not a
-  /// directory, or an extra tensor has a trained parameter's name; I/O
-  /// errors naming the path.
+  /// the old or the complete new checkpoint. `dir` is checked first by
+  /// CheckCheckpointOutputDir (nothing a user owns is deleted). Errors:
+  /// those of CheckCheckpointOutputDir; InvalidArgument if an extra tensor
+  /// has a trained parameter's name; I/O errors naming the path.
   absl::Status SaveCheckpoint(const std::string &dir,
                               const CheckpointWriteOptions &options = {}) const;
 

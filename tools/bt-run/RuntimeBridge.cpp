@@ -17,6 +17,7 @@
 #include "bt/runtime/base/tensor.h"
 #include "bt/runtime/model/tokenizer.h"
 #include "bt/runtime/tooling/train.h"
+#include "bt/runtime/train/trainer.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -416,6 +417,13 @@ std::string damagedArtifactError(const std::string &path) {
     return "";
   return path + ": not a YAML/JSON config (binary data), and not a valid bt artifact or "
                 "executable: " + std::string(s.message());
+}
+
+bool checkCheckpointOutputDir(const std::string &dir, std::string &error) {
+  absl::Status s = rt::CheckCheckpointOutputDir(dir);
+  if (!s.ok())
+    error = std::string(s.message());
+  return s.ok();
 }
 
 bool writeOutputFile(const std::string &path, const std::string &bytes,

@@ -133,6 +133,12 @@ bool isArtifact(const std::string &path);
 /// artifact, rather than "invalid YAML"). Otherwise "".
 std::string damagedArtifactError(const std::string &path);
 
+/// The checks train-step's checkpoint output `dir` gets before it is
+/// written (rt::CheckCheckpointOutputDir: a new or empty directory, or a
+/// checkpoint; never another directory), for bt-run to make before the
+/// compile. False with `error`.
+bool checkCheckpointOutputDir(const std::string &dir, std::string &error);
+
 /// Writes `bytes` to `path` through the runtime's AtomicFileWriter
 /// (bt/runtime/base/file_util.h: symbolic links followed, devices and FIFOs
 /// written in place, directories and inputs refused). False with `error`.

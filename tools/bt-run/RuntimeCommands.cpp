@@ -165,6 +165,9 @@ int bt::run::trainStepCommand(const Tool &tool, const std::string &input) {
     return usage("train-step needs --inputs <batch> or --grads <gradients>");
   if (o.output.empty())
     return usage("train-step needs -o <checkpoint directory>");
+  // Before the compile: -o must not name a directory the step would replace.
+  if (std::string error; !bridge::checkCheckpointOutputDir(o.output, error))
+    return fail(error);
   std::vector<std::string> args = {
       "train-step",   "-o",         o.output,        "--lr",
       o.learningRate, "--warmup-steps", o.warmupSteps, "--total-steps",
