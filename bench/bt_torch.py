@@ -242,23 +242,45 @@ class NeoXStack(nn.Module):
 
 
 class BlockTransformer(nn.Module):
-    """Embedder (lookup + token-major concat) → block decoder → token decoder (prefix)."""
+    """Embedder → block decoder → token decoder.
+
+    Embedder (official embedder.projection_method): "concat", the token-major concatenation of
+    the block's L lookup embeddings [E(t_0) | ... | E(t_{L-1})] (D = L·E), or "projection_layer"
+    (uptraining, paper §3.5), Conv1d(E → D, kernel L, stride L, bias) over them:
+    block vector[o] = bias[o] + Σ_i Σ_k W[o, i, k]·E(t_k)[i], W [D, E, L].
+    Token decoder (official decoding_strategy): "prefix" (paper §2.4), P prefix vectors projected
+    from the context embedding, then the block's tokens; or "summation" (MEGABYTE), no prefix: L
+    slots S_k projected from the context embedding are added position-wise to the inputs
+    [E(BOS)+S_0, E(t_0)+S_1, ..., E(t_{L-2})+S_{L-1}] (key mask [1, m_0, ..., m_{L-2}], positions
+    0..L-1), and output k predicts t_k."""
 
     def __init__(self, vocab, block_length, embed_width, block: Stack, token: Stack, prefix_length,
-                 pad_id=0, eos_id=0):
+                 pad_id=0, eos_id=0, strategy="prefix", projection="concat", bos_id=0):
         super().__init__()
+        if strategy not in ("prefix", "summation"):
+            raise ValueError(f"decoding strategy {strategy!r} is not implemented")
+        if projection not in ("concat", "projection_layer"):
+            raise ValueError(f"embedder projection {projection!r} is not implemented")
         self.vocab, self.L, self.P = vocab, block_length, prefix_length
-        self.pad_id, self.eos_id = pad_id, eos_id
+        self.pad_id, self.eos_id, self.bos_id = pad_id, eos_id, bos_id
+        self.strategy, self.projection_method = strategy, projection
         self.embeddings = nn.Embedding(vocab, embed_width)
+        self.projection = (nn.Conv1d(embed_width, block.hidden, block_length, stride=block_length)
+                           if projection == "projection_layer" else None)
         self.block_decoder = NeoXStack(block)
         self.token_embed = nn.Embedding(vocab, token.hidden)
         self.token_decoder = NeoXStack(token)
-        self.expansion = nn.Linear(block.hidden, prefix_length * token.hidden)
+        # The expansion layer's slots: P prefix vectors, or L summation slots.
+        self.slots = block_length if strategy == "summation" else prefix_length
+        self.expansion = nn.Linear(block.hidden, self.slots * token.hidden)
         self.embed_out = nn.Linear(token.hidden, vocab, bias=False)
         self.T = token.hidden
 
     def load(self, w):
         self.embeddings.weight.data.copy_(torch.from_numpy(w["embedder.embeddings.weight"]))
+        if self.projection is not None:
+            self.projection.weight.data.copy_(torch.from_numpy(w["embedder.projection_layer.weight"]))
+            self.projection.bias.data.copy_(torch.from_numpy(w["embedder.projection_layer.bias"]))
         self.block_decoder.load(w, "block_decoder.gpt_neox")
         self.token_embed.weight.data.copy_(torch.from_numpy(w["token_decoder.gpt_neox.embed_in.weight"]))
         self.token_decoder.load(w, "token_decoder.gpt_neox")
@@ -266,15 +288,30 @@ class BlockTransformer(nn.Module):
         self.expansion.bias.data.copy_(torch.from_numpy(w["token_decoder.expansion_layer.bias"]))
         self.embed_out.weight.data.copy_(torch.from_numpy(w["token_decoder.embed_out.weight"]))
 
+    def embed_blocks(self, ids):
+        """[B, N, L] ids → block vectors [B, N, D] (the embedder)."""
+        bsz, n, L = ids.shape
+        e = self.embeddings(ids)  # [B, N, L, E]
+        if self.projection is None:
+            return e.reshape(bsz, n, -1)
+        x = e.reshape(bsz * n, L, -1).transpose(1, 2)  # [B·N, E, L]
+        return self.projection(x).view(bsz, n, -1)
+
     def context(self, input_ids, block_mask):
         """[B, N, L] ids → context embeddings [B, N, D]."""
-        bsz, n, L = input_ids.shape
-        x = self.embeddings(input_ids).reshape(bsz, n, -1)
-        return self.block_decoder(x, block_mask)
+        return self.block_decoder(self.embed_blocks(input_ids), block_mask)
 
     def decode_blocks(self, ctx, ids, mask):
         """ctx [B', D], ids/mask [B', L] → hidden [B', L, T] predicting ids."""
         bp = ctx.shape[0]
+        if self.strategy == "summation":
+            slots = self.expansion(ctx).view(bp, self.L, self.T)
+            bos = torch.full((bp, 1), self.bos_id, dtype=ids.dtype)
+            x = self.token_embed(torch.cat([bos, ids[:, :-1]], dim=1)) + slots
+            key_mask = None
+            if mask is not None:
+                key_mask = torch.cat([torch.ones(bp, 1, dtype=mask.dtype), mask[:, :-1]], dim=1)
+            return self.token_decoder(x, key_mask)
         prefix = self.expansion(ctx).view(bp, self.P, self.T)
         tok = self.token_embed(ids[:, :-1])
         x = torch.cat([prefix, tok], dim=1)
@@ -321,21 +358,28 @@ class BlockTransformer(nn.Module):
         mask = F.pad(prompt_mask, (pad, 0), value=0).view(bsz, -1, self.L)
         block_mask = mask.any(-1).long()
         caches = [dict() for _ in self.block_decoder.layers]
-        x = self.embeddings(ids).reshape(bsz, ids.shape[1], -1)
-        ctx = self.block_decoder(x, block_mask, caches=caches)[:, -1]
+        ctx = self.block_decoder(self.embed_blocks(ids), block_mask, caches=caches)[:, -1]
         if stats is not None:
             stats["prefill_seconds"] = time.perf_counter() - t_start
         if progress:
             progress(0, max_new_tokens)
         new_tokens, step_logits = [], []
+        summation = self.strategy == "summation"
         while len(new_tokens) < max_new_tokens:
-            prefix = self.expansion(ctx).view(bsz, self.P, self.T)
             local = [dict() for _ in self.token_decoder.layers]
-            if official_positions:
-                pos = torch.zeros(self.P, dtype=torch.int64)
+            if summation:
+                # E(BOS) + S_0 at position 0 (both position conventions agree).
+                slots = self.expansion(ctx).view(bsz, self.L, self.T)
+                bos = torch.full((bsz,), self.bos_id, dtype=torch.int64)
+                x = (self.token_embed(bos) + slots[:, 0])[:, None]
+                h = self.token_decoder(x, positions=torch.tensor([0]), caches=local)[:, -1]
             else:
-                pos = torch.arange(self.P)
-            h = self.token_decoder(prefix, positions=pos, caches=local)[:, -1]
+                prefix = self.expansion(ctx).view(bsz, self.P, self.T)
+                if official_positions:
+                    pos = torch.zeros(self.P, dtype=torch.int64)
+                else:
+                    pos = torch.arange(self.P)
+                h = self.token_decoder(prefix, positions=pos, caches=local)[:, -1]
             block = []
             for k in range(self.L):
                 logits = self.embed_out(h)
@@ -346,17 +390,20 @@ class BlockTransformer(nn.Module):
                 block.append(nxt)
                 if len(new_tokens) == max_new_tokens or k == self.L - 1:
                     break
-                p = k + 1 if official_positions else self.P + k
-                h = self.token_decoder(self.token_embed(nxt)[:, None], positions=torch.tensor([p]),
-                                       caches=local)[:, -1]
+                x = self.token_embed(nxt)
+                if summation:
+                    p = k + 1
+                    x = x + slots[:, k + 1]
+                else:
+                    p = k + 1 if official_positions else self.P + k
+                h = self.token_decoder(x[:, None], positions=torch.tensor([p]), caches=local)[:, -1]
             if progress:
                 progress(len(new_tokens), max_new_tokens)
             if len(new_tokens) == max_new_tokens:
                 break
             blk = torch.stack(block, dim=1)  # [B, L]
             block_mask = torch.cat([block_mask, torch.ones(bsz, 1, dtype=torch.long)], dim=1)
-            x = self.embeddings(blk).reshape(bsz, 1, -1)
-            ctx = self.block_decoder(x, block_mask, caches=caches)[:, -1]
+            ctx = self.block_decoder(self.embed_blocks(blk[:, None]), block_mask, caches=caches)[:, -1]
         if stats is not None:
             stats["kv_bytes_per_sample"] = _cache_bytes(caches) // bsz
         return (torch.stack(new_tokens, dim=1),
@@ -453,9 +500,13 @@ def stack_from_json(d):
 def model_from_fixture_config(cfg):
     """Builds a model from a fixture's resolved config.json."""
     if cfg["model_type"] == "block_transformer":
+        td = cfg["token_decoder"]
         return BlockTransformer(cfg["vocab_size"], cfg["block_length"], cfg["embedder"]["hidden_size"],
-                                stack_from_json(cfg["block_decoder"]), stack_from_json(cfg["token_decoder"]),
-                                cfg["token_decoder"]["prefix_length"], cfg["pad_token_id"], cfg["eos_token_id"])
+                                stack_from_json(cfg["block_decoder"]), stack_from_json(td),
+                                td["prefix_length"], cfg["pad_token_id"], cfg["eos_token_id"],
+                                strategy=td.get("decoding_strategy", "prefix"),
+                                projection=cfg["embedder"].get("projection_method", "concat"),
+                                bos_id=cfg.get("token_decoder_bos_placeholder_id", cfg["eos_token_id"]))
     hf = cfg["hf_config"]
     st = Stack(hf["hidden_size"], hf["num_hidden_layers"], hf["num_attention_heads"], hf["intermediate_size"],
                int(hf["hidden_size"] // hf["num_attention_heads"] * hf["rotary_pct"]),
@@ -524,11 +575,18 @@ def model_from_bt_config(cfg):
     """Builds a model from bt.proto ModelConfig JSON (bt_config.json of `bt-run bench`)."""
     if cfg["kind"] == "VANILLA":
         return VanillaNeoX(int(cfg["vocab_size"]), stack_from_bt(cfg["block_decoder"]))
-    if cfg.get("strategy", "PREFIX") != "PREFIX":
-        raise SystemExit(f"bt_torch.py: strategy {cfg['strategy']} is not implemented")
+    # proto3 JSON: enums as names, default values (PREFIX, CONCAT, 0) omitted.
+    strategy = {"PREFIX": "prefix", "SUMMATION": "summation"}.get(cfg.get("strategy", "PREFIX"))
+    projection = {"CONCAT": "concat", "PROJECTION_LAYER": "projection_layer"}.get(
+        cfg.get("embedder_projection", "CONCAT"))
+    if strategy is None or projection is None:
+        raise SystemExit(f"bt_torch.py: strategy {cfg.get('strategy')} / embedder projection "
+                         f"{cfg.get('embedder_projection')} is not implemented")
     return BlockTransformer(int(cfg["vocab_size"]), int(cfg["block_length"]), int(cfg["embedder_width"]),
                             stack_from_bt(cfg["block_decoder"]), stack_from_bt(cfg["token_decoder"]),
-                            int(cfg["prefix_length"]), int(cfg["pad_token_id"]), int(cfg["eos_token_id"]))
+                            int(cfg.get("prefix_length", 0)), int(cfg.get("pad_token_id", 0)),
+                            int(cfg.get("eos_token_id", 0)), strategy=strategy, projection=projection,
+                            bos_id=int(cfg.get("bos_token_id", 0)))
 
 
 def forward_inputs(model, batch, tokens, gen):

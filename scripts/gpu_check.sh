@@ -23,6 +23,8 @@
 #   memcheck  compute-sanitizer --tool memcheck on eval and one generate, when
 #             /usr/local/cuda/bin/compute-sanitizer (or $COMPUTE_SANITIZER)
 #             exists.
+# With BT_DEVICE=cuda-emu the same checks run on the CUDA emulator
+# (docs/cuda-emulator.md; any emulator report fails the command).
 # Every command runs under `timeout` (BT_GPU_CHECK_TIMEOUT seconds, default
 # 120) so that one hanging kernel cannot eat the device call. Exits 0 when
 # every check passed, 1 otherwise (the files are written either way), 2 for a
@@ -89,12 +91,16 @@ header() { python3 "$st_header_py" "$@"; }
   fi
 } > "$out/devices.txt" 2>&1
 cat "$out/devices.txt"
-if ! grep -q '^cuda: device' "$out/devices.txt"; then
-  record all devices FAIL "$(grep '^cuda:' "$out/devices.txt" | head -1)" 0
+# The device the artifacts run on: the GPU (cuda), or with BT_DEVICE=cuda-emu
+# the CUDA emulator (docs/cuda-emulator.md), which the launcher then picks.
+device=cuda
+[ "${BT_DEVICE:-}" = cuda-emu ] && device=cuda-emu
+if ! grep -q "^$device: device" "$out/devices.txt"; then
+  record all devices FAIL "$(grep "^$device:" "$out/devices.txt" | head -1)" 0
   echo "no usable CUDA GPU: nothing else to check" >&2
   exit 1
 fi
-record all devices OK "$(grep '^cuda: device' "$out/devices.txt" | head -1)" 0
+record all devices OK "$(grep "^$device: device" "$out/devices.txt" | head -1)" 0
 
 n=0
 for dir in "$fixtures"/*/; do

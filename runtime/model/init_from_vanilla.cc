@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "yaml-cpp/yaml.h"
 
 #include <cerrno>
 #include <cstring>
@@ -196,11 +197,60 @@ InitBlockFromVanilla(const proto::ModelConfig &block,
   return out;
 }
 
+absl::StatusOr<Checkpoint> LoadVanillaCheckpoint(const std::string &vanilla_dir,
+                                                 const std::string &block_config) {
+  auto exists = [](const std::string &path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0;
+  };
+  if (exists(vanilla_dir + "/config.yaml") || exists(vanilla_dir + "/config.json"))
+    return LoadCheckpoint(vanilla_dir);
+  // A released folder: the config comes from the block trainer YAML.
+  BT_ASSIGN_OR_RETURN(std::string text, ReadFile(block_config));
+  std::string named;
+  try {
+    YAML::Node node = YAML::Load(text)["load_from_vanilla"]["config_path"];
+    if (node && node.IsScalar())
+      named = node.as<std::string>();
+  } catch (const YAML::Exception &) {
+    // LoadModelConfig(block_config) reports YAML errors with their location.
+  }
+  if (named.empty())
+    return absl::NotFoundError(absl::StrCat(
+        vanilla_dir,
+        ": no config.yaml or config.json (a released checkpoint folder holds "
+        "only model.safetensors), and ",
+        block_config,
+        " has no load_from_vanilla.config_path naming the vanilla model's "
+        "trainer YAML"));
+  std::vector<std::string> tried;
+  if (named.front() == '/') {
+    tried.push_back(named);
+  } else {
+    size_t slash = block_config.find_last_of('/');
+    tried.push_back(slash == std::string::npos
+                        ? named
+                        : block_config.substr(0, slash + 1) + named);
+    tried.push_back(named);
+  }
+  for (const std::string &path : tried) {
+    if (!exists(path))
+      continue;
+    BT_ASSIGN_OR_RETURN(proto::ModelConfig config, LoadModelConfig(path));
+    return LoadCheckpoint(config, {vanilla_dir + "/model.safetensors"});
+  }
+  return absl::NotFoundError(absl::StrCat(
+      block_config, ": load_from_vanilla.config_path '", named,
+      "' (the config of the released vanilla checkpoint ", vanilla_dir,
+      ") names no file: tried ", absl::StrJoin(tried, ", ")));
+}
+
 absl::Status InitFromVanillaCommand(const std::string &vanilla_dir,
                                     const std::string &block_config,
                                     const std::string &out_dir, uint64_t seed) {
   BT_ASSIGN_OR_RETURN(proto::ModelConfig block, LoadModelConfig(block_config));
-  BT_ASSIGN_OR_RETURN(Checkpoint vanilla, LoadCheckpoint(vanilla_dir));
+  BT_ASSIGN_OR_RETURN(Checkpoint vanilla,
+                      LoadVanillaCheckpoint(vanilla_dir, block_config));
   BT_ASSIGN_OR_RETURN(std::string yaml, ReadFile(block_config));
   BT_ASSIGN_OR_RETURN(
       auto weights,

@@ -11,6 +11,7 @@
 #define BT_RUNTIME_MODEL_INIT_FROM_VANILLA_H
 
 #include "bt/proto/bt.pb.h"
+#include "bt/runtime/model/checkpoint.h"
 #include "bt/runtime/base/tensor.h"
 
 #include "absl/status/statusor.h"
@@ -49,8 +50,23 @@ InitBlockFromVanilla(const proto::ModelConfig &block,
                      const std::map<std::string, Tensor> &vanilla_weights,
                      uint64_t seed);
 
+/// The vanilla checkpoint of an uptraining init: `vanilla_dir` with its
+/// config (LoadCheckpoint: config.yaml / config.json + model.safetensors),
+/// or, when the directory has no config, a released checkpoint folder
+/// (`checkpoint-<step>/` holding only model.safetensors, bf16 or fp32) whose
+/// config is the vanilla trainer YAML that the block trainer YAML
+/// `block_config` names in `load_from_vanilla.config_path` (official
+/// pretrain_block_transformer.py; a relative path is tried against the
+/// block YAML's directory, then the working directory, where the official
+/// code joins it with the project root). Errors: those of LoadCheckpoint;
+/// NotFound naming the field when the folder has no config and
+/// `load_from_vanilla.config_path` is absent or names no file.
+absl::StatusOr<Checkpoint> LoadVanillaCheckpoint(const std::string &vanilla_dir,
+                                                 const std::string &block_config);
+
 /// `bt-run init-from-vanilla`: loads the vanilla checkpoint directory
-/// `vanilla_dir` (config.yaml/config.json + model.safetensors), the block
+/// `vanilla_dir` (LoadVanillaCheckpoint: config.yaml/config.json +
+/// model.safetensors, or a released folder with only model.safetensors), the block
 /// trainer YAML `block_config`, and writes a new checkpoint directory
 /// `out_dir` in the official layout: `config.yaml` (a copy of
 /// `block_config`) and `model.safetensors` (fp32, InitBlockFromVanilla).

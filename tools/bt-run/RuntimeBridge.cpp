@@ -121,6 +121,12 @@ std::unique_ptr<Model> loadModel(const CheckpointPaths &paths, bool withWeights,
   absl::StatusOr<proto::ModelConfig> config = rt::LoadModelConfig(configPath);
   if (!config.ok()) {
     error = std::string(config.status().message());
+    // A released checkpoint folder (checkpoint-<step>/) holds only the
+    // weights: its config is the trainer YAML, given with --config.
+    if (paths.configPath.empty() && absl::IsNotFound(config.status()) &&
+        exists(paths.path + "/model.safetensors"))
+      error += "; a folder with only model.safetensors (a released "
+               "checkpoint-<step>/) needs its trainer YAML: --config FILE";
     return nullptr;
   }
   std::string weights = paths.weightsPath;
@@ -184,13 +190,16 @@ bool initFromVanilla(const std::string &vanillaDir, const std::string &configPat
 
 std::unique_ptr<Model> vanillaInitModel(const std::string &configPath,
                                         const std::string &vanillaDir,
-                                        uint64_t seed, std::string &error) {
+                                        uint64_t seed, std::string &error,
+                                        const std::string &trainerYaml) {
   absl::StatusOr<proto::ModelConfig> config = rt::LoadModelConfig(configPath);
   if (!config.ok()) {
     error = std::string(config.status().message());
     return nullptr;
   }
-  absl::StatusOr<rt::Checkpoint> vanilla = rt::LoadCheckpoint(vanillaDir);
+  absl::StatusOr<rt::Checkpoint> vanilla =
+      rt::LoadVanillaCheckpoint(vanillaDir,
+                                trainerYaml.empty() ? configPath : trainerYaml);
   if (!vanilla.ok()) {
     error = std::string(vanilla.status().message());
     return nullptr;

@@ -62,9 +62,13 @@ std::unique_ptr<Model> randomModel(const std::string &configPath,
 /// The Block Transformer of `configPath` initialized from the vanilla
 /// checkpoint directory `vanillaDir` the official uptraining way
 /// (bt::rt::InitBlockFromVanilla; `seed` fills the unused tensors only).
+/// A released vanilla folder (only model.safetensors) takes its config from
+/// `load_from_vanilla.config_path` of the trainer YAML `trainerYaml`
+/// (default: `configPath`; bt::rt::LoadVanillaCheckpoint).
 std::unique_ptr<Model> vanillaInitModel(const std::string &configPath,
                                         const std::string &vanillaDir,
-                                        uint64_t seed, std::string &error);
+                                        uint64_t seed, std::string &error,
+                                        const std::string &trainerYaml = "");
 
 /// The KV-cache memory plan stored in the manifest (bt.proto KVMemoryPlan):
 /// per-sequence coefficients of bt-plan-kv-memory (bt::KVPlan), bytes.

@@ -315,9 +315,12 @@ int bt::run::trainCommand(int argc, char **argv) {
       args.vanillaInit.empty()
           ? bridge::randomModel(compileConfig, args.initSeed, error)
           : bridge::vanillaInitModel(compileConfig, args.vanillaInit,
-                                     args.initSeed, error);
+                                     args.initSeed, error, args.config);
   if (!model)
     return fail(error);
+  // E.g. where --init-from-vanilla took the weights from.
+  for (const std::string &notice : model->notices())
+    llvm::errs() << "bt-run: note: " << notice << "\n";
   DialectRegistry registry;
   compiler::registerCompilerDialects(registry);
   MLIRContext context(registry);

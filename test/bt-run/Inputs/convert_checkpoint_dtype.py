@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Copies a fixture checkpoint with its float weights converted to BF16 or F16:
 
-    convert_checkpoint_dtype.py FIXTURE_DIR OUT_DIR BF16|F16
+    convert_checkpoint_dtype.py [--released] FIXTURE_DIR OUT_DIR BF16|F16|F32
 
-config.yaml / config.json are copied unchanged; every F32 tensor of
-model.safetensors becomes BF16 (round to nearest, ties to even, on the f32 bit
-pattern: what torch's .to(torch.bfloat16) does) or F16 (IEEE binary16, struct's
-'e' format, also round-half-even). Python standard library only (no numpy).
+config.yaml / config.json are copied unchanged (with --released they are not:
+OUT_DIR then holds only model.safetensors, as a released `checkpoint-<step>/`
+folder of the official trainer, whose config is the trainer YAML); every F32
+tensor of model.safetensors becomes BF16 (round to nearest, ties to even, on
+the f32 bit pattern: what torch's .to(torch.bfloat16) does) or F16 (IEEE
+binary16, struct's 'e' format, also round-half-even); F32 copies the tensors
+unchanged. Python standard library only (no numpy).
 """
 import array
 import json
@@ -54,11 +57,15 @@ def to_f16(raw):
 
 
 def main():
-    fixture, out, dtype = sys.argv[1], sys.argv[2], sys.argv[3]
-    convert = {"BF16": to_bf16, "F16": to_f16}[dtype]
+    args = sys.argv[1:]
+    released = "--released" in args
+    if released:
+        args.remove("--released")
+    fixture, out, dtype = args
+    convert = {"BF16": to_bf16, "F16": to_f16, "F32": lambda raw: raw}[dtype]
     os.makedirs(out, exist_ok=True)
     for name in ("config.yaml", "config.json"):
-        if os.path.exists(os.path.join(fixture, name)):
+        if not released and os.path.exists(os.path.join(fixture, name)):
             shutil.copyfile(os.path.join(fixture, name), os.path.join(out, name))
     header, payload = read(os.path.join(fixture, "model.safetensors"))
     new_header, blobs, offset = {}, [], 0

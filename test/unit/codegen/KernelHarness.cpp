@@ -138,16 +138,27 @@ std::unique_ptr<Kernels> Kernels::compileModule(mlir::ModuleOp module,
 
 std::unique_ptr<Kernels> Kernels::compileCUDAModule(
     mlir::ModuleOp module, const CUDAPipelineOptions &options, std::string &ptx,
-    std::string &error) {
+    std::string &error, std::string *emulatorImage) {
   std::string diagnostics;
   llvm::raw_string_ostream diagOS(diagnostics);
   mlir::ScopedDiagnosticHandler handler(module->getContext(), [&](mlir::Diagnostic &d) {
     diagOS << d.getLocation() << ": " << d << "\n";
     return mlir::success();
   });
-  if (mlir::failed(runCUDAPipeline(module, options))) {
+  mlir::OwningOpRef<mlir::ModuleOp> emulatorKernels;
+  if (mlir::failed(runCUDAPipeline(module, options,
+                                   emulatorImage ? &emulatorKernels : nullptr))) {
     error = "bt-cuda-pipeline failed:\n" + diagOS.str();
     return nullptr;
+  }
+  if (emulatorImage) {
+    llvm::Expected<std::string> so =
+        compileToSharedObject(*emulatorKernels, {});
+    if (!so) {
+      error = "the emulator's kernels: " + llvm::toString(so.takeError());
+      return nullptr;
+    }
+    *emulatorImage = std::move(*so);
   }
   mlir::FailureOr<std::string> text = takePTX(module);
   if (mlir::failed(text)) {
@@ -299,7 +310,8 @@ static size_t elementSize(DType t) {
 
 std::vector<Result> Kernels::call(const std::string &name,
                                   const std::vector<const Array *> &args,
-                                  const std::vector<ResultSpec> &results) const {
+                                  const std::vector<ResultSpec> &results,
+                                  const DeviceMemory *device) const {
   auto entry = reinterpret_cast<void (*)(void **)>(symbol("bt_entry_" + name));
   if (!entry)
     return {};
@@ -312,9 +324,15 @@ std::vector<Result> Kernels::call(const std::string &name,
   std::vector<void *> argv;
   if (!results.empty())
     argv.push_back(block.data());
+  std::vector<void *> uploaded;
   for (const Array *a : args) {
     std::vector<int64_t> d(3 + 2 * a->shape.size());
     void *data = a->data();
+    if (device) {
+      int64_t bytes = a->numel() * static_cast<int64_t>(elementSize(a->dtype));
+      data = bytes > 0 ? device->upload(data, bytes) : nullptr;
+      uploaded.push_back(data);
+    }
     d[0] = d[1] = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
     d[2] = 0;
     int64_t stride = 1;
@@ -329,6 +347,10 @@ std::vector<Result> Kernels::call(const std::string &name,
   for (auto &d : descs)
     argv.push_back(d.data());
   entry(argv.data());
+  if (device)
+    for (void *p : uploaded)
+      if (p)
+        device->release(p);
 
   std::vector<Result> out;
   size_t pos = 0;
@@ -349,6 +371,16 @@ std::vector<Result> Kernels::call(const std::string &name,
       res.value.i.resize(n);
     const char *base = reinterpret_cast<const char *>(res.aligned);
     size_t esz = elementSize(spec.dtype);
+    // On a device: a host copy of the elements' span [aligned, last + 1).
+    std::vector<char> hostCopy;
+    if (device && n > 0) {
+      int64_t last = res.offset;
+      for (size_t i = 0; i < spec.rank; ++i)
+        last += (res.value.shape[i] - 1) * res.strides[i];
+      hostCopy.resize((last + 1) * esz);
+      device->download(hostCopy.data(), base, hostCopy.size());
+      base = hostCopy.data();
+    }
     for (int64_t lin = 0; lin < n; ++lin) {
       int64_t rem = lin, off = res.offset;
       for (size_t i = spec.rank; i-- > 0;) {
@@ -368,7 +400,10 @@ std::vector<Result> Kernels::call(const std::string &name,
         res.value.i[lin] = *reinterpret_cast<const uint8_t *>(p);
       }
     }
-    std::free(reinterpret_cast<void *>(res.allocated));
+    if (device)
+      device->release(reinterpret_cast<void *>(res.allocated));
+    else
+      std::free(reinterpret_cast<void *>(res.allocated));
     out.push_back(std::move(res));
   }
   return out;

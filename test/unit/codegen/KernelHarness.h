@@ -64,6 +64,18 @@ struct Result {
   std::vector<int64_t> strides;
 };
 
+/// Device memory for Kernels::call on a CUDA-target kernel library (the
+/// host code's descriptors point to device memory, docs/abi.md "Kernel
+/// library (CUDA target)"): null members are not allowed.
+struct DeviceMemory {
+  /// A device buffer of `bytes` (> 0) holding a copy of `host`.
+  void *(*upload)(const void *host, int64_t bytes);
+  /// Copies `bytes` of device memory at `device` to `host`.
+  void (*download)(void *host, const void *device, int64_t bytes);
+  /// Releases an uploaded argument or an output (bt_gpu_free).
+  void (*release)(void *device);
+};
+
 /// A compiled and loaded kernel library.
 class Kernels {
 public:
@@ -81,16 +93,21 @@ public:
   /// Compiles a layer-level `module` for the CUDA target
   /// (runCUDAPipeline, takePTX): loads the host shared object and returns
   /// the PTX in `ptx`. The host code calls the GPU ABI (bt_gpu_*, docs/abi.md),
-  /// which the loading process must define.
-  static std::unique_ptr<Kernels> compileCUDAModule(mlir::ModuleOp module,
-                                                    const CUDAPipelineOptions &options,
-                                                    std::string &ptx,
-                                                    std::string &error);
+  /// which the loading process must define. With `emulatorImage`, also the
+  /// CUDA emulator's kernel library (buildEmulatorKernels compiled by
+  /// compileToSharedObject: the artifact's cuda_emu section).
+  static std::unique_ptr<Kernels>
+  compileCUDAModule(mlir::ModuleOp module, const CUDAPipelineOptions &options,
+                    std::string &ptx, std::string &error,
+                    std::string *emulatorImage = nullptr);
   /// Calls bt_entry_<name> with dense descriptors of `args`; frees the
-  /// results after copying them out.
+  /// results after copying them out. With `device` (a CUDA-target library),
+  /// the arguments are uploaded to device buffers first (released after
+  /// the call) and the results downloaded.
   std::vector<Result> call(const std::string &name,
                            const std::vector<const Array *> &args,
-                           const std::vector<ResultSpec> &results) const;
+                           const std::vector<ResultSpec> &results,
+                           const DeviceMemory *device = nullptr) const;
   void *symbol(const std::string &name) const;
   /// The `bt.params` order of entry point `name` (empty if none).
   std::vector<std::string> params(const std::string &name) const;

@@ -1,0 +1,79 @@
+//===- EmuDevice.cc - the emulated CUDA device for compiler tests ---------===//
+//
+// See EmuDevice.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EmuDevice.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "bt/runtime/device/cuda/cuda.h"
+#include "bt/runtime/device/cuda_emu/cuda_emu.h"
+
+namespace bt::test::emu {
+namespace {
+
+std::unique_ptr<rt::CudaBackend> &backend() {
+  static std::unique_ptr<rt::CudaBackend> b;
+  return b;
+}
+
+/// The calls below have no error path in the tests: a failure is fatal.
+void check(const absl::Status &s, const char *what) {
+  if (s.ok())
+    return;
+  std::fprintf(stderr, "EmuDevice: %s: %s\n", what, s.ToString().c_str());
+  std::exit(1);
+}
+
+} // namespace
+
+bool open(std::string &error) {
+  if (backend())
+    return true;
+  // As the device cuda-emu of runtime/exec/drivers.cc.
+  rt::CudaOptions o;
+  o.symbols = [](const char *name) { return cuda_emu::LookupSymbol(name); };
+  o.symbols_name = cuda_emu::kDeviceName;
+  o.emulated = true;
+  absl::StatusOr<std::unique_ptr<rt::CudaBackend>> b = rt::CudaBackend::Open(o);
+  if (!b.ok()) {
+    error = b.status().ToString();
+    return false;
+  }
+  backend() = std::move(*b);
+  backend()->MakeCurrent();
+  return true;
+}
+
+bool loadModule(const std::string &image, std::string &error) {
+  absl::Status s = backend()->LoadModule(image);
+  if (!s.ok()) {
+    error = s.ToString();
+    return false;
+  }
+  return true;
+}
+
+void *upload(const void *host, int64_t bytes) {
+  absl::StatusOr<uint64_t> d = backend()->pool().Allocate(bytes);
+  check(d.status(), "Allocate");
+  check(backend()->CopyToDevice(*d, host, bytes), "CopyToDevice");
+  return reinterpret_cast<void *>(*d);
+}
+
+void download(void *host, const void *device, int64_t bytes) {
+  check(backend()->CopyToHost(host, reinterpret_cast<uint64_t>(device), bytes),
+        "CopyToHost");
+}
+
+void release(void *device) {
+  check(backend()->pool().Free(reinterpret_cast<uint64_t>(device)), "Free");
+}
+
+long reports() { return cuda_emu::ReportCount(); }
+
+} // namespace bt::test::emu

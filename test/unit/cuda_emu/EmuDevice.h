@@ -1,0 +1,47 @@
+//===- EmuDevice.h - the emulated CUDA device for compiler tests -*- C++ -*-===//
+//
+// The runtime's CUDA backend over the CUDA emulator (docs/cuda-emulator.md),
+// behind an interface without abseil or protobuf, so that tests compiled
+// like LLVM (bt-cuda-emu-kernel-tests) can run the kernels they compile.
+// EmuDevice.cc is compiled like the runtime (exceptions, RTTI), the rest of
+// the test like LLVM, as tools/bt-run's RuntimeBridge.
+//
+//   std::string error;
+//   if (!bt::test::emu::open(error) || !bt::test::emu::loadModule(so, error)) ...
+//   void *d = bt::test::emu::upload(host, bytes);   // then bt_entry_<name>
+//
+// The host code of a CUDA kernel library calls the runtime's GPU ABI
+// (bt_gpu_alloc, bt_gpu_launch, ...), which this process defines and
+// exports (bt_device_cuda), on the backend `open` made current. A check of
+// the emulator that fires prints its report to stderr and exits the process
+// with status 1 (CudaOptions::emulated).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_TEST_UNIT_CUDA_EMU_EMUDEVICE_H
+#define BT_TEST_UNIT_CUDA_EMU_EMUDEVICE_H
+
+#include <cstdint>
+#include <string>
+
+namespace bt::test::emu {
+
+/// Opens the emulated device (once per process) and makes it the backend of
+/// the GPU ABI. False with `error` set when it cannot be opened.
+bool open(std::string &error);
+/// Loads a kernel module image: the emulator's shared object of
+/// buildEmulatorKernels + compileToSharedObject (the artifact's cuda_emu
+/// section). Replaces the module loaded before.
+bool loadModule(const std::string &image, std::string &error);
+/// A device buffer of `bytes` (> 0) holding a copy of `host`.
+void *upload(const void *host, int64_t bytes);
+/// Copies `bytes` of device memory at `device` to `host`.
+void download(void *host, const void *device, int64_t bytes);
+/// Releases a buffer of `upload` or an output of the host code.
+void release(void *device);
+/// Reports of the emulator's checks so far in this process.
+long reports();
+
+} // namespace bt::test::emu
+
+#endif // BT_TEST_UNIT_CUDA_EMU_EMUDEVICE_H
