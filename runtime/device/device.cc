@@ -15,6 +15,10 @@ DeviceTraffic DeviceTraffic::Since(const DeviceTraffic &since) const {
   d.sampler_bytes = sampler_bytes - since.sampler_bytes;
   d.kernel_launches = kernel_launches - since.kernel_launches;
   d.gemm_calls = gemm_calls - since.gemm_calls;
+  d.global_bytes_read = global_bytes_read - since.global_bytes_read;
+  d.global_bytes_written = global_bytes_written - since.global_bytes_written;
+  d.global_access_bytes = global_access_bytes - since.global_access_bytes;
+  d.gemm_flops = gemm_flops - since.gemm_flops;
   return d;
 }
 

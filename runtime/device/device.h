@@ -58,6 +58,14 @@ struct DeviceTraffic {
   /// down, its tokens down and up).
   int64_t sampler_bytes = 0;
   int64_t kernel_launches = 0, gemm_calls = 0;
+  /// Device-memory traffic, counted only by the emulated device (0
+  /// elsewhere; docs/cuda-emulator.md "Traffic counters"): bytes of the
+  /// distinct 32-byte sectors each launch read / wrote (kernels; cuBLAS
+  /// GEMMs count their operands once), the bytes the kernels' threads
+  /// accessed (every load and store), and the GEMMs' FLOPs (2·m·n·k; the
+  /// kernels' arithmetic is not counted).
+  int64_t global_bytes_read = 0, global_bytes_written = 0;
+  int64_t global_access_bytes = 0, gemm_flops = 0;
   /// Both directions.
   int64_t bytes() const { return to_device_bytes + to_host_bytes; }
   /// The element-wise difference `*this - since`.

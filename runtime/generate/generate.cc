@@ -713,6 +713,26 @@ std::string FormatCounters(const GenerateCounters &c) {
         t.gemm_calls, c.decode_token_steps, t.bytes() / steps,
         (t.bytes() - t.sampler_bytes) / steps, t.kernel_launches / steps);
   }
+  if (t.global_bytes_read + t.global_bytes_written > 0) {
+    // Counted by the emulator; the H100 time is a roofline model (3.35 TB/s
+    // HBM3, 989 TFLOP/s dense bf16 peak; 2 us per launch), not a measurement.
+    const double steps = static_cast<double>(std::max<int64_t>(c.decode_token_steps, 1));
+    const double bytes = static_cast<double>(t.global_bytes_read + t.global_bytes_written);
+    const double flops = static_cast<double>(t.gemm_flops);
+    const double roofline = std::max(bytes / 3.35e12, flops / 989e12);
+    const double launch = 2e-6 * static_cast<double>(t.kernel_launches + t.gemm_calls);
+    absl::StrAppendFormat(
+        &s,
+        "device memory per decode step (counted by the emulator, distinct 32-byte "
+        "sectors per launch): %.0f bytes read, %.0f written, %.0f accessed by "
+        "threads; %.0f GEMM FLOPs\n"
+        "modelled H100 time per decode step (a model, not a measurement): roofline "
+        "%.3f us at 3.35 TB/s and 989 TFLOP/s; launch overhead %.3f us at 2 us per "
+        "kernel or GEMM (%.0f%% of both)\n",
+        t.global_bytes_read / steps, t.global_bytes_written / steps,
+        t.global_access_bytes / steps, flops / steps, 1e6 * roofline / steps,
+        1e6 * launch / steps, 100.0 * launch / std::max(roofline + launch, 1e-30));
+  }
   return s;
 }
 

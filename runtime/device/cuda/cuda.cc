@@ -596,6 +596,18 @@ DeviceTraffic CudaBackend::traffic() const {
   t.sampler_bytes = sampler_bytes_.load();
   t.kernel_launches = launches_.load();
   t.gemm_calls = gemms_.load();
+  // The emulator counts device-memory traffic (cuda_emu/profile.cc).
+  if (emulated_ && symbols_) {
+    using Query = void (*)(int64_t *);
+    if (auto q = reinterpret_cast<Query>(symbols_("bt_emu_global_traffic"))) {
+      int64_t v[4] = {0, 0, 0, 0};
+      q(v);
+      t.global_bytes_read = v[0];
+      t.global_bytes_written = v[1];
+      t.global_access_bytes = v[2];
+      t.gemm_flops = v[3];
+    }
+  }
   return t;
 }
 
