@@ -137,6 +137,15 @@ bool RunKernel(const Function &f, const LaunchConfig &config, void **params);
 struct KernelProfile {
   uint64_t launches = 0, access_read = 0, access_written = 0;
   uint64_t sector_read = 0, sector_written = 0, flops = 0;
+  KernelProfile &operator+=(const KernelProfile &o) {
+    launches += o.launches;
+    access_read += o.access_read;
+    access_written += o.access_written;
+    sector_read += o.sector_read;
+    sector_written += o.sector_written;
+    flops += o.flops;
+    return *this;
+  }
 };
 /// Adds `p` to the row of `name` ("cublasSgemm" for GEMMs).
 void ProfileAdd(const std::string &name, const KernelProfile &p);

@@ -59,26 +59,14 @@ void ProfileAdd(const std::string &name, const KernelProfile &p) {
   static std::once_flag once;
   std::call_once(once, [] { std::atexit(WriteProfile); });
   std::lock_guard<std::mutex> lock(g_profile_mu);
-  KernelProfile &t = Table()[name];
-  t.launches += p.launches;
-  t.access_read += p.access_read;
-  t.access_written += p.access_written;
-  t.sector_read += p.sector_read;
-  t.sector_written += p.sector_written;
-  t.flops += p.flops;
+  Table()[name] += p;
 }
 
 KernelProfile ProfileTotal() {
   std::lock_guard<std::mutex> lock(g_profile_mu);
   KernelProfile s;
-  for (const auto &[name, p] : Table()) {
-    s.launches += p.launches;
-    s.access_read += p.access_read;
-    s.access_written += p.access_written;
-    s.sector_read += p.sector_read;
-    s.sector_written += p.sector_written;
-    s.flops += p.flops;
-  }
+  for (const auto &[name, p] : Table())
+    s += p;
   return s;
 }
 
