@@ -34,7 +34,7 @@ for state in resident host; do
     exit 1
   fi
   echo "== $case $state"
-  grep -E '^(decode_tokens|decode_block|decode_step|decode loop|device traffic|per decode step)' \
+  grep -E '^(decode_tokens|decode_block|decode_step|decode loop|device traffic|per decode step|device memory|modelled H100)' \
     "$work/$case.$state.log"
 done
 cmp "$work/$case.resident.safetensors" "$work/$case.host.safetensors"
