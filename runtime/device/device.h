@@ -46,6 +46,41 @@ struct DeviceTensor {
   std::vector<int64_t> shape;
 };
 
+/// Host<->device traffic and launches of a device since it was opened,
+/// counted by the runtime where it issues them (device/cuda: CudaBackend's
+/// copies, launches and GEMMs; the same counts on the emulated device). The
+/// CPU device moves nothing: all zero.
+struct DeviceTraffic {
+  int64_t to_device_copies = 0, to_device_bytes = 0; // host -> device
+  int64_t to_host_copies = 0, to_host_bytes = 0;     // device -> host
+  /// Of the bytes above (both directions), those copied by the host sampler
+  /// callback of decode_tokens (_mlir_ciface_bt_gpu_sample: the step's logits
+  /// down, its tokens down and up).
+  int64_t sampler_bytes = 0;
+  int64_t kernel_launches = 0, gemm_calls = 0;
+  /// Device-memory traffic, counted only by the emulated device (0
+  /// elsewhere; docs/cuda-emulator.md "Traffic counters"): bytes of the
+  /// distinct 32-byte sectors each launch read / wrote (kernels; cuBLAS
+  /// GEMMs count their operands once), the bytes the kernels' threads
+  /// accessed (every load and store), and the GEMMs' FLOPs (2·m·n·k; the
+  /// kernels' arithmetic is not counted).
+  int64_t global_bytes_read = 0, global_bytes_written = 0;
+  int64_t global_access_bytes = 0, gemm_flops = 0;
+  /// Both directions.
+  int64_t bytes() const { return to_device_bytes + to_host_bytes; }
+  /// The element-wise difference `*this - since`.
+  DeviceTraffic Since(const DeviceTraffic &since) const;
+};
+
+/// An argument of Device::CallResident: a host tensor (copied to the device
+/// for the call; in-out ones are copied back) or a tensor resident on the
+/// device (used in place: an in-out one is updated in place). Exactly one is
+/// set.
+struct DeviceArg {
+  Tensor *host = nullptr;
+  const DeviceTensor *device = nullptr;
+};
+
 class Device {
 public:
   virtual ~Device() = default;
@@ -99,6 +134,25 @@ public:
 
   /// Waits for the work queued on the device. Errors: the device's.
   virtual absl::Status Synchronize() = 0;
+
+  /// Whether CallResident is implemented (cuda, cuda-emu): generation then
+  /// keeps its state (KV caches, context, token ids) in device memory across
+  /// calls (runtime/generate, docs/codegen-cuda.md).
+  virtual bool resident_calls() const { return false; }
+  /// As Call, but each argument is a host tensor or a resident DeviceTensor
+  /// (DeviceArg; resident ones must have the spec's dtype and rank and are
+  /// not copied) and the outputs stay on the device: dense DeviceTensors in
+  /// ep.outputs() order, owned by the caller (Release each once; outputs the
+  /// kernels returned as views of one buffer, or as non-dense views, are
+  /// errors). Errors: those of Call; Unimplemented on a device without
+  /// resident_calls().
+  virtual absl::StatusOr<std::vector<DeviceTensor>>
+  CallResident(KernelEntryFn fn, const proto::EntryPoint &ep,
+               absl::Span<const DeviceTensor *const> params,
+               absl::Span<const DeviceArg> args);
+
+  /// The traffic counted since the device was opened (DeviceTraffic).
+  virtual DeviceTraffic traffic() const { return {}; }
 };
 
 } // namespace bt::rt

@@ -350,4 +350,39 @@ absl::StatusOr<TensorMap> Model::Run(const std::string &entry,
   return result;
 }
 
+absl::StatusOr<std::map<std::string, DeviceTensor>>
+Model::RunResident(const std::string &entry, const TensorMap &inputs,
+                   const std::map<std::string, const DeviceTensor *> &resident) const {
+  const proto::EntryPoint *ep = FindEntryPoint(entry);
+  if (ep == nullptr)
+    return absl::NotFoundError(absl::StrCat(
+        artifact_->path(), ": no entry point '", entry, "' (available: ",
+        absl::StrJoin(EntryPointNames(), ", "), ")"));
+  std::vector<const DeviceTensor *> params;
+  for (const std::string &p : ep->params())
+    params.push_back(&resident_.at(p));
+  std::vector<DeviceArg> args;
+  for (const proto::TensorSpec &s : ep->inputs()) {
+    auto h = inputs.find(s.name());
+    auto d = resident.find(s.name());
+    const bool on_host = h != inputs.end(), on_device = d != resident.end();
+    if (on_host == on_device)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "entry point '", entry, "': input '", s.name(), "' is ",
+          on_host ? "both a host and a resident argument" : "missing"));
+    DeviceArg a;
+    if (on_host)
+      a.host = const_cast<Tensor *>(&h->second); // written only if in-out
+    else
+      a.device = d->second;
+    args.push_back(a);
+  }
+  BT_ASSIGN_OR_RETURN(std::vector<DeviceTensor> outs,
+                      device_->CallResident(entries_.at(entry), *ep, params, args));
+  std::map<std::string, DeviceTensor> result;
+  for (int i = 0; i < ep->outputs_size(); ++i)
+    result.emplace(ep->outputs(i).name(), std::move(outs[i]));
+  return result;
+}
+
 } // namespace bt::rt

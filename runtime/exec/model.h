@@ -125,6 +125,21 @@ public:
                                 TensorMap *inouts = nullptr,
                                 const TensorMap *params = nullptr) const;
 
+  /// Run with the state on the device (Device::resident_calls(): cuda,
+  /// cuda-emu; the generation loop, runtime/generate): each input of the
+  /// entry is either in `inputs` (host tensors copied in for the call: token
+  /// ids, scalars) or in `resident` (tensors on device(), used in place: the
+  /// KV caches, updated in place, the context, the positions). Returns the
+  /// outputs on the device by name, owned by the caller (release each with
+  /// device().Release). No value checks (CheckInputs needs the host data):
+  /// the caller builds valid arguments. Errors: NotFound for an unknown
+  /// entry; InvalidArgument for an input in neither map or in both; those of
+  /// Device::CallResident (Unimplemented on a device without resident
+  /// calls).
+  absl::StatusOr<std::map<std::string, DeviceTensor>>
+  RunResident(const std::string &entry, const TensorMap &inputs,
+              const std::map<std::string, const DeviceTensor *> &resident) const;
+
   /// Releases the resident params.
   ~Model();
   Model(const Model &) = delete;

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <limits>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -28,20 +31,112 @@ Tensor ScalarI64(int64_t v) {
   return t;
 }
 
+/// A tensor the generation keeps between calls: a host tensor, or on the
+/// resident path (Device::resident_calls) a tensor in the model's device
+/// memory, released when the last Value viewing it goes.
+class Value {
+public:
+  Value() = default;
+  explicit Value(Tensor t) : host_(std::move(t)) {}
+  Value(const Value &o) : host_(o.host_.Share()), view_(o.view_), owner_(o.owner_) {}
+  Value(Value &&) = default;
+  Value &operator=(const Value &o) {
+    if (this != &o) {
+      host_ = o.host_.Share();
+      view_ = o.view_;
+      owner_ = o.owner_;
+    }
+    return *this;
+  }
+  Value &operator=(Value &&) = default;
+  static Value Resident(Device &device, DeviceTensor t) {
+    Value v;
+    v.view_ = t;
+    v.owner_ = std::shared_ptr<const DeviceTensor>(
+        new DeviceTensor(std::move(t)), [&device](const DeviceTensor *p) {
+          device.Release(*p);
+          delete p;
+        });
+    return v;
+  }
+  /// Uploads `t` when `device` is set (resident), else keeps it.
+  static absl::StatusOr<Value> Make(Device *device, Tensor t) {
+    if (device == nullptr)
+      return Value(std::move(t));
+    BT_ASSIGN_OR_RETURN(DeviceTensor d, device->Upload(t));
+    return Resident(*device, std::move(d));
+  }
+
+  bool resident() const { return owner_ != nullptr; }
+  const Tensor &host() const { return host_; }
+  const DeviceTensor *device() const { return &view_; }
+  DType dtype() const { return resident() ? view_.dtype : host_.dtype(); }
+  const std::vector<int64_t> &shape() const {
+    return resident() ? view_.shape : host_.shape();
+  }
+  int64_t nbytes() const {
+    int64_t n = static_cast<int64_t>(DTypeSize(dtype()));
+    for (int64_t d : shape())
+      n *= d;
+    return n;
+  }
+  /// A view of rows [0, rows) of dim 0.
+  absl::StatusOr<Value> Rows(int64_t rows) const {
+    if (!resident()) {
+      BT_ASSIGN_OR_RETURN(Tensor t, host_.SliceRows(0, rows));
+      return Value(std::move(t));
+    }
+    Value v = *this;
+    v.view_.shape[0] = rows;
+    return v;
+  }
+  /// A view of the same elements with `shape`.
+  absl::StatusOr<Value> Reshaped(std::vector<int64_t> shape) const {
+    if (!resident()) {
+      BT_ASSIGN_OR_RETURN(Tensor t, host_.Reshaped(std::move(shape)));
+      return Value(std::move(t));
+    }
+    Value v = *this;
+    v.view_.shape = std::move(shape);
+    return v;
+  }
+  /// The host tensor: a Share(), or a download from `device`.
+  absl::StatusOr<Tensor> ToHost(Device &device) const {
+    if (!resident())
+      return host_.Share();
+    BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(view_.dtype, view_.shape));
+    BT_RETURN_IF_ERROR(device.Download(view_, t));
+    return t;
+  }
+
+private:
+  Tensor host_;
+  DeviceTensor view_;
+  std::shared_ptr<const DeviceTensor> owner_;
+};
+
+using ValueMap = std::map<std::string, Value>;
+
 /// The runtime-owned KV cache of a batch: kv_cache [rows, ...] and kv_valid
-/// [rows, C], batch-major; the first `live` rows are the current batch.
+/// [rows, C], batch-major; the first `live` rows are the current batch. On
+/// the resident path they live in device memory for the whole generation
+/// (allocated once, zero-filled from the host, updated in place by the
+/// kernels).
 class KvCache {
 public:
   /// Sizes the cache from the in-out specs of `ep` (prefill): dim 0 is the
   /// batch, the dim named "C" (else dim rank-2 of kv_cache, dim 1 of
   /// kv_valid) the capacity; other dims are the spec's static sizes, or for
   /// a dynamic one, the contract's [B, Ly, 2, H, C, hd] from the config.
+  /// `device`: the resident path's device, or null (host).
   static absl::StatusOr<KvCache> Create(const proto::EntryPoint &ep,
                                         const proto::ModelConfig &config,
-                                        int64_t batch, int64_t capacity) {
+                                        int64_t batch, int64_t capacity,
+                                        Device *device) {
     KvCache c;
     c.capacity_ = capacity;
     c.live_ = batch;
+    c.device_ = device;
     const proto::NeoXConfig &bd = config.block_decoder();
     bool have_kv = false, have_valid = false;
     for (const proto::TensorSpec &s : ep.inputs()) {
@@ -80,7 +175,8 @@ public:
               " of in-out '", s.name(), "' (dynamic, and not B or C)"));
       }
       BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(s.dtype(), shape));
-      (kv ? c.kv_ : c.valid_) = std::move(t);
+      BT_ASSIGN_OR_RETURN(Value v, Value::Make(device, std::move(t)));
+      (kv ? c.kv_ : c.valid_) = std::move(v);
       (kv ? have_kv : have_valid) = true;
     }
     if (!have_kv || !have_valid)
@@ -92,10 +188,10 @@ public:
   }
 
   /// The in-out arguments for a call: views of the live rows.
-  absl::StatusOr<TensorMap> InOuts() const {
-    TensorMap m;
-    BT_ASSIGN_OR_RETURN(Tensor kv, kv_.SliceRows(0, live_));
-    BT_ASSIGN_OR_RETURN(Tensor valid, valid_.SliceRows(0, live_));
+  absl::StatusOr<ValueMap> InOuts() const {
+    ValueMap m;
+    BT_ASSIGN_OR_RETURN(Value kv, kv_.Rows(live_));
+    BT_ASSIGN_OR_RETURN(Value valid, valid_.Rows(live_));
     m.emplace("kv_cache", std::move(kv));
     m.emplace("kv_valid", std::move(valid));
     return m;
@@ -104,38 +200,79 @@ public:
   /// Keeps the live rows `keep` (ascending indices into the live rows),
   /// moving them down to 0..keep.size()-1; once at most half of the
   /// allocated rows are live, moves them to an exact-size buffer (releasing
-  /// the rest).
+  /// the rest). On the resident path the rows move through the host (only
+  /// after a sequence finished, never in a steady decode step: the device
+  /// has no copy kernel of its own).
   absl::Status Keep(const std::vector<int64_t> &keep) {
-    for (Tensor *t : {&kv_, &valid_}) {
-      const size_t row = t->nbytes() / static_cast<size_t>(t->dim(0));
-      char *base = static_cast<char *>(t->data());
+    live_ = static_cast<int64_t>(keep.size());
+    for (Value *v : {&kv_, &valid_}) {
+      Tensor t;
+      if (device_ != nullptr) {
+        BT_ASSIGN_OR_RETURN(t, v->ToHost(*device_));
+      } else {
+        t = v->host().Share();
+      }
+      const size_t row = t.nbytes() / static_cast<size_t>(t.dim(0));
+      char *base = static_cast<char *>(t.data());
       for (size_t j = 0; j < keep.size(); ++j)
         if (keep[j] != static_cast<int64_t>(j))
           std::memmove(base + j * row, base + keep[j] * row, row);
-    }
-    live_ = static_cast<int64_t>(keep.size());
-    if (live_ > 0 && 2 * live_ <= kv_.dim(0)) {
-      for (Tensor *t : {&kv_, &valid_}) {
-        std::vector<int64_t> shape = t->shape();
+      if (live_ > 0 && 2 * live_ <= t.dim(0)) {
+        std::vector<int64_t> shape = t.shape();
         shape[0] = live_;
-        BT_ASSIGN_OR_RETURN(Tensor n, Tensor::Allocate(t->dtype(), shape));
-        std::memcpy(n.data(), t->data(), n.nbytes());
-        *t = std::move(n);
+        BT_ASSIGN_OR_RETURN(Tensor n, Tensor::Allocate(t.dtype(), shape));
+        std::memcpy(n.data(), t.data(), n.nbytes());
+        t = std::move(n);
+      }
+      if (device_ != nullptr || t.data() != v->host().data()) {
+        BT_ASSIGN_OR_RETURN(*v, Value::Make(device_, std::move(t)));
       }
     }
     return absl::OkStatus();
   }
 
-  int64_t bytes() const {
-    return static_cast<int64_t>(kv_.nbytes() + valid_.nbytes());
-  }
+  int64_t bytes() const { return kv_.nbytes() + valid_.nbytes(); }
   int64_t live() const { return live_; }
   int64_t capacity() const { return capacity_; }
 
 private:
-  Tensor kv_, valid_;
+  Value kv_, valid_;
+  Device *device_ = nullptr;
   int64_t live_ = 0, capacity_ = 0;
 };
+
+/// Runs `entry` with the host tensors `in`, the kept values `kept` and, when
+/// given, the cache's in-outs: Model::Run on host values, Model::RunResident
+/// on resident ones (`device` set). The outputs are Values of the same kind.
+absl::StatusOr<ValueMap> RunEntry(const Model &model, Device *device,
+                                  const std::string &entry, TensorMap in,
+                                  const ValueMap &kept, const KvCache *cache) {
+  ValueMap io;
+  if (cache != nullptr) {
+    BT_ASSIGN_OR_RETURN(io, cache->InOuts());
+  }
+  ValueMap result;
+  if (device == nullptr) {
+    for (const auto &[name, v] : kept)
+      in.emplace(name, v.host().Share());
+    TensorMap hio;
+    for (const auto &[name, v] : io)
+      hio.emplace(name, v.host().Share());
+    BT_ASSIGN_OR_RETURN(TensorMap out,
+                        model.Run(entry, in, cache != nullptr ? &hio : nullptr));
+    for (auto &[name, t] : out)
+      result.emplace(name, Value(std::move(t)));
+    return result;
+  }
+  std::map<std::string, const DeviceTensor *> resident;
+  for (const ValueMap *m : {&kept, static_cast<const ValueMap *>(&io)})
+    for (const auto &[name, v] : *m)
+      resident.emplace(name, v.device());
+  BT_ASSIGN_OR_RETURN(auto out, model.RunResident(entry, in, resident));
+  for (auto &[name, t] : out)
+    result.emplace(name, Value::Resident(*device, std::move(t)));
+  return result;
+}
 
 absl::Status NeedEntries(const Model &model,
                          std::initializer_list<const char *> names,
@@ -157,7 +294,7 @@ absl::Status NeedEntries(const Model &model,
 
 /// Checks an output's dtype and shape (a kernel contract violation
 /// otherwise).
-absl::Status CheckOutput(const TensorMap &out, const std::string &entry,
+absl::Status CheckOutput(const ValueMap &out, const std::string &entry,
                          const std::string &name, DType dtype,
                          const std::vector<int64_t> &shape) {
   auto it = out.find(name);
@@ -165,15 +302,15 @@ absl::Status CheckOutput(const TensorMap &out, const std::string &entry,
     return absl::FailedPreconditionError(absl::StrCat(
         "entry point '", entry, "' has no output '", name,
         "' (docs/generation.md)"));
-  const Tensor &t = it->second;
-  bool ok = t.dtype() == dtype && t.rank() == static_cast<int64_t>(shape.size());
+  const Value &t = it->second;
+  bool ok = t.dtype() == dtype && t.shape().size() == shape.size();
   for (size_t i = 0; ok && i < shape.size(); ++i)
-    ok = shape[i] < 0 || t.dim(static_cast<int64_t>(i)) == shape[i];
+    ok = shape[i] < 0 || t.shape()[i] == shape[i];
   if (!ok)
     return absl::FailedPreconditionError(absl::StrCat(
-        "entry point '", entry, "' returned ", name, " ", t.DebugString(),
-        ", expected ", DTypeName(dtype), ShapeToString(shape),
-        " (-1: any)"));
+        "entry point '", entry, "' returned ", name, " ", DTypeName(t.dtype()),
+        ShapeToString(t.shape()), ", expected ", DTypeName(dtype),
+        ShapeToString(shape), " (-1: any)"));
   return absl::OkStatus();
 }
 
@@ -240,9 +377,9 @@ std::vector<int64_t> LiveRows(const std::vector<int64_t> &active,
   return keep;
 }
 
-absl::Status GenerateBlock(const Model &model, const Prompt &p,
-                           const GenerateOptions &o, Sampler &sampler,
-                           GenerateResult &res) {
+absl::Status GenerateBlock(const Model &model, Device *device,
+                           const Prompt &p, const GenerateOptions &o,
+                           Sampler &sampler, GenerateResult &res) {
   BT_RETURN_IF_ERROR(NeedEntries(
       model, {"prefill", "decode_tokens", "decode_block"}, "Block Transformer"));
   const proto::ModelConfig &cfg = model.config();
@@ -274,15 +411,17 @@ absl::Status GenerateBlock(const Model &model, const Prompt &p,
   // in both conventions: official generate keeps the BOS placeholder).
   const bool summation = cfg.strategy() == proto::ModelConfig::SUMMATION;
   const int64_t td_inputs = summation ? L : P + L - 1;
-  BT_ASSIGN_OR_RETURN(Tensor positions, Tensor::Allocate(proto::I64, {td_inputs}));
+  BT_ASSIGN_OR_RETURN(Tensor host_positions,
+                      Tensor::Allocate(proto::I64, {td_inputs}));
   for (int64_t i = 0; i < td_inputs; ++i)
-    positions.data_as<int64_t>()[i] = o.official_generate_positions && !summation
-                                          ? std::max<int64_t>(0, i - P + 1)
-                                          : i;
+    host_positions.data_as<int64_t>()[i] =
+        o.official_generate_positions && !summation ? std::max<int64_t>(0, i - P + 1)
+                                                    : i;
+  BT_ASSIGN_OR_RETURN(Value positions, Value::Make(device, std::move(host_positions)));
 
   const int64_t C = N + gen_blocks - 1;
-  BT_ASSIGN_OR_RETURN(KvCache cache,
-                      KvCache::Create(*model.FindEntryPoint("prefill"), cfg, B, C));
+  BT_ASSIGN_OR_RETURN(KvCache cache, KvCache::Create(*model.FindEntryPoint("prefill"),
+                                                     cfg, B, C, device));
   c.cache_capacity = C;
   c.cache_bytes_initial = cache.bytes();
 
@@ -291,10 +430,10 @@ absl::Status GenerateBlock(const Model &model, const Prompt &p,
   in.emplace("input_ids", std::move(ids));
   in.emplace("block_attention_mask", std::move(block_mask));
   in.emplace("cache_length", ScalarI64(0));
-  BT_ASSIGN_OR_RETURN(TensorMap io, cache.InOuts());
-  BT_ASSIGN_OR_RETURN(TensorMap out, model.Run("prefill", in, &io));
+  BT_ASSIGN_OR_RETURN(ValueMap out,
+                      RunEntry(model, device, "prefill", std::move(in), {}, &cache));
   BT_RETURN_IF_ERROR(CheckOutput(out, "prefill", "context", proto::F32, {B, -1}));
-  Tensor context = std::move(out.at("context"));
+  Value context = std::move(out.at("context"));
   int64_t length = N;
   ++c.prefill_calls;
   c.blocks_prefilled += B * N;
@@ -302,6 +441,7 @@ absl::Status GenerateBlock(const Model &model, const Prompt &p,
   c.prefill_seconds = Seconds(t0, t1);
   if (o.on_progress)
     o.on_progress(0, N_new);
+  const DeviceTraffic traffic0 = model.device().traffic();
 
   std::vector<int64_t> active(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b)
@@ -315,10 +455,12 @@ absl::Status GenerateBlock(const Model &model, const Prompt &p,
     const std::string where = absl::StrCat("generated block ", g);
     BT_RETURN_IF_ERROR(sampler.BeginBlock(active));
     TensorMap tin;
-    tin.emplace("context", context.Share());
-    tin.emplace("positions", positions.Share());
     tin.emplace("sampler", ScalarI64(sampler.handle()));
-    absl::StatusOr<TensorMap> tout = model.Run("decode_tokens", tin);
+    ValueMap tkept;
+    tkept.emplace("context", context);
+    tkept.emplace("positions", positions);
+    absl::StatusOr<ValueMap> tout =
+        RunEntry(model, device, "decode_tokens", std::move(tin), tkept, nullptr);
     BT_RETURN_IF_ERROR(Annotate(tout.status(), where));
     BT_RETURN_IF_ERROR(Annotate(sampler.status(),
                                 absl::StrCat(where, ", decode_tokens")));
@@ -333,8 +475,15 @@ absl::Status GenerateBlock(const Model &model, const Prompt &p,
     ++c.decode_tokens_calls;
     c.token_decoder_steps += L;
     c.token_decoder_rows += rows * L;
-    const int64_t *tok = tout->at("tokens").data_as<int64_t>();
-    const float *lg = tout->at("step_logits").data_as<float>();
+    // The resident path copies the tokens to the host, and the step logits
+    // only when they are kept.
+    BT_ASSIGN_OR_RETURN(Tensor host_tok, tout->at("tokens").ToHost(model.device()));
+    Tensor host_lg;
+    if (step_logits != nullptr) {
+      BT_ASSIGN_OR_RETURN(host_lg, tout->at("step_logits").ToHost(model.device()));
+    }
+    const int64_t *tok = host_tok.data_as<int64_t>();
+    const float *lg = step_logits != nullptr ? host_lg.data_as<float>() : nullptr;
     const int64_t take = std::min(L, N_new - produced);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t s = active[r];
@@ -359,10 +508,19 @@ absl::Status GenerateBlock(const Model &model, const Prompt &p,
     if (keep.empty())
       break;
     const int64_t kept = static_cast<int64_t>(keep.size());
-    BT_ASSIGN_OR_RETURN(Tensor next, Tensor::Allocate(proto::I64, {kept, 1, L}));
-    for (int64_t j = 0; j < kept; ++j)
-      std::memcpy(next.data_as<int64_t>() + j * L, tok + keep[j] * L,
-                  sizeof(int64_t) * L);
+    // The next block's tokens: decode_tokens' output itself while every row
+    // is live (on the resident path it stays on the device), else the live
+    // rows' (copied to the device).
+    Value next;
+    if (kept == rows) {
+      BT_ASSIGN_OR_RETURN(next, tout->at("tokens").Reshaped({kept, 1, L}));
+    } else {
+      BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(proto::I64, {kept, 1, L}));
+      for (int64_t j = 0; j < kept; ++j)
+        std::memcpy(t.data_as<int64_t>() + j * L, tok + keep[j] * L,
+                    sizeof(int64_t) * L);
+      BT_ASSIGN_OR_RETURN(next, Value::Make(device, std::move(t)));
+    }
     if (kept < rows) {
       BT_RETURN_IF_ERROR(cache.Keep(keep));
       c.rows_compacted += rows - kept;
@@ -372,10 +530,11 @@ absl::Status GenerateBlock(const Model &model, const Prompt &p,
       active = std::move(still);
     }
     TensorMap bin;
-    bin.emplace("input_ids", std::move(next));
     bin.emplace("cache_length", ScalarI64(length));
-    BT_ASSIGN_OR_RETURN(TensorMap bio, cache.InOuts());
-    absl::StatusOr<TensorMap> bout = model.Run("decode_block", bin, &bio);
+    ValueMap bkept;
+    bkept.emplace("input_ids", std::move(next));
+    absl::StatusOr<ValueMap> bout =
+        RunEntry(model, device, "decode_block", std::move(bin), bkept, &cache);
     BT_RETURN_IF_ERROR(Annotate(bout.status(), where));
     BT_RETURN_IF_ERROR(
         CheckOutput(*bout, "decode_block", "context", proto::F32, {kept, -1}));
@@ -387,12 +546,14 @@ absl::Status GenerateBlock(const Model &model, const Prompt &p,
   c.cache_length = length;
   c.cache_bytes_final = cache.bytes();
   c.decode_seconds = Seconds(t1, Clock::now());
+  c.decode_traffic = model.device().traffic().Since(traffic0);
+  c.decode_token_steps = produced;
   return absl::OkStatus();
 }
 
-absl::Status GenerateVanilla(const Model &model, const Prompt &p,
-                             const GenerateOptions &o, Sampler &sampler,
-                             GenerateResult &res) {
+absl::Status GenerateVanilla(const Model &model, Device *device,
+                             const Prompt &p, const GenerateOptions &o,
+                             Sampler &sampler, GenerateResult &res) {
   BT_RETURN_IF_ERROR(
       NeedEntries(model, {"prefill", "decode_step"}, "vanilla GPT-NeoX"));
   const proto::ModelConfig &cfg = model.config();
@@ -414,8 +575,8 @@ absl::Status GenerateVanilla(const Model &model, const Prompt &p,
       positions.data_as<int64_t>()[i] = p.mask[i] ? n_real[b] - 1 : 1;
     }
   const int64_t C = T + N_new - 1;
-  BT_ASSIGN_OR_RETURN(KvCache cache,
-                      KvCache::Create(*model.FindEntryPoint("prefill"), cfg, B, C));
+  BT_ASSIGN_OR_RETURN(KvCache cache, KvCache::Create(*model.FindEntryPoint("prefill"),
+                                                     cfg, B, C, device));
   c.cache_capacity = C;
   c.cache_bytes_initial = cache.bytes();
 
@@ -425,10 +586,11 @@ absl::Status GenerateVanilla(const Model &model, const Prompt &p,
   in.emplace("attention_mask", std::move(mask));
   in.emplace("positions", std::move(positions));
   in.emplace("cache_length", ScalarI64(0));
-  BT_ASSIGN_OR_RETURN(TensorMap io, cache.InOuts());
-  BT_ASSIGN_OR_RETURN(TensorMap out, model.Run("prefill", in, &io));
+  BT_ASSIGN_OR_RETURN(ValueMap out,
+                      RunEntry(model, device, "prefill", std::move(in), {}, &cache));
   BT_RETURN_IF_ERROR(CheckOutput(out, "prefill", "logits", proto::F32, {B, V}));
-  Tensor logits = std::move(out.at("logits"));
+  // The runtime samples on the host: the logits come to the host each step.
+  BT_ASSIGN_OR_RETURN(Tensor logits, out.at("logits").ToHost(model.device()));
   int64_t length = T;
   ++c.prefill_calls;
   c.blocks_prefilled += B * T;
@@ -436,6 +598,10 @@ absl::Status GenerateVanilla(const Model &model, const Prompt &p,
   c.prefill_seconds = Seconds(t0, t1);
   if (o.on_progress)
     o.on_progress(0, N_new);
+  const DeviceTraffic traffic0 = model.device().traffic();
+  int64_t produced = 0;
+  // The logits the runtime copies to the host to sample from (resident path).
+  int64_t host_sampler_bytes = 0;
 
   std::vector<int64_t> active(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b)
@@ -461,6 +627,7 @@ absl::Status GenerateVanilla(const Model &model, const Prompt &p,
         res.lengths[q] = s + 1;
       }
     }
+    produced = s + 1;
     if (o.on_progress)
       o.on_progress(s + 1, N_new);
     if (s == N_new - 1)
@@ -487,12 +654,14 @@ absl::Status GenerateVanilla(const Model &model, const Prompt &p,
     din.emplace("input_ids", std::move(next));
     din.emplace("positions", std::move(pos));
     din.emplace("cache_length", ScalarI64(length));
-    BT_ASSIGN_OR_RETURN(TensorMap dio, cache.InOuts());
-    absl::StatusOr<TensorMap> dout = model.Run("decode_step", din, &dio);
+    absl::StatusOr<ValueMap> dout =
+        RunEntry(model, device, "decode_step", std::move(din), {}, &cache);
     BT_RETURN_IF_ERROR(Annotate(dout.status(), absl::StrCat("generated token ", s + 1)));
     BT_RETURN_IF_ERROR(
         CheckOutput(*dout, "decode_step", "logits", proto::F32, {kept, V}));
-    logits = std::move(dout->at("logits"));
+    BT_ASSIGN_OR_RETURN(logits, dout->at("logits").ToHost(model.device()));
+    if (device != nullptr)
+      host_sampler_bytes += static_cast<int64_t>(logits.nbytes());
     ++length;
     ++c.decode_step_calls;
     c.decode_step_rows += kept;
@@ -500,6 +669,9 @@ absl::Status GenerateVanilla(const Model &model, const Prompt &p,
   c.cache_length = length;
   c.cache_bytes_final = cache.bytes();
   c.decode_seconds = Seconds(t1, Clock::now());
+  c.decode_traffic = model.device().traffic().Since(traffic0);
+  c.decode_traffic.sampler_bytes += host_sampler_bytes;
+  c.decode_token_steps = produced;
   return absl::OkStatus();
 }
 
@@ -526,6 +698,41 @@ std::string FormatCounters(const GenerateCounters &c) {
       "kv cache: capacity %d entries, length %d, %d -> %d bytes\n",
       c.decode_seconds, c.rows_compacted, c.cache_capacity, c.cache_length,
       c.cache_bytes_initial, c.cache_bytes_final);
+  const DeviceTraffic &t = c.decode_traffic;
+  if (t.bytes() > 0 || t.kernel_launches > 0) {
+    const double steps = static_cast<double>(std::max<int64_t>(c.decode_token_steps, 1));
+    absl::StrAppendFormat(
+        &s,
+        "device traffic in the decode loop (%s state): host->device %d bytes in %d "
+        "copies, device->host %d bytes in %d copies (%d bytes of these for host "
+        "sampling: logits down, tokens up); %d kernel launches, %d GEMMs\n"
+        "per decode step (%d steps): %.1f bytes host<->device, %.1f without the "
+        "host sampler's; %.1f kernel launches\n",
+        c.resident_state ? "resident" : "host", t.to_device_bytes, t.to_device_copies,
+        t.to_host_bytes, t.to_host_copies, t.sampler_bytes, t.kernel_launches,
+        t.gemm_calls, c.decode_token_steps, t.bytes() / steps,
+        (t.bytes() - t.sampler_bytes) / steps, t.kernel_launches / steps);
+  }
+  if (t.global_bytes_read + t.global_bytes_written > 0) {
+    // Counted by the emulator; the H100 time is a roofline model (3.35 TB/s
+    // HBM3, 989 TFLOP/s dense bf16 peak; 2 us per launch), not a measurement.
+    const double steps = static_cast<double>(std::max<int64_t>(c.decode_token_steps, 1));
+    const double bytes = static_cast<double>(t.global_bytes_read + t.global_bytes_written);
+    const double flops = static_cast<double>(t.gemm_flops);
+    const double roofline = std::max(bytes / 3.35e12, flops / 989e12);
+    const double launch = 2e-6 * static_cast<double>(t.kernel_launches + t.gemm_calls);
+    absl::StrAppendFormat(
+        &s,
+        "device memory per decode step (counted by the emulator, distinct 32-byte "
+        "sectors per launch): %.0f bytes read, %.0f written, %.0f accessed by "
+        "threads; %.0f GEMM FLOPs\n"
+        "modelled H100 time per decode step (a model, not a measurement): roofline "
+        "%.3f us at 3.35 TB/s and 989 TFLOP/s; launch overhead %.3f us at 2 us per "
+        "kernel or GEMM (%.0f%% of both)\n",
+        t.global_bytes_read / steps, t.global_bytes_written / steps,
+        t.global_access_bytes / steps, flops / steps, 1e6 * roofline / steps,
+        1e6 * launch / steps, 100.0 * launch / std::max(roofline + launch, 1e-30));
+  }
   return s;
 }
 
@@ -651,10 +858,17 @@ absl::StatusOr<GenerateResult> Generate(const Model &model,
   so.seeds = options.seeds;
   BT_ASSIGN_OR_RETURN(std::unique_ptr<Sampler> sampler,
                       Sampler::Create(so, p.batch));
+  // The resident path: the state stays on a device that can keep it
+  // (GenerateOptions::resident_state; BT_RESIDENT_STATE=0 turns it off).
+  const char *env = std::getenv("BT_RESIDENT_STATE");
+  const bool resident = options.resident_state && model.device().resident_calls() &&
+                        !(env != nullptr && std::string(env) == "0");
+  Device *device = resident ? &model.device() : nullptr;
+  res.counters.resident_state = resident;
   if (cfg.kind() == proto::ModelConfig::VANILLA)
-    BT_RETURN_IF_ERROR(GenerateVanilla(model, p, options, *sampler, res));
+    BT_RETURN_IF_ERROR(GenerateVanilla(model, device, p, options, *sampler, res));
   else
-    BT_RETURN_IF_ERROR(GenerateBlock(model, p, options, *sampler, res));
+    BT_RETURN_IF_ERROR(GenerateBlock(model, device, p, options, *sampler, res));
   return res;
 }
 

@@ -60,6 +60,14 @@ struct GenerateOptions {
   /// block (vanilla: token) with the number of tokens produced per row so
   /// far, from the calling thread (a progress bar). May be empty.
   std::function<void(int64_t produced, int64_t total)> on_progress;
+  /// Keep the generation's state (KV caches, context, token ids, positions)
+  /// in device memory across calls when the model's device can
+  /// (Device::resident_calls: cuda, cuda-emu): per decode step only the
+  /// token ids (and the step logits when kept, and the host sampler's
+  /// copies) cross between host and device. False, or the environment
+  /// variable BT_RESIDENT_STATE=0, copies the state in and out of every call
+  /// (Model::Run), as on the CPU.
+  bool resident_state = true;
 };
 
 /// Work done by one generation (what the kernels were asked to compute).
@@ -97,6 +105,15 @@ struct GenerateCounters {
   /// Wall time in prefill and in the decode loop (seconds).
   double prefill_seconds = 0;
   double decode_seconds = 0;
+  /// The state was kept on the device (GenerateOptions::resident_state).
+  bool resident_state = false;
+  /// Host<->device traffic and launches of the decode loop (after prefill;
+  /// all zero on the CPU), and the decode steps it ran: tokens generated per
+  /// row (token-decoder steps; vanilla: sampled tokens). Its sampler_bytes
+  /// also count, for a vanilla model on the resident path, the logits the
+  /// runtime copies to the host to sample from.
+  DeviceTraffic decode_traffic;
+  int64_t decode_token_steps = 0;
 };
 
 /// One line per group, e.g.

@@ -79,7 +79,7 @@ std::string Usage(const std::string &prog) {
       "(raw, unclipped)\n",
       "  generate (--inputs <prompt.safetensors> | --prompt TEXT...) [-o <out.safetensors>]\n",
       "           [--max-new-tokens N] [--greedy | --temperature T --top-k K --top-p P --seed S]\n",
-      "           [--official-generate-positions] [--ignore-eos]\n",
+      "           [--official-generate-positions] [--ignore-eos] [--no-step-logits]\n",
       "                                         generate N tokens per prompt (default 32, greedy):\n",
       "                                         --inputs reads prompt.input_ids and\n",
       "                                         prompt.attention_mask (left padding = 0) and -o\n",
@@ -364,6 +364,8 @@ ParseGenerateArgs(const std::vector<std::string> &args) {
       o.generate.official_generate_positions = true;
     } else if (a == "--ignore-eos") {
       o.generate.stop_at_eos = false;
+    } else if (a == "--no-step-logits") {
+      o.generate.keep_step_logits = false;
     } else {
       return bad(absl::StrCat("unexpected argument '", a, "'"));
     }
@@ -484,13 +486,11 @@ absl::Status RunGenerateCommand(const Model &model,
                       " rows_compacted=", c.rows_compacted)}};
     if (!model.manifest().producer().empty())
       metadata["producer"] = model.manifest().producer();
-    BT_RETURN_IF_ERROR(WriteSafetensors(
-        options.output_path,
-        {{"new_tokens", &r.new_tokens},
-         {"step_logits", &r.step_logits},
-         {"finished", &finished},
-         {"lengths", &lengths}},
-        metadata));
+    std::vector<std::pair<std::string, const Tensor *>> tensors = {
+        {"new_tokens", &r.new_tokens}, {"finished", &finished}, {"lengths", &lengths}};
+    if (r.step_logits.valid())
+      tensors.emplace_back("step_logits", &r.step_logits);
+    BT_RETURN_IF_ERROR(WriteSafetensors(options.output_path, tensors, metadata));
     log << "wrote new_tokens " << ShapeToString(r.new_tokens.shape())
         << " and step_logits " << ShapeToString(r.step_logits.shape()) << " to "
         << options.output_path << "\n";

@@ -84,8 +84,9 @@ struct GenerateCommandOptions {
 /// Parses the arguments after `generate`:
 ///   (--inputs FILE | --prompt TEXT...) [-o FILE] [--max-new-tokens N]
 ///   [--greedy | [--temperature T] [--top-k K] [--top-p P] [--seed S]]
-///   [--official-generate-positions] [--ignore-eos]
-/// Greedy unless --temperature (> 0), --top-k or --top-p asks for sampling
+///   [--official-generate-positions] [--ignore-eos] [--no-step-logits]
+/// (--no-step-logits: GenerateOptions::keep_step_logits false; -o then
+/// writes no step_logits.) Greedy unless --temperature (> 0), --top-k or --top-p asks for sampling
 /// (--temperature 0 is greedy); --seed needs sampling. Default
 /// --max-new-tokens: 32. Errors: InvalidArgument with a usage message.
 absl::StatusOr<GenerateCommandOptions>

@@ -483,6 +483,7 @@ absl::Status CudaBackend::Launch(const char *name, int64_t gx, int64_t gy,
           "launch of kernel '%s': grid (%d, %d, %d) block (%d, %d, %d) out of "
           "range",
           name, gx, gy, gz, bx, by, bz));
+  ++launches_;
   return Check(driver_->cuLaunchKernel(
                    function, static_cast<unsigned>(gx),
                    static_cast<unsigned>(gy), static_cast<unsigned>(gz),
@@ -550,6 +551,7 @@ absl::Status CudaBackend::Sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
     BT_RETURN_IF_ERROR(LoadCublas());
   // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, and a
   // row-major matrix is its transpose in column-major order.
+  ++gemms_;
   int s = cublas_->cublasSgemm_v2(
       cublas_->handle, isTrans(trans_b) ? kCublasOpT : kCublasOpN,
       isTrans(trans_a) ? kCublasOpT : kCublasOpN, n, m, k, &alpha, b, ldb, a,
@@ -568,6 +570,8 @@ absl::Status CudaBackend::CopyToHost(void *dst, uint64_t src, int64_t bytes) {
   if (bytes <= 0)
     return absl::OkStatus();
   BT_RETURN_IF_ERROR(Synchronize());
+  ++to_host_copies_;
+  to_host_bytes_ += bytes;
   return Check(driver_->cuMemcpyDtoH_v2(dst, src, static_cast<size_t>(bytes)),
                "cuMemcpyDtoH");
 }
@@ -577,9 +581,37 @@ absl::Status CudaBackend::CopyToDevice(uint64_t dst, const void *src,
   if (bytes <= 0)
     return absl::OkStatus();
   BT_RETURN_IF_ERROR(Synchronize());
+  ++to_device_copies_;
+  to_device_bytes_ += bytes;
   return Check(driver_->cuMemcpyHtoD_v2(dst, src, static_cast<size_t>(bytes)),
                "cuMemcpyHtoD");
 }
+
+DeviceTraffic CudaBackend::traffic() const {
+  DeviceTraffic t;
+  t.to_device_copies = to_device_copies_.load();
+  t.to_device_bytes = to_device_bytes_.load();
+  t.to_host_copies = to_host_copies_.load();
+  t.to_host_bytes = to_host_bytes_.load();
+  t.sampler_bytes = sampler_bytes_.load();
+  t.kernel_launches = launches_.load();
+  t.gemm_calls = gemms_.load();
+  // The emulator counts device-memory traffic (cuda_emu/profile.cc).
+  if (emulated_ && symbols_) {
+    using Query = void (*)(int64_t *);
+    if (auto q = reinterpret_cast<Query>(symbols_("bt_emu_global_traffic"))) {
+      int64_t v[4] = {0, 0, 0, 0};
+      q(v);
+      t.global_bytes_read = v[0];
+      t.global_bytes_written = v[1];
+      t.global_access_bytes = v[2];
+      t.gemm_flops = v[3];
+    }
+  }
+  return t;
+}
+
+void CudaBackend::CountSamplerBytes(int64_t bytes) { sampler_bytes_ += bytes; }
 
 void CudaBackend::MakeCurrent() { g_current.store(this); }
 

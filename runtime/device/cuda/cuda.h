@@ -21,6 +21,7 @@
 #ifndef BT_RUNTIME_DEVICE_CUDA_CUDA_H
 #define BT_RUNTIME_DEVICE_CUDA_CUDA_H
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -170,6 +171,13 @@ public:
   absl::Status CopyToDevice(uint64_t dst, const void *src, int64_t bytes);
   absl::Status Synchronize();
 
+  /// The host<->device copies, launches and GEMMs issued through this
+  /// backend since Open (DeviceTraffic; a copy of 0 bytes is not counted).
+  DeviceTraffic traffic() const;
+  /// Adds `bytes` to DeviceTraffic::sampler_bytes (the host sampler
+  /// callback's share of the copies it made through this backend).
+  void CountSamplerBytes(int64_t bytes);
+
   /// Makes this backend the one the bt_gpu_* functions use (null: none).
   void MakeCurrent();
   static CudaBackend *Current();
@@ -194,6 +202,9 @@ private:
   std::mutex functions_mu_;
   std::map<std::string, void *> functions_; // kernel name → CUfunction
   std::unique_ptr<DevicePool> pool_;
+  std::atomic<int64_t> to_device_copies_{0}, to_device_bytes_{0},
+      to_host_copies_{0}, to_host_bytes_{0}, sampler_bytes_{0}, launches_{0},
+      gemms_{0};
 };
 
 /// Uploads `t` to a block of `gpu`'s pool (nbytes 0: address 0). Errors:
@@ -219,6 +230,27 @@ CallDeviceEntryPoint(CudaBackend &gpu, KernelEntryFn fn,
                      const proto::EntryPoint &ep,
                      absl::Span<const DeviceTensor *const> params,
                      absl::Span<Tensor *const> inputs);
+
+/// An output of CallDeviceEntryPointResident: a dense tensor in device
+/// memory and the pool block it lies in (the caller releases the block once
+/// per output that names it).
+struct ResidentOutput {
+  DeviceTensor tensor;
+  uint64_t block = 0;
+};
+
+/// As CallDeviceEntryPoint, but each argument is a host tensor (copied in,
+/// and back when in-out) or a resident DeviceTensor (in place), and the
+/// outputs stay on the device: a dense output is the kernels' own buffer, a
+/// strided one is made dense in a new block (through the host: the one
+/// output this path copies, e.g. prefill's context). Errors: those of
+/// CallDeviceEntryPoint, and InvalidArgument for a resident argument whose
+/// dtype or rank differs from its spec.
+absl::StatusOr<std::vector<ResidentOutput>>
+CallDeviceEntryPointResident(CudaBackend &gpu, KernelEntryFn fn,
+                             const proto::EntryPoint &ep,
+                             absl::Span<const DeviceTensor *const> params,
+                             absl::Span<const DeviceArg> args);
 
 /// One line for `bt-launcher devices`: the device of CudaBackend::Open(), or
 /// why there is none ("no CUDA GPU found: ...").

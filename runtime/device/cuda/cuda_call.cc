@@ -40,6 +40,8 @@ public:
     if (address != 0)
       blocks_.insert(address);
   }
+  // Hands `address` over to the caller (it is not released with the call).
+  void Disown(uint64_t address) { blocks_.erase(address); }
 
 private:
   CudaBackend &gpu_;
@@ -75,81 +77,151 @@ absl::StatusOr<DeviceTensor> UploadTensor(CudaBackend &gpu, const Tensor &t) {
   return d;
 }
 
+namespace {
+
+// Calls `fn` on device descriptors: `params` and the resident `args` in
+// place, the host `args` copied into blocks owned by `buffers`. After the
+// stream synchronization the host in-out args are copied back. Returns the
+// result descriptor words; the outputs' blocks are owned by `buffers`.
+absl::StatusOr<std::vector<int64_t>>
+InvokeOnDevice(CudaBackend &gpu, KernelEntryFn fn, const proto::EntryPoint &ep,
+               absl::Span<const DeviceTensor *const> params,
+               absl::Span<const DeviceArg> args, CallBuffers &buffers) {
+  const std::string what = absl::StrCat("entry point '", ep.name(), "'");
+  BT_RETURN_IF_ERROR(
+      entry_call::CheckArity(what, fn, ep, params.size(), args.size()));
+  std::vector<std::vector<int64_t>> argv;
+  argv.reserve(params.size() + args.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i] == nullptr)
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": param '", ep.params(i), "' is missing"));
+    argv.push_back(DeviceDescriptor(params[i]->address, params[i]->shape));
+  }
+  std::vector<uint64_t> host_copies(args.size(), 0);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const proto::TensorSpec &spec = ep.inputs(i);
+    if (const DeviceTensor *d = args[i].device) {
+      if (d->dtype != spec.dtype() ||
+          static_cast<int>(d->shape.size()) != spec.shape_size())
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": resident input '", spec.name(), "' is ",
+            DTypeName(d->dtype), ShapeToString(d->shape), ", expected ",
+            DTypeName(spec.dtype()), " of rank ", spec.shape_size()));
+      argv.push_back(DeviceDescriptor(d->address, d->shape));
+      continue;
+    }
+    BT_RETURN_IF_ERROR(entry_call::CheckInput(what, spec, args[i].host));
+    BT_ASSIGN_OR_RETURN(DeviceTensor d, UploadTensor(gpu, *args[i].host));
+    buffers.Own(d.address);
+    host_copies[i] = d.address;
+    argv.push_back(DeviceDescriptor(d.address, d.shape));
+  }
+
+  gpu.MakeCurrent();
+  std::vector<int64_t> result = entry_call::Invoke(fn, ep, argv);
+  // The outputs' device buffers belong to this call from here on (freed
+  // once, even when outputs share one).
+  for (const int64_t *w : entry_call::OutputDescriptors(ep, result))
+    buffers.Own(static_cast<uint64_t>(w[0]));
+  BT_RETURN_IF_ERROR(gpu.Synchronize());
+
+  // Host in-out args: the kernel updated the device copy.
+  for (size_t i = 0; i < args.size(); ++i) {
+    Tensor *t = args[i].host;
+    if (t == nullptr || !ep.inputs(i).inout() || t->nbytes() == 0)
+      continue;
+    BT_RETURN_IF_ERROR(gpu.CopyToHost(t->data(), host_copies[i],
+                                      static_cast<int64_t>(t->nbytes())));
+  }
+  return result;
+}
+
+// Copies output view `v` (device) into the dense host tensor `t`.
+absl::Status DownloadOutput(CudaBackend &gpu, const entry_call::OutputView &v,
+                            Tensor &t) {
+  if (v.numel == 0)
+    return absl::OkStatus();
+  const int64_t r = static_cast<int64_t>(v.sizes.size());
+  for (int64_t i = r - 1; i >= 0; --i) {
+    if (v.strides[i] < 0)
+      return absl::InvalidArgumentError(absl::StrCat(
+          v.what, " has negative stride ", v.strides[i], " in dim ", i));
+  }
+  const uint64_t base =
+      static_cast<uint64_t>(v.aligned) + v.offset * v.itemsize;
+  if (v.dense)
+    return gpu.CopyToHost(t.data(), base, static_cast<int64_t>(t.nbytes()));
+  auto [lo, hi] = Span(0, v.sizes.data(), v.strides.data(), r);
+  std::vector<char> span((hi - lo + 1) * v.itemsize);
+  BT_RETURN_IF_ERROR(
+      gpu.CopyToHost(span.data(), base, static_cast<int64_t>(span.size())));
+  entry_call::GatherStrided(span.data(), static_cast<char *>(t.data()),
+                            v.itemsize, v.sizes, v.strides);
+  return absl::OkStatus();
+}
+
+} // namespace
+
 absl::StatusOr<std::vector<Tensor>>
 CallDeviceEntryPoint(CudaBackend &gpu, KernelEntryFn fn,
                      const proto::EntryPoint &ep,
                      absl::Span<const DeviceTensor *const> params,
                      absl::Span<Tensor *const> inputs) {
   const std::string what = absl::StrCat("entry point '", ep.name(), "'");
-  BT_RETURN_IF_ERROR(
-      entry_call::CheckArity(what, fn, ep, params.size(), inputs.size()));
-
+  std::vector<DeviceArg> args(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    args[i].host = inputs[i];
   CallBuffers buffers(gpu);
-  std::vector<std::vector<int64_t>> args;
-  args.reserve(params.size() + inputs.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (params[i] == nullptr)
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": param '", ep.params(i), "' is missing"));
-    args.push_back(DeviceDescriptor(params[i]->address, params[i]->shape));
-  }
-  std::vector<uint64_t> input_addresses(inputs.size(), 0);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    BT_RETURN_IF_ERROR(entry_call::CheckInput(what, ep.inputs(i), inputs[i]));
-    const Tensor *t = inputs[i];
-    BT_ASSIGN_OR_RETURN(DeviceTensor d, UploadTensor(gpu, *t));
-    buffers.Own(d.address);
-    input_addresses[i] = d.address;
-    args.push_back(DeviceDescriptor(d.address, d.shape));
-  }
-
-  gpu.MakeCurrent();
-  const std::vector<int64_t> result = entry_call::Invoke(fn, ep, args);
+  BT_ASSIGN_OR_RETURN(std::vector<int64_t> result,
+                      InvokeOnDevice(gpu, fn, ep, params, args, buffers));
   const std::vector<const int64_t *> words =
       entry_call::OutputDescriptors(ep, result);
-
-  // The outputs' device buffers belong to this call from here on (freed
-  // once, even when outputs share one).
-  for (const int64_t *w : words)
-    buffers.Own(static_cast<uint64_t>(w[0]));
-  BT_RETURN_IF_ERROR(gpu.Synchronize());
-
-  // In-out buffers: the kernel updated the device copy.
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!ep.inputs(i).inout() || inputs[i]->nbytes() == 0)
-      continue;
-    BT_RETURN_IF_ERROR(gpu.CopyToHost(inputs[i]->data(), input_addresses[i],
-                                      static_cast<int64_t>(inputs[i]->nbytes())));
-  }
-
   std::vector<Tensor> outputs;
   for (int o = 0; o < ep.outputs_size(); ++o) {
     BT_ASSIGN_OR_RETURN(entry_call::OutputView v,
                         entry_call::ReadOutput(what, ep.outputs(o), words[o]));
     BT_ASSIGN_OR_RETURN(Tensor t,
                         Tensor::Allocate(ep.outputs(o).dtype(), v.sizes));
-    if (v.numel > 0) {
-      const int64_t r = static_cast<int64_t>(v.sizes.size());
-      for (int64_t i = r - 1; i >= 0; --i) {
-        if (v.strides[i] < 0)
-          return absl::InvalidArgumentError(absl::StrCat(
-              v.what, " has negative stride ", v.strides[i], " in dim ", i));
-      }
-      const uint64_t base =
-          static_cast<uint64_t>(v.aligned) + v.offset * v.itemsize;
-      if (v.dense) {
-        BT_RETURN_IF_ERROR(gpu.CopyToHost(t.data(), base,
-                                          static_cast<int64_t>(t.nbytes())));
-      } else {
-        auto [lo, hi] = Span(0, v.sizes.data(), v.strides.data(), r);
-        std::vector<char> span((hi - lo + 1) * v.itemsize);
-        BT_RETURN_IF_ERROR(gpu.CopyToHost(span.data(), base,
-                                          static_cast<int64_t>(span.size())));
-        entry_call::GatherStrided(span.data(), static_cast<char *>(t.data()),
-                                  v.itemsize, v.sizes, v.strides);
-      }
-    }
+    BT_RETURN_IF_ERROR(DownloadOutput(gpu, v, t));
     outputs.push_back(std::move(t));
+  }
+  return outputs;
+}
+
+absl::StatusOr<std::vector<ResidentOutput>>
+CallDeviceEntryPointResident(CudaBackend &gpu, KernelEntryFn fn,
+                             const proto::EntryPoint &ep,
+                             absl::Span<const DeviceTensor *const> params,
+                             absl::Span<const DeviceArg> args) {
+  const std::string what = absl::StrCat("entry point '", ep.name(), "'");
+  CallBuffers buffers(gpu);
+  BT_ASSIGN_OR_RETURN(std::vector<int64_t> result,
+                      InvokeOnDevice(gpu, fn, ep, params, args, buffers));
+  const std::vector<const int64_t *> words =
+      entry_call::OutputDescriptors(ep, result);
+  std::vector<ResidentOutput> outputs;
+  for (int o = 0; o < ep.outputs_size(); ++o) {
+    BT_ASSIGN_OR_RETURN(entry_call::OutputView v,
+                        entry_call::ReadOutput(what, ep.outputs(o), words[o]));
+    ResidentOutput r;
+    r.tensor.dtype = ep.outputs(o).dtype();
+    r.tensor.shape = v.sizes;
+    if (v.numel > 0 && v.dense) {
+      // Kept in place: a view of the call's block, which the caller now owns.
+      r.tensor.address =
+          static_cast<uint64_t>(v.aligned) + v.offset * v.itemsize;
+      r.block = static_cast<uint64_t>(v.allocated);
+      buffers.Disown(r.block);
+    } else if (v.numel > 0) {
+      // A strided view (e.g. the last block's context of a [B, N, D] buffer):
+      // made dense through the host, as the device has no gather of its own.
+      BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(r.tensor.dtype, v.sizes));
+      BT_RETURN_IF_ERROR(DownloadOutput(gpu, v, t));
+      BT_ASSIGN_OR_RETURN(r.tensor, UploadTensor(gpu, t));
+      r.block = r.tensor.address;
+    }
+    outputs.push_back(std::move(r));
   }
   return outputs;
 }
@@ -158,12 +230,14 @@ CallDeviceEntryPoint(CudaBackend &gpu, KernelEntryFn fn,
 
 namespace {
 
-// Copies the span of a device memref view to `host` and returns the host
-// view of the same elements (offset 0, same sizes and strides).
+// Copies the span of a device memref view to `host` (when `copy`; else only
+// sizes it) and returns the host view of the same elements (offset 0, same
+// sizes and strides). The bytes copied count as the sampler's.
 template <typename T, int N>
 bt::rt::StridedMemRef<T, N> ToHost(bt::rt::CudaBackend &gpu,
                                    const bt::rt::StridedMemRef<T, N> &d,
-                                   std::vector<T> &host, uint64_t &base) {
+                                   std::vector<T> &host, uint64_t &base,
+                                   bool copy) {
   bt::rt::StridedMemRef<T, N> h = d;
   bool empty = false;
   for (int i = 0; i < N; ++i)
@@ -171,14 +245,15 @@ bt::rt::StridedMemRef<T, N> ToHost(bt::rt::CudaBackend &gpu,
   auto [lo, hi] = bt::rt::Span(0, d.sizes, d.strides, N);
   host.assign(empty ? 0 : static_cast<size_t>(hi - lo + 1), T());
   base = reinterpret_cast<uintptr_t>(d.aligned + d.offset);
-  if (!host.empty()) {
-    absl::Status s = gpu.CopyToHost(host.data(), base,
-                                    static_cast<int64_t>(host.size() * sizeof(T)));
+  if (copy && !host.empty()) {
+    const int64_t bytes = static_cast<int64_t>(host.size() * sizeof(T));
+    absl::Status s = gpu.CopyToHost(host.data(), base, bytes);
     if (!s.ok()) {
       std::fprintf(stderr, "bt: _mlir_ciface_bt_gpu_sample: %s\n",
                    std::string(s.message()).c_str());
       std::abort();
     }
+    gpu.CountSamplerBytes(bytes);
   }
   h.allocated = h.aligned = host.data();
   h.offset = 0;
@@ -201,12 +276,17 @@ _mlir_ciface_bt_gpu_sample(int64_t sampler,
   std::vector<float> hl;
   std::vector<int64_t> ht;
   uint64_t lbase = 0, tbase = 0;
-  bt::rt::StridedMemRef<float, 2> l = ToHost(*gpu, *logits, hl, lbase);
-  bt::rt::StridedMemRef<int64_t, 1> t = ToHost(*gpu, *tokens, ht, tbase);
+  bt::rt::StridedMemRef<float, 2> l = ToHost(*gpu, *logits, hl, lbase, true);
+  // The tokens are the sampler's output: copied down only when they are a
+  // strided view (the copy back writes their whole span).
+  const bool strided = tokens->sizes[0] > 1 && tokens->strides[0] != 1;
+  bt::rt::StridedMemRef<int64_t, 1> t =
+      ToHost(*gpu, *tokens, ht, tbase, strided);
   _mlir_ciface_bt_rt_sample(sampler, &l, &t);
   if (!ht.empty()) {
-    absl::Status s = gpu->CopyToDevice(
-        tbase, ht.data(), static_cast<int64_t>(ht.size() * sizeof(int64_t)));
+    const int64_t bytes = static_cast<int64_t>(ht.size() * sizeof(int64_t));
+    absl::Status s = gpu->CopyToDevice(tbase, ht.data(), bytes);
+    gpu->CountSamplerBytes(bytes);
     if (!s.ok()) {
       std::fprintf(stderr, "bt: _mlir_ciface_bt_gpu_sample: %s\n",
                    std::string(s.message()).c_str());

@@ -80,7 +80,41 @@ absl::Status CudaDevice::Download(const DeviceTensor &src, Tensor &dst) {
 }
 
 void CudaDevice::Release(const DeviceTensor &t) {
-  (void)gpu_->pool().Free(t.address);
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t block = t.address;
+  if (auto it = view_block_.find(t.address); it != view_block_.end()) {
+    block = it->second;
+    view_block_.erase(it);
+  }
+  if (auto it = block_refs_.find(block); it != block_refs_.end()) {
+    if (--it->second > 0)
+      return;
+    block_refs_.erase(it);
+  }
+  (void)gpu_->pool().Free(block);
+}
+
+absl::StatusOr<std::vector<DeviceTensor>>
+CudaDevice::CallResident(KernelEntryFn fn, const proto::EntryPoint &ep,
+                         absl::Span<const DeviceTensor *const> params,
+                         absl::Span<const DeviceArg> args) {
+  std::lock_guard<std::mutex> lock(mu_);
+  BT_ASSIGN_OR_RETURN(std::vector<ResidentOutput> outs,
+                      CallDeviceEntryPointResident(*gpu_, fn, ep, params, args));
+  std::vector<DeviceTensor> result;
+  for (ResidentOutput &o : outs) {
+    if (o.block != 0) {
+      ++block_refs_[o.block];
+      if (o.tensor.address != o.block)
+        view_block_.emplace(o.tensor.address, o.block);
+    }
+    result.push_back(std::move(o.tensor));
+  }
+  // A block named once needs no count.
+  for (const ResidentOutput &o : outs)
+    if (auto it = block_refs_.find(o.block); it != block_refs_.end() && it->second == 1)
+      block_refs_.erase(it);
+  return result;
 }
 
 absl::StatusOr<std::vector<Tensor>>

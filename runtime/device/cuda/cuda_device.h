@@ -13,6 +13,7 @@
 #ifndef BT_RUNTIME_DEVICE_CUDA_CUDA_DEVICE_H
 #define BT_RUNTIME_DEVICE_CUDA_CUDA_DEVICE_H
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -68,10 +69,24 @@ public:
        absl::Span<const DeviceTensor *const> params,
        absl::Span<Tensor *const> args) override;
   absl::Status Synchronize() override;
+  bool resident_calls() const override { return true; }
+  /// CallDeviceEntryPointResident, serialized; Release of an output returns
+  /// its block to the pool once no other output of the call names it.
+  absl::StatusOr<std::vector<DeviceTensor>>
+  CallResident(KernelEntryFn fn, const proto::EntryPoint &ep,
+               absl::Span<const DeviceTensor *const> params,
+               absl::Span<const DeviceArg> args) override;
+  /// CudaBackend::traffic.
+  DeviceTraffic traffic() const override { return gpu_->traffic(); }
 
   CudaBackend &backend() { return *gpu_; }
 
 private:
+  // Outputs of CallResident whose address is not their block's: address →
+  // block, and the outputs naming each such block.
+  std::multimap<uint64_t, uint64_t> view_block_;
+  std::map<uint64_t, int> block_refs_;
+
   explicit CudaDevice(std::unique_ptr<CudaBackend> gpu) : gpu_(std::move(gpu)) {}
   std::unique_ptr<CudaBackend> gpu_;
   std::mutex mu_;

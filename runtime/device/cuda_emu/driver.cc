@@ -417,6 +417,16 @@ int emu_cublasSgemm_v2(void *handle, int ta, int tb, int m, int n, int k,
   else if (read_c)
     for (double &x : dc)
       x *= *beta;
+  KernelProfile gemm;
+  gemm.launches = 1;
+  gemm.access_read = 4 * (uint64_t(rows_a) * cols_a * (k > 0) +
+                          uint64_t(rows_b) * cols_b * (k > 0) +
+                          (read_c ? uint64_t(m) * n : 0));
+  gemm.access_written = 4 * uint64_t(m) * n;
+  gemm.sector_read = gemm.access_read;
+  gemm.sector_written = gemm.access_written;
+  gemm.flops = 2 * uint64_t(m) * n * k;
+  ProfileAdd("cublasSgemm", gemm);
   float *hc = reinterpret_cast<float *>(mem.Host(reinterpret_cast<uint64_t>(c)));
   for (int j = 0; j < n; ++j) {
     for (int i = 0; i < m; ++i)
@@ -428,12 +438,26 @@ int emu_cublasSgemm_v2(void *handle, int ta, int tb, int m, int n, int k,
   return kCublasSuccess;
 }
 
+/// The runtime's traffic query (CudaBackend::traffic on the emulated
+/// device): out[0..4] = bytes read and written in global memory (distinct
+/// sectors per launch, kernels and cuBLAS operands), bytes accessed by
+/// threads (read + written), GEMM FLOPs.
+void bt_emu_global_traffic(int64_t *out) {
+  const KernelProfile p = ProfileTotal();
+  out[0] = static_cast<int64_t>(p.sector_read);
+  out[1] = static_cast<int64_t>(p.sector_written);
+  out[2] = static_cast<int64_t>(p.access_read + p.access_written);
+  out[3] = static_cast<int64_t>(p.flops);
+}
+
 } // namespace
 
 void *LookupSymbol(const char *name) {
 #define BT_EMU_SYMBOL(s)                                                       \
   if (std::strcmp(name, #s) == 0)                                              \
     return reinterpret_cast<void *>(&emu_##s);
+  if (std::strcmp(name, "bt_emu_global_traffic") == 0)
+    return reinterpret_cast<void *>(&bt_emu_global_traffic);
   BT_EMU_SYMBOL(cuInit)
   BT_EMU_SYMBOL(cuDriverGetVersion)
   BT_EMU_SYMBOL(cuDeviceGetCount)

@@ -130,6 +130,28 @@ struct LaunchConfig {
 /// during the launch (reported) or a thread trapped.
 bool RunKernel(const Function &f, const LaunchConfig &config, void **params);
 
+/// Global-memory traffic of one kernel name (profile.cc): launches; bytes
+/// loaded / stored by its threads (every access); bytes of the distinct
+/// 32-byte sectors each launch read / wrote (summed over launches); FLOPs
+/// (cuBLAS GEMMs only: 2·m·n·k; kernels' arithmetic is not counted).
+struct KernelProfile {
+  uint64_t launches = 0, access_read = 0, access_written = 0;
+  uint64_t sector_read = 0, sector_written = 0, flops = 0;
+  KernelProfile &operator+=(const KernelProfile &o) {
+    launches += o.launches;
+    access_read += o.access_read;
+    access_written += o.access_written;
+    sector_read += o.sector_read;
+    sector_written += o.sector_written;
+    flops += o.flops;
+    return *this;
+  }
+};
+/// Adds `p` to the row of `name` ("cublasSgemm" for GEMMs).
+void ProfileAdd(const std::string &name, const KernelProfile &p);
+/// The sum of every row.
+KernelProfile ProfileTotal();
+
 /// Emulator-wide settings and counters.
 struct Settings {
   uint64_t seed = 0;

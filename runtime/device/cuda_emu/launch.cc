@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <unordered_set>
 #include <sys/mman.h>
 #include <ucontext.h>
 
@@ -77,6 +78,9 @@ struct Launch {
   std::vector<SharedWord> shared_words;
   std::vector<PendingRead> pending_reads;
   char *smem = nullptr;
+  // Traffic (profile.cc): bytes accessed, and the sectors touched.
+  KernelProfile profile;
+  std::unordered_set<uint64_t> read_sectors, written_sectors;
   ucontext_t scheduler;
   jmp_buf direct_exit;
 };
@@ -430,6 +434,14 @@ char *CheckGlobal(Thread *t, uint64_t a, uint32_t bytes, uint32_t site,
                   bool store) {
   DeviceMemory &m = DeviceMemory::Get();
   const char *what = store ? "store" : "load";
+  // Natural alignment (checked below) keeps an access inside one sector.
+  if (store) {
+    g_launch->profile.access_written += bytes;
+    g_launch->written_sectors.insert(a >> 5);
+  } else {
+    g_launch->profile.access_read += bytes;
+    g_launch->read_sectors.insert(a >> 5);
+  }
   if (!m.InLive(a, bytes)) {
     bool inside = false;
     const Allocation *al = m.Find(a, &inside);
@@ -625,6 +637,10 @@ bool RunKernel(const Function &f, const LaunchConfig &config, void **params) {
       RunBlockDirect(rng);
   }
   g_launch = nullptr;
+  launch.profile.launches = 1;
+  launch.profile.sector_read = 32 * launch.read_sectors.size();
+  launch.profile.sector_written = 32 * launch.written_sectors.size();
+  ProfileAdd(f.name, launch.profile);
   return !launch.failed;
 }
 

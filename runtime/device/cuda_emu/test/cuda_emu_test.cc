@@ -133,6 +133,17 @@ void Misaligned(void **params) {
   (void)*static_cast<float *>(bt_emu_load(t, p + 2, 4, 4));
 }
 
+/// out[tid] = sum of the 16 floats of params[1] (every thread reads all).
+void SumRow(void **params) {
+  BtEmuThread *t = bt_emu_thread();
+  auto *out = *static_cast<float **>(params[0]);
+  auto *in = *static_cast<float **>(params[1]);
+  float sum = 0;
+  for (int i = 0; i < 16; ++i)
+    sum += *static_cast<float *>(bt_emu_load(t, in + i, 4, 4));
+  *static_cast<float *>(bt_emu_store(t, out + t->sreg[BT_EMU_SREG_TID_X], 4, 3)) = sum;
+}
+
 Function MakeFunction(const char *name, KernelEntry entry, bool sync) {
   Function f;
   f.module = &g_module;
@@ -244,6 +255,28 @@ TEST(CudaEmu, MisalignedGlobalLoad) {
             0);
   void *params[] = {&p};
   EXPECT_THAT(FailedLaunch(d, f, 1, 0, params), HasSubstr("misaligned"));
+}
+
+TEST(CudaEmu, TrafficCountersCountAccessesAndDistinctSectors) {
+  Device d;
+  Function f = MakeFunction("sum_row", SumRow, false);
+  CUdeviceptr out = d.Alloc(64 * 4), in = d.Alloc(16 * 4);
+  std::vector<float> ones(16, 1.0f);
+  ASSERT_EQ(Sym<CUresult (*)(CUdeviceptr, const void *, size_t)>(
+                "cuMemcpyHtoD_v2")(in, ones.data(), 64),
+            0);
+  auto traffic = Sym<void (*)(int64_t *)>("bt_emu_global_traffic");
+  int64_t before[4], after[4];
+  traffic(before);
+  void *params[] = {&out, &in};
+  ASSERT_EQ(d.Launch(f, 1, 1, 1, 64, 1, 1, 0, params), 0);
+  traffic(after);
+  // 64 threads read the same 64 bytes (2 sectors) and write 4 bytes each
+  // (256 bytes, 8 sectors); every access counts once in the access bytes.
+  EXPECT_EQ(after[0] - before[0], 64);
+  EXPECT_EQ(after[1] - before[1], 256);
+  EXPECT_EQ(after[2] - before[2], 64 * 16 * 4 + 64 * 4);
+  EXPECT_EQ(after[3] - before[3], 0);
 }
 
 TEST(CudaEmu, CopyOutsideAllocation) {

@@ -1,0 +1,34 @@
+//===- device.cc - the device interface's shared parts --------------------===//
+
+#include "bt/runtime/device/device.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace bt::rt {
+
+DeviceTraffic DeviceTraffic::Since(const DeviceTraffic &since) const {
+  DeviceTraffic d;
+  d.to_device_copies = to_device_copies - since.to_device_copies;
+  d.to_device_bytes = to_device_bytes - since.to_device_bytes;
+  d.to_host_copies = to_host_copies - since.to_host_copies;
+  d.to_host_bytes = to_host_bytes - since.to_host_bytes;
+  d.sampler_bytes = sampler_bytes - since.sampler_bytes;
+  d.kernel_launches = kernel_launches - since.kernel_launches;
+  d.gemm_calls = gemm_calls - since.gemm_calls;
+  d.global_bytes_read = global_bytes_read - since.global_bytes_read;
+  d.global_bytes_written = global_bytes_written - since.global_bytes_written;
+  d.global_access_bytes = global_access_bytes - since.global_access_bytes;
+  d.gemm_flops = gemm_flops - since.gemm_flops;
+  return d;
+}
+
+absl::StatusOr<std::vector<DeviceTensor>>
+Device::CallResident(KernelEntryFn, const proto::EntryPoint &ep,
+                     absl::Span<const DeviceTensor *const>,
+                     absl::Span<const DeviceArg>) {
+  return absl::UnimplementedError(
+      absl::StrCat("entry point '", ep.name(), "': the ", name(),
+                   " device keeps no tensors resident across calls"));
+}
+
+} // namespace bt::rt

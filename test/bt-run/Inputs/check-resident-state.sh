@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Device-resident generation state on the CUDA emulator (issue 13 item 1,
+# docs/codegen-cuda.md "Generation on the device"): greedy generation of a
+# fixture prompt through a `--target cuda` artifact, once with the KV caches,
+# context and token ids kept in device memory (the default) and once with
+# BT_RESIDENT_STATE=0 (every call copies its state in and out): the outputs
+# must be byte-identical, and the host<->device traffic of the decode loop
+# (DeviceTraffic, printed by FormatCounters) is printed for FileCheck.
+#   check-resident-state.sh FIXTURES_DIR WORK_DIR CASE PROMPT MAX_NEW_TOKENS [generate flags]
+# (PROMPT: a safetensors file of the case with prompt.input_ids, e.g.
+# generate.safetensors.)
+set -euo pipefail
+fixtures=$1
+work=$2
+case=$3
+prompt=$4
+tokens=$5
+shift 5
+mkdir -p "$work"
+art="$work/$case.cuda.btart"
+bt-run compile "$fixtures/$case" --target cuda --emit artifact -o "$art" 2> "$work/$case.compile.log"
+for state in resident host; do
+  env_state=1
+  [ "$state" = host ] && env_state=0
+  if ! BT_RESIDENT_STATE=$env_state bt-launcher --artifact "$art" generate --device cuda-emu \
+      --inputs "$fixtures/$case/$prompt" --max-new-tokens "$tokens" --greedy "$@" \
+      -o "$work/$case.$state.safetensors" 2> "$work/$case.$state.log"; then
+    cat "$work/$case.$state.log" >&2
+    exit 1
+  fi
+  if grep -q '^bt cuda-emu:' "$work/$case.$state.log"; then
+    echo "FAIL: the emulator reported:" >&2
+    cat "$work/$case.$state.log" >&2
+    exit 1
+  fi
+  echo "== $case $state"
+  grep -E '^(decode_tokens|decode_block|decode_step|decode loop|device traffic|per decode step|device memory|modelled H100)' \
+    "$work/$case.$state.log"
+done
+cmp "$work/$case.resident.safetensors" "$work/$case.host.safetensors"
+echo "$case: resident and host state give identical outputs"
