@@ -75,18 +75,6 @@ bt::run::compileOptions(const Tool &tool, bool withGrad, bool thisMachine,
   }
   compiler::Options options;
   options.target = *target;
-  if (*target == compiler::Target::CUDA) {
-    // The backward and optimizer ops have no GPU lowering yet (issue 6):
-    // the default grad entry is left out, an explicit request is an error.
-    if (training.trainStep || training.applyGradients ||
-        (withGrad && o.gradEntryGiven && o.gradEntry)) {
-      fail("--target cuda: the training entry points (grad, train_step, "
-           "apply_gradients) are not implemented for the GPU yet; compile "
-           "without --train / --grad-entry");
-      return failure();
-    }
-    withGrad = false;
-  }
   options.gradEntry = withGrad;
   options.trainStep = training.trainStep;
   options.applyGradients = training.applyGradients;
