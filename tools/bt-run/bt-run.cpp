@@ -190,8 +190,13 @@ int compileCommand(const Tool &tool, const std::string &input) {
   if (binary && o.output.empty())
     return usage("compile --emit " + o.emit + " needs -o <path>");
   TrainingEntries training{o.trainEntries, o.trainEntries};
+  // --target cuda builds grad with --train or when asked (--grad-entry):
+  // an inference artifact for the GPU box stays quick to build and small.
+  bool grad = o.gradEntry;
+  if (o.target == "cuda" && !o.gradEntryGiven)
+    grad = o.trainEntries;
   FailureOr<compiler::Options> options =
-      compileOptions(tool, o.gradEntry, /*thisMachine=*/false, training);
+      compileOptions(tool, grad, /*thisMachine=*/false, training);
   if (failed(options))
     return 1;
   // nvvm: the kernels stop before PTX; the emulator's kernels are built

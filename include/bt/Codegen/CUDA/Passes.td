@@ -110,8 +110,9 @@ def BTLinalgToGPU : Pass<"bt-linalg-to-gpu", "::mlir::ModuleOp"> {
     arguments when the launch is outlined. A `cf.assert` in a payload
     (token id / label range checks) becomes `gpu.printf` of its message and
     `llvm.intr.trap` when the condition fails (cf.assert lowers to a host
-    abort only). Ops already inside a `gpu.launch` / `gpu.func` are left
-    alone (dedicated kernels).
+    abort only); so does a `cf.assert` in a kernel emitted before
+    bufferization (the embedding gradient's id check). Other ops already
+    inside a `gpu.launch` / `gpu.func` are left alone (dedicated kernels).
 
     The reduction order is the sequential order of the CPU loops; one
     thread per output point (e.g. per LayerNorm row) is simple, not fast:
