@@ -65,20 +65,7 @@ PY
 }
 
 # emu LOG CMD...: CMD on the CUDA emulator; fails on any emulator report.
-emu() {
-  local log=$1
-  shift
-  if ! "$@" --device cuda-emu 2> "$log"; then
-    cat "$log" >&2
-    return 1
-  fi
-  if grep -q '^bt cuda-emu:' "$log"; then
-    echo "FAIL: the emulator reported:" >&2
-    cat "$log" >&2
-    return 1
-  fi
-  cat "$log"
-}
+source "$(dirname "$0")/cuda-emu-run.sh"
 
 n=0
 for dir in "$fixtures"/*/; do
@@ -104,11 +91,13 @@ for dir in "$fixtures"/*/; do
         -o "$work/$case.cuda.btart"
       emu "$work/$case.grad.log" bt-launcher --artifact "$work/$case.cuda.btart" \
         grad --inputs "$dir/inputs.safetensors" -o "$work/$case.grad.safetensors"
+      cat "$work/$case.grad.log"
       bt-launcher compare "$work/$case.grad.safetensors" "$dir/outputs.safetensors" \
         --absent-as-zero --check 'grad.*:rtol=1e-4' --check loss:rtol=1e-5
       emu "$work/$case.step.log" bt-launcher --artifact "$work/$case.cuda.btart" \
         train-step --checkpoint "$dir" --inputs "$dir/inputs.safetensors" \
         --lr 1e-3 -o "$out" --step-outputs "$work/$case.$mode.outputs.safetensors"
+      cat "$work/$case.step.log"
     elif [ "$mode" = exe ]; then
       bt-run compile "$dir" --train --grad-entry=false --emit executable \
         -o "$work/$case.model"
