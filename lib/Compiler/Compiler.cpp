@@ -176,10 +176,6 @@ FailureOr<Compilation> Compilation::import(MLIRContext &context,
 
 LogicalResult Compilation::runTo(Phase phase) {
   bool cuda = options.target == Target::CUDA;
-  if (cuda && (options.gradEntry || options.trainStep || options.applyGradients))
-    return module->emitError(
-        "the CUDA target has no lowering of the training entry points (grad, "
-        "train_step, apply_gradients) yet");
   MLIRContext *ctx = module->getContext();
   DialectRegistry registry;
   if (cuda)

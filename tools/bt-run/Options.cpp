@@ -125,7 +125,8 @@ cl::opt<bool, true> noBlas("no-blas", cl::desc("Keep GEMMs as generated loops"),
 cl::opt<bool, true> gradEntry(
     "grad-entry",
     cl::desc("compile: build the 'grad' entry point (loss and parameter "
-             "gradients, bt-generate-gradients; default on). eval, generate "
+             "gradients, bt-generate-gradients; default on, with --target cuda "
+             "only with --train). eval, generate "
              "and bench on a checkpoint never build it, grad always does"), cl::location(S.gradEntry), cl::callback([](const bool &) { S.gradEntryGiven = true; }), cl::cat(btCategory));
 cl::opt<std::string, true> tokenizerPath(
     "tokenizer",

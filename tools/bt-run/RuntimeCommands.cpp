@@ -206,6 +206,9 @@ namespace {
 /// loop (bt/runtime/train.h).
 struct TrainArgs {
   std::string config, tokenizer, spmType = "unigram", cpu;
+  /// --target cpu|cuda: the target train_step is compiled for; --device:
+  /// where the launcher runs it (cuda, or cuda-emu: the CUDA emulator).
+  std::string target, device;
   /// --init-from-vanilla: a vanilla GPT-NeoX checkpoint to initialize from
   /// (uptraining, bt/runtime/model/init_from_vanilla.h).
   std::string vanillaInit;
@@ -221,6 +224,7 @@ constexpr const char *kTrainUsage =
     "[--spm-model-type unigram|bpe]]\n"
     "         [--init-seed S | --init-from-vanilla VANILLA_DIR] [--cpu NAME] "
     "[--threads T]\n"
+    "         [--target cpu|cuda [--device cuda|cuda-emu]]\n"
     "the loop's options:\n  ";
 
 /// Parses `argv[2..]` into `args`. Returns -1 to go on, else the exit code
@@ -241,7 +245,8 @@ int parseTrainArgs(int argc, char **argv, TrainArgs &args) {
     static const char *const own[] = {"--config", "--tokenizer",
                                       "--spm-model-type", "--cpu",
                                       "--vocab-size", "--init-seed",
-                                      "--init-from-vanilla"};
+                                      "--init-from-vanilla", "--target",
+                                      "--device"};
     if (!llvm::is_contained(own, name)) {
       args.loop.push_back(argv[i]);
       continue;
@@ -260,6 +265,10 @@ int parseTrainArgs(int argc, char **argv, TrainArgs &args) {
       args.cpu = value;
     else if (name == "--init-from-vanilla")
       args.vanillaInit = value;
+    else if (name == "--target")
+      args.target = value;
+    else if (name == "--device")
+      args.device = value;
     else if (name == "--vocab-size" &&
              (llvm::StringRef(value).getAsInteger(10, args.vocab) ||
               args.vocab < 2))
@@ -304,6 +313,8 @@ int bt::run::trainCommand(int argc, char **argv) {
   if (!args.cpu.empty())
     compilerArgs.push_back("--cpu=" + args.cpu);
   RunOptions options = parseCompilerOptions(compilerArgs);
+  if (!args.target.empty())
+    options.target = args.target;
 
   std::string compileConfig, outDir, error;
   bool usageError = false;
@@ -332,7 +343,9 @@ int bt::run::trainCommand(int argc, char **argv) {
     return 1;
   const std::string artifact = outDir + "/model.btart";
   llvm::errs() << "bt-run: compiling " << model->spec().name
-               << " with train_step for this machine ... ";
+               << " with train_step for "
+               << (args.target == "cuda" ? "the GPU" : "this machine")
+               << " ... ";
   llvm::TimeRecord start = llvm::TimeRecord::getCurrentTime(true);
   if (failed(compileArtifact(tool, *model, *compileOpts, artifact,
                              /*executable=*/false)))
@@ -342,5 +355,7 @@ int bt::run::trainCommand(int argc, char **argv) {
   model.reset(); // the weights now live in the artifact
   std::vector<std::string> launcherArgs = {"train"};
   launcherArgs.insert(launcherArgs.end(), args.loop.begin(), args.loop.end());
+  if (!args.device.empty())
+    launcherArgs.insert(launcherArgs.end(), {"--device", args.device});
   return bridge::runLauncher(artifact, launcherArgs);
 }

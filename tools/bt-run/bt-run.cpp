@@ -77,18 +77,6 @@ bt::run::compileOptions(const Tool &tool, bool withGrad, bool thisMachine,
   }
   compiler::Options options;
   options.target = *target;
-  if (*target == compiler::Target::CUDA) {
-    // The backward and optimizer ops have no GPU lowering yet (issue 6):
-    // the default grad entry is left out, an explicit request is an error.
-    if (training.trainStep || training.applyGradients ||
-        (withGrad && o.gradEntryGiven && o.gradEntry)) {
-      fail("--target cuda: the training entry points (grad, train_step, "
-           "apply_gradients) are not implemented for the GPU yet; compile "
-           "without --train / --grad-entry");
-      return failure();
-    }
-    withGrad = false;
-  }
   options.gradEntry = withGrad;
   options.trainStep = training.trainStep;
   options.applyGradients = training.applyGradients;
@@ -204,8 +192,13 @@ int compileCommand(const Tool &tool, const std::string &input) {
   if (binary && o.output.empty())
     return usage("compile --emit " + o.emit + " needs -o <path>");
   TrainingEntries training{o.trainEntries, o.trainEntries};
+  // --target cuda builds grad with --train or when asked (--grad-entry):
+  // an inference artifact for the GPU box stays quick to build and small.
+  bool grad = o.gradEntry;
+  if (o.target == "cuda" && !o.gradEntryGiven)
+    grad = o.trainEntries;
   FailureOr<compiler::Options> options =
-      compileOptions(tool, o.gradEntry, /*thisMachine=*/false, training);
+      compileOptions(tool, grad, /*thisMachine=*/false, training);
   if (failed(options))
     return 1;
   // nvvm: the kernels stop before PTX; the emulator's kernels are built

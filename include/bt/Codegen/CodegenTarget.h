@@ -61,6 +61,12 @@ public:
   populateLayerToLinalgPatterns(mlir::RewritePatternSet &patterns,
                                 LayerToLinalgState &state) const {}
 
+  /// Adds this target's patterns for the backward ops of bt-lower-backward
+  /// (bt.embedding_grad, ...) to `patterns`, next to the target-neutral
+  /// ones of populateBTBackwardToLinalgPatterns.
+  virtual void
+  populateBackwardToLinalgPatterns(mlir::RewritePatternSet &patterns) const {}
+
   /// Adds this target's patterns for the KV-cache ops of
   /// bt-lower-kv-caches (bt.kv_attend) to `patterns`, next to the
   /// target-neutral ones of populateBTKVCacheToTensorPatterns.

@@ -29,6 +29,12 @@ std::unique_ptr<mlir::Pass>
 createBTLowerKVCaches(const BTLowerKVCachesOptions &options,
                       const CodegenTarget *target);
 
+/// bt-lower-backward with the patterns of `target` (CodegenTarget.h; null:
+/// target-neutral) instead of the one `options.target` names.
+std::unique_ptr<mlir::Pass>
+createBTLowerBackward(const BTLowerBackwardOptions &options,
+                      const CodegenTarget *target);
+
 /// bt-lower-to-linalg with the patterns of `target` (CodegenTarget.h; null:
 /// target-neutral) instead of the one `options.target` names.
 std::unique_ptr<mlir::Pass>

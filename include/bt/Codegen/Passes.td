@@ -203,7 +203,18 @@ def BTLowerBackward : Pass<"bt-lower-backward"> {
     | `bt.embedding_grad` | zero `[V, E]` table, then one `scf.for` over the rows of `ids` (row-major) adding `dy[i, :]` to `table[ids[i], :]` in place; an id outside `[0, V)` fails a `cf.assert` |
     | `bt.attention_grad` | one `scf.for` over the B·H (B·N_blk·H) heads carrying dq, dk, dv; per head the strided `[S, hd]` slices, the probabilities recomputed with the forward's masking and softmax numerics, `dV = Pᵀ·dO` (`linalg.matmul_transpose_a`), `dP = dO·Vᵀ` (`linalg.matmul_transpose_b`), `dS = where(t ≤ s, P·(dP − Σ_t dP·P), 0)·scale` in place of dP, `dQ = dS·K` (`linalg.matmul`), `dK = dSᵀ·Q` (`linalg.matmul_transpose_a`) into the output slices |
     | `bt.cross_entropy_grad` | row max and `log Σ exp(x − max)` as in the forward, the count n of labels `≠ ignore_index` (labels outside `[0, V)` fail a `cf.assert`), then `loss_grad/n · (exp(x − max − log Σ) − [c = label])` on counted rows and 0 on ignored ones |
+
+    A code-generation target (`target=`, CodegenTarget.h) may lower some of
+    them itself: the CUDA target lowers `bt.embedding_grad` to one kernel
+    (a thread per column of the table, the ids in the same row-major
+    order), since the `scf.for` above would run on the host and read
+    every id from device memory.
   }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"\"",
+           "Code-generation target whose patterns take precedence "
+           "(registered name, e.g. cuda; empty: target-neutral)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::cf::ControlFlowDialect",

@@ -54,8 +54,11 @@ void bt::buildCUDALayerToLinalgPipeline(OpPassManager &pm,
   codegen::LayerToLinalgStageOptions front;
   front.fuseLocalAttention = options.fuseLocalAttention;
   front.fuseElementwise = options.fuse;
+  front.lowerBackward = true;
   front.target = &getCUDACodegenTarget();
   codegen::addLayerToLinalgStage(pm, front);
+  // The optimizer's scalars (train_step) in kernels, not on the host.
+  pm.addPass(createBTScalarsToKernels());
 }
 
 void bt::buildCUDALinalgToLLVMPipeline(OpPassManager &pm,

@@ -5,11 +5,13 @@
 // dedicated kernels of GPUAttention.h (docs/codegen-cuda.md, "Attention
 // kernels") where those handle the shapes; benefit 2, so they take
 // precedence over the head loop of bt-lower-to-linalg and
-// bt-lower-kv-caches (benefit 1), which lowers the other shapes.
+// bt-lower-kv-caches (benefit 1), which lowers the other shapes; and
+// bt.embedding_grad of bt-lower-backward becomes the kernel of GPUKernels.h.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GPUAttention.h"
+#include "GPUKernels.h"
 
 #include "bt/Codegen/CUDA/CUDACodegen.h"
 #include "bt/Codegen/CodegenTarget.h"
@@ -17,7 +19,9 @@
 #include "bt/Codegen/LayerToLinalg.h"
 #include "bt/Dialect/BT/IR/BTOps.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -112,16 +116,36 @@ struct GPUKVAttendLowering : OpConversionPattern<KVAttendOp> {
   KVCacheLowering &lowering;
 };
 
+/// bt.embedding_grad → one kernel, a thread per table column
+/// (emitGPUEmbeddingGrad), instead of a host loop over the ids.
+struct GPUEmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
+  GPUEmbeddingGradLowering(MLIRContext *ctx)
+      : OpConversionPattern(ctx, kCUDABenefit) {}
+  LogicalResult
+  matchAndRewrite(EmbeddingGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto table = cast<RankedTensorType>(op.getTableGrad().getType());
+    if (table.isDynamicDim(0))
+      return rewriter.notifyMatchFailure(op, "dynamic vocabulary");
+    Value out = emitGPUEmbeddingGrad(rewriter, op.getLoc(), adaptor.getIds(),
+                                     adaptor.getResultGrad(), table);
+    codegen::replaceOpWithCasts(rewriter, op, out);
+    return success();
+  }
+};
+
 class CUDATarget : public CodegenTarget {
 public:
   StringRef getName() const override { return "cuda"; }
 
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<gpu::GPUDialect>();
+    registry.insert<bufferization::BufferizationDialect, gpu::GPUDialect,
+                    memref::MemRefDialect>();
   }
 
   void configureConversionTarget(ConversionTarget &target) const override {
-    target.addLegalDialect<gpu::GPUDialect>();
+    target.addLegalDialect<bufferization::BufferizationDialect,
+                           gpu::GPUDialect, memref::MemRefDialect>();
   }
 
   void populateLayerToLinalgPatterns(RewritePatternSet &patterns,
@@ -130,6 +154,11 @@ public:
                  GPUAttentionLowering<LocalAttentionOp>>(
         patterns.getContext());
     patterns.add<GPUFusedLocalAttentionLowering>(patterns.getContext(), state);
+  }
+
+  void
+  populateBackwardToLinalgPatterns(RewritePatternSet &patterns) const override {
+    patterns.add<GPUEmbeddingGradLowering>(patterns.getContext());
   }
 
   void

@@ -232,6 +232,19 @@ struct LinalgToGPUPass : public bt::impl::BTLinalgToGPUBase<LinalgToGPUPass> {
     for (linalg::LinalgOp op : work)
       if (failed(lower(op)))
         return signalPassFailure();
+    // The range checks of the kernels emitted at tensor level
+    // (GPUKernels.h: cf.assert, whose memory effects the deallocation
+    // pipeline knows) become the device's printf + trap as well.
+    SmallVector<cf::AssertOp> asserts;
+    getOperation()->walk([&](cf::AssertOp op) {
+      if (insideKernel(op))
+        asserts.push_back(op);
+    });
+    for (cf::AssertOp op : asserts) {
+      OpBuilder b(op);
+      emitDeviceAssert(b, op.getLoc(), op.getArg(), op.getMsg());
+      op.erase();
+    }
   }
 };
 

@@ -9,6 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CodegenTargets.h"
+
+#include "bt/Codegen/CodegenTarget.h"
 #include "bt/Codegen/LayerToLinalg.h"
 #include "bt/Codegen/Passes.h"
 #include "bt/Dialect/BT/IR/BTOps.h"
@@ -54,7 +57,23 @@ LogicalResult checkLowerable(Operation *op) {
 
 struct LowerBackwardPass
     : public bt::impl::BTLowerBackwardBase<LowerBackwardPass> {
+  using BTLowerBackwardBase::BTLowerBackwardBase;
+  LowerBackwardPass(const BTLowerBackwardOptions &options,
+                    const CodegenTarget *codegenTarget)
+      : BTLowerBackwardBase(options), codegenTarget(codegenTarget) {}
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    BTLowerBackwardBase::getDependentDialects(registry);
+    if (const CodegenTarget *t =
+            codegen::resolveCodegenTarget(codegenTarget, target))
+      t->getDependentDialects(registry);
+  }
+
   void runOnOperation() override {
+    const CodegenTarget *hooks;
+    if (failed(codegen::resolveCodegenTarget(codegenTarget, target,
+                                             getOperation(), hooks)))
+      return signalPassFailure();
     WalkResult checked = getOperation()->walk([](Operation *op) {
       if (isBackwardOp(op) && failed(checkLowerable(op)))
         return WalkResult::interrupt();
@@ -65,16 +84,30 @@ struct LowerBackwardPass
 
     RewritePatternSet patterns(&getContext());
     populateBTBackwardToLinalgPatterns(patterns);
-    ConversionTarget target(getContext());
-    target.addLegalDialect<arith::ArithDialect, cf::ControlFlowDialect,
+    ConversionTarget conversion(getContext());
+    conversion.addLegalDialect<arith::ArithDialect, cf::ControlFlowDialect,
                            linalg::LinalgDialect, math::MathDialect,
                            scf::SCFDialect, tensor::TensorDialect>();
-    target.addIllegalOp<LayerNormGradOp, EmbeddingGradOp, CrossEntropyGradOp,
+    conversion.addIllegalOp<LayerNormGradOp, EmbeddingGradOp, CrossEntropyGradOp,
                         AttentionGradOp>();
-    if (failed(applyPartialConversion(getOperation(), target,
+    if (hooks) {
+      hooks->populateBackwardToLinalgPatterns(patterns);
+      hooks->configureConversionTarget(conversion);
+    }
+    if (failed(applyPartialConversion(getOperation(), conversion,
                                       std::move(patterns))))
       signalPassFailure();
   }
+
+  /// Set by the C++ factory (the pipelines); the `target` option names a
+  /// registered one otherwise.
+  const CodegenTarget *codegenTarget = nullptr;
 };
 
 } // namespace
+
+std::unique_ptr<Pass>
+bt::createBTLowerBackward(const BTLowerBackwardOptions &options,
+                          const CodegenTarget *target) {
+  return std::make_unique<LowerBackwardPass>(options, target);
+}

@@ -64,8 +64,11 @@ void bt::codegen::addLayerToLinalgStage(
   if (options.target)
     caches.target = options.target->getName().str();
   pm.addPass(createBTLowerKVCaches(caches, options.target));
-  if (options.lowerBackward)
-    pm.addPass(createBTLowerBackward());
+  if (options.lowerBackward) {
+    BTLowerBackwardOptions backward;
+    backward.target = caches.target;
+    pm.addPass(createBTLowerBackward(backward, options.target));
+  }
   BTLowerToLinalgOptions lowering;
   lowering.target = caches.target;
   pm.addPass(createBTLowerToLinalg(lowering, options.target));

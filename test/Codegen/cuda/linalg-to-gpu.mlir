@@ -164,3 +164,23 @@ func.func @inside(%c: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// A cf.assert in a kernel emitted before bufferization (the CUDA target's
+// embedding gradient) becomes the device's printf + trap.
+// CHECK-LABEL: func.func @assert_in_kernel
+//       CHECK:   gpu.launch
+//       CHECK:     %[[NOT:.*]] = arith.xori %arg0, %{{.*}} : i1
+//       CHECK:     scf.if %[[NOT]] {
+//       CHECK:       gpu.printf "bt kernel: id out of range\0A"
+//       CHECK:       llvm.intr.trap
+//   CHECK-NOT:   cf.assert
+func.func @assert_in_kernel(%ok: i1) {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%x = %c1, %y = %c1, %z = %c1) threads(%tx, %ty, %tz) in (%a = %c1, %b = %c1, %c = %c1) {
+    cf.assert %ok, "id out of range"
+    gpu.terminator
+  }
+  return
+}

@@ -21,19 +21,7 @@ st_header_py="$(cd "$(dirname "$0")/../../.." && pwd)/scripts/safetensors_header
 header() { python3 "$st_header_py" "$@"; }
 
 # emu LOG CMD...: runs CMD on the emulator; fails on any emulator report.
-emu() {
-  local log=$1
-  shift
-  if ! "$@" --device cuda-emu 2> "$log"; then
-    cat "$log" >&2
-    return 1
-  fi
-  if grep -q '^bt cuda-emu:' "$log"; then
-    echo "FAIL: the emulator reported:" >&2
-    cat "$log" >&2
-    return 1
-  fi
-}
+source "$(dirname "$0")/cuda-emu-run.sh"
 
 n=0
 for dir in "$fixtures"/*/; do

@@ -3,7 +3,7 @@
 # one optimizer step with bt-run train-step (docs/training.md), compared with
 # the official step (torch 1.13 clip_grad_norm_(1.0) + AdamW(lr 1e-3,
 # betas (0.9, 0.95), eps 1e-8, weight_decay 0.1) from model.safetensors).
-#   check-train-step.sh FIXTURES_DIR WORK_DIR apply|train|exe
+#   check-train-step.sh FIXTURES_DIR WORK_DIR apply|train|exe|cuda-emu
 # apply: apply_gradients on the stored gradients (outputs.safetensors,
 #   grad.*), every element of every tensor within 2e-7 of adamw_step, and
 #   grad_norm = grad_norm_preclip (relative 1e-6).
@@ -22,6 +22,13 @@
 #   gradient by 2e-9; measured 6.6e-5 on one element of vanilla_tiny with
 #   OpenBLAS's auto-detected core on an AMD EPYC (the README measured 2.4e-5
 #   between two torch runs). The update itself is at most lr = 1e-3.
+# cuda-emu: as train, through ONE `--target cuda --train` artifact per case
+#   (bt-run compile; grad, train_step and apply_gradients lowered by
+#   bt-cuda-pipeline) run on the CUDA emulator (bt-launcher --device
+#   cuda-emu, docs/cuda-emulator.md): first its grad entry against the
+#   fixture gradients (every grad.* max|Δ| / max|ref| <= 1e-4, loss
+#   relative 1e-5, as fixtures-grad.test), then train-step as above; any
+#   emulator report ("bt cuda-emu:" on stderr) fails.
 # All: the output directory holds config.yaml (identical to the
 # checkpoint's) and every official tensor (the unused block-decoder embed_in
 # unchanged). Fails if the folder holds no such case.
@@ -57,6 +64,9 @@ with open(path, "rb") as f:
 PY
 }
 
+# emu LOG CMD...: CMD on the CUDA emulator; fails on any emulator report.
+source "$(dirname "$0")/cuda-emu-run.sh"
+
 n=0
 for dir in "$fixtures"/*/; do
   dir=${dir%/}
@@ -76,7 +86,19 @@ for dir in "$fixtures"/*/; do
     norm=$(scalar grad_norm_preclip "$dir/outputs.safetensors")
     clip=$(python3 -c "print(repr(min(1.0, 1.0 / ($norm + 1e-6))))")
     echo "clip coefficient $clip"
-    if [ "$mode" = exe ]; then
+    if [ "$mode" = cuda-emu ]; then
+      bt-run compile "$dir" --target cuda --train --emit artifact \
+        -o "$work/$case.cuda.btart"
+      emu "$work/$case.grad.log" bt-launcher --artifact "$work/$case.cuda.btart" \
+        grad --inputs "$dir/inputs.safetensors" -o "$work/$case.grad.safetensors"
+      cat "$work/$case.grad.log"
+      bt-launcher compare "$work/$case.grad.safetensors" "$dir/outputs.safetensors" \
+        --absent-as-zero --check 'grad.*:rtol=1e-4' --check loss:rtol=1e-5
+      emu "$work/$case.step.log" bt-launcher --artifact "$work/$case.cuda.btart" \
+        train-step --checkpoint "$dir" --inputs "$dir/inputs.safetensors" \
+        --lr 1e-3 -o "$out" --step-outputs "$work/$case.$mode.outputs.safetensors"
+      cat "$work/$case.step.log"
+    elif [ "$mode" = exe ]; then
       bt-run compile "$dir" --train --grad-entry=false --emit executable \
         -o "$work/$case.model"
       "$work/$case.model" train-step --checkpoint "$dir" \

@@ -38,6 +38,47 @@ def BTReshapesToViews : Pass<"bt-reshapes-to-views"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def BTScalarsToKernels : Pass<"bt-scalars-to-kernels", "::mlir::ModuleOp"> {
+  let summary = "Compute the host code's scalars that depend on device values in 0-d linalg.generics";
+  let description = [{
+    On the CUDA target every tensor is device memory, so a scalar computed
+    on the host from a 0-d tensor (`tensor.extract %t[]`) would need a
+    synchronous device→host copy, and a 0-d tensor built on the host
+    (`tensor.from_elements %s`) a host store into device memory, which
+    `bt-gpu-host-accesses` rejects. The optimizer ops of `train_step` are
+    such code (`bt-lower-to-linalg`, OptimizerToLinalg.cpp): the global
+    gradient norm (a square root per tensor, then of their sum), the clip
+    coefficient, the learning-rate schedule and AdamW's bias corrections
+    (f64) are scalar arith / math on extracted 0-d tensors.
+
+    Run on tensors, after `bt-lower-to-linalg` and before bufferization,
+    in the body of each `func.func` (top level only). A *device scalar* is
+    the result of `tensor.extract` of a 0-d tensor, or of a region-free
+    arith / math op on scalars one of whose operands is a device scalar.
+    Each device scalar that is
+
+    - the element of a 0-d `tensor.from_elements`,
+    - an input operand of a `linalg.fill` / `linalg.generic`, or
+    - captured by the payload of a `linalg.generic` (e.g. AdamW's clip
+      coefficient, step size and bias correction)
+
+    is materialized once as a 0-d `linalg.generic` (one thread on the
+    GPU after `bt-linalg-to-gpu`) that takes the extracted 0-d tensors as
+    inputs and repeats the scalar ops in program order (the same ops, so
+    the same numerics as the host code of the CPU target). The
+    `from_elements` is replaced by it, a fill becomes a generic reading it,
+    and a consumer generic reads it as an extra input with the broadcast
+    map `(d0, ..., dn) -> ()`. Scalar ops left without uses are erased.
+    Host values the slice reads that are not device scalars (constants,
+    `tensor.dim`) stay captured.
+
+    Other uses of device scalars (e.g. a host `scf.if`) are left alone:
+    `bt-gpu-host-accesses` turns their loads into device→host copies.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def BTLinalgToGPU : Pass<"bt-linalg-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Map every linalg op on memrefs in host code to a gpu.launch";
   let description = [{
@@ -69,8 +110,9 @@ def BTLinalgToGPU : Pass<"bt-linalg-to-gpu", "::mlir::ModuleOp"> {
     arguments when the launch is outlined. A `cf.assert` in a payload
     (token id / label range checks) becomes `gpu.printf` of its message and
     `llvm.intr.trap` when the condition fails (cf.assert lowers to a host
-    abort only). Ops already inside a `gpu.launch` / `gpu.func` are left
-    alone (dedicated kernels).
+    abort only); so does a `cf.assert` in a kernel emitted before
+    bufferization (the embedding gradient's id check). Other ops already
+    inside a `gpu.launch` / `gpu.func` are left alone (dedicated kernels).
 
     The reduction order is the sequential order of the CPU loops; one
     thread per output point (e.g. per LayerNorm row) is simple, not fast:
