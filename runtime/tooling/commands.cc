@@ -145,6 +145,11 @@ std::string Usage(const std::string &prog) {
       "artifact's kernels on the CPU in the CUDA emulator, with memory and "
       "synchronization\n"
       "checks (docs/cuda-emulator.md; also $BT_DEVICE=cuda-emu).\n"
+      "Every command that runs the model also takes --threads N: the CPU "
+      "threads of the\n"
+      "compiled kernels and OpenBLAS "
+      "(one OpenMP pool,\n"
+      "docs/codegen.md; default: OMP_NUM_THREADS, else every core).\n"
       "The artifact is read from the end of this executable unless --artifact "
       "is given.\n");
 }
