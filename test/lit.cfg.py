@@ -50,7 +50,7 @@ tools = [ToolSubst("bt-opt", unresolved="fatal"), ToolSubst("mlir-cpu-runner", u
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # Execution tests of the CPU pipeline (test/Codegen/run-*.mlir): mlir-cpu-runner
-# with the MLIR runner utils (printing) and OpenBLAS (cblas_sgemm).
+# with the MLIR runner utils (printing), OpenBLAS (cblas_sgemm) and libomp.
 llvm_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
 runner_utils = os.path.join(llvm_lib_dir, "libmlir_runner_utils.so")
 c_runner_utils = os.path.join(llvm_lib_dir, "libmlir_c_runner_utils.so")
@@ -60,13 +60,21 @@ for d in ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib
     if os.path.exists(candidate):
         openblas = candidate
         break
+# LLVM's OpenMP runtime: the pipeline's parallel loops call it (__kmpc_*).
+libomp = None
+for d in ["/usr/lib/x86_64-linux-gnu", llvm_lib_dir]:
+    candidate = os.path.join(d, "libomp.so.5")
+    if os.path.exists(candidate):
+        libomp = candidate
+        break
 if (os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-cpu-runner"))
         and os.path.exists(runner_utils) and os.path.exists(c_runner_utils)
-        and openblas):
+        and openblas and libomp):
     config.available_features.add("cpu-runner")
     config.substitutions.append(("%mlir_runner_utils", runner_utils))
     config.substitutions.append(("%mlir_c_runner_utils", c_runner_utils))
     config.substitutions.append(("%openblas", openblas))
+    config.substitutions.append(("%libomp", libomp))
 
 # `torch`: Debian's PyTorch (python3-torch) and numpy import, so the PyTorch
 # baseline of `bt-run bench` (bench/bt_torch.py) can run.

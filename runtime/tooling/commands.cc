@@ -24,6 +24,7 @@
 #include "bt/runtime/model/kv_plan.h"
 #include "bt/runtime/tooling/compare.h"
 #include "bt/runtime/model/config.h"
+#include "bt/runtime/device/cpu/cpu_device.h"
 #include "bt/runtime/exec/drivers.h"
 #include "bt/runtime/base/safetensors.h"
 #include "bt/runtime/base/status_macros.h"
@@ -144,6 +145,11 @@ std::string Usage(const std::string &prog) {
       "artifact's kernels on the CPU in the CUDA emulator, with memory and "
       "synchronization\n"
       "checks (docs/cuda-emulator.md; also $BT_DEVICE=cuda-emu).\n"
+      "Every command that runs the model also takes --threads N: the CPU "
+      "threads of the\n"
+      "compiled kernels and OpenBLAS "
+      "(one OpenMP pool,\n"
+      "docs/codegen.md; default: OMP_NUM_THREADS, else every core).\n"
       "The artifact is read from the end of this executable unless --artifact "
       "is given.\n");
 }
@@ -542,6 +548,22 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
                                       ": expected ", names));
     args.erase(args.begin() + k, args.begin() + k + 2);
     break;
+  }
+  // --threads N, for every command that runs the model: the CPU threads of
+  // the generated kernels and OpenBLAS (SetBlasThreads). bench and train
+  // parse it themselves (they hand it to the PyTorch baseline too).
+  if (cmd != "bench" && cmd != "train") {
+    for (size_t k = i; k < args.size(); ++k) {
+      if (args[k] != "--threads")
+        continue;
+      int threads = 0;
+      if (k + 1 >= args.size() || !absl::SimpleAtoi(args[k + 1], &threads) ||
+          threads <= 0)
+        return usage_error("--threads needs a positive integer");
+      SetBlasThreads(threads);
+      args.erase(args.begin() + k, args.begin() + k + 2);
+      break;
+    }
   }
   // The device's target must be the artifact's (OpenDeviceFor).
   auto open_model = [&]() { return Model::Open(artifact, device_options); };

@@ -1,11 +1,11 @@
 // REQUIRES: cpu-runner
 // RUN: bt-opt %s --bt-cpu-pipeline="internalize=false blas-min-mnk=0" \
 // RUN: | mlir-cpu-runner -e main -entry-point-result=void \
-// RUN:     -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils,%openblas \
+// RUN:     -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils,%libomp,%openblas \
 // RUN: | FileCheck %s
 // RUN: bt-opt %s --bt-cpu-pipeline="internalize=false blas=false" \
 // RUN: | mlir-cpu-runner -e main -entry-point-result=void \
-// RUN:     -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils \
+// RUN:     -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils,%libomp \
 // RUN: | FileCheck %s
 
 // Smoke test of the whole CPU pipeline with the JIT: linear (OpenBLAS or

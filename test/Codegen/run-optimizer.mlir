@@ -1,7 +1,7 @@
 // REQUIRES: cpu-runner
 // RUN: bt-opt %s --bt-cpu-pipeline="internalize=false" \
 // RUN: | mlir-cpu-runner -e main -entry-point-result=void \
-// RUN:     -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils,%openblas \
+// RUN:     -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils,%libomp,%openblas \
 // RUN: | FileCheck %s
 
 // The optimizer ops through the CPU pipeline with the JIT.

@@ -344,8 +344,10 @@ void hideForeignOptions() {
 
 bool bt::run::parseOptions(int &argc, char **argv, RunOptions &options) {
   S.torchScript = BT_SOURCE_DIR "/bench/bt_torch.py";
+  const int argcWithThreads = argc;
   if (!takeThreadsOption(argc, argv, S.threads))
     return false;
+  S.threadsGiven = argc != argcWithThreads;
   registerMLIROptions();
   hideForeignOptions();
   cl::ParseCommandLineOptions(argc, argv, kUsage);

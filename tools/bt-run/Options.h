@@ -69,6 +69,7 @@ struct RunOptions {
   unsigned seqBlocks = 0, tokens = 0, iters = 5, warmup = 1;
   /// BLAS / intra-op threads of bt and of the PyTorch baseline.
   unsigned threads = 2;
+  bool threadsGiven = false;
   std::string csv, baseline = "torch", torchScript, torchMalloc = "tuned",
                    python;
 };

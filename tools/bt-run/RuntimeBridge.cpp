@@ -15,6 +15,7 @@
 #include "bt/runtime/base/file_util.h"
 #include "bt/runtime/base/safetensors.h"
 #include "bt/runtime/base/tensor.h"
+#include "bt/runtime/device/cpu/cpu_device.h"
 #include "bt/runtime/model/tokenizer.h"
 #include "bt/runtime/tooling/train.h"
 #include "bt/runtime/train/trainer.h"
@@ -441,6 +442,10 @@ bool writeOutputFile(const std::string &path, const std::string &bytes,
   if (!s.ok())
     error = std::string(s.message());
   return s.ok();
+}
+
+void setThreads(unsigned threads) {
+  rt::SetBlasThreads(static_cast<int>(threads));
 }
 
 int runLauncher(const std::string &artifactPath,

@@ -154,6 +154,10 @@ bool writeOutputFile(const std::string &path, const std::string &bytes,
 bool initFromVanilla(const std::string &vanillaDir, const std::string &configPath,
                      const std::string &outDir, uint64_t seed, std::string &error);
 
+/// Sets the CPU threads of this process (generated kernels and OpenBLAS,
+/// rt::SetBlasThreads): bt-run's --threads for every command.
+void setThreads(unsigned threads);
+
 /// Runs a launcher command (`info`, `eval --inputs X -o Y`, ...) on the
 /// artifact at `artifactPath`, exactly as the standalone executable would.
 /// Returns the process exit code.

@@ -314,6 +314,8 @@ int main(int argc, char **argv) {
   RunOptions options;
   if (!parseOptions(argc, argv, options))
     return 2;
+  if (options.threadsGiven)
+    bridge::setThreads(options.threads);
   if (options.positional.empty())
     return usage("missing command");
   std::string command = options.positional[0];

@@ -347,6 +347,53 @@ def BTStridedCopiesToLinalg : Pass<"bt-strided-copies-to-linalg"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def BTParallelOuterLoops : Pass<"bt-parallel-outer-loops"> {
+  let summary = "Keep one scf.parallel per loop nest, the innermost dim a loop";
+  let description = [{
+    Prepares the `scf.parallel` nests of `convert-linalg-to-parallel-loops`
+    for `convert-scf-to-openmp` (the CPU pipeline's thread pool,
+    docs/codegen.md "Threads"):
+
+    - an `scf.parallel` nested inside another becomes a nest of `scf.for`
+      (one OpenMP fork per kernel, none per outer iteration);
+    - of an outermost `scf.parallel` with n > 1 dims, dims 0..n-2 stay
+      parallel (OpenMP collapses them and gives each thread a contiguous
+      chunk) and the innermost dim (the contiguous one of a row-major
+      `[..., D]` operand) becomes an `scf.for`, a loop LLVM's loop vectorizer
+      takes;
+    - a 1-dim outermost `scf.parallel` stays as it is.
+
+    Every iteration of a parallel dim keeps its own sequential reduction
+    loops (linalg reduction dims are `scf.for` already), so the result does
+    not depend on the number of threads. Loops with reductions
+    (`init` values) are left unchanged.
+
+    Example (`[B, S, D]` elementwise):
+    `scf.parallel (%b, %s, %d)` → `scf.parallel (%b, %s) { scf.for %d }`.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
+def BTMathApproximation : Pass<"bt-math-approximation"> {
+  let summary = "Replace f32 math.erf and math.tanh by polynomial approximations";
+  let description = [{
+    Rewrites `math.erf` and `math.tanh` on f32 (scalars or vectors) with
+    MLIR's polynomial approximations (`populatePolynomialApproximateErfPattern`,
+    `populatePolynomialApproximateTanhPattern`): plain arith/math ops, so the
+    loops around them (GELU: `0.5·x·(1 + erf(x/√2))`) vectorize, where a call
+    of libm's scalar `erff` kept them scalar (LLVM 19 has no vector `erff`).
+    Accuracy: within the fixture tolerances of docs/codegen.md, "Numerics"
+    (`test/bt-run/fixtures*.test` run with it). `exp` keeps libmvec's vector
+    `expf` (convert-math-to-llvm + the loop vectorizer), which is exact to
+    1 ulp and flushes to 0 below −104 as PyTorch's does.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 def BTEmitEntryWrappers : Pass<"bt-emit-entry-wrappers", "::mlir::ModuleOp"> {
   let summary = "Emit the bt_entry_<name>(argv) functions of the kernel ABI";
   let description = [{

@@ -5,6 +5,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -106,6 +107,7 @@ translateAndOptimize(ModuleOp module, llvm::LLVMContext &llvmCtx, Target &target
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry); // parallel loops (libomp)
   module->getContext()->appendDialectRegistry(registry);
 
   std::unique_ptr<llvm::Module> llvmModule =
@@ -208,6 +210,15 @@ llvm::Expected<std::string> findLibrary(const bt::CPUCodegenOptions &opts,
                    llvm::join(dirs, ", ") + ")");
 }
 
+/// Whether `m` calls LLVM's OpenMP runtime (__kmpc_*, from the omp dialect).
+bool usesOpenMP(const llvm::Module &m) {
+  for (const llvm::Function &f : m)
+    if (f.isDeclaration() && f.getName().starts_with("__kmpc_") &&
+        !f.use_empty())
+      return true;
+  return false;
+}
+
 /// Removes a directory tree on scope exit.
 struct TempDir {
   llvm::SmallString<256> path;
@@ -304,6 +315,19 @@ bt::compileToSharedObject(ModuleOp module, const CPUCodegenOptions &options) {
       *linker, "-shared", "--eh-frame-hdr", "-z", "noexecstack", "-z",
       "relro", "-z", "now", "--hash-style=gnu", "-O1", "-soname",
       options.soname, "-o", soPath, objPath, "--no-as-needed", *libm, *libc};
+  // LLVM's OpenMP runtime when the parallel loops of bt-cpu-pipeline
+  // (convert-scf-to-openmp) call it; the process shares it (one thread pool
+  // with OpenBLAS, docs/codegen.md "Threads").
+  std::string libompPath;
+  if (usesOpenMP(**llvmModule)) {
+    llvm::Expected<std::string> p = findLibrary(options, "libomp.so.5");
+    if (!p)
+      return makeError("the kernels use OpenMP (bt-cpu-pipeline parallel=true) "
+                       "but " + llvm::toString(p.takeError()) +
+                       "; install libomp5-19 or compile with parallel=false");
+    libompPath = *p;
+    args.push_back(libompPath);
+  }
   // libmvec (part of glibc) only when the vectorizer called into it.
   std::string libmvecPath;
   if (options.vectorMath) {

@@ -15,8 +15,10 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 
 using namespace mlir;
 
@@ -38,12 +40,26 @@ void bt::buildCPULinalgToLLVMPipeline(OpPassManager &pm,
   codegen::addGemmToBlasStage(pm, options.blas, options.blasMinMNK,
                               "cblas_sgemm");
   pm.addPass(createBTStridedCopiesToLinalg());
-  pm.addPass(createConvertLinalgToLoopsPass());
+  if (options.parallel) {
+    // One OpenMP parallel loop per kernel (docs/codegen.md, "Threads").
+    pm.addPass(createConvertLinalgToParallelLoopsPass());
+    pm.addPass(createBTParallelOuterLoops());
+    pm.addPass(createConvertSCFToOpenMPPass());
+    // Inlines the memref.alloca_scope convert-scf-to-openmp wraps each body
+    // in (none allocates), which convert-scf-to-cf could not lower.
+    pm.addPass(createCanonicalizerPass());
+  } else {
+    pm.addPass(createConvertLinalgToLoopsPass());
+  }
 
   // → LLVM dialect.
-  codegen::addLoopsToLLVMStage(pm, [](OpPassManager &host) {
+  codegen::addLoopsToLLVMStage(pm, [&](OpPassManager &host) {
+    if (options.approximateMath)
+      host.addPass(createBTMathApproximation());
     host.addPass(createConvertMathToLLVMPass());
     host.addPass(createConvertMathToLibmPass()); // erf (no LLVM intrinsic)
+    if (options.parallel)
+      host.addPass(createConvertOpenMPToLLVMPass());
   });
   codegen::addEntryWrappersStage(pm, options.entryWrappers,
                                  options.internalize);
@@ -66,6 +82,7 @@ void bt::registerCPUCodegenDialects(DialectRegistry &registry) {
   registerCodegenDialects(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
 }
 
 LogicalResult bt::runCPUPipeline(ModuleOp module,

@@ -16,6 +16,12 @@ extern "C" {
 // OpenBLAS's thread control (cblas.h of some versions lacks them).
 void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
+// The OpenMP runtime (LLVM's libomp) that runs the generated kernels'
+// parallel loops and, with OpenBLAS's OpenMP build, its GEMMs. Weak: a
+// binary linked without libomp (the static bt-launcher) has none, and then
+// kernels compiled with parallel loops load it themselves (OMP_NUM_THREADS).
+void omp_set_num_threads(int num_threads) __attribute__((weak));
+int omp_get_max_threads(void) __attribute__((weak));
 }
 
 namespace bt::rt {
@@ -182,8 +188,11 @@ CpuDevice::Call(KernelEntryFn fn, const proto::EntryPoint &ep,
 }
 
 int SetBlasThreads(int threads) {
-  if (threads > 0)
+  if (threads > 0) {
+    if (omp_set_num_threads != nullptr)
+      omp_set_num_threads(threads);
     openblas_set_num_threads(threads);
+  }
   return openblas_get_num_threads();
 }
 

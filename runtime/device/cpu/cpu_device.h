@@ -86,8 +86,11 @@ CallEntryPoint(KernelEntryFn fn, const proto::EntryPoint &ep,
                absl::Span<const Tensor *const> params,
                absl::Span<const Tensor *const> inputs);
 
-/// Sets the BLAS thread count of this process (OpenBLAS: the kernels' GEMMs,
-/// docs/codegen.md) and returns the count OpenBLAS reports afterwards.
+/// Sets the CPU thread count of this process: the OpenMP threads that run
+/// the generated kernels' parallel loops (when the process links libomp) and
+/// OpenBLAS's threads (the kernels' GEMMs). With OpenBLAS's OpenMP build both
+/// are one pool (docs/codegen.md, "Threads"). `threads` <= 0 changes nothing.
+/// Returns the count OpenBLAS reports afterwards.
 int SetBlasThreads(int threads);
 
 } // namespace bt::rt

@@ -50,6 +50,18 @@ struct CPUPipelineOptions : public mlir::PassPipelineOptions<CPUPipelineOptions>
                      "bt.fused_local_attention (bt-fuse-local-attention), "
                      "lowered to one kernel per block and head"),
       llvm::cl::init(true)};
+  Option<bool> parallel{
+      *this, "parallel",
+      llvm::cl::desc("Run the outer parallel loop of every generated kernel "
+                     "on OpenMP threads (convert-linalg-to-parallel-loops, "
+                     "bt-parallel-outer-loops, convert-scf-to-openmp; the "
+                     "kernel library then needs libomp.so.5)"),
+      llvm::cl::init(true)};
+  Option<bool> approximateMath{
+      *this, "approximate-math",
+      llvm::cl::desc("Polynomial f32 erf and tanh (bt-math-approximation) "
+                     "instead of libm calls, so their loops vectorize"),
+      llvm::cl::init(true)};
   Option<bool> fuse{*this, "fuse-elementwise",
                     llvm::cl::desc("Run bt-fuse-elementwise"),
                     llvm::cl::init(true)};

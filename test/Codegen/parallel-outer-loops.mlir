@@ -1,0 +1,73 @@
+// RUN: bt-opt %s --split-input-file --bt-parallel-outer-loops | FileCheck %s
+
+// A [B, S, D] nest: (B, S) stay one parallel loop, D (the contiguous dim)
+// becomes a scf.for inside it.
+// CHECK-LABEL: func.func @three_dims
+//       CHECK:   scf.parallel (%[[B:.*]], %[[S:.*]]) = (%c0, %c0) to (%c2, %c3) step (%c1, %c1) {
+//       CHECK:     scf.for %[[D:.*]] = %c0 to %c4 step %c1 {
+//       CHECK:       memref.load %{{.*}}[%[[B]], %[[S]], %[[D]]]
+//       CHECK:       memref.store
+//       CHECK:     }
+//       CHECK:     scf.reduce
+//   CHECK-NOT:   scf.parallel
+func.func @three_dims(%a: memref<2x3x4xf32>, %o: memref<2x3x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  scf.parallel (%b, %s, %d) = (%c0, %c0, %c0) to (%c2, %c3, %c4) step (%c1, %c1, %c1) {
+    %x = memref.load %a[%b, %s, %d] : memref<2x3x4xf32>
+    memref.store %x, %o[%b, %s, %d] : memref<2x3x4xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A parallel loop inside another becomes a sequential loop nest; a 1-dim
+// outer loop stays parallel.
+// CHECK-LABEL: func.func @nested
+//       CHECK:   scf.parallel (%[[I:.*]]) = (%c0) to (%c2) step (%c1) {
+//       CHECK:     scf.for %[[J:.*]] = %c0 to %c3 step %c1 {
+//       CHECK:       scf.for %[[K:.*]] = %c0 to %c4 step %c1 {
+//       CHECK:         memref.store %{{.*}}, %{{.*}}[%[[I]], %[[J]], %[[K]]]
+//   CHECK-NOT:   scf.parallel
+func.func @nested(%o: memref<2x3x4xf32>, %v: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  scf.parallel (%i) = (%c0) to (%c2) step (%c1) {
+    scf.parallel (%j, %k) = (%c0, %c0) to (%c3, %c4) step (%c1, %c1) {
+      memref.store %v, %o[%i, %j, %k] : memref<2x3x4xf32>
+      scf.reduce
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A loop with a reduction is left to convert-scf-to-openmp as it is.
+// CHECK-LABEL: func.func @reduction
+//       CHECK:   scf.parallel (%{{.*}}, %{{.*}}) = {{.*}} init (%{{.*}}) -> f32
+func.func @reduction(%a: memref<3x4xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  %r = scf.parallel (%i, %j) = (%c0, %c0) to (%c3, %c4) step (%c1, %c1) init (%zero) -> f32 {
+    %x = memref.load %a[%i, %j] : memref<3x4xf32>
+    scf.reduce(%x : f32) {
+    ^bb0(%l: f32, %r: f32):
+      %s = arith.addf %l, %r : f32
+      scf.reduce.return %s : f32
+    }
+  }
+  return %r : f32
+}
