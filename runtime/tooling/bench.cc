@@ -2,6 +2,7 @@
 
 #include "bt/runtime/tooling/bench.h"
 #include "bt/runtime/tooling/child_process.h"
+#include "bt/runtime/tooling/progress.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +33,6 @@
 #include "bt/runtime/model/kv_plan.h"
 #include "bt/runtime/base/safetensors.h"
 #include "bt/runtime/base/status_macros.h"
-#include "bt/runtime/device/cpu/cpu_device.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 
@@ -108,86 +108,6 @@ const BenchResult *Match(const BenchResult &r,
       return &t;
   return nullptr;
 }
-
-/// The current line of RunSettings' progress output, and the progress of
-/// the call being timed on it: "bar" redraws `line + bar` in place (carriage
-/// return, erase to end of line), "dots" appends " [" and one dot per tenth
-/// of the call, "none" shows nothing. Calls that report no progress (the
-/// forward) leave no trace.
-class ProgressLine {
-public:
-  ProgressLine(std::ostream &os, std::string mode)
-      : os_(os), mode_(std::move(mode)) {}
-  void Print(const std::string &s) {
-    os_ << s << std::flush;
-    line_ += s;
-  }
-  void NewLine() {
-    os_ << "\n" << std::flush;
-    line_.clear();
-  }
-  /// The progress callback of the call about to start.
-  ProgressFn Begin() {
-    started_ = false;
-    dots_ = 0;
-    begin_ = Clock::now();
-    if (mode_ != "bar" && mode_ != "dots")
-      return nullptr;
-    return [this](int64_t done, int64_t total) { Update(done, total); };
-  }
-  /// After the call: removes the bar, or closes the dots.
-  void End() {
-    if (!started_)
-      return;
-    started_ = false;
-    if (mode_ == "bar")
-      os_ << "\r" << line_ << "\x1b[K" << std::flush;
-    else
-      Print("]");
-  }
-
-private:
-  void Update(int64_t done, int64_t total) {
-    if (total <= 0)
-      return;
-    const double f =
-        std::clamp(static_cast<double>(done) / static_cast<double>(total), 0.0, 1.0);
-    if (mode_ == "dots") {
-      if (!started_) {
-        Print(" [");
-        started_ = true;
-      }
-      const int want = static_cast<int>(f * 10);
-      if (want > dots_) {
-        Print(std::string(want - dots_, '.'));
-        dots_ = want;
-      }
-      return;
-    }
-    const auto now = Clock::now();
-    if (started_ && done < total &&
-        now - last_draw_ < std::chrono::milliseconds(100))
-      return;
-    started_ = true;
-    last_draw_ = now;
-    constexpr int kWidth = 24;
-    const int fill = static_cast<int>(f * kWidth);
-    const double elapsed = std::chrono::duration<double>(now - begin_).count();
-    std::string eta = "";
-    if (f > 0 && done < total)
-      eta = absl::StrFormat(", ETA %.0fs", elapsed * (1 - f) / f);
-    os_ << "\r" << line_ << " [" << std::string(fill, '#')
-        << std::string(kWidth - fill, '-') << "] " << done << "/" << total
-        << " tokens" << eta << "\x1b[K" << std::flush;
-  }
-
-  std::ostream &os_;
-  std::string mode_;
-  std::string line_;
-  bool started_ = false;
-  int dots_ = 0;
-  Clock::time_point begin_, last_draw_;
-};
 
 std::string CsvField(const std::string &s) {
   if (s.find_first_of(",\"\n") == std::string::npos)
@@ -751,7 +671,7 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
             absl::Status *secondary_error) {
   std::vector<std::vector<BenchResult>> results(runners.size());
   std::vector<bool> alive(runners.size(), true);
-  ProgressLine line(progress, opts.progress);
+  ProgressDisplay line(progress, opts.progress, "dots");
   auto drop = [&](size_t k, const absl::Status &s) -> absl::Status {
     if (k == 0)
       return s;
@@ -809,8 +729,8 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
           std::this_thread::sleep_for(
               std::chrono::duration<double>(opts.switch_pause));
         line.Print(" " + runners[k]->impl());
-        absl::StatusOr<CallStats> t = runners[k]->Call(line.Begin());
-        line.End();
+        absl::StatusOr<CallStats> t = runners[k]->Call(line.TaskCallback("tokens"));
+        line.EndTask();
         if (!t.ok()) {
           BT_RETURN_IF_ERROR(drop(k, t.status()));
           continue;
@@ -1043,7 +963,7 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
         "bench: --iters must be >= 1 and --warmup >= 0");
   if (opts.settings.empty())
     return absl::InvalidArgumentError("bench: no setting to run");
-  const int threads = SetBlasThreads(opts.threads);
+  const int threads = model.device().SetThreads(opts.threads);
   out << absl::StrFormat(
       "bench: model %s, device %s (%s), %d BLAS thread(s), %d warmup + %d "
       "timed call(s) per setting, median\n",

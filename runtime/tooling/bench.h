@@ -52,6 +52,7 @@
 #include "absl/status/statusor.h"
 #include "bt/runtime/generate/generate.h"
 #include "bt/runtime/exec/model.h"
+#include "bt/runtime/tooling/progress.h"
 
 namespace bt::rt {
 
@@ -245,8 +246,6 @@ struct CallStats {
   int64_t kv_bytes_per_sample = 0;
 };
 
-/// Progress of a call: `done` of `total` units (generated tokens per row).
-using ProgressFn = std::function<void(int64_t done, int64_t total)>;
 
 /// One implementation under test. A setting is prepared once, then timed
 /// one call at a time, so that several runners can take turns (RunSettings).

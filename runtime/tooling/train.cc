@@ -1,6 +1,7 @@
 //===- train.cc - the training loop ---------------------------------------===//
 
 #include "bt/runtime/tooling/train.h"
+#include "bt/runtime/tooling/progress.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -28,7 +29,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "bt/runtime/device/cpu/cpu_device.h"
 #include "bt/runtime/tooling/bench.h"
 #include "bt/runtime/tooling/child_process.h"
 #include "bt/runtime/model/config.h"
@@ -470,21 +470,6 @@ std::string RenderGnuplot(const std::string &dir, const std::string &name,
   return "";
 }
 
-std::string FormatDuration(double s) {
-  if (!(s >= 0) || s > 1e8)
-    return "?";
-  const int64_t t = static_cast<int64_t>(s + 0.5);
-  if (t >= 3600)
-    return absl::StrFormat("%dh%02dm", t / 3600, (t / 60) % 60);
-  if (t >= 60)
-    return absl::StrFormat("%dm%02ds", t / 60, t % 60);
-  return absl::StrFormat("%ds", t);
-}
-
-std::string FormatRate(double r) {
-  return r >= 1e4 ? absl::StrFormat("%.1fk", r / 1e3) : absl::StrFormat("%.0f", r);
-}
-
 //===----------------------------------------------------------------------===//
 // The loss log (CSV) and plot.
 //===----------------------------------------------------------------------===//
@@ -566,67 +551,18 @@ private:
 };
 
 //===----------------------------------------------------------------------===//
-// Progress display.
+// Progress text.
 //===----------------------------------------------------------------------===//
 
-class Progress {
-public:
-  Progress(std::ostream &log, std::string mode, int64_t total)
-      : log_(log), total_(total) {
-    if (mode == "auto")
-      mode = isatty(STDERR_FILENO) ? "bar" : "lines";
-    mode_ = mode;
-  }
-
-  void Step(int64_t step, double loss, double tok_s, double eta_s, double elapsed,
-            bool force) {
-    if (mode_ == "none")
-      return;
-    const auto now = std::chrono::steady_clock::now();
-    const double since = std::chrono::duration<double>(now - last_).count();
-    const std::string text = absl::StrFormat(
-        "step %*d/%d  loss %.4f  %s tok/s  elapsed %s  ETA %s",
-        static_cast<int>(absl::StrCat(total_).size()), step, total_, loss,
-        FormatRate(tok_s), FormatDuration(elapsed), FormatDuration(eta_s));
-    if (mode_ == "bar") {
-      if (!force && since < 0.2 && step != total_)
-        return;
-      const int width = 24;
-      const int filled = static_cast<int>(width * step / std::max<int64_t>(total_, 1));
-      log_ << "\r[" << std::string(filled, '#') << std::string(width - filled, '.')
-           << "] " << text << "  " << std::flush;
-      open_ = true;
-    } else {
-      if (!force && since < 5.0 && step != total_)
-        return;
-      log_ << text << "\n" << std::flush;
-    }
-    last_ = now;
-  }
-
-  /// A message on its own line (ends an open bar line first).
-  void Message(const std::string &m) {
-    if (mode_ == "none")
-      return;
-    if (open_)
-      log_ << "\n";
-    open_ = false;
-    log_ << m << "\n" << std::flush;
-  }
-
-  void Done() {
-    if (open_)
-      log_ << "\n" << std::flush;
-    open_ = false;
-  }
-
-private:
-  std::ostream &log_;
-  int64_t total_;
-  std::string mode_;
-  bool open_ = false;
-  std::chrono::steady_clock::time_point last_{};
-};
+/// The progress text of training step `step` of `total`: loss, tokens/s,
+/// elapsed and remaining seconds.
+std::string StepProgressText(int64_t step, int64_t total, double loss,
+                             double tok_s, double elapsed_s, double eta_s) {
+  return absl::StrFormat(
+      "step %*d/%d  loss %.4f  %s tok/s  elapsed %s  ETA %s",
+      static_cast<int>(absl::StrCat(total).size()), step, total, loss,
+      FormatRate(tok_s), FormatDuration(elapsed_s), FormatDuration(eta_s));
+}
 
 //===----------------------------------------------------------------------===//
 // Checkpoints.
@@ -1079,9 +1015,8 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
         "train: --seq-len ", o.seq_len, " must be a multiple of the block length ", L,
         " with at least 2 blocks"));
   BT_RETURN_IF_ERROR(CheckTrainOutputDir(o, /*after_prepare=*/true));
-  if (o.threads > 0)
-    SetBlasThreads(o.threads);
-  Progress progress(log, o.progress, o.steps);
+  model.device().SetThreads(o.threads);
+  ProgressDisplay progress(log, o.progress, "lines");
 
   // --- Resume: the checkpoint and its options. ------------------------------
   std::string resume_ckpt;
@@ -1376,8 +1311,11 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
                                   order.EpochOf((step - 1) * o.batch), step * o.batch,
                                   step * tokens_per_step, r->loss, r->grad_norm, r->lr, sec,
                                   rate, elapsed));
-    progress.Step(step, r->loss, static_cast<double>(tokens_per_step) / avg,
-                  avg * static_cast<double>(o.steps - step), elapsed, false);
+    progress.Update(step, o.steps,
+                    StepProgressText(step, o.steps, r->loss,
+                                     static_cast<double>(tokens_per_step) / avg,
+                                     elapsed,
+                                     avg * static_cast<double>(o.steps - step)));
     if (in_turns) {
       BT_RETURN_IF_ERROR(torch->Step(step, r->loss, sec, r->lr));
       if (step == o.dump_steps)
@@ -1394,7 +1332,7 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
       last_csv_write = std::chrono::steady_clock::now();
     }
   }
-  progress.Done();
+  progress.Finish();
   if (start_step == o.steps) {
     // Nothing to train: evaluate the checkpoint as it is.
     BT_RETURN_IF_ERROR(evaluate(o.steps));
