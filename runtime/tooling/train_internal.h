@@ -1,0 +1,61 @@
+//===- train_internal.h - helpers of the train command ----------*- C++ -*-===//
+//
+// Private to runtime/tooling (train.cc, train_files.cc): the run
+// directory's files and directories, child processes and plots.
+//
+//===----------------------------------------------------------------------===//
+#ifndef BT_RUNTIME_TOOLING_TRAIN_INTERNAL_H
+#define BT_RUNTIME_TOOLING_TRAIN_INTERNAL_H
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace bt::rt::train_internal {
+
+/// `v` with 17 significant digits (round-trips a double; YAML and logs).
+std::string Num(double v);
+/// Whether `path` exists (stat succeeds; a dangling link does not).
+bool Exists(const std::string &path);
+/// Whether `path` is a directory (following links).
+bool IsDir(const std::string &path);
+/// mkdir -p `path`. Errors: Internal with the path and errno's text.
+absl::Status MakeDirs(const std::string &path);
+/// rm -r `path` (absent: OK). Errors: Internal with the path.
+absl::Status RemoveTree(const std::string &path);
+/// fsync of directory `dir` (best effort).
+void FsyncDir(const std::string &dir);
+/// The names in `dir` (without . and ..; empty if unreadable).
+std::vector<std::string> ListDir(const std::string &dir);
+/// The target of symbolic link `path` ("" if it is none).
+std::string ReadLink(const std::string &path);
+/// "step-NNNNNN" of a checkpoint at `step`.
+std::string CheckpointName(int64_t step);
+/// `v` as 16 hexadecimal digits.
+std::string Hex(uint64_t v);
+/// Where a checkpoint of `dir` is: dir/latest, or dir itself.
+absl::StatusOr<std::string> ResolveCheckpoint(const std::string &dir);
+/// The directory a checkpoint belongs to (its OUT): the parent of
+/// step-NNNNNN, or the directory itself.
+std::string RunDirOf(const std::string &checkpoint);
+/// Runs argv (environment + `env_over`), waits; returns the exit status
+/// (128 + signal for a killed child). With `quiet`, its stdout and stderr go
+/// to /dev/null.
+absl::StatusOr<int> RunProcess(const std::vector<std::string> &argv,
+                               const std::map<std::string, std::string> &env_over,
+                               bool quiet = false);
+/// Whether `name` is an executable on $PATH.
+bool HaveProgram(const std::string &name);
+/// Plots with gnuplot into DIR/NAME (`commands` after the terminal and
+/// output settings; the image written atomically). Returns "" or a note
+/// saying why there is no plot (gnuplot missing or failing: not an error).
+std::string RenderGnuplot(const std::string &dir, const std::string &name,
+                          const std::string &commands);
+
+} // namespace bt::rt::train_internal
+
+#endif // BT_RUNTIME_TOOLING_TRAIN_INTERNAL_H
