@@ -442,7 +442,21 @@ struct BenchCommandOptions {
   bool help = false;
 };
 
-/// Parses the arguments of `bench` after the command name (docs/bench.md).
+/// Sets the option `name` (e.g. "--batch", "--memory", "--iters") of
+/// `bench` from its text `value`, as on the command line (docs/bench.md);
+/// the checks across options wait for FinishBenchCommandOptions. Errors:
+/// InvalidArgument naming the option and what it expects, or an unknown name.
+absl::Status SetBenchOption(const std::string &name, const std::string &value,
+                            BenchCommandOptions &options);
+
+/// The checks across options once all are set (--seq-blocks and --tokens
+/// exclusive, --memory only with --batch max, positive --iters/--threads),
+/// and the parses they wait for (`specs` from `setting_list`, `memory_bytes`
+/// from `memory_source`). Errors: InvalidArgument (a usage error).
+absl::Status FinishBenchCommandOptions(BenchCommandOptions &options);
+
+/// Parses the arguments of `bench` after the command name (docs/bench.md):
+/// SetBenchOption for each, then FinishBenchCommandOptions.
 /// Errors: InvalidArgument (a usage error) naming the option and what it
 /// expects.
 absl::StatusOr<BenchCommandOptions>

@@ -1,7 +1,9 @@
 //===- bench_command.cc - the bench command line --------------------------===//
 //
-// ParseBenchArgs and ResolveBenchOptions (bench.h): `bench`'s options from
-// argv, then resolved against a model into BenchOptions for RunBenchCommand.
+// ParseBenchArgs (SetBenchOption per option, FinishBenchCommandOptions) and
+// ResolveBenchOptions (bench.h): `bench`'s options from argv or an
+// in-process caller, then resolved against a model into BenchOptions for
+// RunBenchCommand.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,9 +47,10 @@ absl::Status ParseBatchList(const std::string &v, BenchCommandOptions &o) {
   return absl::OkStatus();
 }
 
-/// One option `a` with its value `v`.
-absl::Status ParseBenchOption(const std::string &a, const std::string &v,
-                              BenchCommandOptions &o) {
+} // namespace
+
+absl::Status SetBenchOption(const std::string &a, const std::string &v,
+                            BenchCommandOptions &o) {
   BenchOptions &opts = o.bench;
   int64_t n = 0;
   if (a == "--batch")
@@ -57,7 +60,7 @@ absl::Status ParseBenchOption(const std::string &a, const std::string &v,
   } else if (a == "--setting") {
     o.setting_list = v;
   } else if (a == "--memory") {
-    o.memory_source = v; // parsed in ParseBenchArgs
+    o.memory_source = v; // parsed in FinishBenchCommandOptions
   } else if (a == "--progress") {
     if (v != "auto" && v != "bar" && v != "dots" && v != "none")
       return Usage(absl::StrCat("--progress ", v,
@@ -98,11 +101,11 @@ absl::Status ParseBenchOption(const std::string &a, const std::string &v,
     opts.threads = static_cast<int>(n);
   } else if (a == "--seed") {
     opts.seed = static_cast<uint64_t>(n);
+  } else {
+    return Usage(absl::StrCat("bench: unknown option '", a, "'"));
   }
   return absl::OkStatus();
 }
-
-} // namespace
 
 absl::StatusOr<BenchCommandOptions>
 ParseBenchArgs(const std::vector<std::string> &args) {
@@ -123,8 +126,16 @@ ParseBenchArgs(const std::vector<std::string> &args) {
       return Usage(absl::StrCat("bench: unexpected argument '", a, "'"));
     if (i + 1 >= args.size())
       return Usage(absl::StrCat(a, " needs a value"));
-    BT_RETURN_IF_ERROR(ParseBenchOption(a, args[++i], o));
+    BT_RETURN_IF_ERROR(SetBenchOption(a, args[++i], o));
   }
+  BT_RETURN_IF_ERROR(FinishBenchCommandOptions(o));
+  return o;
+}
+
+absl::Status FinishBenchCommandOptions(BenchCommandOptions &o) {
+  if (o.bench.iters < 1 || o.bench.threads < 1 || o.bench.warmup < 0)
+    return Usage("bench: --iters and --threads must be positive, --warmup "
+                 "non-negative");
   if (o.tokens > 0 && o.seq_blocks > 0)
     return Usage("bench: give --seq-blocks or --tokens, not both");
   absl::StatusOr<std::vector<BenchSettingSpec>> specs =
@@ -147,7 +158,7 @@ ParseBenchArgs(const std::vector<std::string> &args) {
     o.memory_bytes = *m;
     o.memory_source = absl::StrCat("--memory ", memory);
   }
-  return o;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<BenchOptions> ResolveBenchOptions(const Model &model,

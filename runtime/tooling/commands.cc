@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 #include <type_traits>
@@ -216,87 +217,117 @@ absl::Status RunGradCommand(const Model &model, const std::string &inputs_path,
   return RunEntryOnFile(model, "grad", in, inputs_path, output_path, log);
 }
 
-absl::StatusOr<GenerateCommandOptions>
-ParseGenerateArgs(const std::vector<std::string> &args) {
-  GenerateCommandOptions o;
-  auto bad = [](const std::string &m) {
-    return absl::InvalidArgumentError(absl::StrCat("generate: ", m));
-  };
-  bool greedy_flag = false, sampling = false, seed_given = false;
-  double temperature = 1.0;
-  bool temperature_given = false;
+absl::StatusOr<GenerateCommandFlags>
+ParseGenerateFlags(const std::vector<std::string> &args) {
+  GenerateCommandFlags f;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &a = args[i];
     auto value = [&]() -> absl::StatusOr<std::string> {
       if (i + 1 >= args.size())
-        return bad(absl::StrCat(a, " needs a value"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("generate: ", a, " needs a value"));
       return args[++i];
     };
-    auto number = [&](auto *x) -> absl::Status {
-      BT_ASSIGN_OR_RETURN(std::string v, value());
-      bool ok;
-      if constexpr (std::is_same_v<std::remove_pointer_t<decltype(x)>, double>)
-        ok = absl::SimpleAtod(v, x);
-      else if constexpr (std::is_same_v<std::remove_pointer_t<decltype(x)>, uint64_t>)
-        ok = absl::SimpleAtoi(v, x);
-      else
-        ok = absl::SimpleAtoi(v, x);
-      if (!ok)
-        return bad(absl::StrCat(a, ": '", v, "' is not a number"));
-      return absl::OkStatus();
-    };
     if (a == "--inputs") {
-      BT_ASSIGN_OR_RETURN(o.inputs_path, value());
+      BT_ASSIGN_OR_RETURN(f.inputs_path, value());
     } else if (a == "--prompt") {
       BT_ASSIGN_OR_RETURN(std::string p, value());
-      o.prompts.push_back(p);
+      f.prompts.push_back(p);
     } else if (a == "-o" || a == "--output") {
-      BT_ASSIGN_OR_RETURN(o.output_path, value());
+      BT_ASSIGN_OR_RETURN(f.output_path, value());
     } else if (a == "--max-new-tokens") {
-      BT_RETURN_IF_ERROR(number(&o.generate.max_new_tokens));
-      if (o.generate.max_new_tokens < 0)
-        return bad("--max-new-tokens must be >= 0");
+      BT_ASSIGN_OR_RETURN(f.max_new_tokens, value());
     } else if (a == "--greedy") {
-      greedy_flag = true;
+      f.greedy = true;
     } else if (a == "--temperature") {
-      BT_RETURN_IF_ERROR(number(&temperature));
-      temperature_given = true;
-      if (!(temperature >= 0))
-        return bad("--temperature must be >= 0 (0 = greedy)");
+      BT_ASSIGN_OR_RETURN(f.temperature, value());
     } else if (a == "--top-k") {
-      BT_RETURN_IF_ERROR(number(&o.generate.sampling.top_k));
-      sampling = true;
+      BT_ASSIGN_OR_RETURN(f.top_k, value());
     } else if (a == "--top-p") {
-      BT_RETURN_IF_ERROR(number(&o.generate.sampling.top_p));
-      sampling = true;
+      BT_ASSIGN_OR_RETURN(f.top_p, value());
     } else if (a == "--seed") {
-      BT_RETURN_IF_ERROR(number(&o.generate.sampling.seed));
-      seed_given = true;
+      BT_ASSIGN_OR_RETURN(f.seed, value());
     } else if (a == "--official-generate-positions") {
-      o.generate.official_generate_positions = true;
+      f.official_generate_positions = true;
     } else if (a == "--ignore-eos") {
-      o.generate.stop_at_eos = false;
+      f.ignore_eos = true;
     } else {
-      return bad(absl::StrCat("unexpected argument '", a, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("generate: unexpected argument '", a, "'"));
     }
   }
+  return f;
+}
+
+namespace {
+
+/// The number of the flag `name`'s text `v` into `x` (double or integer).
+template <typename T>
+absl::Status ParseFlagNumber(const std::string &name,
+                             const std::optional<std::string> &v, T *x) {
+  if (!v)
+    return absl::OkStatus();
+  bool ok;
+  if constexpr (std::is_same_v<T, double>)
+    ok = absl::SimpleAtod(*v, x);
+  else
+    ok = absl::SimpleAtoi(*v, x);
+  if (!ok)
+    return absl::InvalidArgumentError(
+        absl::StrCat("generate: ", name, ": '", *v, "' is not a number"));
+  return absl::OkStatus();
+}
+
+} // namespace
+
+absl::StatusOr<GenerateCommandOptions>
+ResolveGenerateFlags(const GenerateCommandFlags &f) {
+  auto bad = [](const std::string &m) {
+    return absl::InvalidArgumentError(absl::StrCat("generate: ", m));
+  };
+  GenerateCommandOptions o;
+  o.inputs_path = f.inputs_path;
+  o.prompts = f.prompts;
+  o.output_path = f.output_path;
+  o.generate.official_generate_positions = f.official_generate_positions;
+  o.generate.stop_at_eos = !f.ignore_eos;
+  double temperature = 1.0;
+  SamplingOptions &s = o.generate.sampling;
+  BT_RETURN_IF_ERROR(ParseFlagNumber("--max-new-tokens", f.max_new_tokens,
+                                     &o.generate.max_new_tokens));
+  if (o.generate.max_new_tokens < 0)
+    return bad("--max-new-tokens must be >= 0");
+  BT_RETURN_IF_ERROR(ParseFlagNumber("--temperature", f.temperature, &temperature));
+  if (!(temperature >= 0))
+    return bad("--temperature must be >= 0 (0 = greedy)");
+  BT_RETURN_IF_ERROR(ParseFlagNumber("--top-k", f.top_k, &s.top_k));
+  BT_RETURN_IF_ERROR(ParseFlagNumber("--top-p", f.top_p, &s.top_p));
+  BT_RETURN_IF_ERROR(ParseFlagNumber("--seed", f.seed, &s.seed));
   if (o.inputs_path.empty() == o.prompts.empty())
     return bad("give either --inputs <prompt.safetensors> or --prompt TEXT");
   if (!o.inputs_path.empty() && o.output_path.empty())
     return bad("--inputs needs -o <out.safetensors>");
+  const bool temperature_given = f.temperature.has_value();
+  bool sampling = f.top_k || f.top_p;
   if (temperature_given && temperature > 0)
     sampling = true;
   if (temperature_given && temperature == 0 && sampling)
     return bad("--temperature 0 (greedy) contradicts --top-k / --top-p");
-  if (greedy_flag && (sampling || seed_given || temperature_given))
+  if (f.greedy && (sampling || f.seed || temperature_given))
     return bad("--greedy contradicts --temperature / --top-k / --top-p / --seed");
-  if (seed_given && !sampling)
+  if (f.seed && !sampling)
     return bad("--seed needs sampling (--temperature, --top-k or --top-p)");
-  o.generate.sampling.greedy = !sampling;
-  o.generate.sampling.temperature = temperature_given && temperature > 0 ? temperature : 1.0;
-  if (absl::Status v = ValidateSamplingOptions(o.generate.sampling); !v.ok())
+  s.greedy = !sampling;
+  s.temperature = temperature_given && temperature > 0 ? temperature : 1.0;
+  if (absl::Status v = ValidateSamplingOptions(s); !v.ok())
     return bad(std::string(v.message()));
   return o;
+}
+
+absl::StatusOr<GenerateCommandOptions>
+ParseGenerateArgs(const std::vector<std::string> &args) {
+  BT_ASSIGN_OR_RETURN(GenerateCommandFlags flags, ParseGenerateFlags(args));
+  return ResolveGenerateFlags(flags);
 }
 
 absl::Status RunGenerateCommand(const Model &model,
