@@ -507,35 +507,213 @@ absl::Status CheckTrainable(const Model &model, TrainOptions &o) {
   return absl::OkStatus();
 }
 
-/// With --resume: the checkpoint (`resume_ckpt`) and its trainer state
-/// (`resumed`), whose data settings must be this run's. Errors:
-/// InvalidArgument naming the checkpoint and the setting.
-absl::Status ReadResumeState(const TrainOptions &o, std::string &resume_ckpt,
-                             nlohmann::json &resumed) {
-  if (!o.resume_dir.empty()) {
-    BT_ASSIGN_OR_RETURN(resume_ckpt, ResolveCheckpoint(o.resume_dir));
-    BT_ASSIGN_OR_RETURN(std::string js, ReadFile(resume_ckpt + "/trainer_state.json"));
-    resumed = nlohmann::json::parse(js, nullptr, false);
-    if (!resumed.is_object() || !resumed.contains("step") || !resumed["step"].is_number_integer())
-      return absl::InvalidArgumentError(
-          absl::StrCat(resume_ckpt, "/trainer_state.json: not a trainer state"));
-    for (const char *k : {"batch", "seq_len", "seed", "pad_seed"}) {
-      const int64_t mine = k == std::string("batch")     ? o.batch
-                           : k == std::string("seq_len") ? o.seq_len
-                           : k == std::string("seed")    ? static_cast<int64_t>(o.seed)
-                                                         : static_cast<int64_t>(o.pad_seed);
-      if (resumed.value(k, mine) != mine)
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--resume ", resume_ckpt, ": the checkpoint was trained with ", k, " ",
-            resumed.value(k, mine), ", this run has ", mine,
-            " (a resumed run must use the same data settings)"));
+/// --dump-batches: the inputs of the PyTorch baseline (bench/bt_torch.py
+/// --train-serve) in `dir`/initial: the initial weights as a checkpoint
+/// (with the untrained tensors `untrained`), the config as bt_config.json,
+/// and the batches of steps 1..--dump-steps (the order is a pure function
+/// of the seed) in o.dump_batches. Errors: those of the writes.
+absl::Status DumpBaselineInputs(const Trainer &trainer, const PackedDataset &train,
+                                const TrainOptions &o, const proto::ModelConfig &config,
+                                const std::string &dir, const std::string &config_path,
+                                const std::map<std::string, Tensor> &untrained) {
+  BatchDump dump;
+  const std::string init = dir + "/initial";
+  BT_RETURN_IF_ERROR(MakeDirs(init));
+  CheckpointWriteOptions w;
+  w.config_path = config_path;
+  w.extra = &untrained;
+  BT_RETURN_IF_ERROR(trainer.SaveCheckpoint(init, w));
+  std::string cj;
+  google::protobuf::util::JsonPrintOptions jo;
+  jo.always_print_primitive_fields = true;
+  jo.preserve_proto_field_names = true; // bench/bt_torch.py model_from_bt_config
+  (void)google::protobuf::util::MessageToJsonString(config, &cj, jo);
+  BT_RETURN_IF_ERROR(WriteFileAtomically(init + "/bt_config.json", cj));
+  // The batches of steps 1..dump_steps (the order is a pure function of
+  // the seed), written before training so that the baseline can take
+  // turns with it.
+  SampleOrder dump_order(train.size(), o.seed);
+  for (int64_t step = 1; step <= o.dump_steps; ++step) {
+    std::vector<int64_t> idx(static_cast<size_t>(o.batch));
+    for (int64_t b = 0; b < o.batch; ++b)
+      idx[b] = dump_order.At((step - 1) * o.batch + b);
+    BT_ASSIGN_OR_RETURN(TensorMap batch, MakeBatch(train, idx));
+    dump.Add(batch);
+  }
+  BT_RETURN_IF_ERROR(dump.Write(o.dump_batches));
+  return absl::OkStatus();
+}
+
+/// The trainer of `model` (Trainer::Create with o.schedule); with --resume
+/// (`resume_ckpt`, its trainer state `resumed`) at the checkpoint's step,
+/// moments and schedule (which replaces o.schedule: the original run's
+/// continues). Errors: those of Trainer::Create and LoadState;
+/// InvalidArgument when the optimizer state and the trainer state disagree.
+absl::StatusOr<std::unique_ptr<Trainer>> CreateTrainer(const Model &model,
+                                                       const std::string &resume_ckpt,
+                                                       const nlohmann::json &resumed,
+                                                       TrainOptions &o) {
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(model, o.schedule));
+  if (resume_ckpt.empty())
+    return trainer;
+  BT_RETURN_IF_ERROR(trainer->LoadState(resume_ckpt + "/optimizer.safetensors"));
+  if (trainer->step() != resumed["step"].get<int64_t>())
+    return absl::InvalidArgumentError(absl::StrCat(
+        resume_ckpt, ": optimizer.safetensors is at step ", trainer->step(),
+        ", trainer_state.json at ", resumed["step"].get<int64_t>()));
+  o.schedule = trainer->schedule();
+  return trainer;
+}
+
+/// The artifact's weights that `trainer` does not train (the block
+/// decoder's embed_in), by name. Errors: those of Artifact::GetWeight.
+absl::StatusOr<std::map<std::string, Tensor>> UntrainedWeights(const Model &model,
+                                                               const Trainer &trainer) {
+  std::map<std::string, Tensor> untrained;
+  for (const proto::Weight &w : model.artifact().manifest().weights()) {
+    if (trainer.parameter(w.name()) != nullptr)
+      continue;
+    BT_ASSIGN_OR_RETURN(Tensor t, model.artifact().GetWeight(w.name()));
+    untrained.emplace(w.name(), std::move(t));
+  }
+  return untrained;
+}
+
+/// trainer_state.json of a checkpoint at `step` after `elapsed` seconds of
+/// training, with the last held-out loss `eval_loss` (<= 0: none yet).
+nlohmann::json TrainerStateJson(const TrainOptions &o, const TrainingData &data,
+                                int64_t step, double elapsed, double eval_loss) {
+  const int64_t train_size = static_cast<int64_t>(data.train.size());
+  nlohmann::json j;
+  j["step"] = step;
+  j["samples_seen"] = step * o.batch;
+  j["epoch"] = static_cast<double>(step * o.batch) / static_cast<double>(train_size);
+  j["batch"] = o.batch;
+  j["seq_len"] = o.seq_len;
+  j["seed"] = o.seed;
+  j["pad_seed"] = o.pad_seed;
+  j["steps"] = o.steps;
+  j["elapsed_s"] = elapsed;
+  j["train_fingerprint"] = Hex(data.train_fingerprint);
+  j["train_samples"] = train_size;
+  j["heldout_samples"] = data.held_samples;
+  j["data"] = {{"files", o.data_paths},
+               {"split", DocumentSplitName(o.split)},
+               {"holdout_fraction", o.holdout_fraction}};
+  j["schedule"] = {{"peak_lr", o.schedule.peak_lr},
+                   {"warmup_steps", o.schedule.warmup_steps},
+                   {"total_steps", o.schedule.total_steps}};
+  if (eval_loss > 0)
+    j["last_eval"] = {{"loss", eval_loss}, {"perplexity", std::exp(eval_loss)}};
+  for (const auto &[k, v] : o.notes)
+    j["notes"][k] = v;
+  return j;
+}
+
+/// Writes the run's tokenizer (TokenizerFileName) and config.yaml (the
+/// official trainer's, OfficialTrainerYaml) into o.output_dir, atomically.
+/// Returns the config's path. Errors: those of WriteFileAtomically.
+absl::StatusOr<std::string> WriteRunFiles(const proto::ModelConfig &config,
+                                          const TrainOptions &o,
+                                          proto::TokenizerKind tokenizer_kind,
+                                          const std::string &tokenizer_bytes) {
+  const std::string &dir = o.output_dir;
+  const std::string tokenizer_file = TokenizerFileName(tokenizer_kind);
+  BT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/" + tokenizer_file, tokenizer_bytes));
+  const std::string config_path = dir + "/config.yaml";
+  BT_RETURN_IF_ERROR(WriteFileAtomically(
+      config_path,
+      OfficialTrainerYaml(config, o,
+                          absl::StrCat(TokenizerKindName(tokenizer_kind), ", ", tokenizer_file,
+                                       " next to this file (EOS = pad = ",
+                                       config.eos_token_id(), ")"))));
+  return config_path;
+}
+
+/// Seconds per step, averaged over the last 50 steps (the progress line's
+/// rate and remaining time).
+class StepTimes {
+public:
+  /// Adds a step of `sec` seconds; returns the average.
+  double Add(double sec) {
+    recent_.push_back(sec);
+    sum_ += sec;
+    if (recent_.size() > 50) {
+      sum_ -= recent_.front();
+      recent_.pop_front();
     }
-    if (!o.dump_batches.empty())
-      return absl::InvalidArgumentError(
-          "--dump-batches / --baseline need a fresh run (the dump starts at step 1)");
+    return sum_ / static_cast<double>(recent_.size());
   }
 
-  return absl::OkStatus();
+private:
+  std::deque<double> recent_;
+  double sum_ = 0;
+};
+
+/// The closing lines of a run on `out`: the throughput over this run's
+/// steps (from `start_step`, `elapsed_before` seconds already trained), the
+/// last held-out loss, where the checkpoint and the log are.
+void PrintTrainingSummary(std::ostream &out, const proto::ModelConfig &config,
+                          const TrainOptions &o, int64_t start_step, double elapsed,
+                          double elapsed_before, double last_eval, int64_t eval_targets,
+                          const std::string &last_ckpt) {
+  const std::string &dir = o.output_dir;
+  const int64_t tokens_per_step = o.batch * o.seq_len;
+  out << absl::StrFormat("trained %s to step %d in %s (%s train tokens/s)\n", config.name(),
+                         o.steps, FormatDuration(elapsed),
+                         FormatRate(static_cast<double>(tokens_per_step) *
+                                    static_cast<double>(std::max<int64_t>(o.steps - start_step, 1)) /
+                                    std::max(elapsed - elapsed_before, 1e-9)));
+  if (last_eval > 0)
+    out << absl::StrFormat("held-out loss %.4f nats/token, perplexity %.2f (%d tokens)\n",
+                           last_eval, std::exp(last_eval), eval_targets);
+  out << "checkpoint: " << last_ckpt << " (" << dir << "/latest), log: " << dir
+      << "/log.csv, plot: " << dir << "/loss.png\n";
+}
+
+/// The held-out loss (HeldOutLoss) of the trainer's parameters at `step`
+/// over data.eval_batches (non-empty): logged in `csv` and on `progress`,
+/// and plotted with --plot (which a failed plot turns off, with a note).
+/// Errors: those of HeldOutLoss and LossLog::Write.
+absl::StatusOr<double> EvaluateHeldOut(const Model &model, const Trainer &trainer,
+                                       const TrainingData &data, int64_t step,
+                                       LossLog &csv, ProgressDisplay &progress,
+                                       TrainOptions &o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  BT_ASSIGN_OR_RETURN(const double loss,
+                      HeldOutLoss(model, trainer.Parameters(), data.eval_batches));
+  csv.SetEval(step, loss);
+  BT_RETURN_IF_ERROR(csv.Write());
+  progress.Message(absl::StrFormat(
+      "eval @ step %d: held-out loss %.4f, perplexity %.2f (%d targets, %.1f s)", step,
+      loss, std::exp(loss), data.eval_targets,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+  if (o.plot) {
+    std::string note = csv.Plot(absl::StrCat(model.config().name(), ": loss"));
+    if (!note.empty()) {
+      progress.Message(absl::StrCat("note: ", note));
+      o.plot = false;
+    }
+  }
+  return loss;
+}
+
+/// --baseline torch: the PyTorch training baseline in a child process
+/// (TorchTrainBaseline::Start), announced on `progress`; null without
+/// --baseline torch or when it cannot start (the reason on `progress`).
+/// Errors: those of TorchTrainBaseline::Start.
+absl::StatusOr<std::unique_ptr<TorchTrainBaseline>>
+StartTorchBaseline(const TrainOptions &o, ProgressDisplay &progress) {
+  if (o.baseline != "torch")
+    return nullptr;
+  std::string note;
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<TorchTrainBaseline> torch,
+                      TorchTrainBaseline::Start(o, o.output_dir, &note));
+  progress.Message(torch ? absl::StrCat("[torch] ", torch->description(),
+                                        ": takes turns with bt on steps 1..", o.dump_steps,
+                                        " (", BaselineScript(o.torch_script), " --train-serve)")
+                         : note);
+  return torch;
 }
 
 } // namespace
@@ -545,7 +723,6 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
   TrainOptions o = opts_in;
   BT_RETURN_IF_ERROR(CheckTrainable(model, o));
   const proto::ModelConfig &config = model.config();
-  const int64_t L = config.block_length();
   BT_RETURN_IF_ERROR(CheckTrainOutputDir(o, /*after_prepare=*/true));
   model.device().SetThreads(o.threads);
   ProgressDisplay progress(log, o.progress, "lines");
@@ -555,104 +732,20 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
   nlohmann::json resumed;
   BT_RETURN_IF_ERROR(ReadResumeState(o, resume_ckpt, resumed));
 
-  // --- Data. ----------------------------------------------------------------
-  const auto t_data = std::chrono::steady_clock::now();
-  if (model.artifact().tokenizer().empty())
-    return absl::FailedPreconditionError(absl::StrCat(
-        model.artifact().path(),
-        ": the artifact has no tokenizer (compile with --tokenizer, or let `bt-run "
-        "train` train one)"));
-  BT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
-                      Tokenizer::FromArtifact(model.artifact()));
-  const proto::TokenizerKind tokenizer_kind = tokenizer->kind();
-  if (tokenizer->eos_id() != config.eos_token_id())
-    return absl::InvalidArgumentError(absl::StrCat(
-        "train: the tokenizer's EOS id is ", tokenizer->eos_id(), ", the model's is ",
-        config.eos_token_id(),
-        tokenizer_kind == proto::TOKENIZER_SENTENCEPIECE
-            ? absl::StrCat(" (train the tokenizer with --eos_id=", config.eos_token_id(), ")")
-            : std::string(" (the config's eos_token_id must be the id of <|endoftext|>)")));
-  if (tokenizer->vocab_size() > config.vocab_size())
-    return absl::InvalidArgumentError(absl::StrCat(
-        "train: the tokenizer has ", tokenizer->vocab_size(),
-        " pieces, more than the model's vocab_size ", config.vocab_size()));
-  BT_ASSIGN_OR_RETURN(std::vector<std::string> docs, ReadDocuments(o.data_paths, o.split));
-  if (docs.size() < 2)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "train: the data has ", docs.size(), " document(s) (split '",
-        DocumentSplitName(o.split), "'); need at least 2"));
-  BT_ASSIGN_OR_RETURN(TokenizedCorpus corpus, TokenizeDocuments(*tokenizer, docs));
-  auto [train_docs, held_docs] = SplitHeldOut(corpus.num_documents(), o.holdout_fraction, o.seed);
-  PackingOptions pack;
-  pack.length = o.seq_len;
-  pack.block_length = L;
-  pack.eos_token = config.eos_token_id();
-  pack.pad_token = config.pad_token_id();
-  pack.seed = o.pad_seed;
-  BT_ASSIGN_OR_RETURN(PackedDataset train, PackedDataset::Create(corpus.Select(train_docs), pack));
-  if (train.size() == 0)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "train: the training documents give no sample of ", o.seq_len, " tokens"));
-  if (o.batch > static_cast<int64_t>(train.size()))
-    return absl::InvalidArgumentError(absl::StrCat(
-        "train: --batch ", o.batch, " is larger than the ", train.size(),
-        " training samples of ", o.seq_len, " tokens (every batch would repeat samples); use "
-        "--batch ", train.size(), " or less, or more data"));
-  std::vector<TensorMap> eval_batches;
-  int64_t held_samples = 0, eval_targets = 0;
-  if (!held_docs.empty()) {
-    BT_ASSIGN_OR_RETURN(PackedDataset held, PackedDataset::Create(corpus.Select(held_docs), pack));
-    held_samples = held.size();
-    const int64_t n = std::min(held.size(), o.eval_batches * o.batch);
-    for (int64_t b = 0; b < n; b += o.batch) {
-      std::vector<int64_t> idx;
-      for (int64_t i = b; i < std::min(n, b + o.batch); ++i)
-        idx.push_back(i);
-      BT_ASSIGN_OR_RETURN(TensorMap batch, MakeBatch(held, idx));
-      eval_targets += CountTargets(batch);
-      eval_batches.push_back(std::move(batch));
-    }
-  }
-  const uint64_t train_fp = train.corpus().Fingerprint();
-  if (!resumed.is_null() &&
-      resumed.value("train_fingerprint", std::string()) != Hex(train_fp))
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--resume ", resume_ckpt,
-        ": the training data differs from the checkpoint's (files, split, holdout, "
-        "tokenizer or seed)"));
-  progress.Message(absl::StrFormat(
-      "data: %d documents (%s) -> %d tokens; train %d docs, %d samples of %d tokens "
-      "(%d epochs for %d steps of %d); held out %d docs, %d samples (%d used, %d "
-      "targets) [%.1f s]",
-      docs.size(), DocumentSplitName(o.split), corpus.tokens.size() + docs.size(),
-      train_docs.size(), train.size(), o.seq_len,
-      (o.steps * o.batch + train.size() - 1) / train.size(), o.steps, o.batch,
-      held_docs.size(), held_samples, std::min(held_samples, o.eval_batches * o.batch),
-      eval_targets,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_data).count()));
-  docs.clear();
+  BT_ASSIGN_OR_RETURN(TrainingData data,
+                      LoadTrainingData(model, o, resume_ckpt, resumed, progress));
+  const proto::TokenizerKind tokenizer_kind = data.tokenizer_kind;
+  const PackedDataset &train = data.train;
+  const std::vector<TensorMap> &eval_batches = data.eval_batches;
+  const int64_t eval_targets = data.eval_targets;
 
   // --- The trainer (bt/runtime/trainer.h). ----------------------------------
-  BT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(model, o.schedule));
-  if (!resume_ckpt.empty()) {
-    BT_RETURN_IF_ERROR(trainer->LoadState(resume_ckpt + "/optimizer.safetensors"));
-    if (trainer->step() != resumed["step"].get<int64_t>())
-      return absl::InvalidArgumentError(absl::StrCat(
-          resume_ckpt, ": optimizer.safetensors is at step ", trainer->step(),
-          ", trainer_state.json at ", resumed["step"].get<int64_t>()));
-    // The schedule of the original run continues (its total may exceed the
-    // steps of the first part); it is part of the state.
-    o.schedule = trainer->schedule();
-  }
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer,
+                      CreateTrainer(model, resume_ckpt, resumed, o));
   // Artifact weights the trainer does not train (the block decoder's
   // embed_in): copied into every checkpoint unchanged.
-  std::map<std::string, Tensor> untrained;
-  for (const proto::Weight &w : model.artifact().manifest().weights()) {
-    if (trainer->parameter(w.name()) != nullptr)
-      continue;
-    BT_ASSIGN_OR_RETURN(Tensor t, model.artifact().GetWeight(w.name()));
-    untrained.emplace(w.name(), std::move(t));
-  }
+  using TensorsByName = std::map<std::string, Tensor>;
+  BT_ASSIGN_OR_RETURN(const TensorsByName untrained, UntrainedWeights(model, *trainer));
   const int64_t start_step = trainer->step();
   double elapsed_before = resumed.is_null() ? 0.0 : resumed.value("elapsed_s", 0.0);
   if (start_step > o.steps)
@@ -667,41 +760,9 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
     csv.LoadPrefix(RunDirOf(resume_ckpt) + "/log.csv", start_step);
   const std::string tokenizer_bytes(model.artifact().tokenizer());
   const std::string tokenizer_file = TokenizerFileName(tokenizer_kind);
-  BT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/" + tokenizer_file, tokenizer_bytes));
-  const std::string config_path = dir + "/config.yaml";
-  BT_RETURN_IF_ERROR(WriteFileAtomically(
-      config_path,
-      OfficialTrainerYaml(config, o,
-                          absl::StrCat(TokenizerKindName(tokenizer_kind), ", ", tokenizer_file,
-                                       " next to this file (EOS = pad = ",
-                                       config.eos_token_id(), ")"))));
+  BT_ASSIGN_OR_RETURN(const std::string config_path,
+                      WriteRunFiles(config, o, tokenizer_kind, tokenizer_bytes));
 
-  auto trainer_state = [&](int64_t step, double elapsed, double eval_loss) {
-    nlohmann::json j;
-    j["step"] = step;
-    j["samples_seen"] = step * o.batch;
-    j["epoch"] = static_cast<double>(step * o.batch) / static_cast<double>(train.size());
-    j["batch"] = o.batch;
-    j["seq_len"] = o.seq_len;
-    j["seed"] = o.seed;
-    j["pad_seed"] = o.pad_seed;
-    j["steps"] = o.steps;
-    j["elapsed_s"] = elapsed;
-    j["train_fingerprint"] = Hex(train_fp);
-    j["train_samples"] = train.size();
-    j["heldout_samples"] = held_samples;
-    j["data"] = {{"files", o.data_paths},
-                 {"split", DocumentSplitName(o.split)},
-                 {"holdout_fraction", o.holdout_fraction}};
-    j["schedule"] = {{"peak_lr", o.schedule.peak_lr},
-                     {"warmup_steps", o.schedule.warmup_steps},
-                     {"total_steps", o.schedule.total_steps}};
-    if (eval_loss > 0)
-      j["last_eval"] = {{"loss", eval_loss}, {"perplexity", std::exp(eval_loss)}};
-    for (const auto &[k, v] : o.notes)
-      j["notes"][k] = v;
-    return j;
-  };
   std::string last_ckpt;
   double last_eval = -1;
   auto save = [&](int64_t step, double elapsed) -> absl::Status {
@@ -710,7 +771,7 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
     c.trainer = trainer.get();
     c.config_path = config_path;
     c.extra = &untrained;
-    c.trainer_state = trainer_state(step, elapsed, last_eval);
+    c.trainer_state = TrainerStateJson(o, data, step, elapsed, last_eval);
     c.tokenizer = tokenizer_bytes;
     c.tokenizer_file = tokenizer_file;
     BT_ASSIGN_OR_RETURN(last_ckpt, WriteCheckpoint(dir, c, o.keep_checkpoints));
@@ -721,61 +782,17 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
   auto evaluate = [&](int64_t step) -> absl::Status {
     if (eval_batches.empty())
       return absl::OkStatus();
-    const auto t0 = std::chrono::steady_clock::now();
-    BT_ASSIGN_OR_RETURN(last_eval, HeldOutLoss(model, trainer->Parameters(), eval_batches));
-    csv.SetEval(step, last_eval);
-    BT_RETURN_IF_ERROR(csv.Write());
-    progress.Message(absl::StrFormat(
-        "eval @ step %d: held-out loss %.4f, perplexity %.2f (%d targets, %.1f s)", step,
-        last_eval, std::exp(last_eval), eval_targets,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
-    if (o.plot) {
-      std::string note = csv.Plot(absl::StrCat(config.name(), ": loss"));
-      if (!note.empty()) {
-        progress.Message(absl::StrCat("note: ", note));
-        o.plot = false;
-      }
-    }
+    BT_ASSIGN_OR_RETURN(last_eval,
+                        EvaluateHeldOut(model, *trainer, data, step, csv, progress, o));
     return absl::OkStatus();
   };
 
   // --- Baseline inputs. -----------------------------------------------------
-  BatchDump dump;
-  if (!o.dump_batches.empty()) {
-    const std::string init = dir + "/initial";
-    BT_RETURN_IF_ERROR(MakeDirs(init));
-    CheckpointWriteOptions w;
-    w.config_path = config_path;
-    w.extra = &untrained;
-    BT_RETURN_IF_ERROR(trainer->SaveCheckpoint(init, w));
-    std::string cj;
-    google::protobuf::util::JsonPrintOptions jo;
-    jo.always_print_primitive_fields = true;
-    jo.preserve_proto_field_names = true; // bench/bt_torch.py model_from_bt_config
-    (void)google::protobuf::util::MessageToJsonString(config, &cj, jo);
-    BT_RETURN_IF_ERROR(WriteFileAtomically(init + "/bt_config.json", cj));
-    // The batches of steps 1..dump_steps (the order is a pure function of
-    // the seed), written before training so that the baseline can take
-    // turns with it.
-    SampleOrder dump_order(train.size(), o.seed);
-    for (int64_t step = 1; step <= o.dump_steps; ++step) {
-      std::vector<int64_t> idx(static_cast<size_t>(o.batch));
-      for (int64_t b = 0; b < o.batch; ++b)
-        idx[b] = dump_order.At((step - 1) * o.batch + b);
-      BT_ASSIGN_OR_RETURN(TensorMap batch, MakeBatch(train, idx));
-      dump.Add(batch);
-    }
-    BT_RETURN_IF_ERROR(dump.Write(o.dump_batches));
-  }
-  std::unique_ptr<TorchTrainBaseline> torch;
-  if (o.baseline == "torch") {
-    std::string note;
-    BT_ASSIGN_OR_RETURN(torch, TorchTrainBaseline::Start(o, dir, &note));
-    progress.Message(torch ? absl::StrCat("[torch] ", torch->description(),
-                                          ": takes turns with bt on steps 1..", o.dump_steps,
-                                          " (", BaselineScript(o.torch_script), " --train-serve)")
-                           : note);
-  }
+  if (!o.dump_batches.empty())
+    BT_RETURN_IF_ERROR(
+        DumpBaselineInputs(*trainer, train, o, config, dir, config_path, untrained));
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<TorchTrainBaseline> torch,
+                      StartTorchBaseline(o, progress));
 
   // --- The loop. ------------------------------------------------------------
   progress.Message(absl::StrFormat(
@@ -787,8 +804,8 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
     BT_RETURN_IF_ERROR(evaluate(0));
   SampleOrder order(train.size(), o.seed);
   const int64_t tokens_per_step = o.batch * o.seq_len;
-  std::deque<double> recent;
-  double recent_sum = 0, elapsed = elapsed_before;
+  StepTimes step_times;
+  double elapsed = elapsed_before;
   auto last_csv_write = std::chrono::steady_clock::now();
   for (int64_t step = start_step + 1; step <= o.steps; ++step) {
     auto t0 = std::chrono::steady_clock::now();
@@ -810,13 +827,7 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
     const double sec =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     elapsed += sec;
-    recent.push_back(sec);
-    recent_sum += sec;
-    if (recent.size() > 50) {
-      recent_sum -= recent.front();
-      recent.pop_front();
-    }
-    const double avg = recent_sum / static_cast<double>(recent.size());
+    const double avg = step_times.Add(sec);
     const double rate = static_cast<double>(tokens_per_step) / sec;
     csv.Add(step, absl::StrFormat("%d,%d,%d,%d,%.9g,%.9g,%.9g,%.6f,%.1f,%.3f", step,
                                   order.EpochOf((step - 1) * o.batch), step * o.batch,
@@ -851,16 +862,8 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
   }
   if (o.plot)
     (void)csv.Plot(absl::StrCat(config.name(), ": loss"));
-  out << absl::StrFormat("trained %s to step %d in %s (%s train tokens/s)\n", config.name(),
-                         o.steps, FormatDuration(elapsed),
-                         FormatRate(static_cast<double>(tokens_per_step) *
-                                    static_cast<double>(std::max<int64_t>(o.steps - start_step, 1)) /
-                                    std::max(elapsed - elapsed_before, 1e-9)));
-  if (last_eval > 0)
-    out << absl::StrFormat("held-out loss %.4f nats/token, perplexity %.2f (%d tokens)\n",
-                           last_eval, std::exp(last_eval), eval_targets);
-  out << "checkpoint: " << last_ckpt << " (" << dir << "/latest), log: " << dir
-      << "/log.csv, plot: " << dir << "/loss.png\n";
+  PrintTrainingSummary(out, config, o, start_step, elapsed, elapsed_before, last_eval,
+                       eval_targets, last_ckpt);
   if (torch != nullptr)
     BT_RETURN_IF_ERROR(
         torch->Finish(dir, o.batch, o.seq_len, o.threads > 0 ? o.threads : 2, out));

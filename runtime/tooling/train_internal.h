@@ -1,7 +1,8 @@
 //===- train_internal.h - helpers of the train command ----------*- C++ -*-===//
 //
-// Private to runtime/tooling (train.cc, train_files.cc): the run
-// directory's files and directories, child processes and plots.
+// Private to runtime/tooling (train.cc, train_files.cc, train_data.cc): the
+// run directory's files and directories, child processes, plots and the
+// training data of a run.
 //
 //===----------------------------------------------------------------------===//
 #ifndef BT_RUNTIME_TOOLING_TRAIN_INTERNAL_H
@@ -14,8 +15,50 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "bt/runtime/base/tensor.h"
+#include "bt/runtime/train/data.h"
+#include "nlohmann/json.hpp"
+
+namespace bt::rt {
+class Model;
+class ProgressDisplay;
+struct TrainOptions;
+} // namespace bt::rt
 
 namespace bt::rt::train_internal {
+
+/// The training data of a run: the tokenized, packed training samples and
+/// the held-out batches (docs/training.md).
+struct TrainingData {
+  proto::TokenizerKind tokenizer_kind;
+  PackedDataset train;
+  /// Held-out batches of at most --batch samples, --eval-batches of them.
+  std::vector<TensorMap> eval_batches;
+  int64_t held_samples = 0, eval_targets = 0;
+  /// TokenizedCorpus::Fingerprint of the training documents (a resumed run
+  /// must have the same).
+  uint64_t train_fingerprint = 0;
+};
+
+/// With --resume: the checkpoint (`resume_ckpt`) and its trainer state
+/// (`resumed`), whose data settings must be this run's. Errors:
+/// InvalidArgument naming the checkpoint and the setting.
+absl::Status ReadResumeState(const TrainOptions &o, std::string &resume_ckpt,
+                             nlohmann::json &resumed);
+
+/// Reads, tokenizes (the artifact's tokenizer), splits and packs the
+/// documents of `o` into [batch, seq_len] samples of L_B-token blocks, and
+/// reports the counts on `progress`. `resumed` (a trainer_state.json, or
+/// null) must have the same training data. Errors: FailedPrecondition
+/// without a tokenizer; InvalidArgument for a tokenizer that does not fit
+/// the model, too few documents or samples, or other data than the resumed
+/// run's; those of ReadDocuments and PackedDataset::Create.
+absl::StatusOr<TrainingData> LoadTrainingData(const Model &model,
+                                              const TrainOptions &o,
+                                              const std::string &resume_ckpt,
+                                              const nlohmann::json &resumed,
+                                              ProgressDisplay &progress);
+
 
 /// `v` with 17 significant digits (round-trips a double; YAML and logs).
 std::string Num(double v);
