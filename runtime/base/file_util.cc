@@ -179,6 +179,24 @@ MappedFile::Open(const std::string &path) {
   return m;
 }
 
+absl::StatusOr<std::shared_ptr<MappedFile>>
+MappedFile::FromBytes(std::string name, absl::string_view bytes) {
+  std::shared_ptr<MappedFile> m(new MappedFile());
+  m->path_ = std::move(name);
+  m->size_ = bytes.size();
+  if (m->size_ > 0) {
+    void *p = ::mmap(nullptr, m->size_, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      return absl::ResourceExhaustedError(absl::StrCat(
+          m->path_, ": cannot map ", m->size_, " bytes: ", strerror(errno)));
+    std::memcpy(p, bytes.data(), bytes.size());
+    ::mprotect(p, m->size_, PROT_READ);
+    m->data_ = p;
+  }
+  return m;
+}
+
 MappedFile::~MappedFile() {
   if (registered_)
     OpenInputs::Get().Remove(dev_, ino_, path_);

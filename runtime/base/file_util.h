@@ -61,6 +61,14 @@ public:
   /// naming `path` and the system error.
   static absl::StatusOr<std::shared_ptr<MappedFile>> Open(const std::string &path);
 
+  /// A read-only, page-aligned private copy of `bytes` in anonymous memory,
+  /// named `name` (for messages; no file is involved and none is
+  /// registered as an input): an artifact built in memory reads exactly as
+  /// a mapped file. Errors: ResourceExhausted when the memory cannot be
+  /// mapped.
+  static absl::StatusOr<std::shared_ptr<MappedFile>>
+  FromBytes(std::string name, absl::string_view bytes);
+
   ~MappedFile();
   MappedFile(const MappedFile &) = delete;
   MappedFile &operator=(const MappedFile &) = delete;

@@ -153,6 +153,13 @@ public:
 
   /// The traffic counted since the device was opened (DeviceTraffic).
   virtual DeviceTraffic traffic() const { return {}; }
+
+  /// Sets how many host threads the device's computation may use (`threads`
+  /// > 0; 0 keeps the current count) and returns the count in effect
+  /// afterwards. cpu: the BLAS threads of this process (OpenBLAS, the
+  /// kernels' GEMMs, docs/codegen.md). The default, for a device that
+  /// computes on no host threads of its own, sets nothing and returns 0.
+  virtual int SetThreads(int threads) { return 0; }
 };
 
 } // namespace bt::rt

@@ -166,11 +166,9 @@ proto::Manifest ArtifactWriter::LaidOutManifest() const {
   return m;
 }
 
-absl::Status ArtifactWriter::Write(const std::string &path) const {
-  std::string prefix;
-  if (!prefix_path_.empty()) {
-    BT_ASSIGN_OR_RETURN(prefix, ReadFile(prefix_path_));
-  }
+template <typename Sink>
+absl::Status ArtifactWriter::Emit(const std::string &path,
+                                  const std::string &prefix, Sink &out) const {
   const uint64_t payload_start = AlignUp(prefix.size(), kArtifactPageSize);
   proto::Manifest m = LaidOutManifest();
   const uint64_t tend =
@@ -186,42 +184,83 @@ absl::Status ArtifactWriter::Write(const std::string &path) const {
     return absl::InternalError(
         absl::StrCat(path, ": cannot serialize the manifest"));
 
-  BT_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> out,
-                      AtomicFileWriter::Create(path));
-  BT_RETURN_IF_ERROR(out->Write(prefix));
-  BT_RETURN_IF_ERROR(out->WriteZeros(payload_start - out->offset()));
-  BT_RETURN_IF_ERROR(out->Write(kernels_));
+  BT_RETURN_IF_ERROR(out.Write(prefix));
+  BT_RETURN_IF_ERROR(out.WriteZeros(payload_start - out.offset()));
+  BT_RETURN_IF_ERROR(out.Write(kernels_));
   auto pad_to = [&](uint64_t rel) -> absl::Status {
-    return out->WriteZeros(payload_start + rel - out->offset());
+    return out.WriteZeros(payload_start + rel - out.offset());
   };
   BT_RETURN_IF_ERROR(pad_to(m.weights_data().offset()));
   for (int i = 0; i < m.weights_size(); ++i) {
     BT_RETURN_IF_ERROR(
         pad_to(m.weights_data().offset() + m.weights(i).offset()));
-    BT_RETURN_IF_ERROR(out->Write(weights_[i].tensor.bytes()));
+    BT_RETURN_IF_ERROR(out.Write(weights_[i].tensor.bytes()));
   }
   if (!tokenizer_.empty()) {
     BT_RETURN_IF_ERROR(pad_to(m.tokenizer().offset()));
-    BT_RETURN_IF_ERROR(out->Write(tokenizer_));
+    BT_RETURN_IF_ERROR(out.Write(tokenizer_));
   }
   if (!ptx_.empty()) {
     BT_RETURN_IF_ERROR(pad_to(m.ptx().offset()));
-    BT_RETURN_IF_ERROR(out->Write(ptx_));
+    BT_RETURN_IF_ERROR(out.Write(ptx_));
   }
   if (!cuda_emu_.empty()) {
     BT_RETURN_IF_ERROR(pad_to(m.cuda_emu().offset()));
-    BT_RETURN_IF_ERROR(out->Write(cuda_emu_));
+    BT_RETURN_IF_ERROR(out.Write(cuda_emu_));
   }
   BT_RETURN_IF_ERROR(pad_to(manifest_offset));
-  BT_RETURN_IF_ERROR(out->Write(manifest_bytes));
+  BT_RETURN_IF_ERROR(out.Write(manifest_bytes));
   std::string trailer(kArtifactMagic, sizeof kArtifactMagic);
   PutLE(trailer, payload_start, 8);
   PutLE(trailer, manifest_offset, 8);
   PutLE(trailer, manifest_bytes.size(), 4);
   PutLE(trailer, Crc32(0, manifest_bytes), 4);
-  BT_RETURN_IF_ERROR(out->Write(trailer));
+  return out.Write(trailer);
+}
+
+namespace {
+
+/// Emit's sink for Serialize: the bytes in a string.
+class StringSink {
+public:
+  absl::Status Write(absl::string_view bytes) {
+    out_.append(bytes.data(), bytes.size());
+    return absl::OkStatus();
+  }
+  absl::Status WriteZeros(uint64_t n) {
+    out_.append(n, '\0');
+    return absl::OkStatus();
+  }
+  uint64_t offset() const { return out_.size(); }
+  std::string &str() { return out_; }
+
+private:
+  std::string out_;
+};
+
+} // namespace
+
+absl::Status ArtifactWriter::Write(const std::string &path) const {
+  std::string prefix;
+  if (!prefix_path_.empty()) {
+    BT_ASSIGN_OR_RETURN(prefix, ReadFile(prefix_path_));
+  }
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> out,
+                      AtomicFileWriter::Create(path));
+  BT_RETURN_IF_ERROR(Emit(path, prefix, *out));
   return out->Commit(prefix_path_.empty() ? 0644 : 0755);
 }
+
+absl::StatusOr<std::string> ArtifactWriter::Serialize() const {
+  if (!prefix_path_.empty())
+    return absl::FailedPreconditionError(
+        "ArtifactWriter::Serialize: a prefix file is set (an executable is "
+        "written with Write)");
+  StringSink out;
+  BT_RETURN_IF_ERROR(Emit("<memory>", "", out));
+  return std::move(out.str());
+}
+
 
 //===----------------------------------------------------------------------===//
 // Reader
@@ -230,6 +269,19 @@ absl::Status ArtifactWriter::Write(const std::string &path) const {
 absl::StatusOr<std::shared_ptr<const Artifact>>
 Artifact::Open(const std::string &path) {
   BT_ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::Open(path));
+  return FromMapping(std::move(file));
+}
+
+absl::StatusOr<std::shared_ptr<const Artifact>>
+Artifact::FromBytes(const std::string &name, absl::string_view bytes) {
+  BT_ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file,
+                      MappedFile::FromBytes(name, bytes));
+  return FromMapping(std::move(file));
+}
+
+absl::StatusOr<std::shared_ptr<const Artifact>>
+Artifact::FromMapping(std::shared_ptr<MappedFile> file) {
+  const std::string &path = file->path();
   auto bad = [&](absl::string_view msg) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", msg));
   };

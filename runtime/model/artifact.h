@@ -90,11 +90,21 @@ public:
   /// Errors: I/O errors naming the file (prefix or destination).
   absl::Status Write(const std::string &path) const;
 
+  /// The bytes Write() would store (without a prefix file: SetPrefixFile is
+  /// for executables). Errors: Internal when the manifest does not
+  /// serialize, FailedPrecondition with a prefix file set.
+  absl::StatusOr<std::string> Serialize() const;
+
   /// The manifest Write() stores for a payload without prefix (for tests and
   /// inspection): sections and weights filled in.
   proto::Manifest LaidOutManifest() const;
 
 private:
+  /// Writes prefix, payload, manifest and trailer to `out` (a file writer
+  /// or a string; `path` names it in errors).
+  template <typename Sink>
+  absl::Status Emit(const std::string &path, const std::string &prefix,
+                    Sink &out) const;
   struct PendingWeight {
     std::string name;
     Tensor tensor;
@@ -132,6 +142,14 @@ public:
   static absl::StatusOr<std::shared_ptr<const Artifact>>
   Open(const std::string &path);
 
+  /// The artifact held in `bytes` (ArtifactWriter::Serialize), validated as
+  /// Open validates a file; `name` stands for the path in messages and
+  /// path(). No temporary file: the bytes are copied once into a read-only
+  /// page-aligned mapping (weights are views into it). For in-process
+  /// callers (bt-run eval/generate/bench): Model::Open(artifact, options).
+  static absl::StatusOr<std::shared_ptr<const Artifact>>
+  FromBytes(const std::string &name, absl::string_view bytes);
+
   const std::string &path() const { return file_->path(); }
   const proto::Manifest &manifest() const { return manifest_; }
   uint64_t payload_start() const { return payload_start_; }
@@ -151,6 +169,9 @@ public:
   const proto::EntryPoint *FindEntryPoint(const std::string &name) const;
 
 private:
+  /// Validates the artifact in `file` (Open's checks).
+  static absl::StatusOr<std::shared_ptr<const Artifact>>
+  FromMapping(std::shared_ptr<MappedFile> file);
   Artifact() = default;
   absl::string_view Section(const proto::Section &s) const;
   std::shared_ptr<MappedFile> file_;

@@ -127,6 +127,38 @@ TEST(Artifact, RoundTrip) {
   EXPECT_EQ(raw.substr(raw.size() - 32, 8), "BTARTIF2");
 }
 
+// An artifact built in memory (ArtifactWriter::Serialize, Artifact::FromBytes:
+// the in-process path of bt-run) holds the same bytes as the file Write
+// stores and reads back the same; bad bytes get Open's errors under the
+// given name.
+TEST(Artifact, InMemoryMatchesTheFile) {
+  testing::TempDir dir;
+  Contents c;
+  ArtifactWriter w(BaseManifest());
+  AddAll(w, c);
+  absl::StatusOr<std::string> bytes = w.Serialize();
+  ASSERT_THAT(bytes.status(), IsOk());
+  const std::string path = dir.File("model.btart");
+  ASSERT_THAT(w.Write(path), IsOk());
+  EXPECT_EQ(*bytes, testing::ReadRaw(path));
+  auto a = Artifact::FromBytes("<in memory>", *bytes);
+  ASSERT_THAT(a.status(), IsOk());
+  EXPECT_EQ((*a)->path(), "<in memory>");
+  EXPECT_EQ((*a)->payload_start(), 0u);
+  ExpectContents(**a, c);
+  std::string bad = *bytes;
+  bad[bad.size() - 32] = 'X';
+  EXPECT_THAT(Artifact::FromBytes("<in memory>", bad).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "<in memory>: no bt artifact"));
+  EXPECT_THAT(Artifact::FromBytes("<empty>", "").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "<empty>: no bt artifact"));
+  // An executable (prefix file) is written with Write only.
+  w.SetPrefixFile(path);
+  EXPECT_THAT(w.Serialize().status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "prefix file"));
+}
+
 TEST(Artifact, ExecutableWithPrefix) {
   testing::TempDir dir;
   std::string prefix(5000, '\0');

@@ -357,6 +357,28 @@ TEST(BenchTable, GenerationColumnsAndTokensCheck) {
   EXPECT_EQ(FormatBytes(int64_t{5} << 30), "5.00 GiB");
 }
 
+// bt-run fills BenchCommandOptions in process: typed fields directly, texts
+// through SetBenchOption; FinishBenchCommandOptions checks both alike.
+TEST(BenchCommand, OptionsWithoutArgv) {
+  BenchCommandOptions o;
+  o.bench.iters = 2;
+  ASSERT_THAT(SetBenchOption("--batch", "1,max", o), IsOk());
+  ASSERT_THAT(SetBenchOption("--memory", "2MiB", o), IsOk());
+  ASSERT_THAT(FinishBenchCommandOptions(o), IsOk());
+  EXPECT_EQ(o.batches, std::vector<int64_t>({1}));
+  EXPECT_TRUE(o.with_max);
+  EXPECT_EQ(o.memory_bytes, 2 << 20);
+  EXPECT_EQ(o.specs.size(), 3u);
+  EXPECT_THAT(SetBenchOption("--baseline", "tf", o),
+              StatusIs(absl::StatusCode::kInvalidArgument, "expected torch or none"));
+  EXPECT_THAT(SetBenchOption("--no-such", "1", o),
+              StatusIs(absl::StatusCode::kInvalidArgument, "unknown option"));
+  BenchCommandOptions zero;
+  zero.bench.iters = 0;
+  EXPECT_THAT(FinishBenchCommandOptions(zero),
+              StatusIs(absl::StatusCode::kInvalidArgument, "--iters"));
+}
+
 TEST(BenchSettings, ParseList) {
   auto s = ParseBenchSettings("forward,prefill-heavy,decode-heavy");
   ASSERT_THAT(s.status(), IsOk());

@@ -31,6 +31,28 @@ absl::StatusOr<GenerateCommandOptions> Parse(std::vector<std::string> args) {
   return ParseGenerateArgs(args);
 }
 
+// An in-process caller (bt-run) fills the flags struct directly: the same
+// checks as the command line.
+TEST(GenerateCommand, ResolvesFlagsWithoutArgv) {
+  GenerateCommandFlags f;
+  f.prompts = {"a"};
+  f.temperature = "0.5";
+  f.seed = "7";
+  auto s = ResolveGenerateFlags(f);
+  ASSERT_THAT(s.status(), IsOk());
+  EXPECT_FALSE(s->generate.sampling.greedy);
+  EXPECT_EQ(s->generate.sampling.temperature, 0.5);
+  EXPECT_EQ(s->generate.sampling.seed, 7u);
+  f.greedy = true;
+  EXPECT_THAT(ResolveGenerateFlags(f).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "--greedy contradicts"));
+  f.greedy = false;
+  f.max_new_tokens = "many";
+  EXPECT_THAT(ResolveGenerateFlags(f).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "--max-new-tokens: 'many' is not a number"));
+}
+
 TEST(GenerateCommand, ParsesOptions) {
   auto g = Parse({"--inputs", "in", "-o", "out", "--max-new-tokens", "12"});
   ASSERT_THAT(g.status(), IsOk());

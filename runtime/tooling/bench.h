@@ -52,6 +52,7 @@
 #include "absl/status/statusor.h"
 #include "bt/runtime/generate/generate.h"
 #include "bt/runtime/exec/model.h"
+#include "bt/runtime/tooling/progress.h"
 
 namespace bt::rt {
 
@@ -245,8 +246,6 @@ struct CallStats {
   int64_t kv_bytes_per_sample = 0;
 };
 
-/// Progress of a call: `done` of `total` units (generated tokens per row).
-using ProgressFn = std::function<void(int64_t done, int64_t total)>;
 
 /// One implementation under test. A setting is prepared once, then timed
 /// one call at a time, so that several runners can take turns (RunSettings).
@@ -412,6 +411,64 @@ absl::Status WriteBenchCsv(const std::string &path,
 /// `err`.
 absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
                              std::ostream &out, std::ostream &err);
+
+/// The `bench` command line parsed, before it is resolved against a model
+/// (ParseBenchArgs, ResolveBenchOptions): what bt-launcher's argv and an
+/// in-process caller (bt-run) both fill.
+struct BenchCommandOptions {
+  /// Everything but the settings, the device and the notes (which
+  /// ResolveBenchOptions fills from the model).
+  BenchOptions bench;
+  /// --batch: the batch sizes of every setting; `with_max` adds the largest
+  /// batch the KV plan allows within the memory budget.
+  std::vector<int64_t> batches = {1, 8};
+  bool with_max = false;
+  /// --setting (ParseBenchSettings, with --prompt / --gen tokens; 0: each
+  /// setting's default).
+  std::string setting_list = kDefaultBenchSettings;
+  int64_t prompt_tokens = 0, gen_tokens = 0;
+  std::vector<BenchSettingSpec> specs; // setting_list parsed
+  /// Forward length: --tokens, or --seq-blocks blocks of L_B tokens (0 and
+  /// 0: 512 tokens rounded up to whole blocks).
+  int64_t tokens = 0, seq_blocks = 0;
+  /// --memory in bytes and its source text; 0: the available memory
+  /// (MemAvailable) when `with_max`.
+  int64_t memory_bytes = 0;
+  std::string memory_source;
+  /// --progress: auto (a bar when stderr is a terminal, else dots), bar,
+  /// dots, none.
+  std::string progress = "auto";
+  /// -h / --help was given (the caller prints the usage).
+  bool help = false;
+};
+
+/// Sets the option `name` (e.g. "--batch", "--memory", "--iters") of
+/// `bench` from its text `value`, as on the command line (docs/bench.md);
+/// the checks across options wait for FinishBenchCommandOptions. Errors:
+/// InvalidArgument naming the option and what it expects, or an unknown name.
+absl::Status SetBenchOption(const std::string &name, const std::string &value,
+                            BenchCommandOptions &options);
+
+/// The checks across options once all are set (--seq-blocks and --tokens
+/// exclusive, --memory only with --batch max, positive --iters/--threads),
+/// and the parses they wait for (`specs` from `setting_list`, `memory_bytes`
+/// from `memory_source`). Errors: InvalidArgument (a usage error).
+absl::Status FinishBenchCommandOptions(BenchCommandOptions &options);
+
+/// Parses the arguments of `bench` after the command name (docs/bench.md):
+/// SetBenchOption for each, then FinishBenchCommandOptions.
+/// Errors: InvalidArgument (a usage error) naming the option and what it
+/// expects.
+absl::StatusOr<BenchCommandOptions>
+ParseBenchArgs(const std::vector<std::string> &args);
+
+/// The BenchOptions of `command` for `model`: the device, the settings
+/// (BenchSettingsFor over the model's manifest and L_B), the memory budget
+/// of a max batch and the progress mode. Errors: InvalidArgument for
+/// settings the model cannot run (a usage error), those of
+/// AvailableMemoryBytes ("bench --batch max: ...") and of BenchSettingsFor.
+absl::StatusOr<BenchOptions> ResolveBenchOptions(const Model &model,
+                                                 const BenchCommandOptions &command);
 
 } // namespace bt::rt
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 #include <type_traits>
@@ -24,7 +25,6 @@
 #include "bt/runtime/model/kv_plan.h"
 #include "bt/runtime/tooling/compare.h"
 #include "bt/runtime/model/config.h"
-#include "bt/runtime/device/cpu/cpu_device.h"
 #include "bt/runtime/exec/drivers.h"
 #include "bt/runtime/base/safetensors.h"
 #include "bt/runtime/base/status_macros.h"
@@ -59,99 +59,6 @@ std::string ScalarString(const Tensor &t) {
   default:
     return t.DebugString();
   }
-}
-
-std::string Usage(const std::string &prog) {
-  return absl::StrCat(
-      "usage: ", prog, " [--artifact <path>] <command> [options]\n",
-      "\n",
-      "commands:\n",
-      "  info                                   print the model configuration "
-      "and entry points\n",
-      "  eval --inputs <in.safetensors> -o <out.safetensors>\n",
-      "                                         run 'eval_loss' (inputs with "
-      "labels) or 'eval'\n",
-      "                                         and write the outputs (logits, "
-      "loss)\n",
-      "  grad --inputs <in.safetensors> -o <out.safetensors>\n",
-      "                                         run 'grad' (inputs with labels) "
-      "and write loss and\n",
-      "                                         grad.<param> for every parameter "
-      "(raw, unclipped)\n",
-      "  generate (--inputs <prompt.safetensors> | --prompt TEXT...) [-o <out.safetensors>]\n",
-      "           [--max-new-tokens N] [--greedy | --temperature T --top-k K --top-p P --seed S]\n",
-      "           [--official-generate-positions] [--ignore-eos] [--no-step-logits]\n",
-      "                                         generate N tokens per prompt (default 32, greedy):\n",
-      "                                         --inputs reads prompt.input_ids and\n",
-      "                                         prompt.attention_mask (left padding = 0) and -o\n",
-      "                                         writes new_tokens [B, N] and step_logits [N, B, V];\n",
-      "                                         --prompt tokenizes with the artifact's SentencePiece\n",
-      "                                         model and prints the text\n",
-      "  devices                                list the CPU and the CUDA GPU (or why "
-      "none is usable)\n",
-      "  train-step (--inputs <batch.safetensors> | --grads <grads.safetensors>) -o <dir>\n",
-      "           [--checkpoint <dir>] [--config-file <file>] [--lr X] [--warmup-steps N]\n",
-      "           [--total-steps N] [--state-out <state.safetensors>]\n",
-      "           [--step-outputs <out.safetensors>]\n",
-      "                                         one optimizer step ('train_step' on a batch,\n",
-      "                                         or 'apply_gradients' on grad.<name> tensors) from\n",
-      "                                         the weights with zero moments, step 1; writes the\n",
-      "                                         parameters as a checkpoint directory (atomically)\n",
-      "  ", TrainUsage(),
-      "                                         train the model (entry points train_step,\n"
-      "                                         eval_loss; docs/training.md) on text files:\n"
-      "                                         checkpoints, held-out loss, log.csv, loss.png\n",
-      "  compare <actual> <reference> --check NAME[=REFNAME]:atol=X|rtol=X|equal ...\n",
-      "          [--mask-file <masks.safetensors>] [--absent-as-zero]\n",
-      "                                         check tensors of two safetensors "
-      "files against\n",
-      "                                         tolerances (rtol: max|d| / max|ref|);"
-      " NAME may be\n",
-      "                                         * or PREFIX* (every matching "
-      "reference tensor);\n",
-      "                                         atol/rtol may add "
-      ",where=|MASK|*F>T (or <=T):\n",
-      "                                         only elements whose |MASK| * F "
-      "exceeds T, MASK\n",
-      "                                         from --mask-file (default: the "
-      "reference), {} = NAME\n",
-      "                                         --absent-as-zero: a tensor missing from "
-      "<actual> counts as zeros\n",
-      "  bench [--setting forward|prefill-heavy|decode-heavy[=P/G],...]\n"
-      "        [--batch 1,8[,max]] [--memory 8GiB] [--prompt P] [--gen G]\n"
-      "        [--seq-blocks N | --tokens N] [--iters K] [--warmup W] [--threads T]\n"
-      "        [--csv out.csv] [--baseline torch|none] [--torch-script bt_torch.py]\n"
-      "        [--python PATH] [--seed S] [--torch-malloc tuned|default]\n"
-      "        [--progress auto|bar|dots|none]\n",
-      "                                         tokens/s per setting and batch "
-      "size, median of K calls\n",
-      "                                         after W warmups (default: all "
-      "three settings, batches\n",
-      "                                         1,8, forward 512 tokens, K 5, W 1, "
-      "2 threads), side by\n",
-      "                                         side with the PyTorch baseline "
-      "bench/bt_torch.py;\n",
-      "                                         prefill-heavy (2048/128) and "
-      "decode-heavy (128/2048)\n",
-      "                                         generate greedily, EOS ignored "
-      "(--prompt/--gen replace\n",
-      "                                         the lengths); --batch max: the "
-      "largest batch the\n",
-      "                                         KV-cache plan fits in --memory "
-      "(default: available)\n",
-      "\n",
-      "Every command that runs the model takes --device cpu|cuda|cuda-emu: "
-      "cuda-emu runs a cuda\n"
-      "artifact's kernels on the CPU in the CUDA emulator, with memory and "
-      "synchronization\n"
-      "checks (docs/cuda-emulator.md; also $BT_DEVICE=cuda-emu).\n"
-      "Every command that runs the model also takes --threads N: the CPU "
-      "threads of the\n"
-      "compiled kernels and OpenBLAS "
-      "(one OpenMP pool,\n"
-      "docs/codegen.md; default: OMP_NUM_THREADS, else every core).\n"
-      "The artifact is read from the end of this executable unless --artifact "
-      "is given.\n");
 }
 
 } // namespace
@@ -310,89 +217,120 @@ absl::Status RunGradCommand(const Model &model, const std::string &inputs_path,
   return RunEntryOnFile(model, "grad", in, inputs_path, output_path, log);
 }
 
-absl::StatusOr<GenerateCommandOptions>
-ParseGenerateArgs(const std::vector<std::string> &args) {
-  GenerateCommandOptions o;
-  auto bad = [](const std::string &m) {
-    return absl::InvalidArgumentError(absl::StrCat("generate: ", m));
-  };
-  bool greedy_flag = false, sampling = false, seed_given = false;
-  double temperature = 1.0;
-  bool temperature_given = false;
+absl::StatusOr<GenerateCommandFlags>
+ParseGenerateFlags(const std::vector<std::string> &args) {
+  GenerateCommandFlags f;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &a = args[i];
     auto value = [&]() -> absl::StatusOr<std::string> {
       if (i + 1 >= args.size())
-        return bad(absl::StrCat(a, " needs a value"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("generate: ", a, " needs a value"));
       return args[++i];
     };
-    auto number = [&](auto *x) -> absl::Status {
-      BT_ASSIGN_OR_RETURN(std::string v, value());
-      bool ok;
-      if constexpr (std::is_same_v<std::remove_pointer_t<decltype(x)>, double>)
-        ok = absl::SimpleAtod(v, x);
-      else if constexpr (std::is_same_v<std::remove_pointer_t<decltype(x)>, uint64_t>)
-        ok = absl::SimpleAtoi(v, x);
-      else
-        ok = absl::SimpleAtoi(v, x);
-      if (!ok)
-        return bad(absl::StrCat(a, ": '", v, "' is not a number"));
-      return absl::OkStatus();
-    };
     if (a == "--inputs") {
-      BT_ASSIGN_OR_RETURN(o.inputs_path, value());
+      BT_ASSIGN_OR_RETURN(f.inputs_path, value());
     } else if (a == "--prompt") {
       BT_ASSIGN_OR_RETURN(std::string p, value());
-      o.prompts.push_back(p);
+      f.prompts.push_back(p);
     } else if (a == "-o" || a == "--output") {
-      BT_ASSIGN_OR_RETURN(o.output_path, value());
+      BT_ASSIGN_OR_RETURN(f.output_path, value());
     } else if (a == "--max-new-tokens") {
-      BT_RETURN_IF_ERROR(number(&o.generate.max_new_tokens));
-      if (o.generate.max_new_tokens < 0)
-        return bad("--max-new-tokens must be >= 0");
+      BT_ASSIGN_OR_RETURN(f.max_new_tokens, value());
     } else if (a == "--greedy") {
-      greedy_flag = true;
+      f.greedy = true;
     } else if (a == "--temperature") {
-      BT_RETURN_IF_ERROR(number(&temperature));
-      temperature_given = true;
-      if (!(temperature >= 0))
-        return bad("--temperature must be >= 0 (0 = greedy)");
+      BT_ASSIGN_OR_RETURN(f.temperature, value());
     } else if (a == "--top-k") {
-      BT_RETURN_IF_ERROR(number(&o.generate.sampling.top_k));
-      sampling = true;
+      BT_ASSIGN_OR_RETURN(f.top_k, value());
     } else if (a == "--top-p") {
-      BT_RETURN_IF_ERROR(number(&o.generate.sampling.top_p));
-      sampling = true;
+      BT_ASSIGN_OR_RETURN(f.top_p, value());
     } else if (a == "--seed") {
-      BT_RETURN_IF_ERROR(number(&o.generate.sampling.seed));
-      seed_given = true;
+      BT_ASSIGN_OR_RETURN(f.seed, value());
     } else if (a == "--official-generate-positions") {
-      o.generate.official_generate_positions = true;
+      f.official_generate_positions = true;
     } else if (a == "--ignore-eos") {
-      o.generate.stop_at_eos = false;
+      f.ignore_eos = true;
     } else if (a == "--no-step-logits") {
-      o.generate.keep_step_logits = false;
+      f.no_step_logits = true;
     } else {
-      return bad(absl::StrCat("unexpected argument '", a, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("generate: unexpected argument '", a, "'"));
     }
   }
+  return f;
+}
+
+namespace {
+
+/// The number of the flag `name`'s text `v` into `x` (double or integer).
+template <typename T>
+absl::Status ParseFlagNumber(const std::string &name,
+                             const std::optional<std::string> &v, T *x) {
+  if (!v)
+    return absl::OkStatus();
+  bool ok;
+  if constexpr (std::is_same_v<T, double>)
+    ok = absl::SimpleAtod(*v, x);
+  else
+    ok = absl::SimpleAtoi(*v, x);
+  if (!ok)
+    return absl::InvalidArgumentError(
+        absl::StrCat("generate: ", name, ": '", *v, "' is not a number"));
+  return absl::OkStatus();
+}
+
+} // namespace
+
+absl::StatusOr<GenerateCommandOptions>
+ResolveGenerateFlags(const GenerateCommandFlags &f) {
+  auto bad = [](const std::string &m) {
+    return absl::InvalidArgumentError(absl::StrCat("generate: ", m));
+  };
+  GenerateCommandOptions o;
+  o.inputs_path = f.inputs_path;
+  o.prompts = f.prompts;
+  o.output_path = f.output_path;
+  o.generate.official_generate_positions = f.official_generate_positions;
+  o.generate.stop_at_eos = !f.ignore_eos;
+  o.generate.keep_step_logits = !f.no_step_logits;
+  double temperature = 1.0;
+  SamplingOptions &s = o.generate.sampling;
+  BT_RETURN_IF_ERROR(ParseFlagNumber("--max-new-tokens", f.max_new_tokens,
+                                     &o.generate.max_new_tokens));
+  if (o.generate.max_new_tokens < 0)
+    return bad("--max-new-tokens must be >= 0");
+  BT_RETURN_IF_ERROR(ParseFlagNumber("--temperature", f.temperature, &temperature));
+  if (!(temperature >= 0))
+    return bad("--temperature must be >= 0 (0 = greedy)");
+  BT_RETURN_IF_ERROR(ParseFlagNumber("--top-k", f.top_k, &s.top_k));
+  BT_RETURN_IF_ERROR(ParseFlagNumber("--top-p", f.top_p, &s.top_p));
+  BT_RETURN_IF_ERROR(ParseFlagNumber("--seed", f.seed, &s.seed));
   if (o.inputs_path.empty() == o.prompts.empty())
     return bad("give either --inputs <prompt.safetensors> or --prompt TEXT");
   if (!o.inputs_path.empty() && o.output_path.empty())
     return bad("--inputs needs -o <out.safetensors>");
+  const bool temperature_given = f.temperature.has_value();
+  bool sampling = f.top_k || f.top_p;
   if (temperature_given && temperature > 0)
     sampling = true;
   if (temperature_given && temperature == 0 && sampling)
     return bad("--temperature 0 (greedy) contradicts --top-k / --top-p");
-  if (greedy_flag && (sampling || seed_given || temperature_given))
+  if (f.greedy && (sampling || f.seed || temperature_given))
     return bad("--greedy contradicts --temperature / --top-k / --top-p / --seed");
-  if (seed_given && !sampling)
+  if (f.seed && !sampling)
     return bad("--seed needs sampling (--temperature, --top-k or --top-p)");
-  o.generate.sampling.greedy = !sampling;
-  o.generate.sampling.temperature = temperature_given && temperature > 0 ? temperature : 1.0;
-  if (absl::Status v = ValidateSamplingOptions(o.generate.sampling); !v.ok())
+  s.greedy = !sampling;
+  s.temperature = temperature_given && temperature > 0 ? temperature : 1.0;
+  if (absl::Status v = ValidateSamplingOptions(s); !v.ok())
     return bad(std::string(v.message()));
   return o;
+}
+
+absl::StatusOr<GenerateCommandOptions>
+ParseGenerateArgs(const std::vector<std::string> &args) {
+  BT_ASSIGN_OR_RETURN(GenerateCommandFlags flags, ParseGenerateFlags(args));
+  return ResolveGenerateFlags(flags);
 }
 
 absl::Status RunGenerateCommand(const Model &model,
@@ -502,384 +440,6 @@ absl::Status RunGenerateCommand(const Model &model,
         << options.output_path << "\n";
   }
   return absl::OkStatus();
-}
-
-int LauncherMain(int argc, const char *const *argv, std::ostream &out,
-                 std::ostream &err) {
-  std::string prog = argc > 0 && argv[0] ? argv[0] : "bt-launcher";
-  std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
-  std::string artifact = kSelfExe;
-  size_t i = 0;
-  auto usage_error = [&](const std::string &msg) {
-    err << prog << ": " << msg << "\n\n" << Usage(prog);
-    return 2;
-  };
-  while (i < args.size() && args[i].rfind("-", 0) == 0) {
-    if (args[i] == "-h" || args[i] == "--help") {
-      out << Usage(prog);
-      return 0;
-    }
-    if (args[i] == "--artifact") {
-      if (i + 1 >= args.size())
-        return usage_error("--artifact needs a path");
-      artifact = args[i + 1];
-      i += 2;
-      continue;
-    }
-    return usage_error(absl::StrCat("unknown option '", args[i], "'"));
-  }
-  if (i >= args.size())
-    return usage_error("missing command");
-  const std::string cmd = args[i++];
-
-  // --device cpu|cuda|cuda-emu, for every command that runs the model: the
-  // artifact's device, or the CUDA emulator for a cuda artifact
-  // (docs/cuda-emulator.md; also $BT_DEVICE=cuda-emu).
-  DeviceOptions device_options;
-  for (size_t k = i; k < args.size(); ++k) {
-    if (args[k] != "--device")
-      continue;
-    const std::string names = absl::StrJoin(DeviceNames(), "|");
-    if (k + 1 >= args.size())
-      return usage_error(absl::StrCat("--device needs ", names));
-    device_options.device = args[k + 1];
-    if (!absl::c_linear_search(DeviceNames(), device_options.device))
-      return usage_error(absl::StrCat("--device ", device_options.device,
-                                      ": expected ", names));
-    args.erase(args.begin() + k, args.begin() + k + 2);
-    break;
-  }
-  // --threads N, for every command that runs the model: the CPU threads of
-  // the generated kernels and OpenBLAS (SetBlasThreads). bench and train
-  // parse it themselves (they hand it to the PyTorch baseline too).
-  if (cmd != "bench" && cmd != "train") {
-    for (size_t k = i; k < args.size(); ++k) {
-      if (args[k] != "--threads")
-        continue;
-      int threads = 0;
-      if (k + 1 >= args.size() || !absl::SimpleAtoi(args[k + 1], &threads) ||
-          threads <= 0)
-        return usage_error("--threads needs a positive integer");
-      SetBlasThreads(threads);
-      args.erase(args.begin() + k, args.begin() + k + 2);
-      break;
-    }
-  }
-  // The device's target must be the artifact's (OpenDeviceFor).
-  auto open_model = [&]() { return Model::Open(artifact, device_options); };
-
-  if (cmd == "devices") {
-    // The devices this binary can run on (no model needed): always the CPU,
-    // and a CUDA GPU or the reason there is none (bt/runtime/cuda.h).
-    if (i < args.size())
-      return usage_error(absl::StrCat("devices takes no arguments, got '",
-                                      args[i], "'"));
-    for (const std::string &line : DescribeDevices())
-      out << line << "\n";
-    return 0;
-  }
-  if (cmd == "compare") {
-    // compare <actual> <reference> --check NAME:atol=X ... (no model needed)
-    std::vector<std::string> files;
-    std::vector<TensorCheck> checks;
-    CompareOptions compare_options;
-    for (; i < args.size(); ++i) {
-      if (args[i] == "--absent-as-zero") {
-        compare_options.absent_as_zero = true;
-      } else if (args[i] == "--mask-file") {
-        if (i + 1 >= args.size())
-          return usage_error("--mask-file needs a path");
-        compare_options.mask_path = args[++i];
-      } else if (args[i] == "--check") {
-        if (i + 1 >= args.size())
-          return usage_error("--check needs NAME:atol=X, NAME:rtol=X or NAME:equal");
-        absl::StatusOr<TensorCheck> check = ParseTensorCheck(args[++i]);
-        if (!check.ok())
-          return usage_error(std::string(check.status().message()));
-        checks.push_back(*check);
-      } else if (args[i].rfind("-", 0) == 0) {
-        return usage_error(absl::StrCat("compare: unexpected option '", args[i], "'"));
-      } else {
-        files.push_back(args[i]);
-      }
-    }
-    if (files.size() != 2 || checks.empty())
-      return usage_error("compare needs <actual> <reference> and at least one --check");
-    absl::StatusOr<std::vector<TensorCheckResult>> results =
-        CompareTensors(files[0], files[1], checks, out, compare_options);
-    if (!results.ok()) {
-      err << prog << ": " << results.status().message() << "\n";
-      return 1;
-    }
-    for (const TensorCheckResult &r : *results)
-      if (!r.passed) {
-        err << prog << ": compare: " << r.check.tensor
-            << " is outside its tolerance\n";
-        return 1;
-      }
-    return 0;
-  }
-
-  if (cmd == "bench") {
-    BenchOptions opts;
-    std::vector<int64_t> batches = {1, 8};
-    bool with_max = false;
-    std::string setting_list = kDefaultBenchSettings, memory, progress = "auto";
-    int64_t tokens = 0, seq_blocks = 0, prompt_tokens = 0, gen_tokens = 0;
-    for (; i < args.size(); ++i) {
-      const std::string &a = args[i];
-      if (a == "-h" || a == "--help") {
-        out << Usage(prog);
-        return 0;
-      }
-      static const std::set<std::string> kValued = {
-          "--batch", "--seq-blocks", "--tokens", "--iters",
-          "--warmup", "--threads", "--csv", "--baseline", "--torch-script",
-          "--python", "--seed", "--torch-malloc", "--setting", "--prompt",
-          "--gen", "--memory", "--progress"};
-      if (!kValued.count(a))
-        return usage_error(absl::StrCat("bench: unexpected argument '", a, "'"));
-      if (i + 1 >= args.size())
-        return usage_error(absl::StrCat(a, " needs a value"));
-      const std::string v = args[++i];
-      int64_t n = 0;
-      if (a == "--batch") {
-        batches.clear();
-        with_max = false;
-        for (absl::string_view b : absl::StrSplit(v, ',')) {
-          int64_t x = 0;
-          if (b == "max") {
-            with_max = true;
-            continue;
-          }
-          if (!absl::SimpleAtoi(b, &x) || x < 1)
-            return usage_error(absl::StrCat(
-                "--batch ", v, ": expected positive integers separated by "
-                "commas (and 'max')"));
-          batches.push_back(x);
-        }
-      } else if (a == "--csv") {
-        opts.csv_path = v;
-      } else if (a == "--setting") {
-        setting_list = v;
-      } else if (a == "--memory") {
-        memory = v;
-      } else if (a == "--progress") {
-        if (v != "auto" && v != "bar" && v != "dots" && v != "none")
-          return usage_error(absl::StrCat(
-              "--progress ", v, ": expected auto, bar, dots or none"));
-        progress = v;
-      } else if (a == "--baseline") {
-        if (v != "torch" && v != "none")
-          return usage_error(absl::StrCat("--baseline ", v, ": expected torch or none"));
-        opts.baseline = v;
-      } else if (a == "--torch-script") {
-        opts.torch_script = v;
-      } else if (a == "--python") {
-        opts.python = v;
-      } else if (a == "--torch-malloc") {
-        if (v != "tuned" && v != "default")
-          return usage_error(absl::StrCat("--torch-malloc ", v, ": expected tuned or default"));
-        opts.torch_malloc = v;
-      } else if (!absl::SimpleAtoi(v, &n) || n < 0 ||
-                 (n == 0 && a != "--warmup" && a != "--seed")) {
-        return usage_error(absl::StrCat(a, " ", v, ": expected a ",
-                                        a == "--warmup" || a == "--seed"
-                                            ? "non-negative"
-                                            : "positive",
-                                        " integer"));
-      } else if (a == "--seq-blocks") {
-        seq_blocks = n;
-      } else if (a == "--tokens") {
-        tokens = n;
-      } else if (a == "--prompt") {
-        prompt_tokens = n;
-      } else if (a == "--gen") {
-        gen_tokens = n;
-      } else if (a == "--iters") {
-        opts.iters = static_cast<int>(n);
-      } else if (a == "--warmup") {
-        opts.warmup = static_cast<int>(n);
-      } else if (a == "--threads") {
-        opts.threads = static_cast<int>(n);
-      } else if (a == "--seed") {
-        opts.seed = static_cast<uint64_t>(n);
-      }
-    }
-    if (tokens > 0 && seq_blocks > 0)
-      return usage_error("bench: give --seq-blocks or --tokens, not both");
-    absl::StatusOr<std::vector<BenchSettingSpec>> specs =
-        ParseBenchSettings(setting_list, prompt_tokens, gen_tokens);
-    if (!specs.ok())
-      return usage_error(std::string(specs.status().message()));
-    // The memory budget of --batch max: --memory, else what is available.
-    int64_t memory_bytes = 0;
-    std::string memory_source;
-    if (!memory.empty()) {
-      if (!with_max)
-        return usage_error("bench --memory is the budget of --batch max; add "
-                           "'max' to --batch");
-      absl::StatusOr<int64_t> m = ParseByteSize(memory);
-      if (!m.ok() || *m <= 0)
-        return usage_error(absl::StrCat(
-            "--memory ", memory, ": expected a positive size such as 80GiB "
-            "(binary), 80GB (decimal) or 1073741824 (bytes)"));
-      memory_bytes = *m;
-      memory_source = absl::StrCat("--memory ", memory);
-    } else if (with_max) {
-      absl::StatusOr<int64_t> m = AvailableMemoryBytes();
-      if (!m.ok()) {
-        err << prog << ": bench --batch max: " << m.status().message() << "\n";
-        return 1;
-      }
-      memory_bytes = *m;
-      memory_source = "available (MemAvailable)";
-    }
-    auto model = open_model();
-    if (!model.ok()) {
-      err << prog << ": " << model.status().message() << "\n";
-      return 1;
-    }
-    opts.device = (*model)->device().name();
-    const proto::ModelConfig &config = (*model)->config();
-    const int64_t L = config.kind() == proto::ModelConfig::VANILLA
-                          ? 1
-                          : std::max<int64_t>(config.block_length(), 1);
-    if (seq_blocks > 0)
-      tokens = seq_blocks * L;
-    else if (tokens == 0)
-      tokens = (512 + L - 1) / L * L; // 512 tokens (128 blocks at L_B = 4)
-    absl::StatusOr<std::vector<BenchSetting>> settings =
-        BenchSettingsFor((*model)->manifest(), *specs, batches, tokens,
-                         with_max, memory_bytes, memory_source, &opts.notes);
-    if (!settings.ok()) {
-      if (absl::IsInvalidArgument(settings.status()))
-        return usage_error(std::string(settings.status().message()));
-      err << prog << ": " << artifact << ": " << settings.status().message()
-          << "\n";
-      return 1;
-    }
-    opts.settings = std::move(*settings);
-    if (progress == "auto") {
-      const char *term = getenv("TERM");
-      progress = isatty(STDERR_FILENO) && term != nullptr &&
-                         std::string(term) != "dumb"
-                     ? "bar"
-                     : "dots";
-    }
-    opts.progress = progress;
-    absl::Status s = RunBenchCommand(**model, opts, out, err);
-    if (!s.ok()) {
-      err << prog << ": " << s.message() << "\n";
-      return 1;
-    }
-    return 0;
-  }
-
-  if (cmd == "train") {
-    std::vector<std::string> rest(args.begin() + i, args.end());
-    for (const std::string &a : rest)
-      if (a == "-h" || a == "--help") {
-        out << "usage: " << prog << " " << TrainUsage();
-        return 0;
-      }
-    absl::StatusOr<TrainOptions> opts = ParseTrainArgs(rest);
-    if (!opts.ok())
-      return usage_error(std::string(opts.status().message()));
-    auto model = open_model();
-    if (!model.ok()) {
-      err << prog << ": " << model.status().message() << "\n";
-      return 1;
-    }
-    absl::Status s = RunTraining(**model, *opts, out, err);
-    if (!s.ok()) {
-      err << prog << ": " << s.message() << "\n";
-      return 1;
-    }
-    return 0;
-  }
-
-  std::string inputs, output;
-  GenerateCommandOptions gen;
-  TrainStepCommandOptions train;
-  if (cmd == "train-step") {
-    std::vector<std::string> rest(args.begin() + i, args.end());
-    for (const std::string &a : rest)
-      if (a == "-h" || a == "--help") {
-        out << Usage(prog);
-        return 0;
-      }
-    absl::StatusOr<TrainStepCommandOptions> parsed = ParseTrainStepArgs(rest);
-    if (!parsed.ok())
-      return usage_error(std::string(parsed.status().message()));
-    train = std::move(parsed).value();
-  } else if (cmd == "generate") {
-    std::vector<std::string> rest(args.begin() + i, args.end());
-    for (const std::string &a : rest)
-      if (a == "-h" || a == "--help") {
-        out << Usage(prog);
-        return 0;
-      }
-    absl::StatusOr<GenerateCommandOptions> parsed = ParseGenerateArgs(rest);
-    if (!parsed.ok())
-      return usage_error(std::string(parsed.status().message()));
-    gen = std::move(parsed).value();
-  } else if (cmd == "info") {
-    if (i < args.size())
-      return usage_error(absl::StrCat("info takes no arguments, got '",
-                                      args[i], "'"));
-  } else if (cmd == "eval" || cmd == "grad") {
-    for (; i < args.size(); ++i) {
-      const std::string &a = args[i];
-      if (a == "-h" || a == "--help") {
-        out << Usage(prog);
-        return 0;
-      }
-      if (a == "--inputs" || a == "-o" || a == "--output") {
-        if (i + 1 >= args.size())
-          return usage_error(absl::StrCat(a, " needs a path"));
-        (a == "--inputs" ? inputs : output) = args[++i];
-      } else {
-        return usage_error(
-            absl::StrCat(cmd, ": unexpected argument '", a, "'"));
-      }
-    }
-    if (inputs.empty())
-      return usage_error(
-          absl::StrCat(cmd, ": missing --inputs <inputs.safetensors>"));
-    if (output.empty())
-      return usage_error(absl::StrCat(cmd, ": missing -o <outputs.safetensors>"));
-  } else {
-    return usage_error(absl::StrCat("unknown command '", cmd, "'"));
-  }
-
-  if (cmd == "info") {
-    // A cuda artifact describes itself without a GPU.
-    absl::StatusOr<std::shared_ptr<const Artifact>> a = Artifact::Open(artifact);
-    if (a.ok() && (*a)->manifest().target() == "cuda") {
-      absl::Status s = RunInfoCommand(**a, out);
-      if (!s.ok()) {
-        err << prog << ": " << s.message() << "\n";
-        return 1;
-      }
-      return 0;
-    }
-  }
-  auto model = open_model();
-  if (!model.ok()) {
-    err << prog << ": " << model.status().message() << "\n";
-    return 1;
-  }
-  absl::Status s = cmd == "info"         ? RunInfoCommand(**model, out)
-                   : cmd == "generate"   ? RunGenerateCommand(**model, gen, out, err)
-                   : cmd == "grad"       ? RunGradCommand(**model, inputs, output, err)
-                   : cmd == "train-step" ? RunTrainStepCommand(**model, train, out)
-                                         : RunEvalCommand(**model, inputs, output, err);
-  if (!s.ok()) {
-    err << prog << ": " << s.message() << "\n";
-    return 1;
-  }
-  return 0;
 }
 
 } // namespace bt::rt

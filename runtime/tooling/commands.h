@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "bt/runtime/generate/generate.h"
+#include "bt/runtime/tooling/command_flags.h"
 #include "bt/runtime/exec/model.h"
 
 namespace bt::rt {
@@ -81,7 +82,18 @@ struct GenerateCommandOptions {
   GenerateOptions generate;
 };
 
-/// Parses the arguments after `generate`:
+/// Collects the arguments after `generate` into flags (no value checked).
+/// Errors: InvalidArgument for an unknown argument or a missing value.
+absl::StatusOr<GenerateCommandFlags>
+ParseGenerateFlags(const std::vector<std::string> &args);
+
+/// Checks `flags` and makes the command's options (the rules below).
+/// Errors: InvalidArgument with a usage message naming the flag.
+absl::StatusOr<GenerateCommandOptions>
+ResolveGenerateFlags(const GenerateCommandFlags &flags);
+
+/// Parses the arguments after `generate` (ParseGenerateFlags, then
+/// ResolveGenerateFlags):
 ///   (--inputs FILE | --prompt TEXT...) [-o FILE] [--max-new-tokens N]
 ///   [--greedy | [--temperature T] [--top-k K] [--top-p P] [--seed S]]
 ///   [--official-generate-positions] [--ignore-eos] [--no-step-logits]

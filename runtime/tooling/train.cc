@@ -1,6 +1,13 @@
 //===- train.cc - the training loop ---------------------------------------===//
+//
+// RunTraining (train.h): the loop, its log, checkpoints and the PyTorch
+// baseline in turns; PrepareTrainingModel.
+//
+//===----------------------------------------------------------------------===//
 
 #include "bt/runtime/tooling/train.h"
+#include "bt/runtime/tooling/progress.h"
+#include "bt/runtime/tooling/train_internal.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -28,7 +35,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "bt/runtime/device/cpu/cpu_device.h"
 #include "bt/runtime/tooling/bench.h"
 #include "bt/runtime/tooling/child_process.h"
 #include "bt/runtime/model/config.h"
@@ -41,453 +47,12 @@
 
 namespace bt::rt {
 
-//===----------------------------------------------------------------------===//
-// Arguments.
-//===----------------------------------------------------------------------===//
-
-std::string TrainUsage() {
-  return "train --data FILE... -o DIR --steps N [--resume DIR] [--overwrite]\n"
-         "      [--split paragraph|heading|line|file] [--holdout F] [--batch B] [--seq-len T]\n"
-         "      [--eval-every K] [--eval-batches K] [--save-every K] [--seed S] [--pad-seed S]\n"
-         "      [--lr X] [--warmup N] [--lr-total-steps N] [--threads N]\n"
-         "      [--progress auto|bar|lines|none]\n"
-         "      [--no-plot] [--keep-checkpoints] [--dump-batches FILE --dump-steps N]\n"
-         "      [--baseline torch|none] [--torch-script PATH] [--python PATH] [--note K=V]\n";
-}
-
-absl::StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string> &args) {
-  TrainOptions o;
-  bool have_steps = false, have_lr_total = false;
-  auto bad = [](const std::string &m) {
-    return absl::InvalidArgumentError(absl::StrCat("train: ", m, "\nusage: ", TrainUsage()));
-  };
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string &a = args[i];
-    auto value = [&]() -> absl::StatusOr<std::string> {
-      if (i + 1 >= args.size())
-        return bad(absl::StrCat(a, " needs a value"));
-      return args[++i];
-    };
-    auto integer = [&](int64_t min) -> absl::StatusOr<int64_t> {
-      BT_ASSIGN_OR_RETURN(std::string v, value());
-      int64_t n = 0;
-      if (!absl::SimpleAtoi(v, &n) || n < min)
-        return bad(absl::StrCat(a, " ", v, ": expected an integer >= ", min));
-      return n;
-    };
-    auto real = [&](double min) -> absl::StatusOr<double> {
-      BT_ASSIGN_OR_RETURN(std::string v, value());
-      double x = 0;
-      if (!absl::SimpleAtod(v, &x) || !(x >= min))
-        return bad(absl::StrCat(a, " ", v, ": expected a number >= ", min));
-      return x;
-    };
-    if (a == "--data") {
-      // Every following argument up to the next option is a file.
-      size_t j = i + 1;
-      for (; j < args.size() && !absl::StartsWith(args[j], "-"); ++j)
-        o.data_paths.push_back(args[j]);
-      if (j == i + 1)
-        return bad("--data needs at least one file");
-      i = j - 1;
-    } else if (a == "--split") {
-      BT_ASSIGN_OR_RETURN(std::string v, value());
-      absl::StatusOr<DocumentSplit> s = ParseDocumentSplit(v);
-      if (!s.ok())
-        return bad(std::string(s.status().message()));
-      o.split = *s;
-    } else if (a == "--holdout") {
-      BT_ASSIGN_OR_RETURN(o.holdout_fraction, real(0));
-      if (o.holdout_fraction >= 1)
-        return bad("--holdout must be below 1");
-    } else if (a == "-o" || a == "--output") {
-      BT_ASSIGN_OR_RETURN(o.output_dir, value());
-    } else if (a == "--resume") {
-      BT_ASSIGN_OR_RETURN(o.resume_dir, value());
-    } else if (a == "--steps") {
-      BT_ASSIGN_OR_RETURN(o.steps, integer(1));
-      have_steps = true;
-    } else if (a == "--batch") {
-      BT_ASSIGN_OR_RETURN(o.batch, integer(1));
-    } else if (a == "--seq-len") {
-      BT_ASSIGN_OR_RETURN(o.seq_len, integer(1));
-    } else if (a == "--eval-every") {
-      BT_ASSIGN_OR_RETURN(o.eval_every, integer(0));
-    } else if (a == "--eval-batches") {
-      BT_ASSIGN_OR_RETURN(o.eval_batches, integer(1));
-    } else if (a == "--save-every") {
-      BT_ASSIGN_OR_RETURN(o.save_every, integer(0));
-    } else if (a == "--seed") {
-      BT_ASSIGN_OR_RETURN(int64_t s, integer(0));
-      o.seed = static_cast<uint64_t>(s);
-    } else if (a == "--pad-seed") {
-      BT_ASSIGN_OR_RETURN(int64_t s, integer(0));
-      if (s > 0xffffffffll)
-        return bad("--pad-seed must fit in 32 bits (numpy's legacy seeding)");
-      o.pad_seed = static_cast<uint32_t>(s);
-    } else if (a == "--lr") {
-      BT_ASSIGN_OR_RETURN(o.schedule.peak_lr, real(0));
-    } else if (a == "--warmup") {
-      BT_ASSIGN_OR_RETURN(o.schedule.warmup_steps, integer(0));
-    } else if (a == "--lr-total-steps") {
-      BT_ASSIGN_OR_RETURN(o.schedule.total_steps, integer(1));
-      have_lr_total = true;
-    } else if (a == "--threads") {
-      BT_ASSIGN_OR_RETURN(int64_t t, integer(1));
-      o.threads = static_cast<int>(t);
-    } else if (a == "--progress") {
-      BT_ASSIGN_OR_RETURN(o.progress, value());
-      if (o.progress != "auto" && o.progress != "bar" && o.progress != "lines" &&
-          o.progress != "none")
-        return bad("--progress: expected auto, bar, lines or none");
-    } else if (a == "--no-plot") {
-      o.plot = false;
-    } else if (a == "--keep-checkpoints") {
-      o.keep_checkpoints = true;
-    } else if (a == "--overwrite") {
-      o.overwrite = true;
-    } else if (a == "--dump-batches") {
-      BT_ASSIGN_OR_RETURN(o.dump_batches, value());
-    } else if (a == "--dump-steps") {
-      BT_ASSIGN_OR_RETURN(o.dump_steps, integer(1));
-    } else if (a == "--baseline") {
-      BT_ASSIGN_OR_RETURN(o.baseline, value());
-      if (o.baseline != "torch" && o.baseline != "none")
-        return bad("--baseline: expected torch or none");
-    } else if (a == "--torch-script") {
-      BT_ASSIGN_OR_RETURN(o.torch_script, value());
-    } else if (a == "--python") {
-      BT_ASSIGN_OR_RETURN(o.python, value());
-    } else if (a == "--note") {
-      BT_ASSIGN_OR_RETURN(std::string v, value());
-      size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0)
-        return bad("--note takes KEY=VALUE");
-      o.notes[v.substr(0, eq)] = v.substr(eq + 1);
-    } else {
-      return bad(absl::StrCat("unexpected argument '", a, "'"));
-    }
-  }
-  if (o.data_paths.empty())
-    return bad("missing --data FILE...");
-  if (o.output_dir.empty())
-    return bad("missing -o DIR");
-  if (!have_steps)
-    return bad("missing --steps N");
-  if (!have_lr_total)
-    o.schedule.total_steps = o.steps;
-  if (o.baseline == "torch" && o.dump_steps == 0)
-    o.dump_steps = std::min<int64_t>(o.steps, 200);
-  if (o.baseline == "torch" && o.dump_batches.empty())
-    o.dump_batches = o.output_dir + "/batches.safetensors";
-  if (!o.dump_batches.empty() && o.dump_steps == 0)
-    o.dump_steps = o.steps;
-  o.dump_steps = std::min(o.dump_steps, o.steps);
-  return o;
-}
-
-//===----------------------------------------------------------------------===//
-// Held-out loss.
-//===----------------------------------------------------------------------===//
+// TrainUsage, ParseTrainArgs, HeldOutLoss, OfficialTrainerYaml:
+// train_args.cc; the run directory's files: train_files.cc.
 
 namespace {
 
-absl::StatusOr<double> ScalarValue(const TensorMap &outs, const std::string &name) {
-  auto it = outs.find(name);
-  if (it == outs.end())
-    return absl::NotFoundError(absl::StrCat("no output '", name, "'"));
-  const Tensor &t = it->second;
-  if (t.num_elements() != 1 || t.dtype() != proto::F32)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "output '", name, "' is ", t.DebugString(), ", expected an F32 scalar"));
-  return static_cast<double>(*t.data_as<float>());
-}
-
-} // namespace
-
-absl::StatusOr<double> HeldOutLoss(const Model &model, const TensorMap &params,
-                                   const std::vector<TensorMap> &batches) {
-  double sum = 0;
-  int64_t count = 0;
-  for (const TensorMap &b : batches) {
-    const int64_t n = CountTargets(b);
-    if (n == 0)
-      continue;
-    TensorMap inputs;
-    for (const auto &[name, t] : b)
-      inputs.emplace(name, t.Share());
-    BT_ASSIGN_OR_RETURN(TensorMap outs, model.Run("eval_loss", inputs, nullptr, &params));
-    BT_ASSIGN_OR_RETURN(double loss, ScalarValue(outs, "loss"));
-    sum += loss * static_cast<double>(n);
-    count += n;
-  }
-  if (count == 0)
-    return absl::FailedPreconditionError("the held-out batches have no targets");
-  return sum / static_cast<double>(count);
-}
-
-//===----------------------------------------------------------------------===//
-// Official trainer YAML.
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-std::string Num(double v) { return absl::StrFormat("%.17g", v); }
-
-void StackYaml(std::ostringstream &y, const proto::NeoXConfig &s, int64_t vocab,
-               const proto::ModelConfig &c) {
-  y << "  config:\n"
-    << "    num_hidden_layers: " << s.num_layers() << "\n"
-    << "    hidden_size: " << s.hidden_size() << "\n"
-    << "    num_attention_heads: " << s.num_heads() << "\n"
-    << "    intermediate_size: " << s.intermediate_size() << "\n"
-    << "    rotary_pct: " << Num(s.rotary_pct()) << "\n"
-    << "    rotary_emb_base: " << Num(s.rotary_base()) << "\n"
-    << "    layer_norm_eps: " << Num(s.layer_norm_eps()) << "\n"
-    << "    max_position_embeddings: " << s.max_position_embeddings() << "\n"
-    << "    hidden_act: " << s.hidden_act() << "\n"
-    << "    use_parallel_residual: " << (s.use_parallel_residual() ? "true" : "false") << "\n"
-    << "    vocab_size: " << vocab << "\n"
-    << "    bos_token_id: " << c.bos_token_id() << "\n"
-    << "    eos_token_id: " << c.eos_token_id() << "\n";
-}
-
-} // namespace
-
-std::string OfficialTrainerYaml(const proto::ModelConfig &c, const TrainOptions &o,
-                                const std::string &tokenizer_note,
-                                const CompiledOptimizerSettings &opt) {
-  std::ostringstream y;
-  y << "# Written by bt train (docs/training.md) in the official trainer YAML form\n"
-    << "# (itsnamgyu/block-transformer conf/trainer/*.yaml), every architecture field\n"
-    << "# explicit. Weights: model.safetensors (official names, fp32).\n";
-  if (!tokenizer_note.empty())
-    y << "# Tokenizer: " << tokenizer_note << "\n";
-  y << "name: " << (c.name().empty() ? "bt_trained" : c.name()) << "\n\n";
-  const int64_t seq = o.seq_len;
-  {
-    const int64_t L = c.block_length();
-    y << "block_length: " << L << "\n"
-      << "block_split:\n  distribution: fixed\n  distribution_kwargs:\n    length: " << L << "\n"
-      << "total_batch_size: " << o.batch << "\n"
-      << "per_device_train_batch_size: " << o.batch << "\n"
-      << "max_length: " << seq << "\n"
-      << "random_pad_first_block: true\npad_to_block_boundary: true\n"
-      << "tokenizer: null\n\n"
-      << "embedder:\n  cls: lookup\n  model_name_or_path: null\n"
-      << "  n_embedding_tokens: 1\n  use_pretrained_weights: false\n"
-      << "  projection_method: "
-      << (c.embedder_projection() == proto::ModelConfig::PROJECTION_LAYER
-              ? "projection_layer"
-              : "concat")
-      << "\n  config:\n"
-      << "    vocab_size: " << c.vocab_size() << "\n"
-      << "    hidden_size: " << c.embedder_width() << "\n\n"
-      << "block_decoder:\n  cls: gpt-neo-x\n"
-      << "  model_name_or_path: EleutherAI/pythia-410m-deduped\n"
-      << "  use_pretrained_weights: false\n  attn_implementation: eager\n";
-    StackYaml(y, c.block_decoder(), c.vocab_size(), c);
-    y << "\ntoken_decoder:\n  cls: gpt-neo-x\n"
-      << "  model_name_or_path: EleutherAI/pythia-410m-deduped\n"
-      << "  use_pretrained_weights: false\n"
-      << "  expansion_method: expansion_layer\n"
-      << "  expansion_ratio: " << c.prefix_length() << "\n"
-      << "  decoding_strategy: "
-      << (c.strategy() == proto::ModelConfig::SUMMATION ? "summation" : "prefix") << "\n";
-    StackYaml(y, c.token_decoder(), c.vocab_size(), c);
-    y << "\ntoken_decoding_loss:\n  enable: true\n"
-      << "block_decoding_loss:\n  enable: false\n  weight: 1.0\n"
-      << "auto_encoding_loss:\n  enable: false\n  weight: 1.0\n";
-  }
-  y << "\nlearning_rate: " << Num(o.schedule.peak_lr) << "\n"
-    << "adam_beta1: " << Num(opt.beta1) << "\n"
-    << "adam_beta2: " << Num(opt.beta2) << "\n"
-    << "weight_decay: " << Num(opt.weight_decay) << "\n"
-    << "precision: fp32\n"
-    << "num_train_steps: " << o.schedule.total_steps << "\n"
-    << "num_warmup_steps: " << o.schedule.warmup_steps << "\n";
-  return y.str();
-}
-
-//===----------------------------------------------------------------------===//
-// Files and directories.
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-bool Exists(const std::string &path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-bool IsDir(const std::string &path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-absl::Status MakeDirs(const std::string &path) {
-  std::string cur;
-  for (absl::string_view part : absl::StrSplit(path, '/')) {
-    cur = cur.empty() && path[0] == '/' ? absl::StrCat("/", part)
-          : cur.empty()                  ? std::string(part)
-                                         : absl::StrCat(cur, "/", part);
-    if (part.empty() || IsDir(cur))
-      continue;
-    if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST)
-      return ErrnoToStatus(errno, absl::StrCat("cannot create ", cur));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status RemoveTree(const std::string &path) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0)
-    return absl::OkStatus();
-  if (S_ISDIR(st.st_mode)) {
-    if (DIR *d = ::opendir(path.c_str())) {
-      while (dirent *e = ::readdir(d)) {
-        const std::string n = e->d_name;
-        if (n != "." && n != "..")
-          BT_RETURN_IF_ERROR(RemoveTree(path + "/" + n));
-      }
-      ::closedir(d);
-    }
-    if (::rmdir(path.c_str()) != 0)
-      return ErrnoToStatus(errno, absl::StrCat("cannot remove ", path));
-  } else if (::unlink(path.c_str()) != 0) {
-    return ErrnoToStatus(errno, absl::StrCat("cannot remove ", path));
-  }
-  return absl::OkStatus();
-}
-
-void FsyncDir(const std::string &dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
-std::vector<std::string> ListDir(const std::string &dir) {
-  std::vector<std::string> names;
-  if (DIR *d = ::opendir(dir.c_str())) {
-    while (dirent *e = ::readdir(d)) {
-      const std::string n = e->d_name;
-      if (n != "." && n != "..")
-        names.push_back(n);
-    }
-    ::closedir(d);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::string ReadLink(const std::string &path) {
-  char buf[4096];
-  ssize_t n = ::readlink(path.c_str(), buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
-
-std::string CheckpointName(int64_t step) { return absl::StrFormat("step-%06d", step); }
-
-std::string Hex(uint64_t v) { return absl::StrFormat("%016x", v); }
-
-/// Where a checkpoint of `dir` is: dir/latest, or dir itself.
-absl::StatusOr<std::string> ResolveCheckpoint(const std::string &dir) {
-  if (Exists(dir + "/latest/trainer_state.json"))
-    return dir + "/" + ReadLink(dir + "/latest");
-  if (Exists(dir + "/trainer_state.json"))
-    return dir;
-  return absl::NotFoundError(absl::StrCat(
-      "--resume ", dir, ": no checkpoint (neither ", dir,
-      "/latest/trainer_state.json nor ", dir, "/trainer_state.json)"));
-}
-
-/// The directory a checkpoint belongs to (its OUT): the parent of
-/// step-NNNNNN, or the directory itself.
-std::string RunDirOf(const std::string &checkpoint) {
-  size_t slash = checkpoint.find_last_of('/');
-  std::string base = slash == std::string::npos ? checkpoint : checkpoint.substr(slash + 1);
-  if (absl::StartsWith(base, "step-"))
-    return slash == std::string::npos ? "." : checkpoint.substr(0, slash);
-  return checkpoint;
-}
-
-/// Runs argv (environment + `env`), waits; returns the exit status. With
-/// `quiet`, its stdout and stderr go to /dev/null (gnuplot's warnings).
-absl::StatusOr<int>
-RunProcess(const std::vector<std::string> &argv,
-           const std::map<std::string, std::string> &env_over,
-           bool quiet = false) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (quiet) {
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  }
-  pid_t pid = 0;
-  int rc = SpawnWithEnv(argv, env_over, &actions, &pid);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0)
-    return ErrnoToStatus(rc, absl::StrCat("cannot run ", argv[0]));
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status))
-    return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
-bool HaveProgram(const std::string &name) {
-  const char *path = getenv("PATH");
-  for (absl::string_view dir : absl::StrSplit(path ? path : "/usr/bin:/bin", ':'))
-    if (access(absl::StrCat(dir, "/", name).c_str(), X_OK) == 0)
-      return true;
-  return false;
-}
-
-/// Plots with gnuplot into DIR/NAME: `commands` (after the terminal and
-/// output settings) go to a script DIR/.NAME.gp, gnuplot renders into
-/// DIR/.NAME.tmp, and the image is written to DIR/NAME through
-/// WriteFileAtomically (so a symbolic link there stays one). Returns "" or a
-/// note saying why there is no plot (gnuplot missing or failing: not an
-/// error).
-std::string RenderGnuplot(const std::string &dir, const std::string &name,
-                          const std::string &commands) {
-  if (!HaveProgram("gnuplot"))
-    return absl::StrCat("gnuplot not found: no ", name, " (Debian package gnuplot-nox)");
-  const std::string tmp = absl::StrCat(dir, "/.", name, ".tmp");
-  const std::string script_path = absl::StrCat(dir, "/.", name, ".gp");
-  const std::string script = absl::StrCat("set terminal png size 900,540\nset output '", tmp,
-                                          "'\n", commands);
-  if (!WriteFileAtomically(script_path, script).ok())
-    return "cannot write the gnuplot script";
-  absl::StatusOr<int> rc = RunProcess({"gnuplot", script_path}, {}, /*quiet=*/true);
-  ::unlink(script_path.c_str());
-  absl::StatusOr<std::string> png =
-      rc.ok() && *rc == 0 ? ReadFile(tmp) : absl::StatusOr<std::string>(absl::UnknownError(""));
-  ::unlink(tmp.c_str());
-  if (!png.ok())
-    return absl::StrCat("gnuplot failed: no ", name);
-  if (absl::Status s = WriteFileAtomically(absl::StrCat(dir, "/", name), *png); !s.ok())
-    return std::string(s.message());
-  return "";
-}
-
-std::string FormatDuration(double s) {
-  if (!(s >= 0) || s > 1e8)
-    return "?";
-  const int64_t t = static_cast<int64_t>(s + 0.5);
-  if (t >= 3600)
-    return absl::StrFormat("%dh%02dm", t / 3600, (t / 60) % 60);
-  if (t >= 60)
-    return absl::StrFormat("%dm%02ds", t / 60, t % 60);
-  return absl::StrFormat("%ds", t);
-}
-
-std::string FormatRate(double r) {
-  return r >= 1e4 ? absl::StrFormat("%.1fk", r / 1e3) : absl::StrFormat("%.0f", r);
-}
+using namespace train_internal;
 
 //===----------------------------------------------------------------------===//
 // The loss log (CSV) and plot.
@@ -570,67 +135,18 @@ private:
 };
 
 //===----------------------------------------------------------------------===//
-// Progress display.
+// Progress text.
 //===----------------------------------------------------------------------===//
 
-class Progress {
-public:
-  Progress(std::ostream &log, std::string mode, int64_t total)
-      : log_(log), total_(total) {
-    if (mode == "auto")
-      mode = isatty(STDERR_FILENO) ? "bar" : "lines";
-    mode_ = mode;
-  }
-
-  void Step(int64_t step, double loss, double tok_s, double eta_s, double elapsed,
-            bool force) {
-    if (mode_ == "none")
-      return;
-    const auto now = std::chrono::steady_clock::now();
-    const double since = std::chrono::duration<double>(now - last_).count();
-    const std::string text = absl::StrFormat(
-        "step %*d/%d  loss %.4f  %s tok/s  elapsed %s  ETA %s",
-        static_cast<int>(absl::StrCat(total_).size()), step, total_, loss,
-        FormatRate(tok_s), FormatDuration(elapsed), FormatDuration(eta_s));
-    if (mode_ == "bar") {
-      if (!force && since < 0.2 && step != total_)
-        return;
-      const int width = 24;
-      const int filled = static_cast<int>(width * step / std::max<int64_t>(total_, 1));
-      log_ << "\r[" << std::string(filled, '#') << std::string(width - filled, '.')
-           << "] " << text << "  " << std::flush;
-      open_ = true;
-    } else {
-      if (!force && since < 5.0 && step != total_)
-        return;
-      log_ << text << "\n" << std::flush;
-    }
-    last_ = now;
-  }
-
-  /// A message on its own line (ends an open bar line first).
-  void Message(const std::string &m) {
-    if (mode_ == "none")
-      return;
-    if (open_)
-      log_ << "\n";
-    open_ = false;
-    log_ << m << "\n" << std::flush;
-  }
-
-  void Done() {
-    if (open_)
-      log_ << "\n" << std::flush;
-    open_ = false;
-  }
-
-private:
-  std::ostream &log_;
-  int64_t total_;
-  std::string mode_;
-  bool open_ = false;
-  std::chrono::steady_clock::time_point last_{};
-};
+/// The progress text of training step `step` of `total`: loss, tokens/s,
+/// elapsed and remaining seconds.
+std::string StepProgressText(int64_t step, int64_t total, double loss,
+                             double tok_s, double elapsed_s, double eta_s) {
+  return absl::StrFormat(
+      "step %*d/%d  loss %.4f  %s tok/s  elapsed %s  ETA %s",
+      static_cast<int>(absl::StrCat(total).size()), step, total, loss,
+      FormatRate(tok_s), FormatDuration(elapsed_s), FormatDuration(eta_s));
+}
 
 //===----------------------------------------------------------------------===//
 // Checkpoints.
@@ -961,142 +477,18 @@ private:
 
 } // namespace
 
-namespace {
-
-/// The training sequence length: `seq_len` (--seq-len) if given, else the
-/// config's max_length, else 256; it must be a multiple of the block length
-/// with at least 2 blocks. The error names where the length came from
-/// (--seq-len, or `config_source`'s max_length).
-absl::Status ResolveSeqLen(const proto::ModelConfig &config, int64_t &seq_len,
-                           const std::string &config_source) {
-  const int64_t L = config.block_length();
-  const bool given = seq_len != 0;
-  if (!given)
-    seq_len = config.max_length() > 0 ? config.max_length() : 256;
-  if (L > 0 && seq_len % L == 0 && seq_len / L >= 2)
-    return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "train: ",
-      given ? absl::StrCat("--seq-len ", seq_len)
-            : absl::StrCat("the sequence length ", seq_len, " (max_length of ", config_source,
-                           "; no --seq-len given)"),
-      " must be a multiple of the block length ", L, " with at least 2 blocks",
-      given ? "" : "; pass --seq-len or fix max_length"));
-}
-
-} // namespace
-
-//===----------------------------------------------------------------------===//
-// Preparing a model for bt-run train.
-//===----------------------------------------------------------------------===//
-
-absl::StatusOr<TrainModelFiles> PrepareTrainingModel(const TrainModelSetup &setup,
-                                                     std::ostream &log) {
-  const TrainOptions &o = setup.train;
-  TrainModelFiles files;
-  if (!o.resume_dir.empty()) {
-    if (!setup.config_path.empty() || !setup.tokenizer_path.empty())
-      return absl::InvalidArgumentError(
-          "train --resume takes the model's config and tokenizer from the checkpoint; "
-          "drop --config / --tokenizer");
-    BT_ASSIGN_OR_RETURN(std::string ckpt, ResolveCheckpoint(o.resume_dir));
-    files.config_path = ckpt + "/config.yaml";
-    if (!Exists(files.config_path))
-      return absl::NotFoundError(
-          absl::StrCat("--resume: ", files.config_path, " does not exist"));
-    for (proto::TokenizerKind kind : {proto::TOKENIZER_SENTENCEPIECE, proto::TOKENIZER_HF_JSON})
-      if (Exists(absl::StrCat(ckpt, "/", TokenizerFileName(kind))))
-        files.tokenizer_path = absl::StrCat(ckpt, "/", TokenizerFileName(kind));
-    if (files.tokenizer_path.empty())
-      return absl::NotFoundError(absl::StrCat("--resume: ", ckpt,
-                                              " has no tokenizer.model or tokenizer.json"));
-    return files;
-  }
-  if (setup.config_path.empty())
-    return absl::InvalidArgumentError("train: missing --config <config.yaml|config.json>");
-  BT_RETURN_IF_ERROR(CheckTrainOutputDir(o, /*after_prepare=*/false));
-  BT_ASSIGN_OR_RETURN(proto::ModelConfig config, LoadModelConfig(setup.config_path));
-  if (config.kind() != proto::ModelConfig::BLOCK_TRANSFORMER)
-    return absl::UnimplementedError(absl::StrCat(
-        setup.config_path, ": train supports Block Transformer models only"));
-  BT_RETURN_IF_ERROR(MakeDirs(o.output_dir));
-
-  std::string tokenizer_bytes;
-  if (!setup.tokenizer_path.empty()) {
-    BT_ASSIGN_OR_RETURN(tokenizer_bytes, ReadFile(setup.tokenizer_path));
-  } else {
-    SentencePieceTrainOptions spm = setup.spm;
-    if (spm.vocab_size == 0)
-      spm.vocab_size = config.vocab_size();
-    spm.eos_id = static_cast<int>(config.eos_token_id());
-    spm.unk_id = spm.eos_id == 1 ? 0 : 1;
-    const auto t0 = std::chrono::steady_clock::now();
-    BT_ASSIGN_OR_RETURN(std::vector<std::string> docs, ReadDocuments(o.data_paths, o.split));
-    std::vector<std::string> sentences = SentencesForTokenizer(docs, spm.max_sentence_length);
-    log << "tokenizer: training SentencePiece (" << SentencePieceTrainArgs(spm) << ") on "
-        << sentences.size() << " lines of " << docs.size() << " documents ... " << std::flush;
-    absl::StatusOr<std::string> m = TrainSentencePiece(sentences, spm);
-    if (!m.ok()) {
-      log << "failed\n";
-      return absl::Status(m.status().code(),
-                          absl::StrCat("training the tokenizer: ", m.status().message()));
-    }
-    tokenizer_bytes = std::move(*m);
-    log << absl::StrFormat(
-        "done (%.1f s)\n",
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  const std::string tokenizer_name =
-      setup.tokenizer_path.empty() ? "the trained tokenizer" : setup.tokenizer_path;
-  const proto::TokenizerKind kind = DetectTokenizerKind(tokenizer_bytes);
-  absl::StatusOr<std::unique_ptr<Tokenizer>> tok = Tokenizer::Load(kind, tokenizer_bytes);
-  if (!tok.ok())
-    return absl::Status(tok.status().code(),
-                        absl::StrCat(tokenizer_name, ": ", tok.status().message()));
-  if ((*tok)->eos_id() != config.eos_token_id())
-    return absl::InvalidArgumentError(absl::StrCat(
-        tokenizer_name, ": EOS id ", (*tok)->eos_id(), ", the config's eos_token_id is ",
-        config.eos_token_id()));
-  // A SentencePiece model sets the vocabulary; a tokenizer.json's ids fit in
-  // the config's (Pythia pads its 50277 ids to 50304 embeddings), which grows
-  // only if they do not.
-  if ((*tok)->vocab_size() != config.vocab_size() &&
-      (kind == proto::TOKENIZER_SENTENCEPIECE || (*tok)->vocab_size() > config.vocab_size())) {
-    log << "model: vocab_size " << config.vocab_size() << " -> " << (*tok)->vocab_size()
-        << " (the tokenizer's)\n";
-    config.set_vocab_size((*tok)->vocab_size());
-  }
-  if (config.pad_token_id() < 0 || config.pad_token_id() >= config.vocab_size()) {
-    log << "model: pad_token_id " << config.pad_token_id() << " -> " << config.eos_token_id()
-        << " (EOS; outside the vocabulary)\n";
-    config.set_pad_token_id(config.eos_token_id());
-  }
-  TrainOptions yaml_opts = o;
-  // Checked here, before the compile (issue 14: after a 10 s compile the
-  // error named a --seq-len the user had not given).
-  BT_RETURN_IF_ERROR(ResolveSeqLen(config, yaml_opts.seq_len, setup.config_path));
-  config.set_max_length(yaml_opts.seq_len);
-  files.config_path = o.output_dir + "/model-config.yaml";
-  files.tokenizer_path = absl::StrCat(o.output_dir, "/", TokenizerFileName(kind));
-  BT_RETURN_IF_ERROR(WriteFileAtomically(
-      files.config_path,
-      OfficialTrainerYaml(config, yaml_opts,
-                          absl::StrCat(TokenizerKindName(kind), ", ", files.tokenizer_path,
-                                       setup.tokenizer_path.empty()
-                                           ? absl::StrCat(" (trained: ",
-                                                          SentencePieceTrainArgs(setup.spm), ")")
-                                           : absl::StrCat(" (from ", setup.tokenizer_path, ")")))));
-  BT_RETURN_IF_ERROR(WriteFileAtomically(files.tokenizer_path, tokenizer_bytes));
-  return files;
-}
-
 //===----------------------------------------------------------------------===//
 // The command.
 //===----------------------------------------------------------------------===//
 
-absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
-                         std::ostream &out, std::ostream &log) {
-  TrainOptions o = opts_in;
+namespace {
+
+/// Checks that `model` can be trained with `o` (a block model with the
+/// train_step and eval_loss entries) and fills o.seq_len (default: the
+/// config's max_length, else 256). Errors: Unimplemented, NotFound,
+/// InvalidArgument for a --seq-len that is not a multiple of L_B or gives
+/// fewer than 2 blocks.
+absl::Status CheckTrainable(const Model &model, TrainOptions &o) {
   const proto::ModelConfig &config = model.config();
   if (config.kind() != proto::ModelConfig::BLOCK_TRANSFORMER)
     return absl::UnimplementedError("train: only Block Transformer models are supported");
@@ -1105,136 +497,248 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
       return absl::NotFoundError(absl::StrCat(
           model.artifact().path(), ": no '", entry,
           "' entry point (compile with `bt-run compile --train`, or let `bt-run train` compile)"));
-  BT_RETURN_IF_ERROR(ResolveSeqLen(config, o.seq_len, model.artifact().path()));
-  BT_RETURN_IF_ERROR(CheckTrainOutputDir(o, /*after_prepare=*/true));
-  if (o.threads > 0)
-    SetBlasThreads(o.threads);
-  Progress progress(log, o.progress, o.steps);
+  return ResolveSeqLen(config, o.seq_len, model.artifact().path());
+}
 
-  // --- Resume: the checkpoint and its options. ------------------------------
-  std::string resume_ckpt;
-  nlohmann::json resumed;
-  if (!o.resume_dir.empty()) {
-    BT_ASSIGN_OR_RETURN(resume_ckpt, ResolveCheckpoint(o.resume_dir));
-    BT_ASSIGN_OR_RETURN(std::string js, ReadFile(resume_ckpt + "/trainer_state.json"));
-    resumed = nlohmann::json::parse(js, nullptr, false);
-    if (!resumed.is_object() || !resumed.contains("step") || !resumed["step"].is_number_integer())
-      return absl::InvalidArgumentError(
-          absl::StrCat(resume_ckpt, "/trainer_state.json: not a trainer state"));
-    for (const char *k : {"batch", "seq_len", "seed", "pad_seed"}) {
-      const int64_t mine = k == std::string("batch")     ? o.batch
-                           : k == std::string("seq_len") ? o.seq_len
-                           : k == std::string("seed")    ? static_cast<int64_t>(o.seed)
-                                                         : static_cast<int64_t>(o.pad_seed);
-      if (resumed.value(k, mine) != mine)
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--resume ", resume_ckpt, ": the checkpoint was trained with ", k, " ",
-            resumed.value(k, mine), ", this run has ", mine,
-            " (a resumed run must use the same data settings)"));
-    }
-    if (!o.dump_batches.empty())
-      return absl::InvalidArgumentError(
-          "--dump-batches / --baseline need a fresh run (the dump starts at step 1)");
+/// --dump-batches: the inputs of the PyTorch baseline (bench/bt_torch.py
+/// --train-serve) in `dir`/initial: the initial weights as a checkpoint
+/// (with the untrained tensors `untrained`), the config as bt_config.json,
+/// and the batches of steps 1..--dump-steps (the order is a pure function
+/// of the seed) in o.dump_batches. Errors: those of the writes.
+absl::Status DumpBaselineInputs(const Trainer &trainer, const PackedDataset &train,
+                                const TrainOptions &o, const proto::ModelConfig &config,
+                                const std::string &dir, const std::string &config_path,
+                                const std::map<std::string, Tensor> &untrained) {
+  BatchDump dump;
+  const std::string init = dir + "/initial";
+  BT_RETURN_IF_ERROR(MakeDirs(init));
+  CheckpointWriteOptions w;
+  w.config_path = config_path;
+  w.extra = &untrained;
+  BT_RETURN_IF_ERROR(trainer.SaveCheckpoint(init, w));
+  std::string cj;
+  google::protobuf::util::JsonPrintOptions jo;
+  jo.always_print_primitive_fields = true;
+  jo.preserve_proto_field_names = true; // bench/bt_torch.py model_from_bt_config
+  (void)google::protobuf::util::MessageToJsonString(config, &cj, jo);
+  BT_RETURN_IF_ERROR(WriteFileAtomically(init + "/bt_config.json", cj));
+  // The batches of steps 1..dump_steps (the order is a pure function of
+  // the seed), written before training so that the baseline can take
+  // turns with it.
+  SampleOrder dump_order(train.size(), o.seed);
+  for (int64_t step = 1; step <= o.dump_steps; ++step) {
+    std::vector<int64_t> idx(static_cast<size_t>(o.batch));
+    for (int64_t b = 0; b < o.batch; ++b)
+      idx[b] = dump_order.At((step - 1) * o.batch + b);
+    BT_ASSIGN_OR_RETURN(TensorMap batch, MakeBatch(train, idx));
+    dump.Add(batch);
   }
+  BT_RETURN_IF_ERROR(dump.Write(o.dump_batches));
+  return absl::OkStatus();
+}
 
-  // --- Data. ----------------------------------------------------------------
-  const auto t_data = std::chrono::steady_clock::now();
-  if (model.artifact().tokenizer().empty())
-    return absl::FailedPreconditionError(absl::StrCat(
-        model.artifact().path(),
-        ": the artifact has no tokenizer (compile with --tokenizer, or let `bt-run "
-        "train` train one)"));
-  BT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
-                      Tokenizer::FromArtifact(model.artifact()));
-  const proto::TokenizerKind tokenizer_kind = tokenizer->kind();
-  if (tokenizer->eos_id() != config.eos_token_id())
-    return absl::InvalidArgumentError(absl::StrCat(
-        "train: the tokenizer's EOS id is ", tokenizer->eos_id(), ", the model's is ",
-        config.eos_token_id(),
-        tokenizer_kind == proto::TOKENIZER_SENTENCEPIECE
-            ? absl::StrCat(" (train the tokenizer with --eos_id=", config.eos_token_id(), ")")
-            : std::string(" (the config's eos_token_id must be the id of <|endoftext|>)")));
-  if (tokenizer->vocab_size() > config.vocab_size())
-    return absl::InvalidArgumentError(absl::StrCat(
-        "train: the tokenizer has ", tokenizer->vocab_size(),
-        " pieces, more than the model's vocab_size ", config.vocab_size()));
-  BT_ASSIGN_OR_RETURN(std::vector<std::string> docs, ReadDocuments(o.data_paths, o.split));
-  if (docs.size() < 2)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "train: the data has ", docs.size(), " document(s) (split '",
-        DocumentSplitName(o.split), "'); need at least 2"));
-  BT_ASSIGN_OR_RETURN(TokenizedCorpus corpus, TokenizeDocuments(*tokenizer, docs));
-  auto [train_docs, held_docs] = SplitHeldOut(corpus.num_documents(), o.holdout_fraction, o.seed);
-  PackingOptions pack;
-  pack.length = o.seq_len;
-  pack.block_length = config.block_length();
-  pack.eos_token = config.eos_token_id();
-  pack.pad_token = config.pad_token_id();
-  pack.seed = o.pad_seed;
-  BT_ASSIGN_OR_RETURN(PackedDataset train, PackedDataset::Create(corpus.Select(train_docs), pack));
-  if (train.size() == 0)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "train: the training documents give no sample of ", o.seq_len, " tokens"));
-  if (o.batch > static_cast<int64_t>(train.size()))
-    return absl::InvalidArgumentError(absl::StrCat(
-        "train: --batch ", o.batch, " is larger than the ", train.size(),
-        " training samples of ", o.seq_len, " tokens (every batch would repeat samples); use "
-        "--batch ", train.size(), " or less, or more data"));
-  std::vector<TensorMap> eval_batches;
-  int64_t held_samples = 0, eval_targets = 0;
-  if (!held_docs.empty()) {
-    BT_ASSIGN_OR_RETURN(PackedDataset held, PackedDataset::Create(corpus.Select(held_docs), pack));
-    held_samples = held.size();
-    const int64_t n = std::min(held.size(), o.eval_batches * o.batch);
-    for (int64_t b = 0; b < n; b += o.batch) {
-      std::vector<int64_t> idx;
-      for (int64_t i = b; i < std::min(n, b + o.batch); ++i)
-        idx.push_back(i);
-      BT_ASSIGN_OR_RETURN(TensorMap batch, MakeBatch(held, idx));
-      eval_targets += CountTargets(batch);
-      eval_batches.push_back(std::move(batch));
-    }
-  }
-  const uint64_t train_fp = train.corpus().Fingerprint();
-  if (!resumed.is_null() &&
-      resumed.value("train_fingerprint", std::string()) != Hex(train_fp))
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--resume ", resume_ckpt,
-        ": the training data differs from the checkpoint's (files, split, holdout, "
-        "tokenizer or seed)"));
-  progress.Message(absl::StrFormat(
-      "data: %d documents (%s) -> %d tokens; train %d docs, %d samples of %d tokens "
-      "(%d epochs for %d steps of %d); held out %d docs, %d samples (%d used, %d "
-      "targets) [%.1f s]",
-      docs.size(), DocumentSplitName(o.split), corpus.tokens.size() + docs.size(),
-      train_docs.size(), train.size(), o.seq_len,
-      (o.steps * o.batch + train.size() - 1) / train.size(), o.steps, o.batch,
-      held_docs.size(), held_samples, std::min(held_samples, o.eval_batches * o.batch),
-      eval_targets,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_data).count()));
-  docs.clear();
-
-  // --- The trainer (bt/runtime/trainer.h). ----------------------------------
+/// The trainer of `model` (Trainer::Create with o.schedule); with --resume
+/// (`resume_ckpt`, its trainer state `resumed`) at the checkpoint's step,
+/// moments and schedule (which replaces o.schedule: the original run's
+/// continues). Errors: those of Trainer::Create and LoadState;
+/// InvalidArgument when the optimizer state and the trainer state disagree.
+absl::StatusOr<std::unique_ptr<Trainer>> CreateTrainer(const Model &model,
+                                                       const std::string &resume_ckpt,
+                                                       const nlohmann::json &resumed,
+                                                       TrainOptions &o) {
   BT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(model, o.schedule));
-  if (!resume_ckpt.empty()) {
-    BT_RETURN_IF_ERROR(trainer->LoadState(resume_ckpt + "/optimizer.safetensors"));
-    if (trainer->step() != resumed["step"].get<int64_t>())
-      return absl::InvalidArgumentError(absl::StrCat(
-          resume_ckpt, ": optimizer.safetensors is at step ", trainer->step(),
-          ", trainer_state.json at ", resumed["step"].get<int64_t>()));
-    // The schedule of the original run continues (its total may exceed the
-    // steps of the first part); it is part of the state.
-    o.schedule = trainer->schedule();
-  }
-  // Artifact weights the trainer does not train (the block decoder's
-  // embed_in): copied into every checkpoint unchanged.
+  if (resume_ckpt.empty())
+    return trainer;
+  BT_RETURN_IF_ERROR(trainer->LoadState(resume_ckpt + "/optimizer.safetensors"));
+  if (trainer->step() != resumed["step"].get<int64_t>())
+    return absl::InvalidArgumentError(absl::StrCat(
+        resume_ckpt, ": optimizer.safetensors is at step ", trainer->step(),
+        ", trainer_state.json at ", resumed["step"].get<int64_t>()));
+  o.schedule = trainer->schedule();
+  return trainer;
+}
+
+/// The artifact's weights that `trainer` does not train (the block
+/// decoder's embed_in), by name. Errors: those of Artifact::GetWeight.
+absl::StatusOr<std::map<std::string, Tensor>> UntrainedWeights(const Model &model,
+                                                               const Trainer &trainer) {
   std::map<std::string, Tensor> untrained;
   for (const proto::Weight &w : model.artifact().manifest().weights()) {
-    if (trainer->parameter(w.name()) != nullptr)
+    if (trainer.parameter(w.name()) != nullptr)
       continue;
     BT_ASSIGN_OR_RETURN(Tensor t, model.artifact().GetWeight(w.name()));
     untrained.emplace(w.name(), std::move(t));
   }
+  return untrained;
+}
+
+/// trainer_state.json of a checkpoint at `step` after `elapsed` seconds of
+/// training, with the last held-out loss `eval_loss` (<= 0: none yet).
+nlohmann::json TrainerStateJson(const TrainOptions &o, const TrainingData &data,
+                                int64_t step, double elapsed, double eval_loss) {
+  const int64_t train_size = static_cast<int64_t>(data.train.size());
+  nlohmann::json j;
+  j["step"] = step;
+  j["samples_seen"] = step * o.batch;
+  j["epoch"] = static_cast<double>(step * o.batch) / static_cast<double>(train_size);
+  j["batch"] = o.batch;
+  j["seq_len"] = o.seq_len;
+  j["seed"] = o.seed;
+  j["pad_seed"] = o.pad_seed;
+  j["steps"] = o.steps;
+  j["elapsed_s"] = elapsed;
+  j["train_fingerprint"] = Hex(data.train_fingerprint);
+  j["train_samples"] = train_size;
+  j["heldout_samples"] = data.held_samples;
+  j["data"] = {{"files", o.data_paths},
+               {"split", DocumentSplitName(o.split)},
+               {"holdout_fraction", o.holdout_fraction}};
+  j["schedule"] = {{"peak_lr", o.schedule.peak_lr},
+                   {"warmup_steps", o.schedule.warmup_steps},
+                   {"total_steps", o.schedule.total_steps}};
+  if (eval_loss > 0)
+    j["last_eval"] = {{"loss", eval_loss}, {"perplexity", std::exp(eval_loss)}};
+  for (const auto &[k, v] : o.notes)
+    j["notes"][k] = v;
+  return j;
+}
+
+/// Writes the run's tokenizer (TokenizerFileName) and config.yaml (the
+/// official trainer's, OfficialTrainerYaml) into o.output_dir, atomically.
+/// Returns the config's path. Errors: those of WriteFileAtomically.
+absl::StatusOr<std::string> WriteRunFiles(const proto::ModelConfig &config,
+                                          const TrainOptions &o,
+                                          proto::TokenizerKind tokenizer_kind,
+                                          const std::string &tokenizer_bytes) {
+  const std::string &dir = o.output_dir;
+  const std::string tokenizer_file = TokenizerFileName(tokenizer_kind);
+  BT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/" + tokenizer_file, tokenizer_bytes));
+  const std::string config_path = dir + "/config.yaml";
+  BT_RETURN_IF_ERROR(WriteFileAtomically(
+      config_path,
+      OfficialTrainerYaml(config, o,
+                          absl::StrCat(TokenizerKindName(tokenizer_kind), ", ", tokenizer_file,
+                                       " next to this file (EOS = pad = ",
+                                       config.eos_token_id(), ")"))));
+  return config_path;
+}
+
+/// Seconds per step, averaged over the last 50 steps (the progress line's
+/// rate and remaining time).
+class StepTimes {
+public:
+  /// Adds a step of `sec` seconds; returns the average.
+  double Add(double sec) {
+    recent_.push_back(sec);
+    sum_ += sec;
+    if (recent_.size() > 50) {
+      sum_ -= recent_.front();
+      recent_.pop_front();
+    }
+    return sum_ / static_cast<double>(recent_.size());
+  }
+
+private:
+  std::deque<double> recent_;
+  double sum_ = 0;
+};
+
+/// The closing lines of a run on `out`: the throughput over this run's
+/// steps (from `start_step`, `elapsed_before` seconds already trained), the
+/// last held-out loss, where the checkpoint and the log are.
+void PrintTrainingSummary(std::ostream &out, const proto::ModelConfig &config,
+                          const TrainOptions &o, int64_t start_step, double elapsed,
+                          double elapsed_before, double last_eval, int64_t eval_targets,
+                          const std::string &last_ckpt) {
+  const std::string &dir = o.output_dir;
+  const int64_t tokens_per_step = o.batch * o.seq_len;
+  out << absl::StrFormat("trained %s to step %d in %s (%s train tokens/s)\n", config.name(),
+                         o.steps, FormatDuration(elapsed),
+                         FormatRate(static_cast<double>(tokens_per_step) *
+                                    static_cast<double>(std::max<int64_t>(o.steps - start_step, 1)) /
+                                    std::max(elapsed - elapsed_before, 1e-9)));
+  if (last_eval > 0)
+    out << absl::StrFormat("held-out loss %.4f nats/token, perplexity %.2f (%d tokens)\n",
+                           last_eval, std::exp(last_eval), eval_targets);
+  out << "checkpoint: " << last_ckpt << " (" << dir << "/latest), log: " << dir
+      << "/log.csv, plot: " << dir << "/loss.png\n";
+}
+
+/// The held-out loss (HeldOutLoss) of the trainer's parameters at `step`
+/// over data.eval_batches (non-empty): logged in `csv` and on `progress`,
+/// and plotted with --plot (which a failed plot turns off, with a note).
+/// Errors: those of HeldOutLoss and LossLog::Write.
+absl::StatusOr<double> EvaluateHeldOut(const Model &model, const Trainer &trainer,
+                                       const TrainingData &data, int64_t step,
+                                       LossLog &csv, ProgressDisplay &progress,
+                                       TrainOptions &o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  BT_ASSIGN_OR_RETURN(const double loss,
+                      HeldOutLoss(model, trainer.Parameters(), data.eval_batches));
+  csv.SetEval(step, loss);
+  BT_RETURN_IF_ERROR(csv.Write());
+  progress.Message(absl::StrFormat(
+      "eval @ step %d: held-out loss %.4f, perplexity %.2f (%d targets, %.1f s)", step,
+      loss, std::exp(loss), data.eval_targets,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+  if (o.plot) {
+    std::string note = csv.Plot(absl::StrCat(model.config().name(), ": loss"));
+    if (!note.empty()) {
+      progress.Message(absl::StrCat("note: ", note));
+      o.plot = false;
+    }
+  }
+  return loss;
+}
+
+/// --baseline torch: the PyTorch training baseline in a child process
+/// (TorchTrainBaseline::Start), announced on `progress`; null without
+/// --baseline torch or when it cannot start (the reason on `progress`).
+/// Errors: those of TorchTrainBaseline::Start.
+absl::StatusOr<std::unique_ptr<TorchTrainBaseline>>
+StartTorchBaseline(const TrainOptions &o, ProgressDisplay &progress) {
+  if (o.baseline != "torch")
+    return nullptr;
+  std::string note;
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<TorchTrainBaseline> torch,
+                      TorchTrainBaseline::Start(o, o.output_dir, &note));
+  progress.Message(torch ? absl::StrCat("[torch] ", torch->description(),
+                                        ": takes turns with bt on steps 1..", o.dump_steps,
+                                        " (", BaselineScript(o.torch_script), " --train-serve)")
+                         : note);
+  return torch;
+}
+
+} // namespace
+
+absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
+                         std::ostream &out, std::ostream &log) {
+  TrainOptions o = opts_in;
+  BT_RETURN_IF_ERROR(CheckTrainable(model, o));
+  const proto::ModelConfig &config = model.config();
+  BT_RETURN_IF_ERROR(CheckTrainOutputDir(o, /*after_prepare=*/true));
+  model.device().SetThreads(o.threads);
+  ProgressDisplay progress(log, o.progress, "lines");
+
+  // --- Resume: the checkpoint and its options. ------------------------------
+  std::string resume_ckpt;
+  nlohmann::json resumed;
+  BT_RETURN_IF_ERROR(ReadResumeState(o, resume_ckpt, resumed));
+
+  BT_ASSIGN_OR_RETURN(TrainingData data,
+                      LoadTrainingData(model, o, resume_ckpt, resumed, progress));
+  const proto::TokenizerKind tokenizer_kind = data.tokenizer_kind;
+  const PackedDataset &train = data.train;
+  const std::vector<TensorMap> &eval_batches = data.eval_batches;
+  const int64_t eval_targets = data.eval_targets;
+
+  // --- The trainer (bt/runtime/trainer.h). ----------------------------------
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer,
+                      CreateTrainer(model, resume_ckpt, resumed, o));
+  // Artifact weights the trainer does not train (the block decoder's
+  // embed_in): copied into every checkpoint unchanged.
+  using TensorsByName = std::map<std::string, Tensor>;
+  BT_ASSIGN_OR_RETURN(const TensorsByName untrained, UntrainedWeights(model, *trainer));
   const int64_t start_step = trainer->step();
   double elapsed_before = resumed.is_null() ? 0.0 : resumed.value("elapsed_s", 0.0);
   if (start_step > o.steps)
@@ -1249,41 +753,9 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
     csv.LoadPrefix(RunDirOf(resume_ckpt) + "/log.csv", start_step);
   const std::string tokenizer_bytes(model.artifact().tokenizer());
   const std::string tokenizer_file = TokenizerFileName(tokenizer_kind);
-  BT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/" + tokenizer_file, tokenizer_bytes));
-  const std::string config_path = dir + "/config.yaml";
-  BT_RETURN_IF_ERROR(WriteFileAtomically(
-      config_path,
-      OfficialTrainerYaml(config, o,
-                          absl::StrCat(TokenizerKindName(tokenizer_kind), ", ", tokenizer_file,
-                                       " next to this file (EOS = pad = ",
-                                       config.eos_token_id(), ")"))));
+  BT_ASSIGN_OR_RETURN(const std::string config_path,
+                      WriteRunFiles(config, o, tokenizer_kind, tokenizer_bytes));
 
-  auto trainer_state = [&](int64_t step, double elapsed, double eval_loss) {
-    nlohmann::json j;
-    j["step"] = step;
-    j["samples_seen"] = step * o.batch;
-    j["epoch"] = static_cast<double>(step * o.batch) / static_cast<double>(train.size());
-    j["batch"] = o.batch;
-    j["seq_len"] = o.seq_len;
-    j["seed"] = o.seed;
-    j["pad_seed"] = o.pad_seed;
-    j["steps"] = o.steps;
-    j["elapsed_s"] = elapsed;
-    j["train_fingerprint"] = Hex(train_fp);
-    j["train_samples"] = train.size();
-    j["heldout_samples"] = held_samples;
-    j["data"] = {{"files", o.data_paths},
-                 {"split", DocumentSplitName(o.split)},
-                 {"holdout_fraction", o.holdout_fraction}};
-    j["schedule"] = {{"peak_lr", o.schedule.peak_lr},
-                     {"warmup_steps", o.schedule.warmup_steps},
-                     {"total_steps", o.schedule.total_steps}};
-    if (eval_loss > 0)
-      j["last_eval"] = {{"loss", eval_loss}, {"perplexity", std::exp(eval_loss)}};
-    for (const auto &[k, v] : o.notes)
-      j["notes"][k] = v;
-    return j;
-  };
   std::string last_ckpt;
   double last_eval = -1;
   auto save = [&](int64_t step, double elapsed) -> absl::Status {
@@ -1292,7 +764,7 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
     c.trainer = trainer.get();
     c.config_path = config_path;
     c.extra = &untrained;
-    c.trainer_state = trainer_state(step, elapsed, last_eval);
+    c.trainer_state = TrainerStateJson(o, data, step, elapsed, last_eval);
     c.tokenizer = tokenizer_bytes;
     c.tokenizer_file = tokenizer_file;
     BT_ASSIGN_OR_RETURN(last_ckpt, WriteCheckpoint(dir, c, o.keep_checkpoints));
@@ -1303,61 +775,17 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
   auto evaluate = [&](int64_t step) -> absl::Status {
     if (eval_batches.empty())
       return absl::OkStatus();
-    const auto t0 = std::chrono::steady_clock::now();
-    BT_ASSIGN_OR_RETURN(last_eval, HeldOutLoss(model, trainer->Parameters(), eval_batches));
-    csv.SetEval(step, last_eval);
-    BT_RETURN_IF_ERROR(csv.Write());
-    progress.Message(absl::StrFormat(
-        "eval @ step %d: held-out loss %.4f, perplexity %.2f (%d targets, %.1f s)", step,
-        last_eval, std::exp(last_eval), eval_targets,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
-    if (o.plot) {
-      std::string note = csv.Plot(absl::StrCat(config.name(), ": loss"));
-      if (!note.empty()) {
-        progress.Message(absl::StrCat("note: ", note));
-        o.plot = false;
-      }
-    }
+    BT_ASSIGN_OR_RETURN(last_eval,
+                        EvaluateHeldOut(model, *trainer, data, step, csv, progress, o));
     return absl::OkStatus();
   };
 
   // --- Baseline inputs. -----------------------------------------------------
-  BatchDump dump;
-  if (!o.dump_batches.empty()) {
-    const std::string init = dir + "/initial";
-    BT_RETURN_IF_ERROR(MakeDirs(init));
-    CheckpointWriteOptions w;
-    w.config_path = config_path;
-    w.extra = &untrained;
-    BT_RETURN_IF_ERROR(trainer->SaveCheckpoint(init, w));
-    std::string cj;
-    google::protobuf::util::JsonPrintOptions jo;
-    jo.always_print_primitive_fields = true;
-    jo.preserve_proto_field_names = true; // bench/bt_torch.py model_from_bt_config
-    (void)google::protobuf::util::MessageToJsonString(config, &cj, jo);
-    BT_RETURN_IF_ERROR(WriteFileAtomically(init + "/bt_config.json", cj));
-    // The batches of steps 1..dump_steps (the order is a pure function of
-    // the seed), written before training so that the baseline can take
-    // turns with it.
-    SampleOrder dump_order(train.size(), o.seed);
-    for (int64_t step = 1; step <= o.dump_steps; ++step) {
-      std::vector<int64_t> idx(static_cast<size_t>(o.batch));
-      for (int64_t b = 0; b < o.batch; ++b)
-        idx[b] = dump_order.At((step - 1) * o.batch + b);
-      BT_ASSIGN_OR_RETURN(TensorMap batch, MakeBatch(train, idx));
-      dump.Add(batch);
-    }
-    BT_RETURN_IF_ERROR(dump.Write(o.dump_batches));
-  }
-  std::unique_ptr<TorchTrainBaseline> torch;
-  if (o.baseline == "torch") {
-    std::string note;
-    BT_ASSIGN_OR_RETURN(torch, TorchTrainBaseline::Start(o, dir, &note));
-    progress.Message(torch ? absl::StrCat("[torch] ", torch->description(),
-                                          ": takes turns with bt on steps 1..", o.dump_steps,
-                                          " (", BaselineScript(o.torch_script), " --train-serve)")
-                           : note);
-  }
+  if (!o.dump_batches.empty())
+    BT_RETURN_IF_ERROR(
+        DumpBaselineInputs(*trainer, train, o, config, dir, config_path, untrained));
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<TorchTrainBaseline> torch,
+                      StartTorchBaseline(o, progress));
 
   // --- The loop. ------------------------------------------------------------
   progress.Message(absl::StrFormat(
@@ -1369,8 +797,8 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
     BT_RETURN_IF_ERROR(evaluate(0));
   SampleOrder order(train.size(), o.seed);
   const int64_t tokens_per_step = o.batch * o.seq_len;
-  std::deque<double> recent;
-  double recent_sum = 0, elapsed = elapsed_before;
+  StepTimes step_times;
+  double elapsed = elapsed_before;
   auto last_csv_write = std::chrono::steady_clock::now();
   for (int64_t step = start_step + 1; step <= o.steps; ++step) {
     auto t0 = std::chrono::steady_clock::now();
@@ -1392,20 +820,17 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
     const double sec =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     elapsed += sec;
-    recent.push_back(sec);
-    recent_sum += sec;
-    if (recent.size() > 50) {
-      recent_sum -= recent.front();
-      recent.pop_front();
-    }
-    const double avg = recent_sum / static_cast<double>(recent.size());
+    const double avg = step_times.Add(sec);
     const double rate = static_cast<double>(tokens_per_step) / sec;
     csv.Add(step, absl::StrFormat("%d,%d,%d,%d,%.9g,%.9g,%.9g,%.6f,%.1f,%.3f", step,
                                   order.EpochOf((step - 1) * o.batch), step * o.batch,
                                   step * tokens_per_step, r->loss, r->grad_norm, r->lr, sec,
                                   rate, elapsed));
-    progress.Step(step, r->loss, static_cast<double>(tokens_per_step) / avg,
-                  avg * static_cast<double>(o.steps - step), elapsed, false);
+    progress.Update(step, o.steps,
+                    StepProgressText(step, o.steps, r->loss,
+                                     static_cast<double>(tokens_per_step) / avg,
+                                     elapsed,
+                                     avg * static_cast<double>(o.steps - step)));
     if (in_turns) {
       BT_RETURN_IF_ERROR(torch->Step(step, r->loss, sec, r->lr));
       if (step == o.dump_steps)
@@ -1422,7 +847,7 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
       last_csv_write = std::chrono::steady_clock::now();
     }
   }
-  progress.Done();
+  progress.Finish();
   if (start_step == o.steps) {
     // Nothing to train: evaluate the checkpoint as it is.
     BT_RETURN_IF_ERROR(evaluate(o.steps));
@@ -1430,16 +855,8 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
   }
   if (o.plot)
     (void)csv.Plot(absl::StrCat(config.name(), ": loss"));
-  out << absl::StrFormat("trained %s to step %d in %s (%s train tokens/s)\n", config.name(),
-                         o.steps, FormatDuration(elapsed),
-                         FormatRate(static_cast<double>(tokens_per_step) *
-                                    static_cast<double>(std::max<int64_t>(o.steps - start_step, 1)) /
-                                    std::max(elapsed - elapsed_before, 1e-9)));
-  if (last_eval > 0)
-    out << absl::StrFormat("held-out loss %.4f nats/token, perplexity %.2f (%d tokens)\n",
-                           last_eval, std::exp(last_eval), eval_targets);
-  out << "checkpoint: " << last_ckpt << " (" << dir << "/latest), log: " << dir
-      << "/log.csv, plot: " << dir << "/loss.png\n";
+  PrintTrainingSummary(out, config, o, start_step, elapsed, elapsed_before, last_eval,
+                       eval_targets, last_ckpt);
   if (torch != nullptr)
     BT_RETURN_IF_ERROR(
         torch->Finish(dir, o.batch, o.seq_len, o.threads > 0 ? o.threads : 2, out));

@@ -53,6 +53,13 @@ mlir::FailureOr<compiler::Options>
 compileOptions(const Tool &tool, bool withGrad, bool thisMachine,
                TrainingEntries training);
 
+/// Compiles `model` into the parts of an artifact besides its weights
+/// (kernels, interface, KV plan; the tokenizer of --tokenizer, checked
+/// first). Fails after a message.
+mlir::FailureOr<bridge::ArtifactParts>
+compileArtifactParts(const Tool &tool, const bridge::Model &model,
+                     const compiler::Options &options);
+
 /// Compiles `model` into an artifact at `path` (prefixed by the runtime
 /// launcher when `executable`), with the tokenizer of --tokenizer.
 mlir::LogicalResult compileArtifact(const Tool &tool,
@@ -60,11 +67,18 @@ mlir::LogicalResult compileArtifact(const Tool &tool,
                                     const compiler::Options &options,
                                     const std::string &path, bool executable);
 
-/// Runs the launcher command `launcherArgs` (eval, generate, ...) on
-/// `input`: an artifact or executable as is; a checkpoint compiled for this
-/// machine into a temporary artifact first (with `training`'s entry points;
-/// `grad` with the grad entry point). --device, when given, is passed on to
-/// the launcher command.
+/// The artifact a command runs: `input` opened as is when it is an artifact
+/// or executable; else the model of `input` compiled for this machine in
+/// memory (with the grad entry point when `withGrad`), never written to
+/// disk; `progress` reports the compile on stderr. Null after a message.
+std::unique_ptr<bridge::CompiledArtifact>
+compiledForThisMachine(const Tool &tool, const std::string &input,
+                       bool withGrad, bool progress = false);
+
+/// Runs the launcher command `launcherArgs` (train-step) on `input`: an
+/// artifact or executable as is; a checkpoint compiled for this machine
+/// into a temporary artifact first (with `training`'s entry points).
+/// --device, when given, is passed on to the launcher command.
 int runOnModel(const Tool &tool, const std::string &input,
                std::vector<std::string> launcherArgs, bool progress = false,
                TrainingEntries training = {});

@@ -6,7 +6,14 @@
 
 #include "RuntimeBridge.h"
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "bt/runtime/base/status_macros.h"
+#include "bt/runtime/exec/drivers.h"
+#include "bt/runtime/exec/model.h"
+#include "bt/runtime/tooling/bench.h"
 #include "bt/runtime/model/artifact.h"
 #include "bt/runtime/model/checkpoint.h"
 #include "bt/runtime/tooling/commands.h"
@@ -273,11 +280,16 @@ std::unique_ptr<Model> randomModel(const std::string &configPath,
   return model;
 }
 
-bool writeArtifact(const Model &model, const KernelInterface &interface,
-                   const std::string &kernels, const std::string &cpu,
-                   const std::string &launcherPath, const std::string &outPath,
-                   std::string &error, const std::string &tokenizer,
-                   const KVPlanInfo &kvPlan, const GPUArtifactInfo &gpu) {
+namespace {
+
+/// The writer of the artifact of `model` and `parts` (its manifest, kernels,
+/// sections and weights), before it is written or serialized. Null with
+/// `error` set.
+std::unique_ptr<rt::ArtifactWriter> makeWriter(const Model &model,
+                                               const ArtifactParts &parts,
+                                               std::string &error) {
+  const KVPlanInfo &kvPlan = parts.kvPlan;
+  const GPUArtifactInfo &gpu = parts.gpu;
   proto::Manifest manifest;
   if (kvPlan.blockLength > 0) {
     proto::KVMemoryPlan *p = manifest.mutable_kv_plan();
@@ -288,11 +300,11 @@ bool writeArtifact(const Model &model, const KernelInterface &interface,
     p->set_source(kvPlan.source);
   }
   manifest.set_target(gpu.ptx.empty() ? "cpu" : "cuda");
-  manifest.set_cpu(cpu);
+  manifest.set_cpu(parts.cpu);
   manifest.set_gpu_chip(gpu.chip);
   manifest.set_producer("bt-run");
   *manifest.mutable_config() = model.impl->config;
-  for (const EntryPoint &e : interface.entryPoints) {
+  for (const EntryPoint &e : parts.interface.entryPoints) {
     proto::EntryPoint *ep = manifest.add_entry_points();
     ep->set_name(e.name);
     ep->set_symbol(e.symbol);
@@ -312,29 +324,41 @@ bool writeArtifact(const Model &model, const KernelInterface &interface,
     for (const TensorSpec &t : e.outputs)
       fill(ep->add_outputs(), t);
   }
-  rt::ArtifactWriter writer(std::move(manifest));
-  writer.SetKernels(kernels);
+  auto writer = std::make_unique<rt::ArtifactWriter>(std::move(manifest));
+  writer->SetKernels(parts.kernels);
   if (!gpu.ptx.empty())
-    writer.SetPtx(gpu.ptx);
+    writer->SetPtx(gpu.ptx);
   if (!gpu.cudaEmu.empty())
-    writer.SetCudaEmu(gpu.cudaEmu);
-  if (!tokenizer.empty())
-    writer.SetTokenizer(tokenizer, rt::DetectTokenizerKind(tokenizer));
+    writer->SetCudaEmu(gpu.cudaEmu);
+  if (!parts.tokenizer.empty())
+    writer->SetTokenizer(parts.tokenizer,
+                         rt::DetectTokenizerKind(parts.tokenizer));
   for (const std::string &name : model.impl->paramNames) {
     auto it = model.impl->weights.find(name);
     if (it == model.impl->weights.end()) {
       error = "internal error: no weights for parameter " + name;
-      return false;
+      return nullptr;
     }
-    absl::Status s = writer.AddWeight(name, it->second);
+    absl::Status s = writer->AddWeight(name, it->second);
     if (!s.ok()) {
       error = std::string(s.message());
-      return false;
+      return nullptr;
     }
   }
+  return writer;
+}
+
+} // namespace
+
+bool writeArtifact(const Model &model, const ArtifactParts &parts,
+                   const std::string &launcherPath, const std::string &outPath,
+                   std::string &error) {
+  std::unique_ptr<rt::ArtifactWriter> writer = makeWriter(model, parts, error);
+  if (!writer)
+    return false;
   if (!launcherPath.empty())
-    writer.SetPrefixFile(launcherPath);
-  absl::Status s = writer.Write(outPath);
+    writer->SetPrefixFile(launcherPath);
+  absl::Status s = writer->Write(outPath);
   if (!s.ok()) {
     error = std::string(s.message());
     return false;
@@ -455,6 +479,155 @@ int runLauncher(const std::string &artifactPath,
     argv.push_back(a.c_str());
   return rt::LauncherMain(static_cast<int>(argv.size()), argv.data(), std::cout,
                           std::cerr);
+}
+
+//===----------------------------------------------------------------------===//
+// Running a compiled model in process
+//===----------------------------------------------------------------------===//
+
+struct CompiledArtifact::Impl {
+  std::shared_ptr<const rt::Artifact> artifact;
+};
+
+CompiledArtifact::~CompiledArtifact() = default;
+
+namespace {
+
+std::unique_ptr<CompiledArtifact>
+compiledArtifact(absl::StatusOr<std::shared_ptr<const rt::Artifact>> opened,
+                 std::string &error) {
+  if (!opened.ok()) {
+    error = std::string(opened.status().message());
+    return nullptr;
+  }
+  auto a = std::make_unique<CompiledArtifact>();
+  a->impl = std::make_unique<CompiledArtifact::Impl>();
+  a->impl->artifact = std::move(*opened);
+  return a;
+}
+
+/// The exit status of a command as bt-launcher gives it: 0; 2 after a usage
+/// error (InvalidArgument from parsing the options); 1 after another error.
+int finish(const absl::Status &s, bool usageError = false) {
+  if (s.ok())
+    return 0;
+  std::cerr << "bt-run: " << s.message() << "\n";
+  return usageError ? 2 : 1;
+}
+
+/// The model of `artifact` on `device` (empty: the artifact's; checked by
+/// checkDevice). Errors: those of rt::Model::Open.
+absl::StatusOr<std::unique_ptr<rt::Model>>
+openModel(const CompiledArtifact &artifact, const std::string &device) {
+  rt::DeviceOptions options;
+  options.device = device;
+  return rt::Model::Open(artifact.impl->artifact, options);
+}
+
+/// Exit status 2 after a message for an unknown device name; -1 to go on.
+int checkDevice(const std::string &device) {
+  if (device.empty() || absl::c_linear_search(rt::DeviceNames(), device))
+    return -1;
+  return finish(absl::InvalidArgumentError(
+                    absl::StrCat("--device ", device, ": expected ",
+                                 absl::StrJoin(rt::DeviceNames(), "|"))),
+                /*usageError=*/true);
+}
+
+} // namespace
+
+std::unique_ptr<CompiledArtifact> openArtifact(const std::string &path,
+                                               std::string &error) {
+  return compiledArtifact(rt::Artifact::Open(path), error);
+}
+
+std::unique_ptr<CompiledArtifact> buildArtifact(const Model &model,
+                                                const ArtifactParts &parts,
+                                                std::string &error) {
+  std::unique_ptr<rt::ArtifactWriter> writer = makeWriter(model, parts, error);
+  if (!writer)
+    return nullptr;
+  absl::StatusOr<std::string> bytes = writer->Serialize();
+  if (!bytes.ok()) {
+    error = std::string(bytes.status().message());
+    return nullptr;
+  }
+  writer.reset();
+  return compiledArtifact(
+      rt::Artifact::FromBytes(model.spec().name + " (compiled in memory)",
+                              *bytes),
+      error);
+}
+
+int runEval(const CompiledArtifact &artifact, const std::string &device,
+            const std::string &inputs, const std::string &output, bool grad) {
+  if (int rc = checkDevice(device); rc >= 0)
+    return rc;
+  absl::StatusOr<std::unique_ptr<rt::Model>> model = openModel(artifact, device);
+  if (!model.ok())
+    return finish(model.status());
+  return finish(grad ? rt::RunGradCommand(**model, inputs, output, std::cerr)
+                     : rt::RunEvalCommand(**model, inputs, output, std::cerr));
+}
+
+int runGenerate(const CompiledArtifact &artifact, const std::string &device,
+                const rt::GenerateCommandFlags &flags) {
+  if (int rc = checkDevice(device); rc >= 0)
+    return rc;
+  absl::StatusOr<rt::GenerateCommandOptions> options =
+      rt::ResolveGenerateFlags(flags);
+  if (!options.ok())
+    return finish(options.status(), /*usageError=*/true);
+  absl::StatusOr<std::unique_ptr<rt::Model>> model = openModel(artifact, device);
+  if (!model.ok())
+    return finish(model.status());
+  return finish(rt::RunGenerateCommand(**model, *options, std::cout, std::cerr));
+}
+
+namespace {
+
+/// bt-run's bench options as the runtime's (SetBenchOption for the texts
+/// whose syntax is the runtime's), checked (FinishBenchCommandOptions).
+absl::StatusOr<rt::BenchCommandOptions>
+benchCommandOptions(const BenchRequest &r) {
+  rt::BenchCommandOptions o;
+  o.bench.iters = static_cast<int>(r.iters);
+  o.bench.warmup = static_cast<int>(r.warmup);
+  o.bench.threads = static_cast<int>(r.threads);
+  o.bench.seed = r.seed;
+  o.seq_blocks = r.seqBlocks;
+  o.tokens = r.tokens;
+  o.gen_tokens = r.genTokens;
+  const std::pair<const char *, const std::string *> texts[] = {
+      {"--batch", &r.batches},          {"--setting", &r.settings},
+      {"--prompt", &r.promptTokens},    {"--memory", &r.memory},
+      {"--csv", &r.csv},                {"--baseline", &r.baseline},
+      {"--torch-script", &r.torchScript}, {"--python", &r.python},
+      {"--torch-malloc", &r.torchMalloc}, {"--progress", &r.progress}};
+  for (const auto &[name, value] : texts)
+    if (!value->empty())
+      BT_RETURN_IF_ERROR(rt::SetBenchOption(name, *value, o));
+  BT_RETURN_IF_ERROR(rt::FinishBenchCommandOptions(o));
+  return o;
+}
+
+} // namespace
+
+int runBench(const CompiledArtifact &artifact, const std::string &device,
+             const BenchRequest &request) {
+  if (int rc = checkDevice(device); rc >= 0)
+    return rc;
+  absl::StatusOr<rt::BenchCommandOptions> command = benchCommandOptions(request);
+  if (!command.ok())
+    return finish(command.status(), /*usageError=*/true);
+  absl::StatusOr<std::unique_ptr<rt::Model>> model = openModel(artifact, device);
+  if (!model.ok())
+    return finish(model.status());
+  absl::StatusOr<rt::BenchOptions> options =
+      rt::ResolveBenchOptions(**model, *command);
+  if (!options.ok())
+    return finish(options.status(), absl::IsInvalidArgument(options.status()));
+  return finish(rt::RunBenchCommand(**model, *options, std::cout, std::cerr));
 }
 
 } // namespace bt::bridge

@@ -3,7 +3,8 @@
 // The runtime (runtime/, protobuf + abseil, built with exceptions and RTTI)
 // and the compiler (LLVM/MLIR, built without) meet in bt-run through this
 // std-only interface. RuntimeBridge.cpp is the only bt-run file that
-// includes runtime headers.
+// includes the runtime's abseil/protobuf headers; this header includes only
+// the runtime's std-only command_flags.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 
 #include "bt/Compiler/KernelInterface.h"
 #include "bt/Model/ModelSpec.h"
+#include "bt/runtime/tooling/command_flags.h"
 
 #include <cstdint>
 #include <memory>
@@ -80,25 +82,82 @@ struct KVPlanInfo {
   std::string source;
 };
 
-/// Writes an artifact (docs/abi.md) for `model` with the compiled kernels
-/// (`kernels`, the shared object, with the entry points of `interface`);
-/// with `launcherPath` non-empty, prefixes the launcher to make a standalone
-/// executable; `tokenizer` (a SentencePiece model proto or a tokenizer.json,
-/// see readTokenizer) becomes the tokenizer section, its kind detected
-/// (rt::DetectTokenizerKind); `kvPlan` the manifest's kv_plan; `gpu`
-/// the CUDA target's parts (docs/abi.md, "Kernel library (CUDA target)":
-/// then `kernels` is the host code). Atomic (temp file + rename).
+/// The CUDA target's parts of an artifact (docs/abi.md, "Kernel library
+/// (CUDA target)"); all empty for the CPU target.
 struct GPUArtifactInfo {
   std::string ptx;  // non-empty: target "cuda", the ptx section
   std::string chip; // e.g. "sm_90"
   std::string cudaEmu; // the cuda_emu section: the kernels for the emulator
 };
-bool writeArtifact(const Model &model, const KernelInterface &interface,
-                   const std::string &kernels, const std::string &cpu,
+
+/// What the compiler adds to a model's weights to make an artifact
+/// (docs/abi.md): the kernels (`kernels`, the shared object; the host code
+/// for CUDA) with the entry points of `interface`, the CPU they were built
+/// for, the tokenizer section (`tokenizer`: a SentencePiece model proto or a
+/// tokenizer.json, see readTokenizer; its kind detected by
+/// rt::DetectTokenizerKind), the manifest's kv_plan and the CUDA parts.
+struct ArtifactParts {
+  KernelInterface interface;
+  std::string kernels, cpu, tokenizer;
+  KVPlanInfo kvPlan;
+  GPUArtifactInfo gpu;
+};
+
+/// Writes the artifact of `model` and `parts` to `outPath`, atomically (temp
+/// file + rename); with `launcherPath` non-empty, prefixed by the launcher
+/// to make a standalone executable. On error returns false with `error` set.
+bool writeArtifact(const Model &model, const ArtifactParts &parts,
                    const std::string &launcherPath, const std::string &outPath,
-                   std::string &error, const std::string &tokenizer = "",
-                   const KVPlanInfo &kvPlan = {},
-                   const GPUArtifactInfo &gpu = {});
+                   std::string &error);
+
+/// An artifact ready to run in this process : one opened
+/// from a file, or one built in memory (ArtifactWriter::Serialize, then
+/// Artifact::FromBytes) that is never written to disk.
+class CompiledArtifact {
+public:
+  ~CompiledArtifact();
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+/// Opens the artifact or executable at `path`. Null with `error` set.
+std::unique_ptr<CompiledArtifact> openArtifact(const std::string &path,
+                                               std::string &error);
+/// The artifact of `model` and `parts` in memory, named "<model name>
+/// (compiled in memory)" in messages. Null with `error` set.
+std::unique_ptr<CompiledArtifact> buildArtifact(const Model &model,
+                                                const ArtifactParts &parts,
+                                                std::string &error);
+
+// The commands that run a model in process , on `device`
+// (cpu, cuda, cuda-emu; empty: the artifact's). Each opens the model
+// (rt::Model::Open), calls the runtime's command function with its option
+// struct and returns the exit status as bt-launcher would: 0, 1 after a
+// runtime error, 2 after a usage error (messages on stderr).
+
+/// `eval` (rt::RunEvalCommand) or, with `grad`, `grad` (rt::RunGradCommand)
+/// on the safetensors file `inputs`, writing `output`.
+int runEval(const CompiledArtifact &artifact, const std::string &device,
+            const std::string &inputs, const std::string &output, bool grad);
+
+/// `generate`: rt::ResolveGenerateFlags, then rt::RunGenerateCommand.
+int runGenerate(const CompiledArtifact &artifact, const std::string &device,
+                const rt::GenerateCommandFlags &flags);
+
+/// bt-run's bench options (docs/bench.md); the texts are parsed by the
+/// runtime (rt::SetBenchOption), empty or 0 where not given.
+struct BenchRequest {
+  std::string batches, settings, promptTokens, memory, csv, baseline,
+      torchScript, python, torchMalloc, progress;
+  unsigned iters = 5, warmup = 1, threads = 2, seqBlocks = 0, tokens = 0;
+  uint64_t seed = 0;
+  int64_t genTokens = 0;
+};
+
+/// `bench`: rt::FinishBenchCommandOptions, rt::ResolveBenchOptions, then
+/// rt::RunBenchCommand (results on stdout, progress on stderr).
+int runBench(const CompiledArtifact &artifact, const std::string &device,
+             const BenchRequest &request);
 
 /// Reads a tokenizer file into `bytes` and checks it: a SentencePiece model
 /// (spm_train's .model, loaded with libsentencepiece) or a Hugging Face

@@ -1,9 +1,10 @@
 //===- RuntimeCommands.cpp - bt-run's commands that run a model -----------===//
 //
 // eval, grad, generate, bench, train-step and train: a checkpoint is
-// compiled for this machine (Driver.h), and the runtime's command of the
-// same name (bt/runtime/commands.h, the launcher's) runs on the artifact
-// with the options of the command line.
+// compiled for this machine (Driver.h). eval, grad, generate and bench build
+// the artifact in memory and call the runtime's command functions in process
+// with option structs (RuntimeBridge.h); train-step and train run the
+// launcher's command (bt/runtime/tooling/commands.h) on an artifact file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +38,43 @@ double secondsSince(const llvm::TimeRecord &start) {
 
 } // namespace
 
+std::unique_ptr<bridge::CompiledArtifact>
+bt::run::compiledForThisMachine(const Tool &tool, const std::string &input,
+                                bool withGrad, bool progress) {
+  std::string error;
+  if (!input.empty() && bridge::isArtifact(input)) {
+    std::unique_ptr<bridge::CompiledArtifact> a =
+        bridge::openArtifact(input, error);
+    if (!a)
+      fail(error);
+    return a;
+  }
+  FailureOr<compiler::Options> options =
+      compileOptions(tool, withGrad, /*thisMachine=*/true, {});
+  if (failed(options))
+    return nullptr;
+  std::unique_ptr<bridge::Model> model = loadModel(tool, input, true);
+  if (!model)
+    return nullptr;
+  if (progress)
+    llvm::errs() << "bt-run: compiling " << model->spec().name
+                 << " for this machine ... ";
+  llvm::TimeRecord start = llvm::TimeRecord::getCurrentTime(true);
+  FailureOr<bridge::ArtifactParts> parts =
+      compileArtifactParts(tool, *model, *options);
+  if (failed(parts))
+    return nullptr;
+  std::unique_ptr<bridge::CompiledArtifact> artifact =
+      bridge::buildArtifact(*model, *parts, error);
+  if (!artifact) {
+    fail(error);
+    return nullptr;
+  }
+  if (progress)
+    llvm::errs() << llvm::format("done (%.1f s)\n", secondsSince(start));
+  return artifact;
+}
+
 int bt::run::runOnModel(const Tool &tool, const std::string &input,
                         std::vector<std::string> launcherArgs, bool progress,
                         TrainingEntries training) {
@@ -45,10 +83,8 @@ int bt::run::runOnModel(const Tool &tool, const std::string &input,
     launcherArgs.insert(launcherArgs.end(), {"--device", tool.options.device});
   if (!input.empty() && bridge::isArtifact(input))
     return bridge::runLauncher(input, launcherArgs);
-  // Only `grad` needs the backward sweep (it doubles the compile time).
-  bool withGrad = !launcherArgs.empty() && launcherArgs[0] == "grad";
   FailureOr<compiler::Options> options =
-      compileOptions(tool, withGrad, /*thisMachine=*/true, training);
+      compileOptions(tool, /*withGrad=*/false, /*thisMachine=*/true, training);
   if (failed(options))
     return 1;
   std::unique_ptr<bridge::Model> model = loadModel(tool, input, true);
@@ -71,46 +107,53 @@ int bt::run::runOnModel(const Tool &tool, const std::string &input,
   return rc;
 }
 
-int bt::run::evalCommand(const Tool &tool, const std::string &input) {
+namespace {
+
+/// `eval` and `grad`: the runtime's command on the compiled model.
+int runEvalOrGrad(const Tool &tool, const std::string &input, bool grad) {
   const RunOptions &o = tool.options;
   if (o.inputs.empty() || o.output.empty())
-    return usage("eval needs --inputs <file> and -o <file>");
-  return runOnModel(tool, input, {"eval", "--inputs", o.inputs, "-o", o.output});
+    return usage(std::string(grad ? "grad" : "eval") +
+                 " needs --inputs <file> and -o <file>");
+  // Only `grad` needs the backward sweep (it doubles the compile time).
+  std::unique_ptr<bridge::CompiledArtifact> artifact =
+      compiledForThisMachine(tool, input, /*withGrad=*/grad);
+  if (!artifact)
+    return 1;
+  return bridge::runEval(*artifact, o.device, o.inputs, o.output, grad);
+}
+
+} // namespace
+
+int bt::run::evalCommand(const Tool &tool, const std::string &input) {
+  return runEvalOrGrad(tool, input, /*grad=*/false);
 }
 
 int bt::run::gradCommand(const Tool &tool, const std::string &input) {
-  const RunOptions &o = tool.options;
-  if (o.inputs.empty() || o.output.empty())
-    return usage("grad needs --inputs <file> and -o <file>");
-  return runOnModel(tool, input, {"grad", "--inputs", o.inputs, "-o", o.output});
+  return runEvalOrGrad(tool, input, /*grad=*/true);
 }
 
 int bt::run::generateCommand(const Tool &tool, const std::string &input) {
   const RunOptions &o = tool.options;
-  std::vector<std::string> args = {"generate"};
-  if (!o.inputs.empty())
-    args.insert(args.end(), {"--inputs", o.inputs});
-  for (const std::string &p : o.prompts)
-    args.insert(args.end(), {"--prompt", p});
-  if (!o.output.empty())
-    args.insert(args.end(), {"-o", o.output});
+  rt::GenerateCommandFlags flags;
+  flags.inputs_path = o.inputs;
+  flags.prompts = o.prompts;
+  flags.output_path = o.output;
   if (!o.maxNewTokens.empty())
-    args.insert(args.end(), {"--max-new-tokens", o.maxNewTokens});
-  if (o.greedy)
-    args.push_back("--greedy");
+    flags.max_new_tokens = o.maxNewTokens;
+  flags.greedy = o.greedy;
   if (o.temperatureGiven)
-    args.insert(args.end(), {"--temperature", o.temperature});
+    flags.temperature = o.temperature;
   if (o.topKGiven)
-    args.insert(args.end(), {"--top-k", o.topK});
+    flags.top_k = o.topK;
   if (o.topPGiven)
-    args.insert(args.end(), {"--top-p", o.topP});
+    flags.top_p = o.topP;
+  // --seed also seeds --random-init: it is the sampler's only with sampling.
   bool sampling = o.temperatureGiven || o.topKGiven || o.topPGiven;
   if (sampling && o.seedGiven)
-    args.insert(args.end(), {"--seed", std::to_string(o.seed)});
-  if (o.officialPositions)
-    args.push_back("--official-generate-positions");
-  if (o.ignoreEos)
-    args.push_back("--ignore-eos");
+    flags.seed = std::to_string(o.seed);
+  flags.official_generate_positions = o.officialPositions;
+  flags.ignore_eos = o.ignoreEos;
   if (!o.prompts.empty() && o.tokenizer.empty() && !bridge::isArtifact(input))
     return usage(
         "generate --prompt on a checkpoint needs --tokenizer "
@@ -118,23 +161,27 @@ int bt::run::generateCommand(const Tool &tool, const std::string &input) {
   if (!o.tokenizer.empty() && bridge::isArtifact(input))
     return usage("--tokenizer applies when compiling a checkpoint; " + input +
                  " is already compiled");
-  return runOnModel(tool, input, args);
+  std::unique_ptr<bridge::CompiledArtifact> artifact =
+      compiledForThisMachine(tool, input, /*withGrad=*/false);
+  if (!artifact)
+    return 1;
+  return bridge::runGenerate(*artifact, o.device, flags);
 }
 
 int bt::run::benchCommand(const Tool &tool, const std::string &input) {
   const RunOptions &o = tool.options;
-  std::vector<std::string> args = {
-      "bench",
-      "--batch",        o.batches,      "--iters",
-      std::to_string(o.iters),          "--warmup",
-      std::to_string(o.warmup),         "--threads",
-      std::to_string(o.threads),        "--baseline",
-      o.baseline,       "--torch-script", o.torchScript,
-      "--seed",         std::to_string(o.seed),
-      "--torch-malloc", o.torchMalloc,  "--progress",
-      o.progress};
+  bridge::BenchRequest r;
+  r.batches = o.batches;
+  r.iters = o.iters;
+  r.warmup = o.warmup;
+  r.threads = o.threads;
+  r.baseline = o.baseline;
+  r.torchScript = o.torchScript;
+  r.seed = o.seed;
+  r.torchMalloc = o.torchMalloc;
+  r.progress = o.progress;
   if (o.settingsGiven)
-    args.insert(args.end(), {"--setting", o.settings});
+    r.settings = o.settings;
   if (o.seqBlocks && o.tokens)
     return usage("bench: give --seq-blocks or --tokens, not both");
   // `--prompt` is shared with generate (text there) and plan; bench takes
@@ -143,20 +190,20 @@ int bt::run::benchCommand(const Tool &tool, const std::string &input) {
   if (o.prompts.size() > 1)
     return usage("bench: --prompt takes one token count, e.g. --prompt 512");
   if (o.prompts.size() == 1)
-    args.insert(args.end(), {"--prompt", o.prompts[0]});
+    r.promptTokens = o.prompts[0];
   if (o.genTokensGiven)
-    args.insert(args.end(), {"--gen", std::to_string(o.genTokens)});
-  if (!o.memory.empty())
-    args.insert(args.end(), {"--memory", o.memory});
-  if (o.seqBlocks)
-    args.insert(args.end(), {"--seq-blocks", std::to_string(o.seqBlocks)});
-  if (o.tokens)
-    args.insert(args.end(), {"--tokens", std::to_string(o.tokens)});
-  if (!o.csv.empty())
-    args.insert(args.end(), {"--csv", o.csv});
-  if (!o.python.empty())
-    args.insert(args.end(), {"--python", o.python});
-  return runOnModel(tool, input, args, /*progress=*/true);
+    r.genTokens = o.genTokens;
+  r.memory = o.memory;
+  r.seqBlocks = o.seqBlocks;
+  r.tokens = o.tokens;
+  r.csv = o.csv;
+  r.python = o.python;
+  std::unique_ptr<bridge::CompiledArtifact> artifact =
+      compiledForThisMachine(tool, input, /*withGrad=*/false,
+                             /*progress=*/true);
+  if (!artifact)
+    return 1;
+  return bridge::runBench(*artifact, o.device, r);
 }
 
 int bt::run::trainStepCommand(const Tool &tool, const std::string &input) {

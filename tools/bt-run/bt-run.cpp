@@ -117,16 +117,15 @@ bridge::KVPlanInfo kvPlanInfo(const KVPlan &plan) {
 
 } // namespace
 
-LogicalResult bt::run::compileArtifact(const Tool &tool,
-                                       const bridge::Model &model,
-                                       const compiler::Options &options,
-                                       const std::string &path,
-                                       bool executable) {
+FailureOr<bridge::ArtifactParts>
+bt::run::compileArtifactParts(const Tool &tool, const bridge::Model &model,
+                              const compiler::Options &options) {
   const RunOptions &o = tool.options;
   // The tokenizer is checked before the (long) compilation.
-  std::string error, tokenizer;
+  bridge::ArtifactParts parts;
+  std::string error;
   if (!o.tokenizer.empty() &&
-      !bridge::readTokenizer(model, o.tokenizer, tokenizer, error)) {
+      !bridge::readTokenizer(model, o.tokenizer, parts.tokenizer, error)) {
     fail(error);
     return failure();
   }
@@ -137,6 +136,20 @@ LogicalResult bt::run::compileArtifact(const Tool &tool,
   FailureOr<compiler::CompiledKernels> kernels = compilation->compileKernels();
   if (failed(kernels))
     return failure();
+  parts.interface = std::move(kernels->interface);
+  parts.kernels = std::move(kernels->sharedObject);
+  parts.cpu = kernels->cpu;
+  parts.kvPlan = kvPlanInfo(kernels->kvPlan);
+  parts.gpu = {kernels->ptx, kernels->gpuChip, kernels->cudaEmu};
+  return parts;
+}
+
+LogicalResult bt::run::compileArtifact(const Tool &tool,
+                                       const bridge::Model &model,
+                                       const compiler::Options &options,
+                                       const std::string &path,
+                                       bool executable) {
+  const RunOptions &o = tool.options;
   std::string launcher;
   if (executable) {
     launcher = o.launcher.empty() ? defaultLauncher(tool.argv0) : o.launcher;
@@ -146,11 +159,12 @@ LogicalResult bt::run::compileArtifact(const Tool &tool,
       return failure();
     }
   }
-  bridge::GPUArtifactInfo gpu{kernels->ptx, kernels->gpuChip,
-                              kernels->cudaEmu};
-  if (!bridge::writeArtifact(model, kernels->interface, kernels->sharedObject,
-                             kernels->cpu, launcher, path, error, tokenizer,
-                             kvPlanInfo(kernels->kvPlan), gpu)) {
+  FailureOr<bridge::ArtifactParts> parts =
+      compileArtifactParts(tool, model, options);
+  if (failed(parts))
+    return failure();
+  std::string error;
+  if (!bridge::writeArtifact(model, *parts, launcher, path, error)) {
     fail(error);
     return failure();
   }

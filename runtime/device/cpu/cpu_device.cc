@@ -196,4 +196,6 @@ int SetBlasThreads(int threads) {
   return openblas_get_num_threads();
 }
 
+int CpuDevice::SetThreads(int threads) { return SetBlasThreads(threads); }
+
 } // namespace bt::rt

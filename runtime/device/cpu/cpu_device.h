@@ -35,6 +35,8 @@ public:
   CpuDevice() = default;
 
   std::string name() const override { return "cpu"; }
+  /// SetBlasThreads(threads).
+  int SetThreads(int threads) override;
   /// The CPU the loaded kernels were compiled for (Manifest.cpu, e.g.
   /// "x86-64-v3"), or "cpu".
   std::string Describe() const override;
