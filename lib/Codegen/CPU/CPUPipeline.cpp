@@ -36,7 +36,7 @@ void bt::buildCPULinalgToLLVMPipeline(OpPassManager &pm,
 
   // GEMMs → OpenBLAS; the rest → loops.
   codegen::addGemmToBlasStage(pm, options.blas, options.blasMinMNK,
-                              "cblas_sgemm");
+                              options.sgemmFunction);
   pm.addPass(createBTStridedCopiesToLinalg());
   pm.addPass(createConvertLinalgToLoopsPass());
 
