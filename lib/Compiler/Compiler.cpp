@@ -71,6 +71,7 @@ namespace {
 
 void fillCPUOptions(CPUPipelineOptions &p, const Options &options) {
   p.blas = options.blas;
+  p.sgemmFunction = options.sgemmFunction;
   p.fuseLocalAttention = options.fuseLocalAttention;
 }
 

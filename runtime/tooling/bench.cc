@@ -1,6 +1,7 @@
 //===- bench.cc - throughput benchmarks of a compiled model ---------------===//
 
 #include "bt/runtime/tooling/bench.h"
+#include "bt/runtime/tooling/roofline.h"
 #include "bt/runtime/tooling/child_process.h"
 #include "bt/runtime/tooling/progress.h"
 
@@ -731,6 +732,10 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
   for (const std::string &note : opts.notes)
     out << note << "\n";
   out << std::flush;
+  // The roofline's machine bounds, measured before the baseline starts.
+  std::optional<MachineBounds> machine;
+  if (opts.device == "cpu")
+    machine = MeasureMachineBounds(threads);
 
   BtRunner bt(model, opts.seed);
   std::unique_ptr<TorchRunner> torch;
@@ -814,6 +819,10 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
         "logits check (batch %d): max|bt - torch| = %.3g (max|logits| %.3g)\n",
         check_batch, *diff, scale);
   out << FormatTokensCheck(results[0], torch_results);
+  if (machine)
+    out << FormatRoofline(*machine, model.config(),
+                          model.manifest().kv_plan().global_bytes_per_entry(),
+                          results[0]);
   out << std::flush;
   if (!opts.csv_path.empty()) {
     BT_RETURN_IF_ERROR(WriteBenchCsv(opts.csv_path, results[0], torch_results));

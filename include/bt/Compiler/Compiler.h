@@ -76,6 +76,11 @@ struct Options {
   bool fuseLocalAttention = true;
   /// f32 GEMMs through BLAS (cblas_sgemm; cuBLAS on the CUDA target).
   bool blas = true;
+  /// CPU target: the function the GEMMs call (bt-cpu-pipeline
+  /// sgemm-function): "bt_cpu_sgemm", the runtime's (small-M products
+  /// without packing, runtime/device/cpu/small_gemm.h), for kernels the bt
+  /// runtime loads; "cblas_sgemm" for a process with OpenBLAS alone.
+  std::string sgemmFunction = "bt_cpu_sgemm";
   /// The LLVM CPU of the host code: "native" (this machine) or a name such
   /// as x86-64-v3, znver4.
   std::string cpu = "x86-64-v3";

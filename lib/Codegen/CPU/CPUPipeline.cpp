@@ -38,7 +38,7 @@ void bt::buildCPULinalgToLLVMPipeline(OpPassManager &pm,
 
   // GEMMs → OpenBLAS; the rest → loops.
   codegen::addGemmToBlasStage(pm, options.blas, options.blasMinMNK,
-                              "cblas_sgemm");
+                              options.sgemmFunction);
   pm.addPass(createBTStridedCopiesToLinalg());
   if (options.parallel) {
     // One OpenMP parallel loop per kernel (docs/codegen.md, "Threads").

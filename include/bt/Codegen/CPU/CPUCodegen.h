@@ -40,6 +40,13 @@ struct CPUPipelineOptions : public mlir::PassPipelineOptions<CPUPipelineOptions>
                     llvm::cl::desc("Turn f32 GEMMs into cblas_sgemm calls "
                                    "(bt-gemm-to-blas); loops otherwise"),
                     llvm::cl::init(true)};
+  Option<std::string> sgemmFunction{
+      *this, "sgemm-function",
+      llvm::cl::desc("The function the GEMMs call, with cblas_sgemm's "
+                     "signature: cblas_sgemm (OpenBLAS), or bt_cpu_sgemm "
+                     "(the bt runtime's: small-M products without packing, "
+                     "the rest cblas_sgemm; runtime/device/cpu/small_gemm.h)"),
+      llvm::cl::init("cblas_sgemm")};
   Option<int64_t> blasMinMNK{
       *this, "blas-min-mnk",
       llvm::cl::desc("Static GEMMs with M*N*K below this stay loops"),

@@ -1,0 +1,103 @@
+//===- small_gemm_test.cc -------------------------------------------------===//
+//
+// bt_cpu_sgemm (device/cpu/small_gemm.h) against a plain double-precision
+// triple loop: the small-M path (every M up to kSmallGemmMaxM, K not a
+// multiple of the vector width, padded leading dimensions, alpha and beta, a
+// weight large enough to be split over threads) and the shapes it hands to
+// cblas_sgemm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bt/runtime/device/cpu/small_gemm.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+extern "C" void openblas_set_num_threads(int num_threads);
+
+namespace bt::rt {
+namespace {
+
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+
+struct Case {
+  int m, n, k;
+  bool trans_a, trans_b;
+  float alpha, beta;
+};
+
+// Runs one case with leading dimensions padded by 3 and checks every element
+// of C (padding included: it must stay untouched).
+void Check(const Case &c) {
+  SCOPED_TRACE(testing::Message() << "M=" << c.m << " N=" << c.n << " K="
+                                  << c.k << " transA=" << c.trans_a
+                                  << " transB=" << c.trans_b);
+  std::mt19937 rng(c.m * 131 + c.n * 7 + c.k);
+  std::uniform_real_distribution<float> u(-1, 1);
+  // Stored shapes: A [M, K] or [K, M]; B [K, N] or [N, K]; C [M, N].
+  const int a_rows = c.trans_a ? c.k : c.m, a_cols = c.trans_a ? c.m : c.k;
+  const int b_rows = c.trans_b ? c.n : c.k, b_cols = c.trans_b ? c.k : c.n;
+  const int lda = a_cols + 3, ldb = b_cols + 3, ldc = c.n + 3;
+  std::vector<float> a(static_cast<size_t>(a_rows) * lda),
+      b(static_cast<size_t>(b_rows) * ldb), out(static_cast<size_t>(c.m) * ldc);
+  for (float &x : a) x = u(rng);
+  for (float &x : b) x = u(rng);
+  for (float &x : out) x = u(rng);
+  const std::vector<float> before = out;
+  bt_cpu_sgemm(kRowMajor, c.trans_a ? kTrans : kNoTrans,
+               c.trans_b ? kTrans : kNoTrans, c.m, c.n, c.k, c.alpha, a.data(),
+               lda, b.data(), ldb, c.beta, out.data(), ldc);
+  for (int i = 0; i < c.m; ++i) {
+    for (int j = 0; j < ldc; ++j) {
+      const float got = out[static_cast<size_t>(i) * ldc + j];
+      if (j >= c.n) {
+        ASSERT_EQ(got, before[static_cast<size_t>(i) * ldc + j]);
+        continue;
+      }
+      double sum = 0, mag = 0;
+      for (int p = 0; p < c.k; ++p) {
+        const double x = c.trans_a ? a[static_cast<size_t>(p) * lda + i]
+                                   : a[static_cast<size_t>(i) * lda + p];
+        const double y = c.trans_b ? b[static_cast<size_t>(j) * ldb + p]
+                                   : b[static_cast<size_t>(p) * ldb + j];
+        sum += x * y;
+        mag += std::fabs(x * y);
+      }
+      const double want = c.alpha * sum +
+                          (c.beta == 0 ? 0.0
+                                       : c.beta * static_cast<double>(
+                                                      before[static_cast<size_t>(i) * ldc + j]));
+      ASSERT_NEAR(got, want, 1e-5 * (mag + 1)) << "at (" << i << ", " << j << ")";
+    }
+  }
+}
+
+TEST(SmallGemmTest, SmallMTransposedWeight) {
+  for (int m = 1; m <= kSmallGemmMaxM; ++m)
+    for (int k : {1, 7, 8, 37, 256})
+      Check({m, 29, k, false, true, 1.0f, 0.0f});
+}
+
+TEST(SmallGemmTest, AlphaBeta) {
+  Check({3, 17, 40, false, true, 0.5f, 1.0f});
+  Check({8, 5, 9, false, true, -2.0f, 0.25f});
+}
+
+TEST(SmallGemmTest, LargeWeightSplitOverThreads) {
+  openblas_set_num_threads(2);
+  Check({1, 4099, 300, false, true, 1.0f, 0.0f}); // 1.2 M elements
+  Check({8, 2050, 520, false, true, 1.0f, 0.5f});
+}
+
+TEST(SmallGemmTest, OtherShapesGoToBlas) {
+  Check({9, 13, 21, false, true, 1.0f, 0.0f});  // M above the small path
+  Check({4, 13, 21, false, false, 1.0f, 0.0f}); // B not transposed
+  Check({4, 13, 21, true, true, 1.0f, 0.5f});   // A transposed
+  Check({33, 64, 48, true, false, 1.0f, 0.0f});
+}
+
+} // namespace
+} // namespace bt::rt
