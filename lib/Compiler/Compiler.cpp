@@ -199,8 +199,10 @@ LogicalResult Compilation::runTo(Phase phase) {
           buildPhasePipeline(pm, p, phaseOptions);
         })))
       return failure();
-    if (p == Phase::Linalg)
+    if (p == Phase::Linalg) {
       interface = readKernelInterface(*module);
+      interface.kvPlan = kvMemoryPlan(kvPlan);
+    }
     if (p == Phase::LLVM && cuda && failed(finishKernels()))
       return failure();
     if (p == Phase::LLVM && cuda && options.gpuBinary) {
@@ -259,7 +261,6 @@ FailureOr<CompiledKernels> Compilation::compileKernels() {
   if (!so)
     return module->emitError(llvm::toString(so.takeError()));
   kernels.interface = interface;
-  kernels.kvPlan = kvPlan;
   kernels.sharedObject = std::move(*so);
   if (options.target == Target::CUDA) {
     kernels.ptx = ptx;

@@ -76,3 +76,13 @@ KernelInterface bt::compiler::readKernelInterface(ModuleOp module) {
   }
   return interface;
 }
+
+KVMemoryPlan bt::compiler::kvMemoryPlan(const KVPlan &plan) {
+  KVMemoryPlan p;
+  p.blockLength = plan.vanilla ? 1 : plan.blockLength;
+  p.globalBytesPerEntry = plan.global.bytesPerEntry();
+  p.localBytesPerSequence = plan.localBytesPerSequence;
+  p.weightBytes = plan.weightBytes;
+  p.source = plan.source;
+  return p;
+}

@@ -124,20 +124,18 @@ using ValueMap = std::map<std::string, Value>;
 /// kernels).
 class KvCache {
 public:
-  /// Sizes the cache from the in-out specs of `ep` (prefill): dim 0 is the
-  /// batch, the dim named "C" (else dim rank-2 of kv_cache, dim 1 of
-  /// kv_valid) the capacity; other dims are the spec's static sizes, or for
-  /// a dynamic one, the contract's [B, Ly, 2, H, C, hd] from the config.
+  /// Sizes the cache from the in-out specs of `ep` (prefill), the layout
+  /// the compiler put in the artifact (kv_cache [B, Ly, 2, H, C, hd],
+  /// kv_valid [B, C]; bt-lower-kv-caches): dim 0 is the batch, the dim
+  /// named "C" the capacity, every other dim the spec's static size.
   /// `device`: the resident path's device, or null (host).
   static absl::StatusOr<KvCache> Create(const proto::EntryPoint &ep,
-                                        const proto::ModelConfig &config,
                                         int64_t batch, int64_t capacity,
                                         Device *device) {
     KvCache c;
     c.capacity_ = capacity;
     c.live_ = batch;
     c.device_ = device;
-    const proto::NeoXConfig &bd = config.block_decoder();
     bool have_kv = false, have_valid = false;
     for (const proto::TensorSpec &s : ep.inputs()) {
       if (!s.inout())
@@ -153,22 +151,14 @@ public:
         return absl::FailedPreconditionError(absl::StrCat(
             "entry point '", ep.name(), "': in-out '", s.name(),
             "' has rank ", rank, ", expected [B, .., C, ..]"));
-      int cap_dim = kv ? rank - 2 : 1;
-      for (int i = 0; i < s.dim_names_size(); ++i)
-        if (s.dim_names(i) == "C")
-          cap_dim = i;
       std::vector<int64_t> shape(rank);
-      const int64_t contract[6] = {-1, bd.num_layers(), 2, bd.num_heads(), -1,
-                                   bd.head_dim()};
       for (int i = 0; i < rank; ++i) {
         if (i == 0)
           shape[i] = batch;
-        else if (i == cap_dim)
+        else if (i < s.dim_names_size() && s.dim_names(i) == "C")
           shape[i] = capacity;
         else if (s.shape(i) >= 0)
           shape[i] = s.shape(i);
-        else if (kv && rank == 6 && contract[i] > 0)
-          shape[i] = contract[i];
         else
           return absl::FailedPreconditionError(absl::StrCat(
               "entry point '", ep.name(), "': cannot size dim ", i,
@@ -421,7 +411,7 @@ absl::Status GenerateBlock(const Model &model, Device *device,
 
   const int64_t C = N + gen_blocks - 1;
   BT_ASSIGN_OR_RETURN(KvCache cache, KvCache::Create(*model.FindEntryPoint("prefill"),
-                                                     cfg, B, C, device));
+                                                     B, C, device));
   c.cache_capacity = C;
   c.cache_bytes_initial = cache.bytes();
 
@@ -576,7 +566,7 @@ absl::Status GenerateVanilla(const Model &model, Device *device,
     }
   const int64_t C = T + N_new - 1;
   BT_ASSIGN_OR_RETURN(KvCache cache, KvCache::Create(*model.FindEntryPoint("prefill"),
-                                                     cfg, B, C, device));
+                                                     B, C, device));
   c.cache_capacity = C;
   c.cache_bytes_initial = cache.bytes();
 

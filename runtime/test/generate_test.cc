@@ -464,6 +464,15 @@ TEST_F(GenerateTest, ArtifactsWithoutTheEntryPointsOrWithBrokenKernels) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "generated block 0: decode_tokens called the sampler 1 times, "
                        "expected L_B = 4"));
+  // The KV layout is the artifact's: dims it leaves dynamic (other than B
+  // and C) are not filled in from the config.
+  testing::GenArtifactOptions dynamic;
+  dynamic.dynamic_kv_layout = true;
+  auto no_layout = Open(dynamic);
+  ASSERT_NE(no_layout, nullptr);
+  EXPECT_THAT(Generate(*no_layout, ids, Tensor(), Greedy(4)).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "entry point 'prefill': cannot size dim 1 of in-out 'kv_cache'"));
   testing::TempDir d;
   ASSERT_THAT(testing::WriteToyArtifact(d.File("toy.btart")), IsOk());
   auto toy = Model::Open(d.File("toy.btart"));

@@ -269,9 +269,12 @@ absl::Status WriteGenArtifact(const std::string &path,
   c.set_bos_token_id(0);
   c.set_generation_pad_token_id(o.vanilla ? 0 : 1);
 
-  auto kv = [](proto::EntryPoint *ep) {
-    proto::TensorSpec s = Spec("kv_cache", proto::F32, {-1, 1, 2, 1, -1, 2},
-                               {"B", "", "", "", "C", ""});
+  auto kv = [&o](proto::EntryPoint *ep) {
+    proto::TensorSpec s =
+        Spec("kv_cache", proto::F32,
+             o.dynamic_kv_layout ? std::vector<int64_t>{-1, -1, 2, -1, -1, -1}
+                                 : std::vector<int64_t>{-1, 1, 2, 1, -1, 2},
+             {"B", "", "", "", "C", ""});
     s.set_inout(true);
     *ep->add_inputs() = s;
     s = Spec("kv_valid", proto::I64, {-1, -1}, {"B", "C"});

@@ -70,6 +70,9 @@ struct GenArtifactOptions {
   bool short_decode_tokens = false;
   /// Leave out decode_block (block) / decode_step (vanilla).
   bool without_decode = false;
+  /// kv_cache's Ly, H and hd dims dynamic (-1) in the manifest: a layout
+  /// the runtime cannot size (it reads the layout from the artifact only).
+  bool dynamic_kv_layout = false;
   /// Tokenizer section (a SentencePiece model proto), or none.
   std::string tokenizer;
   /// A launcher binary to prefix (an executable), or none.

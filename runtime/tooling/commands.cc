@@ -67,6 +67,15 @@ absl::Status RunInfoCommand(const Model &model, std::ostream &out) {
   return RunInfoCommand(model.artifact(), out);
 }
 
+absl::Status RunInfoCommand(std::shared_ptr<const Artifact> artifact,
+                            const DeviceOptions &device, std::ostream &out) {
+  if (artifact->manifest().target() == "cuda")
+    return RunInfoCommand(*artifact, out);
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                      Model::Open(std::move(artifact), device));
+  return RunInfoCommand(*model, out);
+}
+
 absl::Status RunInfoCommand(const Artifact &artifact, std::ostream &out) {
   const proto::Manifest &m = artifact.manifest();
   out << "artifact: " << artifact.path() << "\n";

@@ -1,7 +1,7 @@
 //===- commands.h - launcher commands ---------------------------*- C++ -*-===//
 //
 // The commands of a standalone executable (bt-launcher + appended artifact,
-// DESIGN.md §5), in the library so that bt-run reuses them:
+// docs/design.md §5), in the library so that bt-run reuses them:
 //
 //   ./model info
 //   ./model eval --inputs inputs.safetensors -o outputs.safetensors
@@ -35,6 +35,12 @@ absl::Status RunInfoCommand(const Model &model, std::ostream &out);
 /// The same from the artifact alone (no kernels loaded, no GPU opened): the
 /// launcher's `info` of a cuda artifact, which works without a GPU.
 absl::Status RunInfoCommand(const Artifact &artifact, std::ostream &out);
+/// `info` as bt-launcher and bt-run run it: a cuda artifact from the
+/// artifact alone (no GPU needed); any other opened on `device` first
+/// (Model::Open), so that kernels that do not load are reported. Errors:
+/// those of Model::Open.
+absl::Status RunInfoCommand(std::shared_ptr<const Artifact> artifact,
+                            const DeviceOptions &device, std::ostream &out);
 
 /// The entry point `eval` picks for an inputs file: "eval_loss" if the file
 /// has a `labels` tensor and the model has that entry, else "eval".

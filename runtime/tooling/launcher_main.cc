@@ -301,17 +301,16 @@ int ModelCommandMain(const Launcher &l, const std::string &cmd,
   }
 
   if (cmd == "info") {
-    // A cuda artifact describes itself without a GPU.
     absl::StatusOr<std::shared_ptr<const Artifact>> a = Artifact::Open(l.artifact);
-    if (a.ok() && (*a)->manifest().target() == "cuda")
-      return l.Finish(RunInfoCommand(**a, l.out));
+    if (!a.ok())
+      return l.Finish(a.status());
+    return l.Finish(RunInfoCommand(*std::move(a), l.device_options, l.out));
   }
   auto model = l.OpenModel();
   if (!model.ok())
     return l.Finish(model.status());
   return l.Finish(
-      cmd == "info"         ? RunInfoCommand(**model, l.out)
-      : cmd == "generate"   ? RunGenerateCommand(**model, gen, l.out, l.err)
+      cmd == "generate"   ? RunGenerateCommand(**model, gen, l.out, l.err)
       : cmd == "grad"       ? RunGradCommand(**model, inputs, output, l.err)
       : cmd == "train-step" ? RunTrainStepCommand(**model, train, l.out)
                             : RunEvalCommand(**model, inputs, output, l.err));

@@ -69,19 +69,13 @@ mlir::LogicalResult compileArtifact(const Tool &tool,
 
 /// The artifact a command runs: `input` opened as is when it is an artifact
 /// or executable; else the model of `input` compiled for this machine in
-/// memory (with the grad entry point when `withGrad`), never written to
-/// disk; `progress` reports the compile on stderr. Null after a message.
+/// memory (with the grad entry point when `withGrad`, and `training`'s),
+/// never written to disk; `progress` reports the compile on stderr. Null
+/// after a message.
 std::unique_ptr<bridge::CompiledArtifact>
 compiledForThisMachine(const Tool &tool, const std::string &input,
-                       bool withGrad, bool progress = false);
-
-/// Runs the launcher command `launcherArgs` (train-step) on `input`: an
-/// artifact or executable as is; a checkpoint compiled for this machine
-/// into a temporary artifact first (with `training`'s entry points).
-/// --device, when given, is passed on to the launcher command.
-int runOnModel(const Tool &tool, const std::string &input,
-               std::vector<std::string> launcherArgs, bool progress = false,
-               TrainingEntries training = {});
+                       bool withGrad, bool progress = false,
+                       TrainingEntries training = {});
 
 // The commands that run a model (RuntimeCommands.cpp).
 int evalCommand(const Tool &tool, const std::string &input);

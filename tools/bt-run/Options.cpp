@@ -143,29 +143,29 @@ cl::list<std::string, std::vector<std::string>> prompts("prompt",
                                        "replaces each generation setting's "
                                        "length)"),
                               cl::location(S.prompts), cl::cat(btCategory));
-cl::opt<std::string, true> maxNewTokens("max-new-tokens",
+cl::opt<std::string> maxNewTokens("max-new-tokens",
                                   cl::desc("generate: new tokens per prompt "
                                            "(default 32)"),
-                                  cl::location(S.maxNewTokens), cl::cat(btCategory));
+                                  cl::callback([](const std::string &v) { S.generate.max_new_tokens = v; }), cl::cat(btCategory));
 cl::opt<bool, true> greedy("greedy", cl::desc("generate: argmax decoding (default)"),
-                     cl::location(S.greedy), cl::cat(btCategory));
-cl::opt<std::string, true> temperature("temperature",
+                     cl::location(S.generate.greedy), cl::cat(btCategory));
+cl::opt<std::string> temperature("temperature",
                                  cl::desc("generate: sample at this temperature "
                                           "(0 = greedy)"),
-                                 cl::location(S.temperature), cl::callback([](const std::string &) { S.temperatureGiven = true; }), cl::cat(btCategory));
-cl::opt<std::string, true> topK("top-k", cl::desc("generate: sample among the K most "
+                                 cl::callback([](const std::string &v) { S.generate.temperature = v; }), cl::cat(btCategory));
+cl::opt<std::string> topK("top-k", cl::desc("generate: sample among the K most "
                                             "likely tokens"),
-                          cl::location(S.topK), cl::callback([](const std::string &) { S.topKGiven = true; }), cl::cat(btCategory));
-cl::opt<std::string, true> topP("top-p", cl::desc("generate: nucleus sampling mass"),
-                          cl::location(S.topP), cl::callback([](const std::string &) { S.topPGiven = true; }), cl::cat(btCategory));
+                          cl::callback([](const std::string &v) { S.generate.top_k = v; }), cl::cat(btCategory));
+cl::opt<std::string> topP("top-p", cl::desc("generate: nucleus sampling mass"),
+                          cl::callback([](const std::string &v) { S.generate.top_p = v; }), cl::cat(btCategory));
 cl::opt<bool, true> officialPositions(
     "official-generate-positions",
     cl::desc("generate: token-decoder positions of the official generate "
              "([0]*P, 1, 2, ..) instead of the training ones"),
-    cl::location(S.officialPositions), cl::cat(btCategory));
+    cl::location(S.generate.official_generate_positions), cl::cat(btCategory));
 cl::opt<bool, true> ignoreEos("ignore-eos",
                         cl::desc("generate: do not stop sequences at EOS"),
-                        cl::location(S.ignoreEos), cl::cat(btCategory));
+                        cl::location(S.generate.ignore_eos), cl::cat(btCategory));
 cl::opt<bool, true> fuseLocalAttention(
     "fuse-local-attention",
     cl::desc("Fuse the token decoder's QKV split, rotary and local attention "
@@ -202,33 +202,33 @@ cl::opt<std::string, true> benchSettings(
     "setting",
     cl::desc("bench: settings, comma-separated: forward (eval), prefill-heavy "
              "(2048 prompt / 128 generated tokens), decode-heavy (128 / 2048); "
-             "NAME=P/G gives the lengths (default: all three)"), cl::location(S.settings), cl::callback([](const std::string &) { S.settingsGiven = true; }), cl::cat(btCategory));
+             "NAME=P/G gives the lengths (default: all three)"), cl::location(S.bench.settings), cl::cat(btCategory));
 cl::opt<std::string, true> progressMode(
     "progress",
     cl::desc("bench: progress of generation calls: auto (a bar on a "
-             "terminal, else dots), bar, dots, none"), cl::location(S.progress), cl::cat(btCategory));
+             "terminal, else dots), bar, dots, none"), cl::location(S.bench.progress), cl::cat(btCategory));
 cl::opt<unsigned, true> seqBlocks("seq-blocks",
-                            cl::desc("bench: blocks per row (tokens = N * L_B)"), cl::location(S.seqBlocks), cl::cat(btCategory));
+                            cl::desc("bench: blocks per row (tokens = N * L_B)"), cl::location(S.bench.seqBlocks), cl::cat(btCategory));
 cl::opt<unsigned, true> tokens("tokens",
                          cl::desc("bench: tokens per row (a multiple of L_B; "
-                                  "default 512)"), cl::location(S.tokens), cl::cat(btCategory));
-cl::opt<unsigned, true> iters("iters", cl::desc("bench: timed calls per setting"), cl::location(S.iters), cl::cat(btCategory));
-cl::opt<unsigned, true> warmup("warmup", cl::desc("bench: untimed calls first"), cl::location(S.warmup), cl::cat(btCategory));
+                                  "default 512)"), cl::location(S.bench.tokens), cl::cat(btCategory));
+cl::opt<unsigned, true> iters("iters", cl::desc("bench: timed calls per setting"), cl::location(S.bench.iters), cl::cat(btCategory));
+cl::opt<unsigned, true> warmup("warmup", cl::desc("bench: untimed calls first"), cl::location(S.bench.warmup), cl::cat(btCategory));
 cl::opt<std::string, true> csvPath("csv", cl::desc("bench: write the results as CSV"),
-                             cl::value_desc("path"), cl::location(S.csv), cl::cat(btCategory));
+                             cl::value_desc("path"), cl::location(S.bench.csv), cl::cat(btCategory));
 cl::opt<std::string, true> baseline("baseline",
                               cl::desc("bench: torch (bench/bt_torch.py, same "
-                                       "weights and threads) or none"), cl::location(S.baseline), cl::cat(btCategory));
+                                       "weights and threads) or none"), cl::location(S.bench.baseline), cl::cat(btCategory));
 cl::opt<std::string, true> torchScript(
-    "torch-script", cl::desc("bench: the PyTorch baseline script"), cl::location(S.torchScript), cl::cat(btCategory));
+    "torch-script", cl::desc("bench: the PyTorch baseline script"), cl::location(S.bench.torchScript), cl::cat(btCategory));
 cl::opt<std::string, true> torchMalloc(
     "torch-malloc",
     cl::desc("bench: glibc malloc of the PyTorch baseline: tuned (as bt's "
-             "runtime: no mmap, no trim) or default"), cl::location(S.torchMalloc), cl::cat(btCategory));
+             "runtime: no mmap, no trim) or default"), cl::location(S.bench.torchMalloc), cl::cat(btCategory));
 cl::opt<std::string, true> pythonPath(
     "python", cl::desc("bench: Python with torch for the baseline (default "
                        "/usr/bin/python3, or $BT_PYTHON)"),
-    cl::location(S.python), cl::cat(btCategory));
+    cl::location(S.bench.python), cl::cat(btCategory));
 
 } // namespace
 
@@ -343,7 +343,7 @@ void hideForeignOptions() {
 } // namespace
 
 bool bt::run::parseOptions(int &argc, char **argv, RunOptions &options) {
-  S.torchScript = BT_SOURCE_DIR "/bench/bt_torch.py";
+  S.bench.torchScript = BT_SOURCE_DIR "/bench/bt_torch.py";
   const int argcWithThreads = argc;
   if (!takeThreadsOption(argc, argv, S.threads))
     return false;

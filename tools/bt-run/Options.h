@@ -10,6 +10,8 @@
 #ifndef BT_TOOLS_BTRUN_OPTIONS_H
 #define BT_TOOLS_BTRUN_OPTIONS_H
 
+#include "RuntimeBridge.h"
+
 #include "llvm/ADT/Twine.h"
 
 #include <cstdint>
@@ -47,13 +49,11 @@ struct RunOptions {
   std::string grads, learningRate = "1e-3", warmupSteps = "0",
                      totalSteps = "0", stateOut, stepOutputs;
 
-  // generate
+  // generate: --prompt (also plan's and bench's prompt length), and the
+  // flags that are generate's alone, as given (the runtime checks them;
+  // its seed comes from --seed with sampling).
   std::vector<std::string> prompts;
-  std::string maxNewTokens;
-  bool greedy = false;
-  std::string temperature, topK, topP;
-  bool temperatureGiven = false, topKGiven = false, topPGiven = false;
-  bool officialPositions = false, ignoreEos = false;
+  rt::GenerateCommandFlags generate;
 
   // plan, bench
   std::string memory;
@@ -63,15 +63,12 @@ struct RunOptions {
   std::string device; ///< empty: the artifact's device
   std::string batches = "1,8";
   bool batchesGiven = false;
-  std::string settings = "forward,prefill-heavy,decode-heavy";
-  bool settingsGiven = false;
-  std::string progress = "auto";
-  unsigned seqBlocks = 0, tokens = 0, iters = 5, warmup = 1;
   /// BLAS / intra-op threads of bt and of the PyTorch baseline.
   unsigned threads = 2;
   bool threadsGiven = false;
-  std::string csv, baseline = "torch", torchScript, torchMalloc = "tuned",
-                   python;
+  /// bench's own options, as given (the shared ones: batches, threads,
+  /// seed, prompts, genTokens, memory above).
+  bridge::BenchRequest bench;
 };
 
 /// The usage text of bt-run (its commands).

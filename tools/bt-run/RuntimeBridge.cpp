@@ -288,7 +288,7 @@ namespace {
 std::unique_ptr<rt::ArtifactWriter> makeWriter(const Model &model,
                                                const ArtifactParts &parts,
                                                std::string &error) {
-  const KVPlanInfo &kvPlan = parts.kvPlan;
+  const KVMemoryPlan &kvPlan = parts.interface.kvPlan;
   const GPUArtifactInfo &gpu = parts.gpu;
   proto::Manifest manifest;
   if (kvPlan.blockLength > 0) {
@@ -570,18 +570,50 @@ int runEval(const CompiledArtifact &artifact, const std::string &device,
                      : rt::RunEvalCommand(**model, inputs, output, std::cerr));
 }
 
-int runGenerate(const CompiledArtifact &artifact, const std::string &device,
-                const rt::GenerateCommandFlags &flags) {
+int runInfo(const CompiledArtifact &artifact, const std::string &device) {
   if (int rc = checkDevice(device); rc >= 0)
     return rc;
-  absl::StatusOr<rt::GenerateCommandOptions> options =
-      rt::ResolveGenerateFlags(flags);
+  rt::DeviceOptions options;
+  options.device = device;
+  return finish(rt::RunInfoCommand(artifact.impl->artifact, options, std::cout));
+}
+
+namespace {
+
+/// `run(model, options)` on the model of `artifact` on `device`, with the
+/// command's `options` as the runtime parsed them: exit status 2 after a bad
+/// device or bad options (before the model opens), 1 after a runtime error.
+template <typename Options, typename Run>
+int runWithOptions(const CompiledArtifact &artifact, const std::string &device,
+                   const absl::StatusOr<Options> &options, Run run) {
+  if (int rc = checkDevice(device); rc >= 0)
+    return rc;
   if (!options.ok())
     return finish(options.status(), /*usageError=*/true);
   absl::StatusOr<std::unique_ptr<rt::Model>> model = openModel(artifact, device);
   if (!model.ok())
     return finish(model.status());
-  return finish(rt::RunGenerateCommand(**model, *options, std::cout, std::cerr));
+  return finish(run(**model, *options));
+}
+
+} // namespace
+
+int runTrainStep(const CompiledArtifact &artifact, const std::string &device,
+                 const std::vector<std::string> &args) {
+  return runWithOptions(
+      artifact, device, rt::ParseTrainStepArgs(args),
+      [](const rt::Model &model, const rt::TrainStepCommandOptions &o) {
+        return rt::RunTrainStepCommand(model, o, std::cout);
+      });
+}
+
+int runGenerate(const CompiledArtifact &artifact, const std::string &device,
+                const rt::GenerateCommandFlags &flags) {
+  return runWithOptions(
+      artifact, device, rt::ResolveGenerateFlags(flags),
+      [](const rt::Model &model, const rt::GenerateCommandOptions &o) {
+        return rt::RunGenerateCommand(model, o, std::cout, std::cerr);
+      });
 }
 
 namespace {

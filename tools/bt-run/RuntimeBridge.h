@@ -72,16 +72,6 @@ std::unique_ptr<Model> vanillaInitModel(const std::string &configPath,
                                         uint64_t seed, std::string &error,
                                         const std::string &trainerYaml = "");
 
-/// The KV-cache memory plan stored in the manifest (bt.proto KVMemoryPlan):
-/// per-sequence coefficients of bt-plan-kv-memory (bt::KVPlan), bytes.
-struct KVPlanInfo {
-  int64_t blockLength = 0; ///< 0: no plan (the manifest gets none)
-  int64_t globalBytesPerEntry = 0;
-  int64_t localBytesPerSequence = 0;
-  int64_t weightBytes = 0;
-  std::string source;
-};
-
 /// The CUDA target's parts of an artifact (docs/abi.md, "Kernel library
 /// (CUDA target)"); all empty for the CPU target.
 struct GPUArtifactInfo {
@@ -95,11 +85,11 @@ struct GPUArtifactInfo {
 /// for CUDA) with the entry points of `interface`, the CPU they were built
 /// for, the tokenizer section (`tokenizer`: a SentencePiece model proto or a
 /// tokenizer.json, see readTokenizer; its kind detected by
-/// rt::DetectTokenizerKind), the manifest's kv_plan and the CUDA parts.
+/// rt::DetectTokenizerKind) and the CUDA parts. The interface's entry points
+/// and KV plan become the manifest's entry_points and kv_plan.
 struct ArtifactParts {
   KernelInterface interface;
   std::string kernels, cpu, tokenizer;
-  KVPlanInfo kvPlan;
   GPUArtifactInfo gpu;
 };
 
@@ -139,6 +129,17 @@ std::unique_ptr<CompiledArtifact> buildArtifact(const Model &model,
 /// on the safetensors file `inputs`, writing `output`.
 int runEval(const CompiledArtifact &artifact, const std::string &device,
             const std::string &inputs, const std::string &output, bool grad);
+
+/// `info` (rt::RunInfoCommand): the manifest; a CPU artifact is opened on
+/// `device` first, so that kernels that do not load are reported.
+int runInfo(const CompiledArtifact &artifact, const std::string &device);
+
+/// `train-step`: `args` (the arguments after `train-step`, e.g. `--inputs
+/// batch.safetensors -o out/ --lr 1e-3`) parsed by the runtime
+/// (rt::ParseTrainStepArgs, the launcher's syntax), then
+/// rt::RunTrainStepCommand.
+int runTrainStep(const CompiledArtifact &artifact, const std::string &device,
+                 const std::vector<std::string> &args);
 
 /// `generate`: rt::ResolveGenerateFlags, then rt::RunGenerateCommand.
 int runGenerate(const CompiledArtifact &artifact, const std::string &device,
@@ -217,9 +218,9 @@ bool initFromVanilla(const std::string &vanillaDir, const std::string &configPat
 /// rt::SetBlasThreads): bt-run's --threads for every command.
 void setThreads(unsigned threads);
 
-/// Runs a launcher command (`info`, `eval --inputs X -o Y`, ...) on the
-/// artifact at `artifactPath`, exactly as the standalone executable would.
-/// Returns the process exit code.
+/// Runs a launcher command on the artifact file at `artifactPath`, exactly
+/// as the standalone executable would (bt-run train: `train` on the
+/// OUT/model.btart it compiled). Returns the process exit code.
 int runLauncher(const std::string &artifactPath,
                 const std::vector<std::string> &args);
 

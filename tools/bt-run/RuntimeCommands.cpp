@@ -1,10 +1,10 @@
 //===- RuntimeCommands.cpp - bt-run's commands that run a model -----------===//
 //
 // eval, grad, generate, bench, train-step and train: a checkpoint is
-// compiled for this machine (Driver.h). eval, grad, generate and bench build
-// the artifact in memory and call the runtime's command functions in process
-// with option structs (RuntimeBridge.h); train-step and train run the
-// launcher's command (bt/runtime/tooling/commands.h) on an artifact file.
+// compiled for this machine (Driver.h). eval, grad, generate, bench and
+// train-step build the artifact in memory and call the runtime's command
+// functions in process (RuntimeBridge.h); train compiles into its output
+// directory (OUT/model.btart, kept) and runs the launcher's `train` on it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,14 +23,6 @@ using namespace bt::run;
 
 namespace {
 
-/// Makes a temporary artifact path (removed by the caller).
-std::string temporaryArtifact() {
-  llvm::SmallString<128> path;
-  if (llvm::sys::fs::createTemporaryFile("bt-run", "btart", path))
-    return "";
-  return std::string(path);
-}
-
 double secondsSince(const llvm::TimeRecord &start) {
   return llvm::TimeRecord::getCurrentTime(false).getWallTime() -
          start.getWallTime();
@@ -40,7 +32,8 @@ double secondsSince(const llvm::TimeRecord &start) {
 
 std::unique_ptr<bridge::CompiledArtifact>
 bt::run::compiledForThisMachine(const Tool &tool, const std::string &input,
-                                bool withGrad, bool progress) {
+                                bool withGrad, bool progress,
+                                TrainingEntries training) {
   std::string error;
   if (!input.empty() && bridge::isArtifact(input)) {
     std::unique_ptr<bridge::CompiledArtifact> a =
@@ -50,7 +43,7 @@ bt::run::compiledForThisMachine(const Tool &tool, const std::string &input,
     return a;
   }
   FailureOr<compiler::Options> options =
-      compileOptions(tool, withGrad, /*thisMachine=*/true, {});
+      compileOptions(tool, withGrad, /*thisMachine=*/true, training);
   if (failed(options))
     return nullptr;
   std::unique_ptr<bridge::Model> model = loadModel(tool, input, true);
@@ -73,38 +66,6 @@ bt::run::compiledForThisMachine(const Tool &tool, const std::string &input,
   if (progress)
     llvm::errs() << llvm::format("done (%.1f s)\n", secondsSince(start));
   return artifact;
-}
-
-int bt::run::runOnModel(const Tool &tool, const std::string &input,
-                        std::vector<std::string> launcherArgs, bool progress,
-                        TrainingEntries training) {
-  // --device (cpu, cuda, cuda-emu) is the launcher's.
-  if (!tool.options.device.empty())
-    launcherArgs.insert(launcherArgs.end(), {"--device", tool.options.device});
-  if (!input.empty() && bridge::isArtifact(input))
-    return bridge::runLauncher(input, launcherArgs);
-  FailureOr<compiler::Options> options =
-      compileOptions(tool, /*withGrad=*/false, /*thisMachine=*/true, training);
-  if (failed(options))
-    return 1;
-  std::unique_ptr<bridge::Model> model = loadModel(tool, input, true);
-  if (!model)
-    return 1;
-  std::string artifact = temporaryArtifact();
-  if (artifact.empty())
-    return fail("cannot create a temporary file");
-  if (progress)
-    llvm::errs() << "bt-run: compiling " << model->spec().name
-                 << " for this machine ... ";
-  llvm::TimeRecord start = llvm::TimeRecord::getCurrentTime(true);
-  bool ok = succeeded(compileArtifact(tool, *model, *options, artifact,
-                                      /*executable=*/false));
-  if (progress && ok)
-    llvm::errs() << llvm::format("done (%.1f s)\n", secondsSince(start));
-  model.reset(); // the weights now live in the artifact
-  int rc = !ok ? 1 : bridge::runLauncher(artifact, launcherArgs);
-  llvm::sys::fs::remove(artifact);
-  return rc;
 }
 
 namespace {
@@ -135,25 +96,14 @@ int bt::run::gradCommand(const Tool &tool, const std::string &input) {
 
 int bt::run::generateCommand(const Tool &tool, const std::string &input) {
   const RunOptions &o = tool.options;
-  rt::GenerateCommandFlags flags;
+  rt::GenerateCommandFlags flags = o.generate;
   flags.inputs_path = o.inputs;
   flags.prompts = o.prompts;
   flags.output_path = o.output;
-  if (!o.maxNewTokens.empty())
-    flags.max_new_tokens = o.maxNewTokens;
-  flags.greedy = o.greedy;
-  if (o.temperatureGiven)
-    flags.temperature = o.temperature;
-  if (o.topKGiven)
-    flags.top_k = o.topK;
-  if (o.topPGiven)
-    flags.top_p = o.topP;
   // --seed also seeds --random-init: it is the sampler's only with sampling.
-  bool sampling = o.temperatureGiven || o.topKGiven || o.topPGiven;
+  bool sampling = flags.temperature || flags.top_k || flags.top_p;
   if (sampling && o.seedGiven)
     flags.seed = std::to_string(o.seed);
-  flags.official_generate_positions = o.officialPositions;
-  flags.ignore_eos = o.ignoreEos;
   if (!o.prompts.empty() && o.tokenizer.empty() && !bridge::isArtifact(input))
     return usage(
         "generate --prompt on a checkpoint needs --tokenizer "
@@ -170,19 +120,13 @@ int bt::run::generateCommand(const Tool &tool, const std::string &input) {
 
 int bt::run::benchCommand(const Tool &tool, const std::string &input) {
   const RunOptions &o = tool.options;
-  bridge::BenchRequest r;
+  bridge::BenchRequest r = o.bench;
+  // The options bench shares with other commands.
   r.batches = o.batches;
-  r.iters = o.iters;
-  r.warmup = o.warmup;
   r.threads = o.threads;
-  r.baseline = o.baseline;
-  r.torchScript = o.torchScript;
   r.seed = o.seed;
-  r.torchMalloc = o.torchMalloc;
-  r.progress = o.progress;
-  if (o.settingsGiven)
-    r.settings = o.settings;
-  if (o.seqBlocks && o.tokens)
+  r.memory = o.memory;
+  if (r.seqBlocks && r.tokens)
     return usage("bench: give --seq-blocks or --tokens, not both");
   // `--prompt` is shared with generate (text there) and plan; bench takes
   // one token count. `--gen` defaults to plan's 128: passed on only when
@@ -193,11 +137,6 @@ int bt::run::benchCommand(const Tool &tool, const std::string &input) {
     r.promptTokens = o.prompts[0];
   if (o.genTokensGiven)
     r.genTokens = o.genTokens;
-  r.memory = o.memory;
-  r.seqBlocks = o.seqBlocks;
-  r.tokens = o.tokens;
-  r.csv = o.csv;
-  r.python = o.python;
   std::unique_ptr<bridge::CompiledArtifact> artifact =
       compiledForThisMachine(tool, input, /*withGrad=*/false,
                              /*progress=*/true);
@@ -216,7 +155,7 @@ int bt::run::trainStepCommand(const Tool &tool, const std::string &input) {
   if (std::string error; !bridge::checkCheckpointOutputDir(o.output, error))
     return fail(error);
   std::vector<std::string> args = {
-      "train-step",   "-o",         o.output,        "--lr",
+      "-o",         o.output,        "--lr",
       o.learningRate, "--warmup-steps", o.warmupSteps, "--total-steps",
       o.totalSteps};
   if (!o.inputs.empty())
@@ -240,7 +179,11 @@ int bt::run::trainStepCommand(const Tool &tool, const std::string &input) {
     else if (!llvm::sys::fs::is_directory(input))
       args.insert(args.end(), {"--config-file", input});
   }
-  return runOnModel(tool, input, args, /*progress=*/false, training);
+  std::unique_ptr<bridge::CompiledArtifact> artifact = compiledForThisMachine(
+      tool, input, /*withGrad=*/false, /*progress=*/false, training);
+  if (!artifact)
+    return 1;
+  return bridge::runTrainStep(*artifact, o.device, args);
 }
 
 //===----------------------------------------------------------------------===//

@@ -104,17 +104,6 @@ std::string defaultLauncher(const char *argv0) {
   return std::string(path);
 }
 
-/// The KV-cache plan as the manifest stores it (per-sequence coefficients).
-bridge::KVPlanInfo kvPlanInfo(const KVPlan &plan) {
-  bridge::KVPlanInfo info;
-  info.blockLength = plan.vanilla ? 1 : plan.blockLength;
-  info.globalBytesPerEntry = plan.global.bytesPerEntry();
-  info.localBytesPerSequence = plan.localBytesPerSequence;
-  info.weightBytes = plan.weightBytes;
-  info.source = plan.source;
-  return info;
-}
-
 } // namespace
 
 FailureOr<bridge::ArtifactParts>
@@ -139,7 +128,6 @@ bt::run::compileArtifactParts(const Tool &tool, const bridge::Model &model,
   parts.interface = std::move(kernels->interface);
   parts.kernels = std::move(kernels->sharedObject);
   parts.cpu = kernels->cpu;
-  parts.kvPlan = kvPlanInfo(kernels->kvPlan);
   parts.gpu = {kernels->ptx, kernels->gpuChip, kernels->cudaEmu};
   return parts;
 }
@@ -310,8 +298,14 @@ int initFromVanillaCommand(const Tool &tool, const std::string &input) {
 
 /// `bt-run info`: an artifact's manifest, or a checkpoint's configuration.
 int infoCommand(const Tool &tool, const std::string &input) {
-  if (bridge::isArtifact(input))
-    return bridge::runLauncher(input, {"info"});
+  if (bridge::isArtifact(input)) {
+    std::string error;
+    std::unique_ptr<bridge::CompiledArtifact> artifact =
+        bridge::openArtifact(input, error);
+    if (!artifact)
+      return fail(error);
+    return bridge::runInfo(*artifact, tool.options.device);
+  }
   std::unique_ptr<bridge::Model> model = loadModel(tool, input, false);
   if (!model)
     return 1;

@@ -1,6 +1,6 @@
 //===- Compiler.h - the compile phases of a Block Transformer --*- C++ -*-===//
 //
-// The compile driver (DESIGN.md §2), as phases in the manner of IREE's
+// The compile driver (docs/design.md §2), as phases in the manner of IREE's
 // `--compile-to` phases. A Compilation imports a model (bt/Model/ModelSpec.h)
 // and runs the phases one after the other, each a pass pipeline on the
 // module:
@@ -105,8 +105,8 @@ struct Options {
 /// The kernels of a compiled model: what an artifact holds besides the
 /// weights, the config and the tokenizer (docs/abi.md).
 struct CompiledKernels {
+  /// The entry points and the KV-cache memory plan.
   KernelInterface interface;
-  KVPlan kvPlan;
   /// The host code as a shared object (ELF bytes).
   std::string sharedObject;
   /// The LLVM CPU the host code was compiled for (the host's name for
@@ -158,7 +158,8 @@ public:
   /// The KV-cache plan of the imported model (per-sequence coefficients;
   /// no request: KVPlanRequest{}).
   const KVPlan &getKVPlan() const { return kvPlan; }
-  /// The entry points, once Phase::Linalg ran.
+  /// The entry points and the memory plan (kvMemoryPlan of getKVPlan()),
+  /// once Phase::Linalg ran.
   const KernelInterface &getKernelInterface() const { return interface; }
   /// The kernels' PTX, once Phase::LLVM ran on the CUDA target.
   const std::string &getPTX() const { return ptx; }
@@ -195,6 +196,11 @@ void buildPhasePipeline(mlir::OpPassManager &pm, Phase phase,
 /// bt.inout_arg) and parameters (bt.params), from the attributes the
 /// passes set (bt.name, bt.dims, bt.inout).
 KernelInterface readKernelInterface(mlir::ModuleOp module);
+
+/// The per-sequence coefficients of `plan` that an artifact carries
+/// (KVMemoryPlan; the global cache's bytes per entry of all layers, L_B = 1
+/// for vanilla).
+KVMemoryPlan kvMemoryPlan(const KVPlan &plan);
 
 /// Registers `bt-compile-pipeline` (imported model IR → the IR of
 /// `compile-to`, on `target`) with the global pass registry (bt-opt).

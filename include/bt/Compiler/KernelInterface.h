@@ -2,10 +2,13 @@
 //
 // What the compiler tells the runtime about the kernels it built
 // (docs/abi.md): each entry point's symbol, the parameters its leading
-// arguments take and the tensor specs of its inputs and outputs. Produced by
-// the compile phases (Compiler.h, after Phase::Linalg) as data; std-only, so
-// that the runtime side (tools/bt-run/RuntimeBridge.cpp, built with
-// exceptions) can take it as is.
+// arguments take and the tensor specs of its inputs and outputs (among them
+// the KV-cache layout: the in-out kv_cache [B, Ly, 2, H, C, hd] and kv_valid
+// [B, C], static sizes and dim names as bt-lower-kv-caches made them), and
+// the KV-cache memory plan. Produced by the compile phases (Compiler.h, after
+// Phase::Linalg) as data; std-only, so that the runtime side
+// (tools/bt-run/RuntimeBridge.cpp, built with exceptions) copies it into the
+// artifact's manifest as is, and generation reads both from there.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,9 +42,30 @@ struct EntryPoint {
   std::vector<TensorSpec> inputs, outputs;
 };
 
-/// The entry points of a kernel library, in module order.
+/// The KV-cache memory plan as the artifact carries it (bt.proto
+/// KVMemoryPlan): the per-sequence coefficients of bt-plan-kv-memory's plan
+/// (bt::KVPlan, include/bt/Transforms/KVPlan.h), which the runtime evaluates
+/// for given lengths and a memory budget (rt::PlanKV). Sizes in bytes.
+struct KVMemoryPlan {
+  /// L_B; 1 for vanilla GPT-NeoX (one entry per token); 0: no plan (the
+  /// manifest gets none).
+  int64_t blockLength = 0;
+  /// Key + value of one global-cache entry, all layers:
+  /// layers · 2 · heads · head_dim · sizeof(elt).
+  int64_t globalBytesPerEntry = 0;
+  /// The token decoder's local scratch per sequence (0 for vanilla).
+  int64_t localBytesPerSequence = 0;
+  /// The parameters at the cache element size.
+  int64_t weightBytes = 0;
+  /// "kv-cache lifetimes" | "model ops" (bt::KVPlan::source).
+  std::string source;
+};
+
+/// The entry points of a kernel library, in module order, and the plan of
+/// its KV caches.
 struct KernelInterface {
   std::vector<EntryPoint> entryPoints;
+  KVMemoryPlan kvPlan;
 };
 
 } // namespace bt
