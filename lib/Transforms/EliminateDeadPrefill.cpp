@@ -2,7 +2,7 @@
 //
 // Removes the token-decoder work of blocks whose outputs are never used
 // (paper §2.4: "the prefill stage [can] be skipped entirely — except for the
-// most recent block"; DESIGN.md §4). See Passes.td for the contract.
+// most recent block"; docs/design.md §4). See Passes.td for the contract.
 //
 // The transformation is "narrowing": an op that is block-local along a result
 // dimension d (BlockLocalOpInterface, or one of the upstream tensor/arith ops
@@ -261,15 +261,43 @@ struct NarrowBlockLocalOp : public RewritePattern {
 
   Counters &counters;
 
+  /// A read of a result: the user and the range it reads along each dim.
+  using Reads = SmallVector<std::pair<Operation *, SmallVector<Range>>>;
+
   LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
     if (!BlockLocal::supports(op))
       return failure();
-    int64_t rank = BlockLocal::rank(op);
-
-    // Every use must be a slice, an element extraction or a dim query.
-    SmallVector<std::pair<Operation *, SmallVector<Range>>> reads;
+    Reads reads;
     SmallVector<tensor::DimOp> dims;
+    SmallVector<Hull> hulls;
+    if (failed(collectReads(op, rewriter, reads, dims)) ||
+        !narrowingHulls(op, reads, rewriter, hulls))
+      return failure();
+    Operation *narrowed = createNarrowed(op, hulls, rewriter);
+    // Statistics.
+    ++counters.rewritten;
+    if (isTokenDecoderRoot(op)) {
+      std::optional<int64_t> before = blockCount(op), after = blockCount(narrowed);
+      if (before && after)
+        counters.removedBlocks += *before - *after;
+      else
+        ++counters.dynamicRewrites;
+    }
+
+    rewireUsers(op, narrowed, hulls, reads, dims, rewriter);
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  /// The users of `op`'s results: `reads` (slices and element extractions,
+  /// with the ranges they read) and `dims` (constant-index tensor.dim).
+  /// Fails if some use is anything else, or if nothing is read.
+  static LogicalResult collectReads(Operation *op, PatternRewriter &rewriter,
+                                    Reads &reads,
+                                    SmallVectorImpl<tensor::DimOp> &dims) {
+    int64_t rank = BlockLocal::rank(op);
+    // Every use must be a slice, an element extraction or a dim query.
     for (Value result : op->getResults()) {
       for (Operation *user : result.getUsers()) {
         if (auto slice = dyn_cast<tensor::ExtractSliceOp>(user)) {
@@ -298,16 +326,24 @@ struct NarrowBlockLocalOp : public RewritePattern {
         }
       }
     }
-    if (reads.empty())
-      return failure();
+    return success(!reads.empty());
 
-    // The hull of the reads along each block dim.
+  }
+
+  /// The hull of `reads` along each block dim of `op` that some operand
+  /// carries (`hulls`, one per result dim; `narrow` where it is narrower
+  /// than the whole dim and its bounds dominate `op`). False if no dim
+  /// narrows.
+  static bool narrowingHulls(Operation *op, const Reads &reads,
+                             PatternRewriter &rewriter,
+                             SmallVectorImpl<Hull> &hulls) {
+    int64_t rank = BlockLocal::rank(op);
     DominanceInfo dominance;
     auto dominates = [&](OpFoldResult ofr) {
       auto v = llvm::dyn_cast_if_present<Value>(ofr);
       return !v || dominance.properlyDominates(v, op);
     };
-    SmallVector<Hull> hulls(rank);
+    hulls.assign(rank, Hull());
     bool any = false;
     for (int64_t d = 0; d < rank; ++d) {
       if (!BlockLocal::isBlockDim(op, d))
@@ -327,9 +363,15 @@ struct NarrowBlockLocalOp : public RewritePattern {
       hulls[d] = h;
       any = true;
     }
-    if (!any)
-      return failure();
+    return any;
 
+  }
+
+  /// `op` recomputed on `hulls`: its partitioned operands sliced, its
+  /// results narrowed (an expand_shape gets the narrowed output shape).
+  static Operation *createNarrowed(Operation *op, ArrayRef<Hull> hulls,
+                                   PatternRewriter &rewriter) {
+    int64_t rank = BlockLocal::rank(op);
     Location loc = op->getLoc();
     rewriter.setInsertionPoint(op);
     // Slices of the partitioned operands.
@@ -394,18 +436,18 @@ struct NarrowBlockLocalOp : public RewritePattern {
       for (auto [r, t] : llvm::zip(narrowed->getResults(), resultTypes))
         r.setType(t);
     }
+    return narrowed;
+  }
 
-    // Statistics.
-    ++counters.rewritten;
-    if (isTokenDecoderRoot(op)) {
-      std::optional<int64_t> before = blockCount(op), after = blockCount(narrowed);
-      if (before && after)
-        counters.removedBlocks += *before - *after;
-      else
-        ++counters.dynamicRewrites;
-    }
-
-    // Users read the narrowed result, shifted by the hull offsets.
+  /// Makes the users of `op` read `narrowed`: slices and extractions shifted
+  /// by the hull offsets, dims of a narrowed dim from an operand that
+  /// carries the full extent.
+  static void rewireUsers(Operation *op, Operation *narrowed,
+                          ArrayRef<Hull> hulls, Reads &reads,
+                          ArrayRef<tensor::DimOp> dims,
+                          PatternRewriter &rewriter) {
+    int64_t rank = BlockLocal::rank(op);
+    Location loc = op->getLoc();
     auto shifted = [&](OpFoldResult offset, int64_t d) -> OpFoldResult {
       if (!hulls[d].narrow)
         return offset;
@@ -456,8 +498,6 @@ struct NarrowBlockLocalOp : public RewritePattern {
           break;
         }
     }
-    rewriter.eraseOp(op);
-    return success();
   }
 
   /// The hull of what `reads` read along dim d: min/max of static ranges, or

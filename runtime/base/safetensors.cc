@@ -46,6 +46,76 @@ bool AsUint(const json &j, uint64_t &out) {
   return false;
 }
 
+/// One tensor entry `name` of the header of `path`: `v` (an object with
+/// dtype, shape and data_offsets) checked against the data region of
+/// `data_size` bytes. Errors: InvalidArgument naming the file and tensor.
+absl::StatusOr<SafetensorsEntry> ParseEntry(const std::string &path,
+                                            const std::string &name,
+                                            const json &v, uint64_t data_size) {
+  if (!v.is_object())
+    return BadTensor(path, name,
+                     absl::StrCat("entry is a JSON ", v.type_name(),
+                                  ", expected an object with dtype, shape "
+                                  "and data_offsets"));
+  SafetensorsEntry e;
+  e.name = name;
+  auto dt = v.find("dtype");
+  if (dt == v.end())
+    return BadTensor(path, name, "missing 'dtype'");
+  if (!dt->is_string())
+    return BadTensor(path, name, "'dtype' is not a string");
+  auto parsed = ParseDTypeName(dt->get<std::string>());
+  if (!parsed.ok())
+    return BadTensor(path, name, parsed.status().message());
+  e.dtype = *parsed;
+
+  auto sh = v.find("shape");
+  if (sh == v.end())
+    return BadTensor(path, name, "missing 'shape'");
+  if (!sh->is_array())
+    return BadTensor(path, name, "'shape' is not an array");
+  for (const json &d : *sh) {
+    uint64_t u;
+    if (!AsUint(d, u) ||
+        u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return BadTensor(path, name,
+                       absl::StrCat("'shape' must be non-negative integers, "
+                                    "got ", sh->dump()));
+    e.shape.push_back(static_cast<int64_t>(u));
+  }
+  auto numel = NumElements(e.shape, DTypeSize(e.dtype));
+  if (!numel.ok())
+    return BadTensor(path, name, numel.status().message());
+
+  auto off = v.find("data_offsets");
+  if (off == v.end())
+    return BadTensor(path, name, "missing 'data_offsets'");
+  if (!off->is_array() || off->size() != 2 || !AsUint((*off)[0], e.begin) ||
+      !AsUint((*off)[1], e.end))
+    return BadTensor(path, name,
+                     absl::StrCat("'data_offsets' must be [begin, end] with "
+                                  "non-negative integers, got ",
+                                  off->dump()));
+  if (e.begin > e.end)
+    return BadTensor(path, name,
+                     absl::StrCat("data_offsets ", off->dump(),
+                                  ": begin is after end"));
+  if (e.end > data_size)
+    return BadTensor(path, name,
+                     absl::StrCat("data_offsets ", off->dump(),
+                                  " run past the data region (", data_size,
+                                  " bytes)"));
+  const uint64_t expected =
+      static_cast<uint64_t>(*numel) * DTypeSize(e.dtype);
+  if (e.end - e.begin != expected)
+    return BadTensor(
+        path, name,
+        absl::StrCat("data_offsets ", off->dump(), " hold ", e.end - e.begin,
+                     " bytes, but ", DTypeName(e.dtype),
+                     ShapeToString(e.shape), " needs ", expected));
+  return e;
+}
+
 } // namespace
 
 absl::StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string &path) {
@@ -115,67 +185,8 @@ absl::StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string &path) {
     }
     if (name.empty())
       return Bad(path, "header has a tensor with an empty name");
-    if (!v.is_object())
-      return BadTensor(path, name,
-                       absl::StrCat("entry is a JSON ", v.type_name(),
-                                    ", expected an object with dtype, shape "
-                                    "and data_offsets"));
-    SafetensorsEntry e;
-    e.name = name;
-    auto dt = v.find("dtype");
-    if (dt == v.end())
-      return BadTensor(path, name, "missing 'dtype'");
-    if (!dt->is_string())
-      return BadTensor(path, name, "'dtype' is not a string");
-    auto parsed = ParseDTypeName(dt->get<std::string>());
-    if (!parsed.ok())
-      return BadTensor(path, name, parsed.status().message());
-    e.dtype = *parsed;
-
-    auto sh = v.find("shape");
-    if (sh == v.end())
-      return BadTensor(path, name, "missing 'shape'");
-    if (!sh->is_array())
-      return BadTensor(path, name, "'shape' is not an array");
-    for (const json &d : *sh) {
-      uint64_t u;
-      if (!AsUint(d, u) ||
-          u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-        return BadTensor(path, name,
-                         absl::StrCat("'shape' must be non-negative integers, "
-                                      "got ", sh->dump()));
-      e.shape.push_back(static_cast<int64_t>(u));
-    }
-    auto numel = NumElements(e.shape, DTypeSize(e.dtype));
-    if (!numel.ok())
-      return BadTensor(path, name, numel.status().message());
-
-    auto off = v.find("data_offsets");
-    if (off == v.end())
-      return BadTensor(path, name, "missing 'data_offsets'");
-    if (!off->is_array() || off->size() != 2 || !AsUint((*off)[0], e.begin) ||
-        !AsUint((*off)[1], e.end))
-      return BadTensor(path, name,
-                       absl::StrCat("'data_offsets' must be [begin, end] with "
-                                    "non-negative integers, got ",
-                                    off->dump()));
-    if (e.begin > e.end)
-      return BadTensor(path, name,
-                       absl::StrCat("data_offsets ", off->dump(),
-                                    ": begin is after end"));
-    if (e.end > data_size)
-      return BadTensor(path, name,
-                       absl::StrCat("data_offsets ", off->dump(),
-                                    " run past the data region (", data_size,
-                                    " bytes)"));
-    const uint64_t expected =
-        static_cast<uint64_t>(*numel) * DTypeSize(e.dtype);
-    if (e.end - e.begin != expected)
-      return BadTensor(
-          path, name,
-          absl::StrCat("data_offsets ", off->dump(), " hold ", e.end - e.begin,
-                       " bytes, but ", DTypeName(e.dtype),
-                       ShapeToString(e.shape), " needs ", expected));
+    BT_ASSIGN_OR_RETURN(SafetensorsEntry e,
+                        ParseEntry(path, name, v, data_size));
     f.entries_.emplace(name, std::move(e));
   }
 

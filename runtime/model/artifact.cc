@@ -279,12 +279,114 @@ Artifact::FromBytes(const std::string &name, absl::string_view bytes) {
   return FromMapping(std::move(file));
 }
 
+namespace {
+
+/// InvalidArgument "<path>: <msg>": a malformed artifact.
+absl::Status BadArtifact(const std::string &path, absl::string_view msg) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", msg));
+}
+
+/// Checks the weights of the manifest `m` of the artifact `path` (names,
+/// dtypes, sizes, 64-byte alignment, inside the weights section, no
+/// overlap) and fills `index` (name -> position in m.weights()). Errors:
+/// InvalidArgument naming the file and the weight.
+absl::Status IndexWeights(const std::string &path, const proto::Manifest &m,
+                          absl::flat_hash_map<std::string, int> &index) {
+  auto bad = [&](absl::string_view msg) { return BadArtifact(path, msg); };
+  std::vector<Range> weights;
+  for (int i = 0; i < m.weights_size(); ++i) {
+    const proto::Weight &w = m.weights(i);
+    const std::string what = absl::StrCat("weight '", w.name(), "'");
+    if (w.name().empty())
+      return bad(absl::StrCat("weight #", i, " has an empty name"));
+    if (!index.emplace(w.name(), i).second)
+      return bad(absl::StrCat(what, " appears twice"));
+    const size_t itemsize = DTypeSize(w.dtype());
+    if (itemsize == 0)
+      return bad(absl::StrCat(what, " has unsupported dtype ",
+                              DTypeName(w.dtype())));
+    std::vector<int64_t> shape(w.shape().begin(), w.shape().end());
+    auto n = NumElements(shape, itemsize);
+    if (!n.ok())
+      return bad(absl::StrCat(what, ": ", n.status().message()));
+    if (w.nbytes() != static_cast<uint64_t>(*n) * itemsize)
+      return bad(absl::StrCat(what, " has nbytes ", w.nbytes(), ", but ",
+                              DTypeName(w.dtype()), ShapeToString(shape),
+                              " needs ", static_cast<uint64_t>(*n) * itemsize));
+    if (w.offset() % kTensorAlignment != 0)
+      return bad(absl::StrCat(what, " offset ", w.offset(),
+                              " is not 64-byte aligned"));
+    if (!InRange(w.offset(), w.nbytes(), m.weights_data().size()))
+      return bad(absl::StrCat(what, " [", w.offset(), ", +", w.nbytes(),
+                              ") runs past the weights section (",
+                              m.weights_data().size(), " bytes)"));
+    weights.push_back({what, w.offset(), w.offset() + w.nbytes()});
+  }
+  if (auto [x, y] = FindOverlap(weights); x != nullptr)
+    return bad(absl::StrCat(x->what, " [", x->begin, ", ", x->end, ") and ",
+                            y->what, " [", y->begin, ", ", y->end,
+                            ") overlap"));
+
+  return absl::OkStatus();
+}
+
+/// Checks the entry points of `m` (unique names, symbols, params that are
+/// weights of `index`, tensor specs with known dtypes, dims >= -1, in-out
+/// only on inputs, dim_names of the spec's rank). Errors: InvalidArgument
+/// naming the file and the entry point.
+absl::Status CheckEntryPoints(const std::string &path, const proto::Manifest &m,
+                              const absl::flat_hash_map<std::string, int> &index) {
+  auto bad = [&](absl::string_view msg) { return BadArtifact(path, msg); };
+  std::set<std::string> eps;
+  for (const proto::EntryPoint &ep : m.entry_points()) {
+    const std::string what = absl::StrCat("entry point '", ep.name(), "'");
+    if (ep.name().empty())
+      return bad("an entry point has an empty name");
+    if (!eps.insert(ep.name()).second)
+      return bad(absl::StrCat(what, " appears twice"));
+    if (ep.symbol().empty())
+      return bad(absl::StrCat(what, " has no symbol"));
+    for (const std::string &p : ep.params())
+      if (!index.contains(p))
+        return bad(absl::StrCat(what, " takes param '", p,
+                                "', which is not a weight of the artifact"));
+    for (const auto &[kind, specs] :
+         {std::make_pair("input", &ep.inputs()),
+          std::make_pair("output", &ep.outputs())}) {
+      std::set<std::string> names;
+      for (const proto::TensorSpec &s : *specs) {
+        if (s.name().empty() || !names.insert(s.name()).second)
+          return bad(absl::StrCat(what, " has an empty or duplicate ", kind,
+                                  " name '", s.name(), "'"));
+        if (DTypeSize(s.dtype()) == 0)
+          return bad(absl::StrCat(what, " ", kind, " '", s.name(),
+                                  "' has unsupported dtype ",
+                                  DTypeName(s.dtype())));
+        for (int64_t d : s.shape())
+          if (d < -1)
+            return bad(absl::StrCat(what, " ", kind, " '", s.name(),
+                                    "' has dim ", d,
+                                    " (expected >= 0, or -1 for dynamic)"));
+        if (s.inout() && std::string(kind) == "output")
+          return bad(absl::StrCat(what, " output '", s.name(),
+                                  "' is marked inout (in-out arguments are "
+                                  "inputs and are not returned)"));
+        if (s.dim_names_size() != 0 && s.dim_names_size() != s.shape_size())
+          return bad(absl::StrCat(what, " ", kind, " '", s.name(), "' has ",
+                                  s.dim_names_size(), " dim_names for rank ",
+                                  s.shape_size()));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+} // namespace
+
 absl::StatusOr<std::shared_ptr<const Artifact>>
 Artifact::FromMapping(std::shared_ptr<MappedFile> file) {
   const std::string &path = file->path();
-  auto bad = [&](absl::string_view msg) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", msg));
-  };
+  auto bad = [&](absl::string_view msg) { return BadArtifact(path, msg); };
   const uint64_t size = file->size();
   if (size < kArtifactTrailerSize)
     return bad(absl::StrCat("no bt artifact: the file (", size,
@@ -359,83 +461,8 @@ Artifact::FromMapping(std::shared_ptr<MappedFile> file) {
                             ") and ", y->what, " [", y->begin, ", ", y->end,
                             ") sections overlap"));
 
-  // Weights.
-  std::vector<Range> weights;
-  for (int i = 0; i < m.weights_size(); ++i) {
-    const proto::Weight &w = m.weights(i);
-    const std::string what = absl::StrCat("weight '", w.name(), "'");
-    if (w.name().empty())
-      return bad(absl::StrCat("weight #", i, " has an empty name"));
-    if (!a->weight_index_.emplace(w.name(), i).second)
-      return bad(absl::StrCat(what, " appears twice"));
-    const size_t itemsize = DTypeSize(w.dtype());
-    if (itemsize == 0)
-      return bad(absl::StrCat(what, " has unsupported dtype ",
-                              DTypeName(w.dtype())));
-    std::vector<int64_t> shape(w.shape().begin(), w.shape().end());
-    auto n = NumElements(shape, itemsize);
-    if (!n.ok())
-      return bad(absl::StrCat(what, ": ", n.status().message()));
-    if (w.nbytes() != static_cast<uint64_t>(*n) * itemsize)
-      return bad(absl::StrCat(what, " has nbytes ", w.nbytes(), ", but ",
-                              DTypeName(w.dtype()), ShapeToString(shape),
-                              " needs ", static_cast<uint64_t>(*n) * itemsize));
-    if (w.offset() % kTensorAlignment != 0)
-      return bad(absl::StrCat(what, " offset ", w.offset(),
-                              " is not 64-byte aligned"));
-    if (!InRange(w.offset(), w.nbytes(), m.weights_data().size()))
-      return bad(absl::StrCat(what, " [", w.offset(), ", +", w.nbytes(),
-                              ") runs past the weights section (",
-                              m.weights_data().size(), " bytes)"));
-    weights.push_back({what, w.offset(), w.offset() + w.nbytes()});
-  }
-  if (auto [x, y] = FindOverlap(weights); x != nullptr)
-    return bad(absl::StrCat(x->what, " [", x->begin, ", ", x->end, ") and ",
-                            y->what, " [", y->begin, ", ", y->end,
-                            ") overlap"));
-
-  // Entry points.
-  std::set<std::string> eps;
-  for (const proto::EntryPoint &ep : m.entry_points()) {
-    const std::string what = absl::StrCat("entry point '", ep.name(), "'");
-    if (ep.name().empty())
-      return bad("an entry point has an empty name");
-    if (!eps.insert(ep.name()).second)
-      return bad(absl::StrCat(what, " appears twice"));
-    if (ep.symbol().empty())
-      return bad(absl::StrCat(what, " has no symbol"));
-    for (const std::string &p : ep.params())
-      if (!a->weight_index_.contains(p))
-        return bad(absl::StrCat(what, " takes param '", p,
-                                "', which is not a weight of the artifact"));
-    for (const auto &[kind, specs] :
-         {std::make_pair("input", &ep.inputs()),
-          std::make_pair("output", &ep.outputs())}) {
-      std::set<std::string> names;
-      for (const proto::TensorSpec &s : *specs) {
-        if (s.name().empty() || !names.insert(s.name()).second)
-          return bad(absl::StrCat(what, " has an empty or duplicate ", kind,
-                                  " name '", s.name(), "'"));
-        if (DTypeSize(s.dtype()) == 0)
-          return bad(absl::StrCat(what, " ", kind, " '", s.name(),
-                                  "' has unsupported dtype ",
-                                  DTypeName(s.dtype())));
-        for (int64_t d : s.shape())
-          if (d < -1)
-            return bad(absl::StrCat(what, " ", kind, " '", s.name(),
-                                    "' has dim ", d,
-                                    " (expected >= 0, or -1 for dynamic)"));
-        if (s.inout() && std::string(kind) == "output")
-          return bad(absl::StrCat(what, " output '", s.name(),
-                                  "' is marked inout (in-out arguments are "
-                                  "inputs and are not returned)"));
-        if (s.dim_names_size() != 0 && s.dim_names_size() != s.shape_size())
-          return bad(absl::StrCat(what, " ", kind, " '", s.name(), "' has ",
-                                  s.dim_names_size(), " dim_names for rank ",
-                                  s.shape_size()));
-      }
-    }
-  }
+  BT_RETURN_IF_ERROR(IndexWeights(path, m, a->weight_index_));
+  BT_RETURN_IF_ERROR(CheckEntryPoints(path, m, a->weight_index_));
   // Checksums, last (the structure is checked first), before any section is
   // used (the kernels are dlopen'ed, the weights read as tensors).
   for (const auto &[name, s] : PayloadSections(m))

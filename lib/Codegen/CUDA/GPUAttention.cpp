@@ -356,45 +356,25 @@ bool bt::gpuAttentionSupports(RankedTensorType q) {
          hd <= kGPUAttentionMaxHeadDim;
 }
 
-Value bt::emitGPUAttention(OpBuilder &b, Location loc, Value q, Value k,
-                           Value v, Value keyMask, double scale,
-                           bool headMajorKV) {
-  KB h{b, loc};
-  auto qt = cast<RankedTensorType>(q.getType());
-  int64_t n = qt.getRank();
-  int64_t nb = n - 3;
-  int64_t heads = qt.getDimSize(nb + 1), hd = qt.getDimSize(nb + 2);
-  int64_t slots = (hd + kWarp - 1) / kWarp;
-  bool hasMask = static_cast<bool>(keyMask);
+namespace {
 
-  // Host-side sizes.
+/// One emitGPUAttention call: the operands as memrefs, the host-side sizes
+/// (used inside the kernels as launch operands) and the kernels it emits.
+struct AttentionEmitter {
+  Location loc;
+  bool headMajorKV, hasMask;
+  double scale;
+  /// Batch dims, heads, head dim, lane slots per row (ceil(hd / 32)), query
+  /// rows per block.
+  int64_t nb, heads, hd, slots, rows;
+  /// Host-side: the batch dims, S, Sk and the position of query 0 (Sk − S).
   SmallVector<Value> batch;
-  Value g = h.idx(heads);
-  for (int64_t i = 0; i < nb; ++i) {
-    batch.push_back(dimOf(b, loc, q, i));
-    g = h.muli(g, batch.back());
-  }
-  Value seq = dimOf(b, loc, q, nb);
-  Value keys = dimOf(b, loc, k, headMajorKV ? nb + 1 : nb);
-  Value offset = h.subi(keys, seq);
+  Value seq, keys, offset;
+  /// q, k, v, the key mask (or null) and the result, as memrefs.
+  Value qm, km, vm, mm, out;
 
-  Value qm = readOnlyMemref(b, loc, q), km = readOnlyMemref(b, loc, k),
-        vm = readOnlyMemref(b, loc, v);
-  Value mm = hasMask ? readOnlyMemref(b, loc, keyMask) : Value();
-  SmallVector<Value> dynSizes;
-  for (int64_t i = 0; i < n; ++i)
-    if (qt.isDynamicDim(i))
-      dynSizes.push_back(dimOf(b, loc, q, i));
-  Value out = b.create<memref::AllocOp>(
-      loc, MemRefType::get(qt.getShape(), qt.getElementType()), dynSizes);
-
-  bool decode = !qt.isDynamicDim(nb) && qt.getDimSize(nb) <= kMaxDecodeRows;
-  int64_t rows = decode ? qt.getDimSize(nb) : kRowsPerBlock;
-  Value nonEmpty = b.create<arith::CmpIOp>(
-      loc, arith::CmpIPredicate::ugt, h.muli(g, seq), h.idx(0));
-
-  // Index helpers inside kernels: g → (batch indices, head).
-  auto split = [&](KB &kk, Value gi) {
+  /// g (a block of the grid) → (batch indices, head).
+  std::pair<SmallVector<Value>, Value> split(KB &kk, Value gi) const {
     Value head = kk.remu(gi, kk.idx(heads));
     Value rest = kk.divu(gi, kk.idx(heads));
     SmallVector<Value> bi(nb);
@@ -407,160 +387,270 @@ Value bt::emitGPUAttention(OpBuilder &b, Location loc, Value q, Value k,
       }
     }
     return std::make_pair(bi, head);
-  };
-  auto idx4 = [&](ArrayRef<Value> bi, Value a, Value c, Value d) {
+  }
+  static SmallVector<Value> idx4(ArrayRef<Value> bi, Value a, Value c,
+                                 Value d) {
     SmallVector<Value> ix(bi.begin(), bi.end());
     ix.append({a, c, d});
     return ix;
-  };
-  auto kvIdx = [&](ArrayRef<Value> bi, Value t, Value head, Value d) {
+  }
+  SmallVector<Value> kvIdx(ArrayRef<Value> bi, Value t, Value head,
+                           Value d) const {
     return headMajorKV ? idx4(bi, head, t, d) : idx4(bi, t, head, d);
-  };
-  auto maskIdx = [&](ArrayRef<Value> bi, Value t) {
+  }
+  static SmallVector<Value> maskIdx(ArrayRef<Value> bi, Value t) {
     SmallVector<Value> ix(bi.begin(), bi.end());
     ix.push_back(t);
     return ix;
-  };
+  }
 
-  // The attention kernel: block (g, row group, split), warp per query row.
-  // `partial`: write (acc, m, l) of the split to `ws` [Z, G, S, hd + 2].
-  auto attentionKernel = [&](OpBuilder &kb, gpu::LaunchOp launch,
-                             ValueRange shared, Value chunk, Value ws) {
-    KB kk{kb, loc};
-    Value ks = shared[0], vs = shared[1], qs = shared[2];
-    Value tid = launch.getThreadIds().x;
-    Value lane = kk.remu(tid, kk.idx(kWarp));
-    Value warp = kk.divu(tid, kk.idx(kWarp));
-    Value threads = kk.idx(kWarp * rows);
-    SmallVector<Value> bi;
-    Value head;
-    std::tie(bi, head) = split(kk, launch.getBlockIds().x);
-    Value group = launch.getBlockIds().y;
-    Value z = launch.getBlockIds().z;
-    Value s = kk.addi(kk.muli(group, kk.idx(rows)), warp);
-    Value rowValid = kk.ult(s, seq);
-    Value sc = kk.select(rowValid, s, kk.idx(0));
-    Value pos = kk.addi(offset, sc);
-    // Keys of this block: its split, up to the causal limit of its last row.
-    Value kBeg = kk.muli(z, chunk);
-    Value kEndSplit = kk.minu(keys, kk.addi(kBeg, chunk));
-    Value lastRow = kk.minu(kk.subi(seq, kk.idx(1)),
-                            kk.addi(kk.muli(group, kk.idx(rows)),
-                                    kk.idx(rows - 1)));
-    Value kEnd = kk.minu(kEndSplit, kk.addi(offset, kk.addi(lastRow, kk.idx(1))));
-    // The warp's query row into shared memory.
-    for (int64_t j = 0; j < slots; ++j) {
-      auto [d, inRange] = laneDim(kk, lane, j, hd);
-      Value qv = kk.loadF(qm, idx4(bi, sc, head, d));
-      auto st = kb.create<scf::IfOp>(loc, inRange, false);
-      OpBuilder tb = st.getThenBodyBuilder();
-      tb.create<memref::StoreOp>(loc, qv, qs, ValueRange{warp, d});
-    }
-    kk.barrier();
-    Value negInf = kk.f32(-std::numeric_limits<double>::infinity());
-    RowState init{negInf, kk.f32(0.0),
-                  SmallVector<Value>(slots, kk.f32(0.0))};
-    auto tiles = kb.create<scf::ForOp>(
-        loc, kBeg, kk.maxu(kBeg, kEnd), kk.idx(kWarp), init.flat(),
-        [&](OpBuilder &lb, Location l, Value t0, ValueRange it) {
-          KB tk{lb, l};
-          // Cooperative, coalesced load of the tile's keys and values.
-          lb.create<scf::ForOp>(
-              l, tid, tk.idx(kWarp * hd), threads, ValueRange{},
-              [&](OpBuilder &cb, Location cl, Value i, ValueRange) {
-                KB ck{cb, cl};
-                Value row = ck.divu(i, ck.idx(hd));
-                Value col = ck.remu(i, ck.idx(hd));
-                Value t = ck.addi(t0, row);
-                Value ok = ck.ult(t, kEnd);
-                Value tc = ck.select(ok, t, ck.idx(0));
-                Value kv = ck.loadF(km, kvIdx(bi, tc, head, col));
-                Value vv = ck.loadF(vm, kvIdx(bi, tc, head, col));
-                Value zero = ck.f32(0.0);
-                cb.create<memref::StoreOp>(cl, ck.select(ok, kv, zero), ks,
-                                           ValueRange{row, col});
-                cb.create<memref::StoreOp>(cl, ck.select(ok, vv, zero), vs,
-                                           ValueRange{row, col});
-                cb.create<scf::YieldOp>(cl);
-              });
-          tk.barrier();
-          // Warp-uniform: rows past S keep their state.
-          auto rowIf = lb.create<scf::IfOp>(
-              l, rowValid,
-              [&](OpBuilder &rb, Location rl) {
-                KB rk{rb, rl};
-                Value t = rk.addi(t0, lane);
-                Value keyOk = rk.land(rk.ult(t, kEnd), rk.ule(t, pos));
-                Value dot = sharedRowDot(rk, qs, warp, ks, lane, hd);
-                Value x = rk.mulf(dot, rk.f32(scale));
-                if (hasMask) {
-                  Value tc = rk.select(rk.ult(t, keys), t, rk.idx(0));
-                  Value mv = rk.maskF(mm, maskIdx(bi, tc));
-                  x = rk.addf(x, rk.mulf(rk.subf(rk.f32(1.0), mv),
-                                         rk.f32(kF32Min)));
-                }
-                RowState next = attendTile(
-                    rk, RowState::from(it), x, keyOk, lane, hd,
-                    [&](KB &vk, Value jj, Value d) -> Value {
-                      return vk.b.create<memref::LoadOp>(vk.loc, vs,
-                                                         ValueRange{jj, d});
-                    });
-                rb.create<scf::YieldOp>(rl, next.flat());
-              },
-              [&](OpBuilder &rb, Location rl) {
-                rb.create<scf::YieldOp>(rl, it);
-              });
-          // The next tile overwrites the shared buffers.
-          tk.barrier();
-          lb.create<scf::YieldOp>(l, rowIf.getResults());
-        });
-    RowState fin = RowState::from(tiles.getResults());
-    auto rowIf = kb.create<scf::IfOp>(loc, rowValid, false);
-    OpBuilder rb = rowIf.getThenBodyBuilder();
-    KB rk{rb, loc};
-    if (ws) {
-      // Partial results of this split.
-      SmallVector<Value> wsRow{z, launch.getBlockIds().x, sc};
-      for (int64_t j = 0; j < slots; ++j) {
-        auto [d, inRange] = laneDim(rk, lane, j, hd);
-        auto st = rb.create<scf::IfOp>(loc, inRange, false);
-        OpBuilder tb = st.getThenBodyBuilder();
-        SmallVector<Value> ix = wsRow;
-        ix.push_back(d);
-        tb.create<memref::StoreOp>(loc, fin.acc[j], ws, ix);
-      }
-      Value first = rk.b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
-                                               lane, rk.idx(0));
-      auto st = rb.create<scf::IfOp>(loc, first, false);
-      OpBuilder tb = st.getThenBodyBuilder();
-      SmallVector<Value> ixm = wsRow, ixl = wsRow;
-      ixm.push_back(tb.create<arith::ConstantIndexOp>(loc, hd));
-      ixl.push_back(tb.create<arith::ConstantIndexOp>(loc, hd + 1));
-      tb.create<memref::StoreOp>(loc, fin.m, ws, ixm);
-      tb.create<memref::StoreOp>(loc, fin.l, ws, ixl);
-      return;
-    }
+  /// The softmax-normalized row (acc / l, masked rows as the reference
+  /// computes them) of query row `s` stored to the result.
+  void storeRow(KB &rk, ValueRange acc, Value l, Value m, Value pos,
+                Value lane, ArrayRef<Value> bi, Value head, Value s) const {
     storeRowResult(
-        rk, fin.acc, fin.l, fin.m, hasMask, [&](KB &) { return keys; }, pos,
+        rk, acc, l, m, hasMask, [&](KB &) { return keys; }, pos,
         [&](KB &mk, Value t) { return mk.maskF(mm, maskIdx(bi, t)); },
         [&](KB &vk, Value t, Value d) {
           return vk.loadF(vm, kvIdx(bi, t, head, d));
         },
-        lane, hd, out, [&](Value d) { return idx4(bi, sc, head, d); });
-  };
+        lane, hd, out, [&](Value d) { return idx4(bi, s, head, d); });
+  }
 
-  SharedLayout shared{{{kWarp, hd + 1}, {kWarp, hd + 1}, {rows, hd}}};
-  Value threads = h.idx(kWarp * rows);
+  void attentionKernel(OpBuilder &kb, gpu::LaunchOp launch, ValueRange shared,
+                       Value chunk, Value ws) const;
+  void storePartial(KB &rk, const RowState &fin, Value lane,
+                    ArrayRef<Value> wsRow, Value ws) const;
+  void combineKernel(OpBuilder &kb, gpu::LaunchOp launch, Value splits,
+                     Value ws) const;
+};
+
+/// The attention kernel: block (g, row group, split), warp per query row.
+/// With `ws` (split-K), writes (acc, m, l) of the split to `ws`
+/// [Z, G, S, hd + 2]; else the normalized rows to the result.
+void AttentionEmitter::attentionKernel(OpBuilder &kb, gpu::LaunchOp launch,
+                                       ValueRange shared, Value chunk,
+                                       Value ws) const {
+  KB kk{kb, loc};
+  Value ks = shared[0], vs = shared[1], qs = shared[2];
+  Value tid = launch.getThreadIds().x;
+  Value lane = kk.remu(tid, kk.idx(kWarp));
+  Value warp = kk.divu(tid, kk.idx(kWarp));
+  Value threads = kk.idx(kWarp * rows);
+  SmallVector<Value> bi;
+  Value head;
+  std::tie(bi, head) = split(kk, launch.getBlockIds().x);
+  Value group = launch.getBlockIds().y;
+  Value z = launch.getBlockIds().z;
+  Value s = kk.addi(kk.muli(group, kk.idx(rows)), warp);
+  Value rowValid = kk.ult(s, seq);
+  Value sc = kk.select(rowValid, s, kk.idx(0));
+  Value pos = kk.addi(offset, sc);
+  // Keys of this block: its split, up to the causal limit of its last row.
+  Value kBeg = kk.muli(z, chunk);
+  Value kEndSplit = kk.minu(keys, kk.addi(kBeg, chunk));
+  Value lastRow = kk.minu(kk.subi(seq, kk.idx(1)),
+                          kk.addi(kk.muli(group, kk.idx(rows)),
+                                  kk.idx(rows - 1)));
+  Value kEnd = kk.minu(kEndSplit, kk.addi(offset, kk.addi(lastRow, kk.idx(1))));
+  // The warp's query row into shared memory.
+  for (int64_t j = 0; j < slots; ++j) {
+    auto [d, inRange] = laneDim(kk, lane, j, hd);
+    Value qv = kk.loadF(qm, idx4(bi, sc, head, d));
+    auto st = kb.create<scf::IfOp>(loc, inRange, false);
+    OpBuilder tb = st.getThenBodyBuilder();
+    tb.create<memref::StoreOp>(loc, qv, qs, ValueRange{warp, d});
+  }
+  kk.barrier();
+  Value negInf = kk.f32(-std::numeric_limits<double>::infinity());
+  RowState init{negInf, kk.f32(0.0), SmallVector<Value>(slots, kk.f32(0.0))};
+  auto tiles = kb.create<scf::ForOp>(
+      loc, kBeg, kk.maxu(kBeg, kEnd), kk.idx(kWarp), init.flat(),
+      [&](OpBuilder &lb, Location l, Value t0, ValueRange it) {
+        KB tk{lb, l};
+        // Cooperative, coalesced load of the tile's keys and values.
+        lb.create<scf::ForOp>(
+            l, tid, tk.idx(kWarp * hd), threads, ValueRange{},
+            [&](OpBuilder &cb, Location cl, Value i, ValueRange) {
+              KB ck{cb, cl};
+              Value row = ck.divu(i, ck.idx(hd));
+              Value col = ck.remu(i, ck.idx(hd));
+              Value t = ck.addi(t0, row);
+              Value ok = ck.ult(t, kEnd);
+              Value tc = ck.select(ok, t, ck.idx(0));
+              Value kv = ck.loadF(km, kvIdx(bi, tc, head, col));
+              Value vv = ck.loadF(vm, kvIdx(bi, tc, head, col));
+              Value zero = ck.f32(0.0);
+              cb.create<memref::StoreOp>(cl, ck.select(ok, kv, zero), ks,
+                                         ValueRange{row, col});
+              cb.create<memref::StoreOp>(cl, ck.select(ok, vv, zero), vs,
+                                         ValueRange{row, col});
+              cb.create<scf::YieldOp>(cl);
+            });
+        tk.barrier();
+        // Warp-uniform: rows past S keep their state.
+        auto rowIf = lb.create<scf::IfOp>(
+            l, rowValid,
+            [&](OpBuilder &rb, Location rl) {
+              KB rk{rb, rl};
+              Value t = rk.addi(t0, lane);
+              Value keyOk = rk.land(rk.ult(t, kEnd), rk.ule(t, pos));
+              Value dot = sharedRowDot(rk, qs, warp, ks, lane, hd);
+              Value x = rk.mulf(dot, rk.f32(scale));
+              if (hasMask) {
+                Value tc = rk.select(rk.ult(t, keys), t, rk.idx(0));
+                Value mv = rk.maskF(mm, maskIdx(bi, tc));
+                x = rk.addf(x, rk.mulf(rk.subf(rk.f32(1.0), mv),
+                                       rk.f32(kF32Min)));
+              }
+              RowState next = attendTile(
+                  rk, RowState::from(it), x, keyOk, lane, hd,
+                  [&](KB &vk, Value jj, Value d) -> Value {
+                    return vk.b.create<memref::LoadOp>(vk.loc, vs,
+                                                       ValueRange{jj, d});
+                  });
+              rb.create<scf::YieldOp>(rl, next.flat());
+            },
+            [&](OpBuilder &rb, Location rl) {
+              rb.create<scf::YieldOp>(rl, it);
+            });
+        // The next tile overwrites the shared buffers.
+        tk.barrier();
+        lb.create<scf::YieldOp>(l, rowIf.getResults());
+      });
+  RowState fin = RowState::from(tiles.getResults());
+  auto rowIf = kb.create<scf::IfOp>(loc, rowValid, false);
+  OpBuilder rb = rowIf.getThenBodyBuilder();
+  KB rk{rb, loc};
+  if (ws)
+    storePartial(rk, fin, lane, {z, launch.getBlockIds().x, sc}, ws);
+  else
+    storeRow(rk, fin.acc, fin.l, fin.m, pos, lane, bi, head, sc);
+}
+
+/// Split-K: the partial row (acc by lane, then m and l by lane 0) of one
+/// split to `ws` at [wsRow..., d].
+void AttentionEmitter::storePartial(KB &rk, const RowState &fin, Value lane,
+                                    ArrayRef<Value> wsRow, Value ws) const {
+  OpBuilder &rb = rk.b;
+  for (int64_t j = 0; j < slots; ++j) {
+    auto [d, inRange] = laneDim(rk, lane, j, hd);
+    auto st = rb.create<scf::IfOp>(loc, inRange, false);
+    OpBuilder tb = st.getThenBodyBuilder();
+    SmallVector<Value> ix(wsRow.begin(), wsRow.end());
+    ix.push_back(d);
+    tb.create<memref::StoreOp>(loc, fin.acc[j], ws, ix);
+  }
+  Value first = rb.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, lane,
+                                         rk.idx(0));
+  auto st = rb.create<scf::IfOp>(loc, first, false);
+  OpBuilder tb = st.getThenBodyBuilder();
+  SmallVector<Value> ixm(wsRow.begin(), wsRow.end()), ixl = ixm;
+  ixm.push_back(tb.create<arith::ConstantIndexOp>(loc, hd));
+  ixl.push_back(tb.create<arith::ConstantIndexOp>(loc, hd + 1));
+  tb.create<memref::StoreOp>(loc, fin.m, ws, ixm);
+  tb.create<memref::StoreOp>(loc, fin.l, ws, ixl);
+}
+
+/// Split-K: combines the `splits` partial rows of `ws`, one warp per (head,
+/// query row).
+void AttentionEmitter::combineKernel(OpBuilder &kb, gpu::LaunchOp launch,
+                                     Value splits, Value ws) const {
+  KB kk{kb, loc};
+  Value lane = launch.getThreadIds().x;
+  Value gs = launch.getBlockIds().x;
+  Value s = kk.remu(gs, seq);
+  Value gi = kk.divu(gs, seq);
+  SmallVector<Value> bi;
+  Value head;
+  std::tie(bi, head) = split(kk, gi);
+  Value pos = kk.addi(offset, s);
+  Value negInf = kk.f32(-std::numeric_limits<double>::infinity());
+  auto wsAt = [&](KB &wk, Value zi, Value c) {
+    return wk.b.create<memref::LoadOp>(wk.loc, ws, ValueRange{zi, gi, s, c});
+  };
+  auto maxLoop = kb.create<scf::ForOp>(
+      loc, kk.idx(0), splits, kk.idx(1), ValueRange{negInf},
+      [&](OpBuilder &lb, Location l, Value zi, ValueRange it) {
+        KB lk{lb, l};
+        lb.create<scf::YieldOp>(l, lk.maxf(it[0], wsAt(lk, zi, lk.idx(hd))));
+      });
+  Value mMax = maxLoop.getResult(0);
+  SmallVector<Value> init(slots + 1, kk.f32(0.0));
+  auto sumLoop = kb.create<scf::ForOp>(
+      loc, kk.idx(0), splits, kk.idx(1), init,
+      [&](OpBuilder &lb, Location l, Value zi, ValueRange it) {
+        KB lk{lb, l};
+        Value mz = wsAt(lk, zi, lk.idx(hd));
+        Value w = lk.select(lk.oeq(mz, negInf), lk.f32(0.0),
+                            lk.exp(lk.subf(mz, mMax)));
+        SmallVector<Value> next;
+        for (int64_t j = 0; j < slots; ++j) {
+          Value d = laneDim(lk, lane, j, hd).first;
+          next.push_back(lk.addf(it[j], lk.mulf(w, wsAt(lk, zi, d))));
+        }
+        next.push_back(
+            lk.addf(it[slots], lk.mulf(w, wsAt(lk, zi, lk.idx(hd + 1)))));
+        lb.create<scf::YieldOp>(l, next);
+      });
+  storeRow(kk, sumLoop.getResults().take_front(slots), sumLoop.getResult(slots),
+           mMax, pos, lane, bi, head, s);
+}
+
+} // namespace
+
+Value bt::emitGPUAttention(OpBuilder &b, Location loc, Value q, Value k,
+                           Value v, Value keyMask, double scale,
+                           bool headMajorKV) {
+  KB h{b, loc};
+  auto qt = cast<RankedTensorType>(q.getType());
+  int64_t n = qt.getRank();
+  AttentionEmitter e{loc, headMajorKV, static_cast<bool>(keyMask), scale};
+  e.nb = n - 3;
+  const int64_t nb = e.nb;
+  e.heads = qt.getDimSize(nb + 1);
+  e.hd = qt.getDimSize(nb + 2);
+  const int64_t hd = e.hd;
+  e.slots = (hd + kWarp - 1) / kWarp;
+
+  // Host-side sizes.
+  Value g = h.idx(e.heads);
+  for (int64_t i = 0; i < nb; ++i) {
+    e.batch.push_back(dimOf(b, loc, q, i));
+    g = h.muli(g, e.batch.back());
+  }
+  e.seq = dimOf(b, loc, q, nb);
+  e.keys = dimOf(b, loc, k, headMajorKV ? nb + 1 : nb);
+  e.offset = h.subi(e.keys, e.seq);
+
+  e.qm = readOnlyMemref(b, loc, q);
+  e.km = readOnlyMemref(b, loc, k);
+  e.vm = readOnlyMemref(b, loc, v);
+  e.mm = e.hasMask ? readOnlyMemref(b, loc, keyMask) : Value();
+  SmallVector<Value> dynSizes;
+  for (int64_t i = 0; i < n; ++i)
+    if (qt.isDynamicDim(i))
+      dynSizes.push_back(dimOf(b, loc, q, i));
+  e.out = b.create<memref::AllocOp>(
+      loc, MemRefType::get(qt.getShape(), qt.getElementType()), dynSizes);
+
+  bool decode = !qt.isDynamicDim(nb) && qt.getDimSize(nb) <= kMaxDecodeRows;
+  e.rows = decode ? qt.getDimSize(nb) : kRowsPerBlock;
+  Value nonEmpty = b.create<arith::CmpIOp>(
+      loc, arith::CmpIPredicate::ugt, h.muli(g, e.seq), h.idx(0));
+
+  SharedLayout shared{{{kWarp, hd + 1}, {kWarp, hd + 1}, {e.rows, hd}}};
+  Value threads = h.idx(kWarp * e.rows);
   if (!decode) {
-    Value groups = h.ceilDiv(seq, h.idx(rows));
-    Value chunk = keys; // one split: all keys
+    Value groups = h.ceilDiv(e.seq, h.idx(e.rows));
+    Value chunk = e.keys; // one split: all keys
     launchIf(b, loc, nonEmpty, g, groups, h.idx(1), threads, shared,
              [&](OpBuilder &kb, gpu::LaunchOp launch, ValueRange arrays) {
-               attentionKernel(kb, launch, arrays, chunk, Value());
+               e.attentionKernel(kb, launch, arrays, chunk, Value());
              });
   } else {
     Value chunk = h.idx(kKeysPerSplit);
-    Value splits = h.maxu(h.ceilDiv(keys, chunk), h.idx(1));
+    Value splits = h.maxu(h.ceilDiv(e.keys, chunk), h.idx(1));
     Value ws = b.create<memref::AllocOp>(
         loc,
         MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic,
@@ -569,65 +659,16 @@ Value bt::emitGPUAttention(OpBuilder &b, Location loc, Value q, Value k,
         ValueRange{splits, g});
     launchIf(b, loc, nonEmpty, g, h.idx(1), splits, threads, shared,
              [&](OpBuilder &kb, gpu::LaunchOp launch, ValueRange arrays) {
-               attentionKernel(kb, launch, arrays, chunk, ws);
+               e.attentionKernel(kb, launch, arrays, chunk, ws);
              });
-    // Combine: one warp per (head, query row).
-    launchIf(
-        b, loc, nonEmpty, h.muli(g, seq), h.idx(1), h.idx(1), h.idx(kWarp),
-        SharedLayout{}, [&](OpBuilder &kb, gpu::LaunchOp launch, ValueRange) {
-          KB kk{kb, loc};
-          Value lane = launch.getThreadIds().x;
-          Value gs = launch.getBlockIds().x;
-          Value s = kk.remu(gs, seq);
-          Value gi = kk.divu(gs, seq);
-          SmallVector<Value> bi;
-          Value head;
-          std::tie(bi, head) = split(kk, gi);
-          Value pos = kk.addi(offset, s);
-          Value negInf = kk.f32(-std::numeric_limits<double>::infinity());
-          auto wsAt = [&](KB &wk, Value zi, Value c) {
-            return wk.b.create<memref::LoadOp>(wk.loc, ws,
-                                               ValueRange{zi, gi, s, c});
-          };
-          auto maxLoop = kb.create<scf::ForOp>(
-              loc, kk.idx(0), splits, kk.idx(1), ValueRange{negInf},
-              [&](OpBuilder &lb, Location l, Value zi, ValueRange it) {
-                KB lk{lb, l};
-                lb.create<scf::YieldOp>(
-                    l, lk.maxf(it[0], wsAt(lk, zi, lk.idx(hd))));
-              });
-          Value mMax = maxLoop.getResult(0);
-          SmallVector<Value> init(slots + 1, kk.f32(0.0));
-          auto sumLoop = kb.create<scf::ForOp>(
-              loc, kk.idx(0), splits, kk.idx(1), init,
-              [&](OpBuilder &lb, Location l, Value zi, ValueRange it) {
-                KB lk{lb, l};
-                Value mz = wsAt(lk, zi, lk.idx(hd));
-                Value w = lk.select(lk.oeq(mz, negInf), lk.f32(0.0),
-                                    lk.exp(lk.subf(mz, mMax)));
-                SmallVector<Value> next;
-                for (int64_t j = 0; j < slots; ++j) {
-                  Value d = laneDim(lk, lane, j, hd).first;
-                  next.push_back(
-                      lk.addf(it[j], lk.mulf(w, wsAt(lk, zi, d))));
-                }
-                next.push_back(lk.addf(
-                    it[slots], lk.mulf(w, wsAt(lk, zi, lk.idx(hd + 1)))));
-                lb.create<scf::YieldOp>(l, next);
-              });
-          storeRowResult(
-              kk, sumLoop.getResults().take_front(slots),
-              sumLoop.getResult(slots), mMax, hasMask,
-              [&](KB &) { return keys; }, pos,
-              [&](KB &mk, Value t) { return mk.maskF(mm, maskIdx(bi, t)); },
-              [&](KB &vk, Value t, Value d) {
-                return vk.loadF(vm, kvIdx(bi, t, head, d));
-              },
-              lane, hd, out, [&](Value d) { return idx4(bi, s, head, d); });
-        });
+    launchIf(b, loc, nonEmpty, h.muli(g, e.seq), h.idx(1), h.idx(1),
+             h.idx(kWarp), SharedLayout{},
+             [&](OpBuilder &kb, gpu::LaunchOp launch, ValueRange) {
+               e.combineKernel(kb, launch, splits, ws);
+             });
   }
   return b.create<bufferization::ToTensorOp>(
-      loc, RankedTensorType::get(qt.getShape(), qt.getElementType()), out,
+      loc, RankedTensorType::get(qt.getShape(), qt.getElementType()), e.out,
       /*restrict=*/true, /*writable=*/true);
 }
 

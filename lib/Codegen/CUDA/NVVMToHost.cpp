@@ -115,7 +115,25 @@ private:
   /// Whether `ptr` may point to global or shared memory (not to an alloca
   /// or a constant global of the module).
   bool isChecked(Value ptr);
+  /// Lowers one op of a kernel for the host: the NVVM ops to calls of the
+  /// emulator (bt_emu_*), checked loads and stores, traps, shared-memory
+  /// globals, libdevice calls to libm. Fails on what the emulator cannot
+  /// run.
   LogicalResult lowerOp(Operation *op);
+  /// nvvm.shfl.sync → bt_emu_shfl (i32 and f32).
+  LogicalResult lowerShuffle(NVVM::ShflOp shfl);
+  /// A load or store of global or shared memory: its address through
+  /// bt_emu_load / bt_emu_store (checked by the emulator).
+  LogicalResult lowerAccess(Operation *op, Value addr, Type valueType,
+                            OpOperand &addrOperand, StringRef what);
+  /// vprintf → bt_emu_vprintf; libdevice __nv_* → libm; calls of external
+  /// functions fail.
+  LogicalResult lowerCall(LLVM::CallOp call);
+  /// An i32 constant before `op`.
+  static Value i32Const(OpBuilder &b, Location loc, uint32_t v) {
+    return b.create<LLVM::ConstantOp>(loc, b.getI32Type(),
+                                      b.getI32IntegerAttr(v));
+  }
   /// The text of every op that gets a site, printed before any rewrite.
   DenseMap<Operation *, std::string> opText;
   void addEntry(LLVM::LLVMFuncOp kernel, bool sync);
@@ -196,12 +214,10 @@ LogicalResult NVVMToHostPass::lowerOp(Operation *op) {
   MLIRContext *ctx = &getContext();
   Location loc = op->getLoc();
   OpBuilder b(op);
-  Type i8 = b.getI8Type(), i32 = b.getI32Type(), i64 = b.getI64Type();
+  Type i8 = b.getI8Type(), i32 = b.getI32Type();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   Type voidTy = LLVM::LLVMVoidType::get(ctx);
-  auto i32c = [&](uint32_t v) -> Value {
-    return b.create<LLVM::ConstantOp>(loc, i32, b.getI32IntegerAttr(v));
-  };
+  auto i32c = [&](uint32_t v) { return i32Const(b, loc, v); };
   auto sreg = [&](int64_t index) {
     Value t = thread(op);
     Value p = b.create<LLVM::GEPOp>(loc, ptr, i32, t,
@@ -236,51 +252,8 @@ LogicalResult NVVMToHostPass::lowerOp(Operation *op) {
     return success();
   }
 
-  if (auto shfl = dyn_cast<NVVM::ShflOp>(op)) {
-    Type valTy = shfl.getVal().getType();
-    if (valTy != i32 && !valTy.isF32())
-      return op->emitOpError("shuffles a ")
-             << valTy << "; the emulator shuffles i32 and f32";
-    uint32_t kind = 0;
-    switch (shfl.getKind()) {
-    case NVVM::ShflKind::bfly: kind = kShflBfly; break;
-    case NVVM::ShflKind::idx: kind = kShflIdx; break;
-    case NVVM::ShflKind::up: kind = kShflUp; break;
-    case NVVM::ShflKind::down: kind = kShflDown; break;
-    }
-    // The validity flag lives in an alloca of the function entry.
-    auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
-    OpBuilder eb = OpBuilder::atBlockBegin(&fn.getBody().front());
-    Value one = eb.create<LLVM::ConstantOp>(loc, i64, eb.getI64IntegerAttr(1));
-    Value validSlot = eb.create<LLVM::AllocaOp>(loc, ptr, i8, one, 1);
-    Value bits = shfl.getVal();
-    if (valTy.isF32())
-      bits = b.create<LLVM::BitcastOp>(loc, i32, bits);
-    LLVM::LLVMFuncOp f = declare("bt_emu_shfl", i32,
-                                 {ptr, i32, i32, i32, i32, i32, i32, ptr});
-    Value got =
-        b.create<LLVM::CallOp>(
-             loc, f,
-             ValueRange{thread(op), i32c(kind), shfl.getThreadMask(), bits,
-                        shfl.getOffset(), shfl.getMaskAndClamp(),
-                        i32c(site(op, "shuffle")), validSlot})
-            .getResult();
-    Value value = got;
-    if (valTy.isF32())
-      value = b.create<LLVM::BitcastOp>(loc, valTy, got);
-    Value result = value;
-    if (shfl.getReturnValueAndIsValid()) {
-      Value flag = b.create<LLVM::LoadOp>(loc, i8, validSlot);
-      Value valid = b.create<LLVM::TruncOp>(loc, b.getI1Type(), flag);
-      Type structTy = shfl.getType();
-      Value s = b.create<LLVM::UndefOp>(loc, structTy);
-      s = b.create<LLVM::InsertValueOp>(loc, s, value, 0);
-      result = b.create<LLVM::InsertValueOp>(loc, s, valid, 1);
-    }
-    shfl.getResult().replaceAllUsesWith(result);
-    op->erase();
-    return success();
-  }
+  if (auto shfl = dyn_cast<NVVM::ShflOp>(op))
+    return lowerShuffle(shfl);
 
   if (isa<NVVM::NVVMDialect>(op->getDialect()))
     return op->emitOpError(
@@ -288,39 +261,12 @@ LogicalResult NVVMToHostPass::lowerOp(Operation *op) {
         "nvvm.read.ptx.sreg.{tid,ntid,ctaid,nctaid}.*, laneid, warpsize, "
         "barrier0 and shfl.sync)");
 
-  if (auto load = dyn_cast<LLVM::LoadOp>(op)) {
-    if (!isChecked(load.getAddr()))
-      return success();
-    std::optional<uint32_t> bytes = accessBytes(load.getType());
-    if (!bytes)
-      return op->emitOpError("loads a ")
-             << load.getType() << ", which the CUDA emulator cannot check";
-    LLVM::LLVMFuncOp f = declare("bt_emu_load", ptr, {ptr, ptr, i32, i32});
-    Value addr = b.create<LLVM::CallOp>(
-                      loc, f,
-                      ValueRange{thread(op), load.getAddr(), i32c(*bytes),
-                                 i32c(site(op, "load"))})
-                     .getResult();
-    load.getAddrMutable().assign(addr);
-    return success();
-  }
-  if (auto store = dyn_cast<LLVM::StoreOp>(op)) {
-    if (!isChecked(store.getAddr()))
-      return success();
-    std::optional<uint32_t> bytes = accessBytes(store.getValue().getType());
-    if (!bytes)
-      return op->emitOpError("stores a ")
-             << store.getValue().getType()
-             << ", which the CUDA emulator cannot check";
-    LLVM::LLVMFuncOp f = declare("bt_emu_store", ptr, {ptr, ptr, i32, i32});
-    Value addr = b.create<LLVM::CallOp>(
-                      loc, f,
-                      ValueRange{thread(op), store.getAddr(), i32c(*bytes),
-                                 i32c(site(op, "store"))})
-                     .getResult();
-    store.getAddrMutable().assign(addr);
-    return success();
-  }
+  if (auto load = dyn_cast<LLVM::LoadOp>(op))
+    return lowerAccess(op, load.getAddr(), load.getType(),
+                       load.getAddrMutable(), "load");
+  if (auto store = dyn_cast<LLVM::StoreOp>(op))
+    return lowerAccess(op, store.getAddr(), store.getValue().getType(),
+                       store.getAddrMutable(), "store");
   if (isa<LLVM::AtomicRMWOp, LLVM::AtomicCmpXchgOp, LLVM::InlineAsmOp,
           LLVM::CallIntrinsicOp>(op))
     return op->emitOpError("is not supported by the CUDA emulator "
@@ -344,38 +290,122 @@ LogicalResult NVVMToHostPass::lowerOp(Operation *op) {
     op->erase();
     return success();
   }
-  if (auto call = dyn_cast<LLVM::CallOp>(op)) {
-    std::optional<StringRef> callee = call.getCallee();
-    if (!callee)
-      return op->emitOpError("is an indirect call, which the CUDA emulator "
-                             "does not support");
-    if (*callee == "vprintf") {
-      LLVM::LLVMFuncOp f = declare("bt_emu_vprintf", i32, {ptr, ptr, ptr});
-      auto c = b.create<LLVM::CallOp>(
-          loc, f,
-          ValueRange{thread(op), call.getOperand(0), call.getOperand(1)});
-      call.getResult().replaceAllUsesWith(c.getResult());
-      op->erase();
-      return success();
-    }
-    if (callee->starts_with("__nv_")) {
-      auto it = libdeviceToLibm().find(*callee);
-      if (it == libdeviceToLibm().end())
-        return op->emitOpError("calls libdevice's '")
-               << *callee
-               << "', which has no host binding in bt-nvvm-to-host";
-      auto decl = symbols->lookup<LLVM::LLVMFuncOp>(*callee);
-      LLVM::LLVMFuncOp f = declare(it->second, decl.getFunctionType().getReturnType(),
-                                   decl.getFunctionType().getParams());
-      call.setCalleeAttr(FlatSymbolRefAttr::get(f.getNameAttr()));
-      return success();
-    }
-    auto target = symbols->lookup<LLVM::LLVMFuncOp>(*callee);
-    if (!target || target.isExternal())
-      return op->emitOpError("calls the external function '")
-             << *callee << "', which has no host binding in bt-nvvm-to-host";
+  if (auto call = dyn_cast<LLVM::CallOp>(op))
+    return lowerCall(call);
+  return success();
+}
+
+LogicalResult NVVMToHostPass::lowerShuffle(NVVM::ShflOp shfl) {
+  Operation *op = shfl;
+  MLIRContext *ctx = &getContext();
+  Location loc = op->getLoc();
+  OpBuilder b(op);
+  Type i8 = b.getI8Type(), i32 = b.getI32Type(), i64 = b.getI64Type();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  auto i32c = [&](uint32_t v) { return i32Const(b, loc, v); };
+  Type valTy = shfl.getVal().getType();
+  if (valTy != i32 && !valTy.isF32())
+    return op->emitOpError("shuffles a ")
+           << valTy << "; the emulator shuffles i32 and f32";
+  uint32_t kind = 0;
+  switch (shfl.getKind()) {
+  case NVVM::ShflKind::bfly: kind = kShflBfly; break;
+  case NVVM::ShflKind::idx: kind = kShflIdx; break;
+  case NVVM::ShflKind::up: kind = kShflUp; break;
+  case NVVM::ShflKind::down: kind = kShflDown; break;
+  }
+  // The validity flag lives in an alloca of the function entry.
+  auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+  OpBuilder eb = OpBuilder::atBlockBegin(&fn.getBody().front());
+  Value one = eb.create<LLVM::ConstantOp>(loc, i64, eb.getI64IntegerAttr(1));
+  Value validSlot = eb.create<LLVM::AllocaOp>(loc, ptr, i8, one, 1);
+  Value bits = shfl.getVal();
+  if (valTy.isF32())
+    bits = b.create<LLVM::BitcastOp>(loc, i32, bits);
+  LLVM::LLVMFuncOp f = declare("bt_emu_shfl", i32,
+                               {ptr, i32, i32, i32, i32, i32, i32, ptr});
+  Value got =
+      b.create<LLVM::CallOp>(
+           loc, f,
+           ValueRange{thread(op), i32c(kind), shfl.getThreadMask(), bits,
+                      shfl.getOffset(), shfl.getMaskAndClamp(),
+                      i32c(site(op, "shuffle")), validSlot})
+          .getResult();
+  Value value = got;
+  if (valTy.isF32())
+    value = b.create<LLVM::BitcastOp>(loc, valTy, got);
+  Value result = value;
+  if (shfl.getReturnValueAndIsValid()) {
+    Value flag = b.create<LLVM::LoadOp>(loc, i8, validSlot);
+    Value valid = b.create<LLVM::TruncOp>(loc, b.getI1Type(), flag);
+    Type structTy = shfl.getType();
+    Value s = b.create<LLVM::UndefOp>(loc, structTy);
+    s = b.create<LLVM::InsertValueOp>(loc, s, value, 0);
+    result = b.create<LLVM::InsertValueOp>(loc, s, valid, 1);
+  }
+  shfl.getResult().replaceAllUsesWith(result);
+  op->erase();
+  return success();
+}
+
+LogicalResult NVVMToHostPass::lowerAccess(Operation *op, Value addr,
+                                          Type valueType,
+                                          OpOperand &addrOperand,
+                                          StringRef what) {
+  if (!isChecked(addr))
+    return success();
+  std::optional<uint32_t> bytes = accessBytes(valueType);
+  if (!bytes)
+    return op->emitOpError(what == "load" ? "loads a " : "stores a ")
+           << valueType << ", which the CUDA emulator cannot check";
+  Location loc = op->getLoc();
+  OpBuilder b(op);
+  Type i32 = b.getI32Type(), ptr = LLVM::LLVMPointerType::get(&getContext());
+  LLVM::LLVMFuncOp f = declare(what == "load" ? "bt_emu_load" : "bt_emu_store",
+                               ptr, {ptr, ptr, i32, i32});
+  Value checked = b.create<LLVM::CallOp>(
+                       loc, f,
+                       ValueRange{thread(op), addr, i32Const(b, loc, *bytes),
+                                  i32Const(b, loc, site(op, what))})
+                      .getResult();
+  addrOperand.set(checked);
+  return success();
+}
+
+LogicalResult NVVMToHostPass::lowerCall(LLVM::CallOp call) {
+  Operation *op = call;
+  Location loc = op->getLoc();
+  OpBuilder b(op);
+  Type i32 = b.getI32Type(), ptr = LLVM::LLVMPointerType::get(&getContext());
+  std::optional<StringRef> callee = call.getCallee();
+  if (!callee)
+    return op->emitOpError("is an indirect call, which the CUDA emulator "
+                           "does not support");
+  if (*callee == "vprintf") {
+    LLVM::LLVMFuncOp f = declare("bt_emu_vprintf", i32, {ptr, ptr, ptr});
+    auto c = b.create<LLVM::CallOp>(
+        loc, f,
+        ValueRange{thread(op), call.getOperand(0), call.getOperand(1)});
+    call.getResult().replaceAllUsesWith(c.getResult());
+    op->erase();
     return success();
   }
+  if (callee->starts_with("__nv_")) {
+    auto it = libdeviceToLibm().find(*callee);
+    if (it == libdeviceToLibm().end())
+      return op->emitOpError("calls libdevice's '")
+             << *callee
+             << "', which has no host binding in bt-nvvm-to-host";
+    auto decl = symbols->lookup<LLVM::LLVMFuncOp>(*callee);
+    LLVM::LLVMFuncOp f = declare(it->second, decl.getFunctionType().getReturnType(),
+                                 decl.getFunctionType().getParams());
+    call.setCalleeAttr(FlatSymbolRefAttr::get(f.getNameAttr()));
+    return success();
+  }
+  auto target = symbols->lookup<LLVM::LLVMFuncOp>(*callee);
+  if (!target || target.isExternal())
+    return op->emitOpError("calls the external function '")
+           << *callee << "', which has no host binding in bt-nvvm-to-host";
   return success();
 }
 
