@@ -237,6 +237,20 @@ llvm::Expected<std::string> readFile(llvm::StringRef path) {
   return (*buf)->getBuffer().str();
 }
 
+/// The LLVM module of `module` for the CPU of `options`, optimized
+/// (createTarget, then translateAndOptimize); `target` receives the target
+/// machine.
+llvm::Expected<std::unique_ptr<llvm::Module>>
+translateForCPU(ModuleOp module, const bt::CPUCodegenOptions &options,
+                llvm::LLVMContext &llvmCtx, Target &target) {
+  llvm::Expected<Target> created = createTarget(options);
+  if (!created)
+    return created.takeError();
+  target = std::move(*created);
+  return translateAndOptimize(module, llvmCtx, target, options.optLevel,
+                              options.unrollLoops, options.vectorMath);
+}
+
 } // namespace
 
 std::string bt::getHostCPUName() {
@@ -245,13 +259,9 @@ std::string bt::getHostCPUName() {
 
 llvm::Expected<std::string>
 bt::compileToLLVMIR(ModuleOp module, const CPUCodegenOptions &options) {
-  llvm::Expected<Target> target = createTarget(options);
-  if (!target)
-    return target.takeError();
   llvm::LLVMContext llvmCtx;
-  auto llvmModule =
-      translateAndOptimize(module, llvmCtx, *target, options.optLevel,
-                           options.unrollLoops, options.vectorMath);
+  Target target;
+  auto llvmModule = translateForCPU(module, options, llvmCtx, target);
   if (!llvmModule)
     return llvmModule.takeError();
   std::string text;
@@ -262,13 +272,9 @@ bt::compileToLLVMIR(ModuleOp module, const CPUCodegenOptions &options) {
 
 llvm::Expected<std::string>
 bt::compileToSharedObject(ModuleOp module, const CPUCodegenOptions &options) {
-  llvm::Expected<Target> target = createTarget(options);
-  if (!target)
-    return target.takeError();
   llvm::LLVMContext llvmCtx;
-  auto llvmModule =
-      translateAndOptimize(module, llvmCtx, *target, options.optLevel,
-                           options.unrollLoops, options.vectorMath);
+  Target target;
+  auto llvmModule = translateForCPU(module, options, llvmCtx, target);
   if (!llvmModule)
     return llvmModule.takeError();
 
@@ -277,7 +283,7 @@ bt::compileToSharedObject(ModuleOp module, const CPUCodegenOptions &options) {
   {
     llvm::raw_svector_ostream os(object);
     llvm::legacy::PassManager codegen;
-    if (target->machine->addPassesToEmitFile(codegen, os, nullptr,
+    if (target.machine->addPassesToEmitFile(codegen, os, nullptr,
                                              llvm::CodeGenFileType::ObjectFile))
       return makeError("the target machine cannot emit object files");
     codegen.run(**llvmModule);

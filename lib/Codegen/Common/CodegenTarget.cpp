@@ -1,12 +1,22 @@
 //===- CodegenTarget.cpp - registry of code-generation targets ------------===//
 //
-// The targets that the `target=<name>` option of bt-lower-to-linalg and
-// bt-lower-kv-caches can name (include/bt/Codegen/CodegenTarget.h).
+// The targets that the `target=<name>` option of bt-lower-to-linalg,
+// bt-lower-backward and bt-lower-kv-caches can name
+// (include/bt/Codegen/CodegenTarget.h), and the legality those passes share.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CodegenTargets.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/ManagedStatic.h"
 #include "llvm/Support/Mutex.h"
@@ -56,4 +66,12 @@ LogicalResult bt::codegen::resolveCodegenTarget(
                              << ": no code-generation target of that name is "
                                 "registered in this tool";
   return success();
+}
+
+void bt::codegen::addLinalgLevelLegalDialects(ConversionTarget &target) {
+  target.addLegalDialect<arith::ArithDialect,
+                         bufferization::BufferizationDialect,
+                         cf::ControlFlowDialect, linalg::LinalgDialect,
+                         math::MathDialect, memref::MemRefDialect,
+                         scf::SCFDialect, tensor::TensorDialect>();
 }

@@ -101,23 +101,39 @@ Cache fromCarried(const Cache &like, ValueRange values) {
   return c;
 }
 
+/// The entries [start, start + n) of one layer's keys (which = 0) or values
+/// (which = 1): kv[:, layer, which, :, start : start+n, :] of the storage
+/// [B, Ly, 2, H, C, hd], as [B, H, n, hd] (the unit dims dropped).
+struct EntrySlice {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  RankedTensorType type;
+
+  EntrySlice(OpBuilder &b, const Cache &c, int64_t layer, int64_t which,
+             OpFoldResult start, OpFoldResult n) {
+    KVCacheType t = c.type;
+    OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+    offsets = {zero, b.getIndexAttr(layer), b.getIndexAttr(which),
+               zero, start, zero};
+    sizes = {c.batch, one, one, b.getIndexAttr(t.getHeads()), n,
+             b.getIndexAttr(t.getHeadDim())};
+    strides.assign(6, one);
+    type = RankedTensorType::get(
+        {staticOf(c.batch), t.getHeads(), staticOf(n), t.getHeadDim()},
+        t.getElementType());
+  }
+  Value extract(OpBuilder &b, Location l, Value kv) const {
+    return b.create<tensor::ExtractSliceOp>(l, type, kv, offsets, sizes,
+                                            strides);
+  }
+};
+
 /// Writes `x` [B, S, H, hd] into kv[:, layer, which, :, len : len+S, :].
 Value writeEntries(OpBuilder &b, Location l, const Cache &c, Value kv, Value x,
                    int64_t layer, int64_t which, OpFoldResult len,
                    OpFoldResult s) {
-  KVCacheType t = c.type;
-  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  SmallVector<OpFoldResult> offsets = {zero, b.getIndexAttr(layer),
-                                       b.getIndexAttr(which), zero, len, zero};
-  SmallVector<OpFoldResult> sizes = {c.batch, one, one,
-                                     b.getIndexAttr(t.getHeads()), s,
-                                     b.getIndexAttr(t.getHeadDim())};
-  SmallVector<OpFoldResult> strides(6, one);
-  auto dstType = RankedTensorType::get(
-      {staticOf(c.batch), t.getHeads(), staticOf(s), t.getHeadDim()},
-      t.getElementType());
-  Value dst = b.create<tensor::ExtractSliceOp>(l, dstType, kv, offsets, sizes,
-                                               strides);
+  EntrySlice slice(b, c, layer, which, len, s);
+  RankedTensorType dstType = slice.type;
+  Value dst = slice.extract(b, l, kv);
   // dst[b, h, s, d] = x[b, s, h, d].
   MLIRContext *ctx = b.getContext();
   AffineExpr d0, d1, d2, d3;
@@ -132,8 +148,8 @@ Value writeEntries(OpBuilder &b, Location l, const Cache &c, Value kv, Value x,
              nb.create<linalg::YieldOp>(nl, a[0]);
            })
           .getResult(0);
-  return b.create<tensor::InsertSliceOp>(l, moved, kv, offsets, sizes,
-                                         strides);
+  return b.create<tensor::InsertSliceOp>(l, moved, kv, slice.offsets,
+                                         slice.sizes, slice.strides);
 }
 
 /// Writes the flags (mask as i64, or ones) into valid[:, len : len+S].
@@ -176,19 +192,8 @@ Value writeFlags(OpBuilder &b, Location l, const Cache &c, Value mask,
 /// kv[:, layer, which, :, 0 : len, :] as [B, H, len, hd].
 Value readEntries(OpBuilder &b, Location l, const Cache &c, int64_t layer,
                   int64_t which, OpFoldResult len) {
-  KVCacheType t = c.type;
-  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  SmallVector<OpFoldResult> offsets = {zero, b.getIndexAttr(layer),
-                                       b.getIndexAttr(which), zero, zero, zero};
-  SmallVector<OpFoldResult> sizes = {c.batch, one, one,
-                                     b.getIndexAttr(t.getHeads()), len,
-                                     b.getIndexAttr(t.getHeadDim())};
-  SmallVector<OpFoldResult> strides(6, one);
-  auto type = RankedTensorType::get(
-      {staticOf(c.batch), t.getHeads(), staticOf(len), t.getHeadDim()},
-      t.getElementType());
-  return b.create<tensor::ExtractSliceOp>(l, type, c.kv, offsets, sizes,
-                                          strides);
+  return EntrySlice(b, c, layer, which, b.getIndexAttr(0), len)
+      .extract(b, l, c.kv);
 }
 
 /// A pattern that reads and records cache states in a KVCacheLowering.
@@ -197,6 +202,15 @@ struct CachePattern : OpConversionPattern<OpT> {
   CachePattern(MLIRContext *ctx, KVCacheLowering &lowering)
       : OpConversionPattern<OpT>(ctx), lowering(lowering) {}
   KVCacheLowering &lowering;
+
+  /// `op`, whose result is the cache state `c`, is done: records `c` and
+  /// erases `op`.
+  LogicalResult define(ConversionPatternRewriter &rewriter, OpT op,
+                       Cache c) const {
+    lowering.set(op.getResult(), std::move(c));
+    rewriter.eraseOp(op);
+    return success();
+  }
 };
 
 //===----------------------------------------------------------------------===//
@@ -232,9 +246,7 @@ struct AllocLowering : CachePattern<KVAllocOp> {
     Value zero = b.create<arith::ConstantOp>(l, b.getI64IntegerAttr(0));
     c.flags = b.create<linalg::FillOp>(l, zero, flags).getResult(0);
     c.len.assign(c.type.getLayers(), b.getIndexAttr(0));
-    lowering.set(alloc.getResult(), c);
-    rewriter.eraseOp(alloc);
-    return success();
+    return define(rewriter, alloc, std::move(c));
   }
 };
 
@@ -279,9 +291,7 @@ struct AppendLowering : CachePattern<KVAppendOp> {
     }
     next.kv = kv;
     next.len[layer] = end;
-    lowering.set(append.getResult(), std::move(next));
-    rewriter.eraseOp(append);
-    return success();
+    return define(rewriter, append, std::move(next));
   }
 };
 

@@ -56,23 +56,13 @@ LogicalResult checkLowerable(Operation *op) {
 }
 
 struct LowerBackwardPass
-    : public bt::impl::BTLowerBackwardBase<LowerBackwardPass> {
-  using BTLowerBackwardBase::BTLowerBackwardBase;
-  LowerBackwardPass(const BTLowerBackwardOptions &options,
-                    const CodegenTarget *codegenTarget)
-      : BTLowerBackwardBase(options), codegenTarget(codegenTarget) {}
-
-  void getDependentDialects(DialectRegistry &registry) const override {
-    BTLowerBackwardBase::getDependentDialects(registry);
-    if (const CodegenTarget *t =
-            codegen::resolveCodegenTarget(codegenTarget, target))
-      t->getDependentDialects(registry);
-  }
+    : public codegen::TargetedLoweringPass<LowerBackwardPass,
+                                           bt::impl::BTLowerBackwardBase> {
+  using TargetedLoweringPass::TargetedLoweringPass;
 
   void runOnOperation() override {
     const CodegenTarget *hooks;
-    if (failed(codegen::resolveCodegenTarget(codegenTarget, target,
-                                             getOperation(), hooks)))
+    if (failed(resolveHooks(hooks)))
       return signalPassFailure();
     WalkResult checked = getOperation()->walk([](Operation *op) {
       if (isBackwardOp(op) && failed(checkLowerable(op)))
@@ -85,9 +75,7 @@ struct LowerBackwardPass
     RewritePatternSet patterns(&getContext());
     populateBTBackwardToLinalgPatterns(patterns);
     ConversionTarget conversion(getContext());
-    conversion.addLegalDialect<arith::ArithDialect, cf::ControlFlowDialect,
-                           linalg::LinalgDialect, math::MathDialect,
-                           scf::SCFDialect, tensor::TensorDialect>();
+    codegen::addLinalgLevelLegalDialects(conversion);
     conversion.addIllegalOp<LayerNormGradOp, EmbeddingGradOp, CrossEntropyGradOp,
                         AttentionGradOp>();
     if (hooks) {
@@ -98,10 +86,6 @@ struct LowerBackwardPass
                                       std::move(patterns))))
       signalPassFailure();
   }
-
-  /// Set by the C++ factory (the pipelines); the `target` option names a
-  /// registered one otherwise.
-  const CodegenTarget *codegenTarget = nullptr;
 };
 
 } // namespace

@@ -91,11 +91,7 @@ LogicalResult checkStructure(func::FuncOp fn) {
 /// no cache.
 ConversionTarget cacheFreeTarget(MLIRContext *ctx) {
   ConversionTarget target(*ctx);
-  target.addLegalDialect<arith::ArithDialect,
-                         bufferization::BufferizationDialect,
-                         cf::ControlFlowDialect, linalg::LinalgDialect,
-                         math::MathDialect, memref::MemRefDialect,
-                         scf::SCFDialect, tensor::TensorDialect>();
+  codegen::addLinalgLevelLegalDialects(target);
   target.addLegalOp<UnrealizedConversionCastOp>();
   target.addIllegalOp<KVAllocOp, KVAppendOp, KVAttendOp, KVLengthOp,
                       KVReleaseOp>();
@@ -110,18 +106,9 @@ ConversionTarget cacheFreeTarget(MLIRContext *ctx) {
 }
 
 struct LowerKVCachesPass
-    : public bt::impl::BTLowerKVCachesBase<LowerKVCachesPass> {
-  using BTLowerKVCachesBase::BTLowerKVCachesBase;
-  LowerKVCachesPass(const BTLowerKVCachesOptions &options,
-                    const CodegenTarget *codegenTarget)
-      : BTLowerKVCachesBase(options), codegenTarget(codegenTarget) {}
-
-  void getDependentDialects(DialectRegistry &registry) const override {
-    BTLowerKVCachesBase::getDependentDialects(registry);
-    if (const CodegenTarget *t =
-            codegen::resolveCodegenTarget(codegenTarget, target))
-      t->getDependentDialects(registry);
-  }
+    : public codegen::TargetedLoweringPass<LowerKVCachesPass,
+                                           bt::impl::BTLowerKVCachesBase> {
+  using TargetedLoweringPass::TargetedLoweringPass;
 
   /// Whether `fn` has caches to lower; an error for a declaration with cache
   /// arguments or results (calls are not lowered).
@@ -143,8 +130,7 @@ struct LowerKVCachesPass
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     const CodegenTarget *hooks;
-    if (failed(codegen::resolveCodegenTarget(codegenTarget, target,
-                                             getOperation(), hooks)))
+    if (failed(resolveHooks(hooks)))
       return signalPassFailure();
     KVCacheLowering lowering;
     RewritePatternSet patterns(ctx);
@@ -170,10 +156,6 @@ struct LowerKVCachesPass
       finishKVCacheSignature(fn, lowering);
     }
   }
-
-  /// Set by the C++ factory (the pipelines); the `target` option names a
-  /// registered one otherwise.
-  const CodegenTarget *codegenTarget = nullptr;
 };
 
 } // namespace

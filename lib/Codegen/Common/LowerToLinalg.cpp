@@ -53,18 +53,9 @@ namespace {
 bool isKeptOp(Operation *op) { return isa<ParamOp, ParamRefOp, SampleOp>(op); }
 
 struct LowerToLinalgPass
-    : public bt::impl::BTLowerToLinalgBase<LowerToLinalgPass> {
-  using BTLowerToLinalgBase::BTLowerToLinalgBase;
-  LowerToLinalgPass(const BTLowerToLinalgOptions &options,
-                    const CodegenTarget *codegenTarget)
-      : BTLowerToLinalgBase(options), codegenTarget(codegenTarget) {}
-
-  void getDependentDialects(DialectRegistry &registry) const override {
-    BTLowerToLinalgBase::getDependentDialects(registry);
-    if (const CodegenTarget *t =
-            codegen::resolveCodegenTarget(codegenTarget, target))
-      t->getDependentDialects(registry);
-  }
+    : public codegen::TargetedLoweringPass<LowerToLinalgPass,
+                                           bt::impl::BTLowerToLinalgBase> {
+  using TargetedLoweringPass::TargetedLoweringPass;
 
   /// Reports, with the op's location, every bt op that no pattern lowers
   /// (e.g. a model-level op: bt-decompose has not run) and every op whose
@@ -96,8 +87,7 @@ struct LowerToLinalgPass
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     const CodegenTarget *hooks;
-    if (failed(codegen::resolveCodegenTarget(codegenTarget, target,
-                                             getOperation(), hooks)))
+    if (failed(resolveHooks(hooks)))
       return signalPassFailure();
 
     LayerToLinalgState state(fusedKernel);
@@ -105,11 +95,7 @@ struct LowerToLinalgPass
     populateBTLayerToLinalgPatterns(patterns, state);
     populateBTOptimizerToLinalgPatterns(patterns);
     ConversionTarget conversion(*ctx);
-    conversion.addLegalDialect<arith::ArithDialect,
-                               bufferization::BufferizationDialect,
-                               cf::ControlFlowDialect, linalg::LinalgDialect,
-                               math::MathDialect, memref::MemRefDialect,
-                               scf::SCFDialect, tensor::TensorDialect>();
+    codegen::addLinalgLevelLegalDialects(conversion);
     conversion.addIllegalDialect<BTDialect>();
     conversion.addLegalOp<ParamOp, ParamRefOp, SampleOp>();
     if (hooks) {
@@ -128,10 +114,6 @@ struct LowerToLinalgPass
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(concat))))
       return signalPassFailure();
   }
-
-  /// Set by the C++ factory (the pipelines); the `target` option names a
-  /// registered one otherwise.
-  const CodegenTarget *codegenTarget = nullptr;
 };
 
 } // namespace
