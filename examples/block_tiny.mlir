@@ -1,7 +1,7 @@
 // A Block Transformer with the architecture of the official block_tiny fixture
 // (L_B = 4, P = 2, D = T = 64, 2 + 2 layers, V = 512): every parameter under its
 // official checkpoint name, the eval forward (paper §2) and a generation skeleton
-// with explicit KV-cache lifetimes (DESIGN.md §3).
+// with explicit KV-cache lifetimes (docs/design.md §3).
 //
 //   bt-opt examples/block_tiny.mlir --bt-verify-kv-lifetimes
 

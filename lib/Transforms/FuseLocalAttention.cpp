@@ -1,7 +1,7 @@
 //===- FuseLocalAttention.cpp - bt-fuse-local-attention --------------------===//
 //
 // bt.split_qkv → bt.rotary (q and k) → bt.local_attention becomes one
-// bt.fused_local_attention (DESIGN.md §4, "Local attention fusion"). The
+// bt.fused_local_attention (docs/design.md §4, "Local attention fusion"). The
 // exact pattern is documented in Passes.td; anything else is left alone.
 //
 //===----------------------------------------------------------------------===//

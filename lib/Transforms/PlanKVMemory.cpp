@@ -1,6 +1,6 @@
 //===- PlanKVMemory.cpp - bt-plan-kv-memory --------------------------------===//
 //
-// The KV-cache memory plan (DESIGN.md §3, include/bt/Transforms/KVPlan.h):
+// The KV-cache memory plan (docs/design.md §3, include/bt/Transforms/KVPlan.h):
 // global cache bytes per sequence, the bounded local scratch, and the
 // largest batch that fits a memory budget next to the weights.
 //

@@ -2,7 +2,7 @@
 //
 // Checks that every !bt.kv_cache value is used linearly, released on every
 // path, never used after it was consumed, and that `local` caches never leave
-// the region that allocated them (DESIGN.md §3). See Passes.td for the rules.
+// the region that allocated them (docs/design.md §3). See Passes.td for the rules.
 //
 // The analysis is an abstract interpretation over the IR. The abstract state
 // at a program point is the set of *live* cache values (allocated or received

@@ -6,7 +6,7 @@
 // result in the manifest as per-sequence coefficients (bt.proto
 // KVMemoryPlan). The runtime evaluates them for given lengths and a memory
 // budget, so `bench --batch max` and the memory-per-sample column use the
-// same plan as `bt-run plan`, without LLVM/MLIR (DESIGN.md §3: the runtime
+// same plan as `bt-run plan`, without LLVM/MLIR (docs/design.md §3: the runtime
 // sizes batches from the plan, it does not bisect to an out-of-memory error).
 
 #ifndef BT_RUNTIME_KV_PLAN_H

@@ -1,6 +1,6 @@
 //===- bench.h - throughput benchmarks of a compiled model ------*- C++ -*-===//
 //
-// The timing harness behind `./model bench` and `bt-run bench` (DESIGN.md
+// The timing harness behind `./model bench` and `bt-run bench` (docs/design.md
 // §5): runs benchmark *settings* on a loaded Model, and optionally the same
 // settings on our PyTorch Block Transformer (bench/bt_torch.py --serve) as a
 // baseline in a child process, with the same weights and thread count.

@@ -1,7 +1,7 @@
 //===- KVPlanTest.cpp - bt-plan-kv-memory against the closed form ---------===//
 //
 // The KV-cache memory plan (include/bt/Transforms/KVPlan.h) of imported
-// models against the closed-form formulas (paper §2.3-2.4, DESIGN.md §3):
+// models against the closed-form formulas (paper §2.3-2.4, docs/design.md §3):
 //   global per sequence = C · layers_B · 2 · H_B · hd_B · sizeof,
 //                         C = ceil(prompt / L_B) + ceil(gen / L_B)
 //   local per sequence  = 2 · layers_T · H_T · (P + L_B - 1) · hd_T · sizeof

@@ -1,7 +1,7 @@
 //===- Passes.td - bt code generation passes ----------------*- tablegen -*-===//
 //
 // The target-neutral passes that lower layer-level bt IR to code
-// (DESIGN.md §2, lib/Codegen/Common), shared by `bt-cpu-pipeline`
+// (docs/design.md §2, lib/Codegen/Common), shared by `bt-cpu-pipeline`
 // (include/bt/Codegen/CPU/CPUCodegen.h) and `bt-cuda-pipeline`
 // (include/bt/Codegen/CUDA/CUDACodegen.h). The CUDA target's own passes are
 // in include/bt/Codegen/CUDA/Passes.td.

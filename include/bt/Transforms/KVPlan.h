@@ -1,6 +1,6 @@
 //===- KVPlan.h - KV-cache memory plan ---------------------------*- C++ -*-===//
 //
-// The memory plan of `bt-plan-kv-memory` (DESIGN.md §3): bytes per sequence
+// The memory plan of `bt-plan-kv-memory` (docs/design.md §3): bytes per sequence
 // of the global (block-decoder) cache and of the bounded local (token-
 // decoder) scratch, and the largest batch that fits a memory budget next to
 // the weights. The runtime sizes its caches from this plan instead of

@@ -8,7 +8,7 @@ include "mlir/Pass/PassBase.td"
 def BTVerifyKVLifetimes : Pass<"bt-verify-kv-lifetimes"> {
   let summary = "Verify that every !bt.kv_cache value has a linear, complete lifetime";
   let description = [{
-    Checks the explicit KV-cache lifetimes of the bt dialect (DESIGN.md §3) on
+    Checks the explicit KV-cache lifetimes of the bt dialect (docs/design.md §3) on
     every function-like op (and on the op it runs on) by an abstract
     interpretation of the IR that follows `scf.if`, `scf.for`, `scf.while`,
     `scf.execute_region` and unstructured control flow (`cf.br`,
@@ -339,7 +339,7 @@ def BTEliminateDeadPrefill : Pass<"bt-eliminate-dead-prefill"> {
   let summary = "Remove the token-decoder work of blocks whose outputs are unused";
   let description = [{
     Paper §2.4 ("the prefill stage [can] be skipped entirely — except for the
-    most recent block"), DESIGN.md §4. Given a naive form in which the token
+    most recent block"), docs/design.md §4. Given a naive form in which the token
     decoder runs over every prompt block (as in the training graph) and only
     some blocks' outputs are used, removes the work of every other block, at
     model level (`bt.embedder`, `bt.token_decoder`, `bt.lm_head`) and at layer
@@ -423,7 +423,7 @@ def BTEliminateDeadPrefill : Pass<"bt-eliminate-dead-prefill"> {
 def BTFuseLocalAttention : Pass<"bt-fuse-local-attention"> {
   let summary = "Fuse split_qkv → rotary → local_attention into bt.fused_local_attention";
   let description = [{
-    DESIGN.md §4 ("Local attention fusion"). Rewrites the token decoder's
+    docs/design.md §4 ("Local attention fusion"). Rewrites the token decoder's
     attention chain, as `bt-decompose` emits it,
 
     ```mlir
@@ -459,7 +459,7 @@ def BTFuseLocalAttention : Pass<"bt-fuse-local-attention"> {
 def BTPlanKVMemory : Pass<"bt-plan-kv-memory", "::mlir::ModuleOp"> {
   let summary = "Plan KV-cache memory: bytes per sequence and the largest batch";
   let description = [{
-    DESIGN.md §3. Computes the memory plan of the module and attaches it as
+    docs/design.md §3. Computes the memory plan of the module and attaches it as
     the module attribute `bt.kv_plan = {...}` (i64 entries, sizes in bytes);
     the same computation is the C++ API `bt::computeKVPlan`
     (include/bt/Transforms/KVPlan.h), which `bt-run plan` prints.

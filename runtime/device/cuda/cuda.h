@@ -1,6 +1,6 @@
 //===- cuda.h - CUDA backend of the runtime (dlopen'ed driver API) -*- C++ -*-===//
 //
-// The runtime's CUDA backend (DESIGN.md §5, docs/abi.md "Kernel library (CUDA
+// The runtime's CUDA backend (docs/design.md §5, docs/abi.md "Kernel library (CUDA
 // target)"): the CUDA driver API (libcuda.so.1) and cuBLAS are loaded with
 // dlopen, so every binary links and runs on machines without a GPU and says
 // why none can be used. A CudaBackend owns the device's primary context, one

@@ -1,6 +1,6 @@
 //===- CPUCodegen.h - layer-level bt IR → CPU shared object -----*- C++ -*-===//
 //
-// The C++ API of the CPU back end (DESIGN.md §2, lib/Codegen/CPU):
+// The C++ API of the CPU back end (docs/design.md §2, lib/Codegen/CPU):
 // `bt-cpu-pipeline` (layer-level bt IR → LLVM dialect with the kernel ABI of
 // docs/abi.md) and the LLVM back end that turns LLVM-dialect host code into a
 // shared object (also used for the host code of the CUDA target):

@@ -1,6 +1,6 @@
 //===- CUDACodegen.h - layer-level bt IR → host code + PTX ------*- C++ -*-===//
 //
-// The C++ API of the CUDA back end (DESIGN.md §2, docs/codegen-cuda.md,
+// The C++ API of the CUDA back end (docs/design.md §2, docs/codegen-cuda.md,
 // lib/Codegen/CUDA): `bt-cuda-pipeline` and its options.
 //
 //   bt::CUDAPipelineOptions popts;                      // bt-cuda-pipeline
