@@ -10,6 +10,7 @@
 
 #include "bt/Dialect/BT/IR/BTOps.h"
 #include "bt/Transforms/Passes.h"
+#include "bt/runtime/base/byte_size.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -327,38 +328,11 @@ std::string bt::formatBytes(int64_t bytes) {
 }
 
 bool bt::parseByteSize(StringRef text, int64_t &bytes) {
-  text = text.trim();
-  size_t numEnd = 0;
-  while (numEnd < text.size() &&
-         (llvm::isDigit(text[numEnd]) || text[numEnd] == '.'))
-    ++numEnd;
-  StringRef number = text.take_front(numEnd);
-  StringRef unit = text.drop_front(numEnd).trim();
-  double value;
-  if (number.empty() || number.getAsDouble(value) || value < 0)
+  std::optional<int64_t> parsed =
+      rt::ParseByteSizeText(std::string_view(text.data(), text.size()));
+  if (!parsed)
     return false;
-  std::string u = unit.lower();
-  double scale = 1;
-  if (!u.empty()) {
-    static const char prefixes[] = "kmgtp";
-    const char *p = std::strchr(prefixes, u[0]);
-    if (!p)
-      return false;
-    int power = static_cast<int>(p - prefixes) + 1;
-    std::string rest = u.substr(1);
-    double base;
-    if (rest.empty() || rest == "ib" || rest == "i")
-      base = 1024.0;
-    else if (rest == "b")
-      base = 1000.0;
-    else
-      return false;
-    scale = std::pow(base, power);
-  }
-  double total = value * scale;
-  if (total > 9.0e18)
-    return false;
-  bytes = static_cast<int64_t>(total);
+  bytes = *parsed;
   return true;
 }
 

@@ -2,6 +2,8 @@
 
 #include "bt/runtime/model/kv_plan.h"
 
+#include "bt/runtime/base/byte_size.h"
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -9,8 +11,6 @@
 #include <fstream>
 #include <string>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace bt::rt {
@@ -66,41 +66,13 @@ absl::StatusOr<int64_t> PlannedMaxBatch(const PlannedKV &plan,
 }
 
 absl::StatusOr<int64_t> ParseByteSize(absl::string_view text) {
-  auto bad = [&] {
+  std::optional<int64_t> bytes =
+      ParseByteSizeText(std::string_view(text.data(), text.size()));
+  if (!bytes)
     return absl::InvalidArgumentError(absl::StrCat(
         "'", text, "': expected a size such as 80GiB (binary), 80GB "
         "(decimal) or 1073741824 (bytes)"));
-  };
-  absl::string_view t = absl::StripAsciiWhitespace(text);
-  size_t end = 0;
-  while (end < t.size() &&
-         (std::isdigit(static_cast<unsigned char>(t[end])) || t[end] == '.'))
-    ++end;
-  double value = 0;
-  if (end == 0 || !absl::SimpleAtod(t.substr(0, end), &value) || value < 0)
-    return bad();
-  const std::string unit =
-      absl::AsciiStrToLower(absl::StripAsciiWhitespace(t.substr(end)));
-  double scale = 1;
-  if (!unit.empty()) {
-    static const char kPrefixes[] = "kmgtp";
-    const char *p = std::strchr(kPrefixes, unit[0]);
-    if (p == nullptr || unit[0] == '\0')
-      return bad();
-    const std::string rest = unit.substr(1);
-    double base = 0;
-    if (rest.empty() || rest == "ib" || rest == "i")
-      base = 1024.0;
-    else if (rest == "b")
-      base = 1000.0;
-    else
-      return bad();
-    scale = std::pow(base, static_cast<int>(p - kPrefixes) + 1);
-  }
-  const double total = value * scale;
-  if (total > 9.0e18)
-    return bad();
-  return static_cast<int64_t>(total);
+  return *bytes;
 }
 
 absl::StatusOr<int64_t> AvailableMemoryBytes() {

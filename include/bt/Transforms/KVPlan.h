@@ -118,7 +118,9 @@ std::string formatBytes(int64_t bytes);
 
 /// Parses a byte size: "80GiB", "80G" and "80 GiB" are binary (80 · 2^30),
 /// "80GB" is decimal (80 · 10^9), a plain number is bytes; K, M, G, T units,
-/// fractions allowed ("1.5TiB"). Returns false on a malformed string.
+/// fractions allowed ("1.5TiB"). Returns false on a malformed string. The
+/// parser is the runtime's (bt::rt::ParseByteSizeText, runtime/base/
+/// byte_size.h: std-only), so both sides read sizes alike.
 bool parseByteSize(llvm::StringRef text, int64_t &bytes);
 
 } // namespace bt
