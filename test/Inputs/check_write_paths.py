@@ -34,7 +34,6 @@ ALLOWED = [
     ("runtime/tooling/bench.cc", "remove_all(dir_", "TorchRunner: its own scratch directory"),
     ("runtime/tooling/bench.cc", "std::remove(file(\"model.safetensors\")", "TorchRunner: its own scratch copy of the weights"),
     ("runtime/tooling/bench.cc", "mkdtemp(", "ScratchDir: a new temporary directory"),
-    ("tools/bt-run/RuntimeCommands.cpp", "remove(artifact)", "the temporary artifact of `bt-run eval CHECKPOINT`"),
     # Checkpoint directories: assembled under a temporary name inside the run's
     # (or the checkpoint's parent) directory, files inside written by the
     # writer, then renamed into place (CheckTrainOutputDir and
