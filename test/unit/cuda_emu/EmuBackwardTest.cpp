@@ -39,10 +39,8 @@
 
 #include "EmuCompare.h"
 
-#include "bt/Codegen/CUDA/CUDACodegen.h"
 #include "bt/Transforms/Passes.h"
 
-#include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
@@ -57,19 +55,6 @@ using namespace bt;
 using namespace bt::test;
 
 namespace {
-
-/// `ids` of `shape` drawn from [0, vocab); i32 when `i32`.
-Array randomIds(std::vector<int64_t> shape, int64_t vocab, bool i32,
-                std::mt19937 &rng) {
-  Array a = Array::i64(shape, {});
-  std::uniform_int_distribution<int64_t> d(0, vocab - 1);
-  a.i.resize(a.numel());
-  for (int64_t &v : a.i)
-    v = d(rng);
-  if (i32)
-    a.dtype = DType::I32;
-  return a;
-}
 
 TEST(BackwardOps, LayerNormGrad) {
   std::string error;
@@ -238,17 +223,14 @@ TEST(BackwardOps, CrossEntropyGrad) {
 
 /// `source` with the `grad` entry point of its `eval_loss`, printed.
 std::string withGradients(const std::string &source, std::string &error) {
-  mlir::DialectRegistry registry;
-  registerCUDACodegenDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  std::unique_ptr<mlir::MLIRContext> ctx = makeCUDAContext();
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(source, &ctx);
+      mlir::parseSourceString<mlir::ModuleOp>(source, ctx.get());
   if (!module) {
     error = "cannot parse the training graph";
     return "";
   }
-  mlir::PassManager pm(&ctx);
+  mlir::PassManager pm(ctx.get());
   pm.addPass(createBTGenerateGradients());
   if (mlir::failed(pm.run(*module))) {
     error = "bt-generate-gradients failed";

@@ -35,6 +35,14 @@ bool sameBits(const Array &a, const Array &b) {
 
 } // namespace
 
+std::unique_ptr<mlir::MLIRContext> makeCUDAContext() {
+  mlir::DialectRegistry registry;
+  registerCUDACodegenDialects(registry);
+  auto ctx = std::make_unique<mlir::MLIRContext>(registry);
+  ctx->loadAllAvailableDialects();
+  return ctx;
+}
+
 std::unique_ptr<BothTargets> compileBoth(const std::string &source,
                                          std::string &error) {
   auto both = std::make_unique<BothTargets>();
@@ -43,12 +51,9 @@ std::unique_ptr<BothTargets> compileBoth(const std::string &source,
     error = "CPU target: " + error;
     return nullptr;
   }
-  mlir::DialectRegistry registry;
-  registerCUDACodegenDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  std::unique_ptr<mlir::MLIRContext> ctx = makeCUDAContext();
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(source, &ctx);
+      mlir::parseSourceString<mlir::ModuleOp>(source, ctx.get());
   if (!module) {
     error = "CUDA target: cannot parse the module";
     return nullptr;
@@ -121,6 +126,18 @@ std::vector<int64_t> keyFlags(int64_t batch, int64_t keys, std::mt19937 &rng) {
     for (int64_t t = 0; t < keys; ++t)
       f[b * keys + t] = b % 3 == 0 ? (t >= 3 && valid(rng)) : b % 3 == 2;
   return f;
+}
+
+Array randomIds(std::vector<int64_t> shape, int64_t vocab, bool i32,
+                std::mt19937 &rng) {
+  Array a = Array::i64(shape, {});
+  std::uniform_int_distribution<int64_t> d(0, vocab - 1);
+  a.i.resize(a.numel());
+  for (int64_t &v : a.i)
+    v = d(rng);
+  if (i32)
+    a.dtype = DType::I32;
+  return a;
 }
 
 } // namespace bt::test

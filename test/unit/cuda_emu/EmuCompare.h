@@ -15,6 +15,8 @@
 
 #include "../codegen/KernelHarness.h"
 
+#include "mlir/IR/MLIRContext.h"
+
 #include <memory>
 #include <random>
 #include <string>
@@ -27,6 +29,10 @@ struct BothTargets {
   std::unique_ptr<Kernels> cpu, gpu;
   std::string emulatorImage;
 };
+
+/// An MLIR context with the CUDA target's dialects (a superset of the CPU
+/// target's) loaded.
+std::unique_ptr<mlir::MLIRContext> makeCUDAContext();
 
 /// Compiles `source` (layer-level bt IR) for both targets and opens the
 /// emulated device; null with `error` set on failure.
@@ -55,6 +61,10 @@ void expectSame(BothTargets &both, const std::string &name,
 /// (80 % valid) with the first three keys masked, 1 none valid (fully
 /// masked rows), 2 all valid.
 std::vector<int64_t> keyFlags(int64_t batch, int64_t keys, std::mt19937 &rng);
+
+/// Ids of `shape` uniform in [0, vocab) (i32 when `i32`, else i64).
+Array randomIds(std::vector<int64_t> shape, int64_t vocab, bool i32,
+                std::mt19937 &rng);
 
 } // namespace bt::test
 

@@ -334,16 +334,6 @@ TEST(LayerOps, AllOps) {
   ASSERT_TRUE(both) << error;
   std::mt19937 rng(78);
   auto R = [&](std::vector<int64_t> shape) { return Array::random(shape, rng); };
-  auto ids = [&](std::vector<int64_t> shape, int64_t vocab, bool i32) {
-    Array a = Array::i64(shape, {});
-    std::uniform_int_distribution<int64_t> d(0, vocab - 1);
-    a.i.resize(a.numel());
-    for (int64_t &v : a.i)
-      v = d(rng);
-    if (i32)
-      a.dtype = DType::I32;
-    return a;
-  };
   {
     Array x = R({3, 3, 40}), w = R({40}), b = R({40});
     expectSame(*both, "ln", {&x, &w, &b}, {{3}}, "");
@@ -360,7 +350,8 @@ TEST(LayerOps, AllOps) {
   }
   {
     Array t = R({10, 6});
-    Array i64 = ids({4, 3}, 10, false), i32 = ids({4}, 10, true);
+    Array i64 = randomIds({4, 3}, 10, false, rng),
+          i32 = randomIds({4}, 10, true, rng);
     expectSame(*both, "emb", {&i64, &t}, {{3}}, "");
     expectSame(*both, "emb32", {&i32, &t}, {{2}}, "");
   }
@@ -406,7 +397,7 @@ TEST(LayerOps, AllOps) {
   }
   {
     Array l = Array::random({2, 4, 11}, rng, -4.0f, 4.0f);
-    Array y = ids({2, 4}, 11, false);
+    Array y = randomIds({2, 4}, 11, false, rng);
     y.i[1] = -100; // ignored
     expectSame(*both, "ce", {&l, &y}, {{0}}, "");
     Array l3 = Array::random({3, 11}, rng, -4.0f, 4.0f);
