@@ -32,6 +32,11 @@ can take turns call by call:
     errors                                         -> {"error": message}; EOF ends the process.
 `--bench` runs the same forward settings on its own and prints one JSON result per setting:
     bt_torch.py --bench --model-dir DIR --batch 1,8 --tokens 512 --iters 5 --warmup 1 --threads 2
+`--device cuda` (torch >= 2.0 with a CUDA GPU, e.g. the GPU machine's PyTorch; `bench --device
+cuda` passes it, so both run on the same GPU) moves the model and every tensor to the GPU and
+synchronizes before each time is taken; `--dtype bf16` runs it in bfloat16 there (default f32,
+the dtype bt's CUDA artifacts compute in). The "peak" reply then also has "peak_device_mb"
+(torch.cuda.max_memory_allocated since the last prepare).
 `--train-serve` is the PyTorch side of `train --baseline torch` (runtime/include/bt/runtime/train.h):
 the same model, initial weights (DIR/model.safetensors, official names), batches in the same order
 (`--batches`: input_ids/attention_mask/labels [S, B, N, L], block_attention_mask [S, B, N], as bt
@@ -44,13 +49,15 @@ same steps on its own with the `lr` column of bt's log.csv:
         --threads 2 --out torch_log.csv
 writing step,loss,grad_norm,lr,seconds,tokens_per_s per step (seconds: forward + backward + clip +
 AdamW, like bt's train_step).
-All modes print {"unavailable": reason} and exit with status 3 when torch or numpy cannot be imported.
+All modes print {"unavailable": reason} and exit with status 3 when torch or numpy cannot be imported
+(and --serve/--bench with --device cuda when torch sees no CUDA GPU).
 
 Shapes: B batch, N blocks, L = L_B block length, D block width, T token width,
 P prefix length, V vocabulary, H heads, hd head dim.
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -158,7 +165,7 @@ def apply_rotary(x, cos, sin, r):
     xr, xp = x[..., :r], x[..., r:]
     half = r // 2
     rot = torch.cat((-xr[..., half:], xr[..., :half]), dim=-1)
-    c, s = cos[:, None, :], sin[:, None, :]  # [S, 1, r]
+    c, s = cos[:, None, :].to(x.dtype), sin[:, None, :].to(x.dtype)  # [S, 1, r]
     return torch.cat((xr * c + rot * s, xp), dim=-1)
 
 
@@ -360,6 +367,7 @@ class BlockTransformer(nn.Module):
         caches = [dict() for _ in self.block_decoder.layers]
         ctx = self.block_decoder(self.embed_blocks(ids), block_mask, caches=caches)[:, -1]
         if stats is not None:
+            _sync()
             stats["prefill_seconds"] = time.perf_counter() - t_start
         if progress:
             progress(0, max_new_tokens)
@@ -455,6 +463,7 @@ class VanillaNeoX(nn.Module):
             # Rows may need different positions: run the stack per row for the prompt.
             h = self._rows(x, mask, pos, caches)
         if stats is not None:
+            _sync()
             stats["prefill_seconds"] = time.perf_counter() - t_start
         if progress:
             progress(0, max_new_tokens)
@@ -528,7 +537,7 @@ def check_fixtures(root):
         model.eval()
         inp, _ = read_safetensors(os.path.join(d, "inputs.safetensors"))
         ref, _ = read_safetensors(os.path.join(d, "outputs.safetensors"))
-        t = {k: torch.from_numpy(v) for k, v in inp.items()}
+        t = {k: torch.from_numpy(v).to(_DEVICE) for k, v in inp.items()}
         with torch.no_grad():
             if isinstance(model, BlockTransformer):
                 logits, loss = model(t["input_ids"], t["attention_mask"], t["block_attention_mask"], t["labels"])
@@ -593,10 +602,31 @@ def forward_inputs(model, batch, tokens, gen):
     """Random ids in [2, V) and all-ones masks in the shapes of the bt forward."""
     if isinstance(model, BlockTransformer):
         shape = (batch, tokens // model.L, model.L)
-        ids = torch.randint(2, model.vocab, shape, generator=gen)
+        ids = torch.randint(2, model.vocab, shape, generator=gen, device="cpu").to(_DEVICE)
         return (ids, torch.ones(shape, dtype=torch.long), torch.ones(shape[:2], dtype=torch.long))
-    ids = torch.randint(2, model.vocab, (batch, tokens), generator=gen)
+    ids = torch.randint(2, model.vocab, (batch, tokens), generator=gen, device="cpu").to(_DEVICE)
     return (ids, torch.ones(ids.shape, dtype=torch.long))
+
+
+# The device of --serve / --bench ("cpu", or "cuda": the GPU bt's artifact runs on) and the
+# dtype of the weights and activations there (set by load_bench_model).
+_DEVICE = "cpu"
+
+
+def _sync():
+    """Waits for the GPU's queued work (timings on --device cuda); nothing on the CPU."""
+    if _DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def _reset_peak_device():
+    if _DEVICE == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+
+
+def _peak_device_mb():
+    """Peak GPU memory torch allocated since _reset_peak_device (0 on the CPU)."""
+    return torch.cuda.max_memory_allocated() / 2**20 if _DEVICE == "cuda" else 0.0
 
 
 def _reset_peak_rss():
@@ -624,15 +654,36 @@ def median(values):
     return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
 
 
+_TORCH_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+
+
 def load_bench_model(args):
+    """The model of --model-dir on --device in --dtype, and its description."""
+    global _DEVICE
     torch.set_num_threads(args.threads)
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError("--device cuda: torch sees no CUDA GPU")
+        if not hasattr(torch, "set_default_device"):
+            raise RuntimeError(f"--device cuda needs torch >= 2.0 (this is {torch.__version__})")
+        # Factory calls in the model (masks, positions) then allocate on the GPU too.
+        torch.set_default_device("cuda")
+    elif args.dtype != "f32":
+        raise RuntimeError("--dtype bf16 is for --device cuda")
+    _DEVICE = args.device
     cfg = json.load(open(os.path.join(args.model_dir, "bt_config.json")))
-    model = model_from_bt_config(cfg)
-    w, _ = read_safetensors(os.path.join(args.model_dir, "model.safetensors"))
-    model.load(w)
-    del w
+    # Built and loaded on the CPU (torch.device is a context manager in torch >= 2.0), then moved.
+    with torch.device("cpu") if args.device == "cuda" else contextlib.nullcontext():
+        model = model_from_bt_config(cfg)
+        w, _ = read_safetensors(os.path.join(args.model_dir, "model.safetensors"))
+        model.load(w)
+        del w
+    model = model.to(device=args.device, dtype=_TORCH_DTYPES[args.dtype])
     model.eval()
     desc = f"torch {torch.__version__}, {torch.get_num_threads()} thread(s)"
+    if args.device == "cuda":
+        desc = (f"torch {torch.__version__} on {torch.cuda.get_device_name()}, {args.dtype}, "
+                f"CUDA {torch.version.cuda}")
     print(f"[torch] {desc}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')}",
           file=sys.stderr, flush=True)
     return model, desc
@@ -678,13 +729,14 @@ def serve(args):
                         ids = read_safetensors(req["prompt"])[0]["input_ids"]
                         if list(ids.shape) != [int(req["batch"]), int(req["prompt_tokens"])]:
                             raise ValueError(f"prompt {list(ids.shape)} does not match the setting")
-                        prompt = torch.from_numpy(ids)
+                        prompt = torch.from_numpy(ids).to(_DEVICE)
                         gen_tokens = int(req["gen_tokens"])
                     elif req["setting"] == "forward":
                         inputs = forward_inputs(model, int(req["batch"]), int(req["prompt_tokens"]), gen)
                     else:
                         raise ValueError(f"setting {req['setting']!r} is not implemented")
                     _reset_peak_rss()
+                    _reset_peak_device()
                     reply = {"ok": True}
                 elif cmd == "call":
                     if prompt is not None:
@@ -694,6 +746,7 @@ def serve(args):
                         t0 = time.perf_counter()
                         toks, _ = model.generate(prompt, torch.ones_like(prompt), gen_tokens,
                                                  keep_logits=False, progress=report, stats=stats)
+                        _sync()
                         reply = {"seconds": time.perf_counter() - t0,
                                  "prefill_seconds": stats["prefill_seconds"],
                                  "kv_bytes_per_sample": stats["kv_bytes_per_sample"]}
@@ -701,6 +754,7 @@ def serve(args):
                     elif inputs is not None:
                         t0 = time.perf_counter()
                         out = run_forward(model, inputs)
+                        _sync()
                         reply = {"seconds": time.perf_counter() - t0}
                         del out
                     else:
@@ -708,13 +762,13 @@ def serve(args):
                 elif cmd == "tokens":
                     if last_tokens is None:
                         raise ValueError("tokens before a generation call")
-                    write_safetensors(req["output"], {"new_tokens": last_tokens.numpy()})
+                    write_safetensors(req["output"], {"new_tokens": last_tokens.cpu().numpy()})
                     reply = {"ok": True}
                 elif cmd == "peak":
-                    reply = {"peak_rss_mb": _peak_rss_mb()}
+                    reply = {"peak_rss_mb": _peak_rss_mb(), "peak_device_mb": _peak_device_mb()}
                 elif cmd == "logits":
                     logits = run_forward(model, eval_inputs(model, req["inputs"]))
-                    write_safetensors(req["output"], {"logits": logits.numpy()})
+                    write_safetensors(req["output"], {"logits": logits.float().cpu().numpy()})
                     del logits
                     reply = {"ok": True}
                 else:
@@ -732,10 +786,12 @@ def bench(args):
             inputs = forward_inputs(model, batch, args.tokens, gen)
             print(f"[torch] forward batch {batch} x {args.tokens} tokens: ", end="", file=sys.stderr, flush=True)
             _reset_peak_rss()
+            _reset_peak_device()
             runs = []
             for i in range(args.warmup + args.iters):
                 t0 = time.perf_counter()
                 out = run_forward(model, inputs)
+                _sync()
                 dt = time.perf_counter() - t0
                 del out
                 if i < args.warmup:
@@ -749,10 +805,12 @@ def bench(args):
             print(json.dumps({"setting": "forward", "impl": "torch", "batch": batch,
                               "prompt_tokens": args.tokens, "gen_tokens": 0, "tokens": tokens,
                               "seconds": med, "tokens_per_s": tokens / med,
-                              "peak_rss_mb": _peak_rss_mb(), "run_seconds": runs}), flush=True)
+                              "peak_rss_mb": _peak_rss_mb(), "peak_device_mb": _peak_device_mb(),
+                              "device": args.device, "dtype": args.dtype, "run_seconds": runs}),
+                  flush=True)
         if args.check_inputs:
             logits = run_forward(model, eval_inputs(model, args.check_inputs))
-            write_safetensors(args.check_output, {"logits": logits.numpy()})
+            write_safetensors(args.check_output, {"logits": logits.float().cpu().numpy()})
 
 
 def read_lr_column(path):
@@ -855,6 +913,10 @@ def main():
     ap.add_argument("--iters", type=int, default=5, help="--bench: timed calls per setting")
     ap.add_argument("--warmup", type=int, default=1, help="--bench: untimed calls first")
     ap.add_argument("--threads", type=int, default=2, help="--bench: torch.set_num_threads")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="--bench/--serve: where the model runs (cuda: the GPU, torch >= 2.0)")
+    ap.add_argument("--dtype", choices=("f32", "bf16"), default="f32",
+                    help="--bench/--serve: weights and activations (bf16: --device cuda only)")
     ap.add_argument("--seed", type=int, default=0, help="--bench: seed of the random ids")
     ap.add_argument("--check-inputs", help="--bench: also run the forward on these inputs ...")
     ap.add_argument("--check-output", help="--bench: ... and write its logits here")
@@ -887,6 +949,10 @@ def main():
     if args.bench or args.serve:
         if not args.model_dir:
             ap.error("--bench/--serve need --model-dir")
+        if args.device == "cuda" and not torch.cuda.is_available():
+            print(json.dumps({"unavailable": f"--device cuda: torch {torch.__version__} sees no CUDA GPU"}),
+                  flush=True)
+            sys.exit(3)
         serve(args) if args.serve else bench(args)
         return
     ap.print_help()

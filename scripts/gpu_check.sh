@@ -23,6 +23,24 @@
 #   memcheck  compute-sanitizer --tool memcheck on eval and one generate, when
 #             /usr/local/cuda/bin/compute-sanitizer (or $COMPUTE_SANITIZER)
 #             exists.
+# Then the GPU benchmark (issue 13 item 7; docs/codegen-cuda.md, "The GPU
+# benchmark"), for every BUNDLE_DIR/bench/<model>.btart (gpu_prepare.sh with
+# BT_GPU_BENCH=tiny|paper): `bt-launcher --artifact <model>.btart bench` on the
+# device with the PyTorch baseline (bench/bt_torch.py) on the same GPU, in
+# f32 as bt's artifacts (on the emulator torch runs on the CPU: there is no
+# GPU), into $OUT/bench.<model>.csv and bench.<model>.txt, and the Pareto plot
+# of all of them, $OUT/bench_pareto.png (matplotlib or gnuplot) and .svg
+# (bench/pareto_plot.py). BT_GPU_BENCH_SIZE selects the sizes:
+#   paper (default) the paper's settings, prefill-heavy 2048/128 and
+#                   decode-heavy 128/2048, batch 1, 32, 256 and the planned max
+#                   batch (for the GPU's memory from nvidia-smi), --warmup 1
+#                   --iters 2 (BT_GPU_BENCH_ITERS);
+#   tiny            prefill-heavy 8/4, decode-heavy 4/8, batch 1 and 2, one
+#                   call each: what the emulator finishes in seconds.
+# BT_GPU_BENCH_TIMEOUT (default 1800) bounds each model's bench command;
+# BT_GPU_BENCH_BASELINE=none skips PyTorch; $BT_PYTHON is the interpreter
+# with torch (default: python3 on a GPU, bench's /usr/bin/python3 on the
+# emulator).
 # With BT_DEVICE=cuda-emu the same checks run on the CUDA emulator
 # (docs/cuda-emulator.md; any emulator report fails the command).
 # Every command runs under `timeout` (BT_GPU_CHECK_TIMEOUT seconds, default
@@ -157,6 +175,51 @@ for dir in "$fixtures"/*/; do
     record "$case" memcheck SKIP "no $sanitizer" 0
   fi
 done
+
+# The GPU benchmark of the bundle's bench/ models.
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+size=${BT_GPU_BENCH_SIZE:-paper}
+bench_models=()
+for art in "$bundle"/bench/*.btart; do
+  [ -f "$art" ] && bench_models+=("$art")
+done
+if [ ${#bench_models[@]} -eq 0 ]; then
+  record all bench SKIP "no $bundle/bench/*.btart (gpu_prepare.sh with BT_GPU_BENCH=tiny|paper)" 0
+elif [ "$size" != paper ] && [ "$size" != tiny ]; then
+  record all bench FAIL "BT_GPU_BENCH_SIZE=$size: expected paper or tiny" 0
+else
+  if [ "$size" = paper ]; then
+    bench_flags=(--setting prefill-heavy=2048/128,decode-heavy=128/2048
+                 --batch 1,32,256,max --warmup 1 --iters "${BT_GPU_BENCH_ITERS:-2}")
+    if [ "$device" = cuda ] && command -v nvidia-smi > /dev/null; then
+      gpu_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+      [ -n "$gpu_mib" ] && bench_flags+=(--memory "${gpu_mib// /}MiB")
+    fi
+  else
+    bench_flags=(--setting prefill-heavy=8/4,decode-heavy=4/8 --batch 1,2
+                 --warmup 0 --iters 1)
+  fi
+  bench_flags+=(--device "$device" --baseline "${BT_GPU_BENCH_BASELINE:-torch}"
+                --torch-script "$repo/bench/bt_torch.py" --progress none)
+  # The interpreter with torch: $BT_PYTHON; on the GPU machine the `python3`
+  # on PATH; else bench's default (/usr/bin/python3, Debian's torch).
+  py=${BT_PYTHON:-}
+  [ -z "$py" ] && [ "$device" = cuda ] && py=python3
+  [ -n "$py" ] && bench_flags+=(--python "$py")
+  csvs=()
+  check_limit=$limit
+  limit=${BT_GPU_BENCH_TIMEOUT:-1800}
+  for art in "${bench_models[@]}"; do
+    model=$(basename "$art" .btart)
+    run "$model" bench "$launcher" --artifact "$art" bench "${bench_flags[@]}" \
+      --csv "$out/bench.$model.csv" && csvs+=("$out/bench.$model.csv")
+  done
+  limit=$check_limit
+  if [ ${#csvs[@]} -gt 0 ]; then
+    run all bench-pareto-plot python3 "$repo/bench/pareto_plot.py" \
+      "$out/bench_pareto" "${csvs[@]}"
+  fi
+fi
 
 if [ "$n" -eq 0 ]; then
   echo "error: no fixture case of $fixtures has an artifact in $bundle" >&2

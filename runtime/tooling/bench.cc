@@ -283,6 +283,11 @@ TorchRunner::Start(const Model &model, const BenchOptions &opts,
                                    r->dir_,       "--threads",
                                    threads,       "--seed",
                                    absl::StrCat(opts.seed)};
+  // On a GPU the baseline runs on the same GPU, in the dtype bt's CUDA
+  // artifacts compute in (f32). The emulated device has no GPU for torch:
+  // there it runs on the CPU.
+  if (opts.device == "cuda")
+    argv.insert(argv.end(), {"--device", "cuda", "--dtype", "f32"});
   // The first line: {"ready": ...} or {"unavailable": ...}.
   std::string hello;
   absl::StatusOr<std::unique_ptr<JsonLineChild>> child =
@@ -701,10 +706,6 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
         "bench --device ", opts.device, ": the artifact runs on '",
         model.device().name(), "' (bt-run compile --target ", opts.device,
         " makes one for '", opts.device, "')"));
-  if (opts.device == "cuda" && opts.baseline == "torch")
-    return absl::UnimplementedError(
-        "bench --device cuda: the PyTorch baseline on the GPU is not "
-        "implemented yet (issue 6); pass --baseline none");
   if (opts.baseline != "torch" && opts.baseline != "none")
     return absl::InvalidArgumentError(absl::StrCat(
         "bench --baseline ", opts.baseline, ": expected 'torch' or 'none'"));

@@ -38,6 +38,12 @@ void *LookupSymbol(const char *name);
 /// Reports so far (every check that fired, in this process).
 long ReportCount();
 
+/// Replaces the schedule seed (BT_CUDA_EMU_SEED) for the launches that
+/// follow: 0 runs blocks and threads in order, any other value permutes
+/// them. For tests that compare the results of several seeds in one
+/// process (bt-cuda-emu-kernel-tests); not thread-safe against a launch.
+void SetScheduleSeed(unsigned long long seed);
+
 } // namespace bt::cuda_emu
 
 #endif // BT_RUNTIME_DEVICE_CUDA_EMU_CUDA_EMU_H

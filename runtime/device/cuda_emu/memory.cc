@@ -41,10 +41,8 @@ void *MapOrDie(void *addr, uint64_t bytes, int prot, int flags, int fd,
   return p;
 }
 
-} // namespace
-
-const Settings &GetSettings() {
-  static const Settings settings = [] {
+Settings &MutableSettings() {
+  static Settings settings = [] {
     Settings s;
     if (const char *v = std::getenv("BT_CUDA_EMU_SEED"))
       s.seed = std::strtoull(v, nullptr, 10);
@@ -55,6 +53,14 @@ const Settings &GetSettings() {
     return s;
   }();
   return settings;
+}
+
+} // namespace
+
+const Settings &GetSettings() { return MutableSettings(); }
+
+void SetScheduleSeed(unsigned long long seed) {
+  MutableSettings().seed = seed;
 }
 
 long ReportCount() { return g_reports.load(); }

@@ -76,4 +76,8 @@ void release(void *device) {
 
 long reports() { return cuda_emu::ReportCount(); }
 
+void setScheduleSeed(unsigned long long seed) {
+  cuda_emu::SetScheduleSeed(seed);
+}
+
 } // namespace bt::test::emu

@@ -41,6 +41,9 @@ void download(void *host, const void *device, int64_t bytes);
 void release(void *device);
 /// Reports of the emulator's checks so far in this process.
 long reports();
+/// The schedule seed of the launches that follow (as BT_CUDA_EMU_SEED: 0
+/// in order, otherwise a permutation of blocks and threads).
+void setScheduleSeed(unsigned long long seed);
 
 } // namespace bt::test::emu
 

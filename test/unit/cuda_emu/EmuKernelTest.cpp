@@ -5,10 +5,11 @@
 // (the reference) and bt-cuda-pipeline with the emulator's kernel library
 // (buildEmulatorKernels) — and every function of it is called on the same
 // random inputs: on the CPU, and through the CUDA host code on the emulated
-// device (EmuDevice.h), whose checks (bounds, initialization, races,
-// barriers, shuffles, launch limits) end the process with a report if they
-// fire. Results agree within 1e-5 (absolute + relative; the GPU kernels sum
-// in other orders and use libm's expf where the CPU target uses its own).
+// device (EmuDevice.h, EmuCompare.h), whose checks (bounds,
+// initialization, races, barriers, shuffles, launch limits) end the
+// process with a report if they fire. Results agree within 1e-5 (absolute +
+// relative; the GPU kernels sum in other orders and use libm's expf where
+// the CPU target uses its own).
 //
 // The attention kernels of lib/Codegen/CUDA/GPUAttention.cpp:
 //   - split-K decode (bt.kv_attend with static S ≤ 4, keys from a KV cache):
@@ -41,18 +42,14 @@
 // cross_entropy (ignored labels), and the KV-cache ops kv_alloc /
 // kv_append / kv_attend / kv_length / kv_release (the attention tests and
 // LayerOps.KVCacheOps). bt.sample (generation's sampler callback) runs
-// in test/bt-run/cuda-emu-fixtures.test; the backward and optimizer ops are
-// not lowered by bt-cuda-pipeline.
+// in test/bt-run/cuda-emu-fixtures.test; the backward and optimizer ops in
+// EmuBackwardTest.cpp. The comparison (EmuCompare.h) also reruns the
+// LayerOps cases with schedule seeds 1, 2, 3 (bit-identical results); the
+// attention matrix runs in order only.
 //
 //===----------------------------------------------------------------------===//
 
-#include "EmuDevice.h"
-#include "../codegen/KernelHarness.h"
-
-#include "bt/Codegen/CUDA/CUDACodegen.h"
-
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
+#include "EmuCompare.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -75,96 +72,12 @@ const std::vector<int64_t> kHeadDims = {8, 31, 32, 33, 64, 100, 128};
 const std::vector<int64_t> kRows = {1, 2, 3, 4, 5, 31, 32, 33, 70};
 const std::vector<int64_t> kKeys = {1, 127, 128, 129, 300};
 
-const DeviceMemory kEmuMemory = {&emu::upload, &emu::download, &emu::release};
-
-/// A module compiled for both targets.
-struct BothTargets {
-  std::unique_ptr<Kernels> cpu, gpu;
-  std::string emulatorImage;
-};
-
-/// The emulator's currently loaded module image (one at a time).
-const std::string *g_loaded = nullptr;
-
-std::unique_ptr<BothTargets> compileBoth(const std::string &source,
-                                         std::string &error) {
-  auto both = std::make_unique<BothTargets>();
-  both->cpu = Kernels::compile(source, CPUPipelineOptions(), error);
-  if (!both->cpu) {
-    error = "CPU target: " + error;
-    return nullptr;
-  }
-  mlir::DialectRegistry registry;
-  registerCUDACodegenDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(source, &ctx);
-  if (!module) {
-    error = "CUDA target: cannot parse the module";
-    return nullptr;
-  }
-  std::string ptx;
-  both->gpu = Kernels::compileCUDAModule(*module, CUDAPipelineOptions(), ptx,
-                                         error, &both->emulatorImage);
-  if (!both->gpu) {
-    error = "CUDA target: " + error;
-    return nullptr;
-  }
-  if (!emu::open(error))
-    return nullptr;
-  return both;
-}
-
-/// Calls `name` on both targets and compares every result; `what` names the
-/// case in failure messages.
-void expectSame(BothTargets &both, const std::string &name,
-                const std::vector<const Array *> &args,
-                const std::vector<ResultSpec> &results,
-                const std::string &what) {
-  SCOPED_TRACE(name + " " + what);
-  std::vector<Result> cpu = both.cpu->call(name, args, results);
-  if (g_loaded != &both.emulatorImage) {
-    std::string error;
-    ASSERT_TRUE(emu::loadModule(both.emulatorImage, error)) << error;
-    g_loaded = &both.emulatorImage;
-  }
-  long before = emu::reports();
-  std::vector<Result> gpu = both.gpu->call(name, args, results, &kEmuMemory);
-  EXPECT_EQ(emu::reports(), before) << "the emulator reported";
-  ASSERT_EQ(cpu.size(), results.size());
-  ASSERT_EQ(gpu.size(), results.size());
-  for (size_t r = 0; r < results.size(); ++r) {
-    EXPECT_EQ(gpu[r].value.shape, cpu[r].value.shape) << "result " << r;
-    if (results[r].dtype != DType::F32) {
-      EXPECT_EQ(gpu[r].value.i, cpu[r].value.i) << "result " << r;
-      continue;
-    }
-    std::vector<double> expected(cpu[r].value.f.begin(), cpu[r].value.f.end());
-    std::string msg = compareClose(gpu[r].value.f, expected, kTol, kTol);
-    EXPECT_TRUE(msg.empty()) << "result " << r << ": " << msg;
-    // Every case has finite results (fully masked attention rows: HF's
-    // mean over the MIN-score keys), which NaN = NaN above would not see.
-    for (float v : gpu[r].value.f)
-      if (!std::isfinite(v)) {
-        ADD_FAILURE() << "result " << r << ": a non-finite element";
-        break;
-      }
-  }
-}
+/// The attention matrix runs in order only (its cases are many and the
+/// emulator's time grows with S · keys); LayerOps also runs three schedule
+/// seeds.
+const CompareOptions kInOrder = {kTol, {}};
 
 std::string dimStr(int64_t d) { return d < 0 ? "?" : std::to_string(d); }
-
-/// Key flags of the three sequences: random with the first three masked,
-/// none valid, all valid (see the file comment).
-std::vector<int64_t> keyFlags(int64_t batch, int64_t keys, std::mt19937 &rng) {
-  std::bernoulli_distribution valid(0.8);
-  std::vector<int64_t> f(batch * keys);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t t = 0; t < keys; ++t)
-      f[b * keys + t] = b % 3 == 0 ? (t >= 3 && valid(rng)) : b % 3 == 2;
-  return f;
-}
 
 // ---------------------------------------------------------------------------
 // Attention over a KV cache: split-K decode (static S) and tiled prefill
@@ -220,7 +133,8 @@ void runKVAttend(BothTargets &both, const std::string &name, int64_t rows,
   Array length = Array::i64({}, {filled});
   expectSame(both, name, {&k, &v, &q, &mask, &cache, &validFlags, &length},
              {{4}},
-             llvm::formatv("S={0} keys={1} head_dim={2}", rows, keys, hd));
+             llvm::formatv("S={0} keys={1} head_dim={2}", rows, keys, hd),
+             kInOrder);
 }
 
 /// The key counts of the matrix for `rows` queries: keys = rows and every
@@ -336,7 +250,7 @@ TEST(AttentionKernels, FusedLocal) {
     // random.
     Array m = Array::i1v({batch, blocks, s}, keyFlags(batch * blocks, s, rng));
     expectSame(*both, llvm::formatv("fused_s{0}_hd{1}", s, hd), {&qkv, &p, &m},
-               {{5}}, llvm::formatv("S={0} head_dim={1}", s, hd));
+               {{5}}, llvm::formatv("S={0} head_dim={1}", s, hd), kInOrder);
   }
 }
 
@@ -420,16 +334,6 @@ TEST(LayerOps, AllOps) {
   ASSERT_TRUE(both) << error;
   std::mt19937 rng(78);
   auto R = [&](std::vector<int64_t> shape) { return Array::random(shape, rng); };
-  auto ids = [&](std::vector<int64_t> shape, int64_t vocab, bool i32) {
-    Array a = Array::i64(shape, {});
-    std::uniform_int_distribution<int64_t> d(0, vocab - 1);
-    a.i.resize(a.numel());
-    for (int64_t &v : a.i)
-      v = d(rng);
-    if (i32)
-      a.dtype = DType::I32;
-    return a;
-  };
   {
     Array x = R({3, 3, 40}), w = R({40}), b = R({40});
     expectSame(*both, "ln", {&x, &w, &b}, {{3}}, "");
@@ -446,7 +350,8 @@ TEST(LayerOps, AllOps) {
   }
   {
     Array t = R({10, 6});
-    Array i64 = ids({4, 3}, 10, false), i32 = ids({4}, 10, true);
+    Array i64 = randomIds({4, 3}, 10, false, rng),
+          i32 = randomIds({4}, 10, true, rng);
     expectSame(*both, "emb", {&i64, &t}, {{3}}, "");
     expectSame(*both, "emb32", {&i32, &t}, {{2}}, "");
   }
@@ -492,7 +397,7 @@ TEST(LayerOps, AllOps) {
   }
   {
     Array l = Array::random({2, 4, 11}, rng, -4.0f, 4.0f);
-    Array y = ids({2, 4}, 11, false);
+    Array y = randomIds({2, 4}, 11, false, rng);
     y.i[1] = -100; // ignored
     expectSame(*both, "ce", {&l, &y}, {{0}}, "");
     Array l3 = Array::random({3, 11}, rng, -4.0f, 4.0f);

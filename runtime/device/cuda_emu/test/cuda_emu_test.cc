@@ -6,13 +6,16 @@
 // initialization checks on copies, cuBLAS's argument checks, a host
 // dereference of a device pointer, and the barrier / shuffle checks on
 // kernels written here against the emulator ABI (bt_emu_abi.h), as
-// bt-nvvm-to-host would emit them.
+// bt-nvvm-to-host would emit them; the schedule seed's permutation
+// (SetScheduleSeed, as BT_CUDA_EMU_SEED).
 //
 //===----------------------------------------------------------------------===//
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bt_emu_abi.h"
@@ -277,6 +280,38 @@ TEST(CudaEmu, TrafficCountersCountAccessesAndDistinctSectors) {
   EXPECT_EQ(after[1] - before[1], 256);
   EXPECT_EQ(after[2] - before[2], 64 * 16 * 4 + 64 * 4);
   EXPECT_EQ(after[3] - before[3], 0);
+}
+
+/// The (block, thread) pairs in the order the emulator ran them.
+std::vector<std::pair<int, int>> g_run_order;
+
+void RecordOrder(void **) {
+  BtEmuThread *t = bt_emu_thread();
+  g_run_order.push_back(
+      {t->sreg[BT_EMU_SREG_CTAID_X], t->sreg[BT_EMU_SREG_TID_X]});
+}
+
+/// The order of 6 blocks of 5 threads under schedule seed `seed`.
+std::vector<std::pair<int, int>> RunOrder(Device &d, unsigned long long seed) {
+  SetScheduleSeed(seed);
+  Function f = MakeFunction("order", RecordOrder, false);
+  g_run_order.clear();
+  EXPECT_EQ(d.Launch(f, 6, 1, 1, 5, 1, 1, 0, nullptr), 0);
+  SetScheduleSeed(0);
+  return g_run_order;
+}
+
+TEST(CudaEmu, ScheduleSeedPermutesBlocksAndThreads) {
+  Device d;
+  std::vector<std::pair<int, int>> in_order = RunOrder(d, 0);
+  ASSERT_EQ(in_order.size(), 30u);
+  for (int i = 0; i < 30; ++i)
+    EXPECT_EQ(in_order[i], std::make_pair(i / 5, i % 5));
+  std::vector<std::pair<int, int>> seeded = RunOrder(d, 7);
+  EXPECT_NE(seeded, in_order);
+  EXPECT_EQ(RunOrder(d, 7), seeded) << "the same seed, the same order";
+  std::sort(seeded.begin(), seeded.end());
+  EXPECT_EQ(seeded, in_order) << "every thread of every block once";
 }
 
 TEST(CudaEmu, CopyOutsideAllocation) {
