@@ -15,7 +15,8 @@
 // Instrumented: the bt dialect, the bt passes and the driver (compiled in
 // this build with ASan + UBSan + coverage); MLIR and LLVM are the system's
 // uninstrumented libraries (libMLIR.so of llvm-19), so libFuzzer's coverage
-// sees only bt's code and ASan sees MLIR's heap only through malloc/free.
+// sees only bt's code and ASan sees MLIR's heap only through malloc/free;
+// LLVM's inline allocator code does not poison (top-level CMakeLists.txt).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +41,13 @@
 
 #include <functional>
 #include <memory>
+#include <string>
+
+// LLVM's allocator header calls these (renamed from __asan_poison_memory_region
+// and __asan_unpoison_memory_region by the top-level CMakeLists.txt): no-ops,
+// as in the uninstrumented libMLIR that shares the allocators.
+extern "C" void bt_llvm_asan_poison_noop(void const volatile *, size_t) {}
+extern "C" void bt_llvm_asan_unpoison_noop(void const volatile *, size_t) {}
 
 namespace {
 
@@ -86,7 +94,9 @@ void RunPasses(mlir::ModuleOp module) {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  const llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // NUL-terminated, as bt-opt's input (a MemoryBuffer of the file) is: MLIR's
+  // lexer may look at the byte after the end.
+  const std::string text(reinterpret_cast<const char *>(data), size);
   std::string ignored;
   llvm::raw_string_ostream errs(ignored);
   if (mlir::failed(bt::checkIRNesting(text, "fuzz.mlir", errs)))
