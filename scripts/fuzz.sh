@@ -16,17 +16,29 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-30}
 shift || true
-ALL_TARGETS=(safetensors artifact config_yaml config_json tokenizer_json)
+ALL_TARGETS=(safetensors artifact executable inputs config_yaml config_json tokenizer_json ir)
 TARGETS=("${@:-${ALL_TARGETS[@]}}")
 BUILD=${BT_FUZZ_BUILD:-build-asan}
+IR_BUILD=${BT_FUZZ_IR_BUILD:-build-fuzz-ir}
 WORK=${BT_FUZZ_DIR:-$BUILD/work}
 RUNS=${BT_FUZZ_RUNS:--1}
 FIXTURES=test/fixtures/official
+JOBS=${BT_FUZZ_JOBS:-2}
 
-BT_SANITIZE_BUILD=$BUILD scripts/sanitize.sh --configure-only
-ninja -C "$BUILD" -j"${BT_FUZZ_JOBS:-2}" bt-fuzzers
+if printf '%s\n' "${TARGETS[@]}" | grep -qv '^ir$'; then
+  BT_SANITIZE_BUILD=$BUILD scripts/sanitize.sh --configure-only
+  ninja -C "$BUILD" -j"$JOBS" bt-fuzzers
+fi
+# ir (bt-opt's parse + verify + bt passes) links MLIR: a build directory of
+# its own with the compiler (only ir_fuzzer's part of it is built: the bt
+# dialect, lib/Transforms and bt-opt's driver, instrumented; MLIR is the
+# system's uninstrumented libMLIR).
+if printf '%s\n' "${TARGETS[@]}" | grep -qx ir; then
+  BT_SANITIZE_BUILD=$IR_BUILD BT_SANITIZE_COMPILER=1 scripts/sanitize.sh --configure-only
+  ninja -C "$IR_BUILD" -j"$JOBS" ir_fuzzer
+fi
 ROOT=$PWD
-BIN=$(cd "$BUILD/bin" && pwd)
+bin_of() { cd "$([ "$1" = ir ] && echo "$IR_BUILD" || echo "$BUILD")/bin" && pwd; }
 mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
 
 # Seeds: small files of the right kind from the fixtures and test data, plus
@@ -39,14 +51,25 @@ seeds() {
   config_yaml) find "$FIXTURES" runtime/test/data test examples -name '*.yaml' -size -64k ;;
   config_json) find "$FIXTURES" runtime/test/data test -name 'config.json' -size -64k ;;
   tokenizer_json) find runtime/bpe/test/data test -name '*.json' -size -64k ! -path '*/expected/*' ! -name 'package*.json' ;;
-  artifact) "$BIN/artifact_seed" "$dir" ;;
+  inputs) find "$FIXTURES" \( -name inputs.safetensors -o -name 'generate*.safetensors' \) -size -256k ;;
+  artifact) "$(bin_of artifact)/artifact_seed" "$dir" ;;
+  ir) # every -split-input-file chunk of the bt tests and examples
+    find test/Dialect test/Transforms examples -name '*.mlir' -size -64k | while read -r f; do
+      awk -v out="$dir/$(echo "$f" | tr / _)" '/^\/\/ -----/ {n++; next} {print > (out "." n)}' "$f"
+    done ;;
+  executable) # the executable less its 4096-byte prefix (executable_fuzzer.cc)
+    "$(bin_of artifact)/artifact_seed" "$dir" && tail -c +4097 "$dir/seed-exe" >"$dir/seed-exe-body" &&
+      rm "$dir/seed-exe" ;;
   esac | while read -r f; do cp "$f" "$dir/$(echo "$f" | tr / _)"; done
   if [ -d "fuzz/corpus/$t" ]; then cp fuzz/corpus/"$t"/* "$dir"/; fi
 }
 dict_of() {
   case $1 in
   safetensors) echo fuzz/dict/safetensors.dict ;;
-  artifact) echo fuzz/dict/artifact.dict ;;
+  artifact | executable) echo fuzz/dict/artifact.dict ;;
+  ir) echo fuzz/dict/mlir.dict ;;
+  inputs) cat fuzz/dict/safetensors.dict fuzz/dict/inputs.dict >"$WORK/inputs/inputs.dict" &&
+    echo "$WORK/inputs/inputs.dict" ;;
   config_yaml) echo fuzz/dict/yaml.dict ;;
   config_json) echo fuzz/dict/json.dict ;;
   tokenizer_json) echo fuzz/dict/tokenizer_json.dict ;;
@@ -64,7 +87,7 @@ for t in "${TARGETS[@]}"; do
   # read.
   if ! (cd "$WORK/$t" && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        "$BIN/${t}_fuzzer" corpus seeds -dict="$ROOT/$(dict_of "$t")" \
+        "$(cd "$ROOT" && bin_of "$t")/${t}_fuzzer" corpus seeds -dict="$(cd "$ROOT" && realpath "$(dict_of "$t")")" \
           -max_total_time="$SECONDS_PER_TARGET" -runs="$RUNS" -max_len=65536 \
           -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1 \
           >"$log" 2>&1); then

@@ -15,6 +15,11 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs",
                    "unit", "fixtures"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.bt_obj_root, "test")
+# scripts/sanitize.sh --lit: the tools from another folder (this build's
+# bt-run and bt-opt next to the sanitizer build's bt-launcher), and the
+# temporary files in another folder.
+config.bt_tools_dir = lit_config.params.get("bt_tools_dir", config.bt_tools_dir)
+config.test_exec_root = lit_config.params.get("bt_exec_root", config.test_exec_root)
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%bt_src_root", config.bt_src_root))

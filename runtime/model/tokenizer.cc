@@ -37,6 +37,18 @@ struct ShimApi {
   void (*free)(void *);
 };
 
+#if defined(__SANITIZE_ADDRESS__)
+[[maybe_unused]] constexpr int kShimDeepBind = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+[[maybe_unused]] constexpr int kShimDeepBind = 0;
+#else
+[[maybe_unused]] constexpr int kShimDeepBind = RTLD_DEEPBIND;
+#endif
+#else
+[[maybe_unused]] constexpr int kShimDeepBind = RTLD_DEEPBIND;
+#endif
+
 /// Loads the embedded shim once per process (it stays loaded).
 absl::StatusOr<const ShimApi *> Shim() {
 #ifndef BT_HAVE_SPM_SHIM
@@ -50,11 +62,15 @@ absl::StatusOr<const ShimApi *> Shim() {
     // RTLD_DEEPBIND: libsentencepiece carries its own copy of protobuf-lite
     // whose symbols must not bind to a protobuf already in the process
     // (bt-run, the tests); the shim and its dependencies look up their own
-    // symbols first.
+    // symbols first. AddressSanitizer refuses RTLD_DEEPBIND (it would let
+    // the library bypass its interceptors; google/sanitizers#611): the
+    // sanitizer builds (scripts/sanitize.sh) link protobuf statically and
+    // export none of its symbols (runtime/CMakeLists.txt), so the shim is
+    // loaded there without it.
     absl::StatusOr<LoadedSharedObject> so = LoadSharedObjectFromMemory(
         absl::string_view(bt_spm_shim_begin,
                           static_cast<size_t>(bt_spm_shim_end - bt_spm_shim_begin)),
-        "the SentencePiece shim", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+        "the SentencePiece shim", RTLD_NOW | RTLD_LOCAL | kShimDeepBind);
     if (!so.ok()) {
       api = absl::FailedPreconditionError(absl::StrCat(
           "tokenizing text needs libsentencepiece.so.0 (Debian/Ubuntu "

@@ -106,11 +106,13 @@ CUresult cuStreamSynchronize(void *s) {
   return s == &g_stream ? kSuccess : kInvalidValue;
 }
 
-struct Module {
-  char *text;
-};
 struct Function {
   char name[256];
+  struct Function *next; /* the module's functions, freed with it */
+};
+struct Module {
+  char *text;
+  struct Function *functions;
 };
 
 CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned n,
@@ -125,11 +127,17 @@ CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned n,
   }
   struct Module *m = (struct Module *)malloc(sizeof(struct Module));
   m->text = strdup(text);
+  m->functions = NULL;
   *module = m;
   return kSuccess;
 }
 CUresult cuModuleUnload(void *module) {
   struct Module *m = (struct Module *)module;
+  while (m->functions != NULL) {
+    struct Function *f = m->functions;
+    m->functions = f->next;
+    free(f);
+  }
   free(m->text);
   free(m);
   return kSuccess;
@@ -142,7 +150,9 @@ CUresult cuModuleGetFunction(void **fn, void *module, const char *name) {
     return kNotFound;
   struct Function *f = (struct Function *)malloc(sizeof(struct Function));
   snprintf(f->name, sizeof(f->name), "%s", name);
-  *fn = f; /* leaked with the module: test-only */
+  f->next = m->functions; /* owned by the module, as in CUDA */
+  m->functions = f;
+  *fn = f;
   return kSuccess;
 }
 CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz,

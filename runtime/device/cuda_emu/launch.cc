@@ -26,11 +26,35 @@
 
 #include "emulator.h"
 
+// AddressSanitizer must be told about every stack switch (its fiber API,
+// sanitizer/common_interface_defs.h): otherwise it takes a fiber's frames
+// for the scheduler's, and the poisoned redzones that a fiber leaves on a
+// stack it never returns from are reported in the next fiber that reuses
+// the stack. Without ASan these are no-ops.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BT_EMU_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(BT_EMU_ASAN)
+#define BT_EMU_ASAN 1
+#endif
+#ifdef BT_EMU_ASAN
+#include <dlfcn.h>
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace bt::cuda_emu {
 namespace {
 
 constexpr int kWarp = 32;
+#ifdef BT_EMU_ASAN
+// ASan's redzones make frames several times larger.
+constexpr size_t kStackBytes = 256 * 1024;
+#else
 constexpr size_t kStackBytes = 64 * 1024;
+#endif
 constexpr size_t kGuardBytes = 4096;
 constexpr unsigned kMaxThreads = 1024;
 
@@ -43,6 +67,7 @@ struct Thread {
   uint32_t kind = 0, mask = 0, value = 0, b = 0, c = 0, result = 0;
   bool valid = false;
   ucontext_t context;
+  void *fake_stack = nullptr; // ASan's fake stack of the suspended fiber
 };
 
 /// Race-check state of one 4-byte word of shared memory.
@@ -82,6 +107,7 @@ struct Launch {
   KernelProfile profile;
   std::unordered_set<uint64_t> read_sectors, written_sectors;
   ucontext_t scheduler;
+  void *scheduler_fake_stack = nullptr; // ASan, while a fiber runs
   jmp_buf direct_exit;
 };
 
@@ -111,6 +137,66 @@ char *StackOf(int i) {
     }
   }
   return g_stacks + i * (kStackBytes + kGuardBytes) + kGuardBytes;
+}
+
+/// glibc's swapcontext. Under ASan, libc's own, not ASan's interceptor: the
+/// switches are annotated below, which replaces the interceptor's only work
+/// (clearing the target stack's shadow), and the interceptor prints a
+/// warning on stderr that would be taken for the emulator's report.
+int SwapContext(ucontext_t *from, const ucontext_t *to) {
+#ifdef BT_EMU_ASAN
+  using Fn = int (*)(ucontext_t *, const ucontext_t *);
+  static const Fn libc_swapcontext =
+      reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, "swapcontext"));
+  return libc_swapcontext(from, to);
+#else
+  return swapcontext(from, to);
+#endif
+}
+
+// The scheduler's stack (the launching thread's), as ASan reports it when
+// a fiber first starts; a fiber switches back to it.
+const void *g_scheduler_stack = nullptr;
+size_t g_scheduler_stack_size = 0;
+
+/// Scheduler -> fiber `t` (thread `i` of the block); returns when the fiber
+/// switches back.
+void SwitchToFiber(Thread &t, int i) {
+#ifdef BT_EMU_ASAN
+  __sanitizer_start_switch_fiber(&g_launch->scheduler_fake_stack, StackOf(i),
+                                 kStackBytes);
+#else
+  (void)i;
+#endif
+  SwapContext(&g_launch->scheduler, &t.context);
+#ifdef BT_EMU_ASAN
+  __sanitizer_finish_switch_fiber(g_launch->scheduler_fake_stack, nullptr,
+                                  nullptr);
+#endif
+}
+
+/// First thing a fiber does: completes the scheduler's switch.
+void EnterFiber() {
+#ifdef BT_EMU_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &g_scheduler_stack,
+                                  &g_scheduler_stack_size);
+#endif
+}
+
+/// Fiber `t` -> the scheduler; `for_good`: the fiber never runs again (its
+/// fake stack is released). Returns when the scheduler resumes `t`.
+void SwitchToScheduler(Thread *t, bool for_good) {
+#ifdef BT_EMU_ASAN
+  __sanitizer_start_switch_fiber(for_good ? nullptr : &t->fake_stack,
+                                 g_scheduler_stack, g_scheduler_stack_size);
+#else
+  (void)for_good;
+#endif
+  SwapContext(&t->context, &g_launch->scheduler);
+#ifdef BT_EMU_ASAN
+  __sanitizer_finish_switch_fiber(t->fake_stack, &g_scheduler_stack,
+                                  &g_scheduler_stack_size);
+#endif
 }
 
 std::string Hex(uint64_t v) {
@@ -147,36 +233,43 @@ std::vector<std::string> Where(const Thread *t, uint32_t site) {
   g_launch->failed = true;
   if (g_launch->fibers) {
     g_thread->state = Thread::kExited;
-    swapcontext(&g_thread->context, &g_launch->scheduler);
+    SwitchToScheduler(g_thread, /*for_good=*/true);
     std::abort(); // never resumed
   }
   longjmp(g_launch->direct_exit, 1);
 }
 
-[[noreturn]] void Fail(const Thread *t, uint32_t site, const std::string &what,
-                       std::vector<std::string> more = {}) {
+/// Reports a failure of thread `t` at `site`; the caller then ends the
+/// launch with AbortLaunch() in a statement of its own, so that the message's
+/// temporaries (built in the caller's frame, which AbortLaunch leaves for
+/// good) are freed first.
+void ReportAt(const Thread *t, uint32_t site, const std::string &what,
+              std::vector<std::string> more = {}) {
   std::vector<std::string> lines = Where(t, site);
   lines.insert(lines.end(), more.begin(), more.end());
   Report(what, lines);
-  AbortLaunch();
 }
 
 /// Blocks the running fiber until the scheduler resumes it.
 void Block(Thread *t) {
-  if (!g_launch->fibers)
-    Fail(t, t->site,
-         "internal error: a kernel not marked as synchronizing reached a "
-         "barrier or a shuffle");
-  swapcontext(&t->context, &g_launch->scheduler);
+  if (!g_launch->fibers) {
+    ReportAt(t, t->site,
+             "internal error: a kernel not marked as synchronizing reached a "
+             "barrier or a shuffle");
+    AbortLaunch();
+  }
+  SwitchToScheduler(t, /*for_good=*/false);
   if (g_launch->failed)
     AbortLaunch();
 }
 
 void FiberMain() {
+  EnterFiber();
   Thread *t = g_thread;
   g_launch->function->entry(g_launch->params);
   t->state = Thread::kExited;
-  setcontext(&g_launch->scheduler);
+  SwitchToScheduler(t, /*for_good=*/true);
+  std::abort(); // never resumed
 }
 
 void SetUpThread(Thread &t, int linear) {
@@ -314,6 +407,12 @@ __attribute__((noinline)) void MakeFiber(Thread &t, int i) {
   getcontext(&t.context);
   t.context.uc_stack.ss_sp = StackOf(i);
   t.context.uc_stack.ss_size = kStackBytes;
+#ifdef BT_EMU_ASAN
+  // A fiber that ended in AbortLaunch (or a barrier never opened) left its
+  // frames' redzones poisoned on this stack.
+  __asan_unpoison_memory_region(StackOf(i), kStackBytes);
+#endif
+  t.fake_stack = nullptr;
   t.context.uc_link = nullptr;
   makecontext(&t.context, FiberMain, 0);
 }
@@ -355,7 +454,7 @@ void RunBlockFibers(std::mt19937_64 *rng) {
         if (t.state != Thread::kRunnable)
           continue;
         g_thread = &t;
-        swapcontext(&g_launch->scheduler, &t.context);
+        SwitchToFiber(t, i);
         g_thread = nullptr;
         ran = true;
         if (g_launch->failed)
@@ -446,25 +545,31 @@ char *CheckGlobal(Thread *t, uint64_t a, uint32_t bytes, uint32_t site,
     bool inside = false;
     const Allocation *al = m.Find(a, &inside);
     const bool freed = al != nullptr && inside && !al->live;
-    Fail(t, site,
-         std::string(freed ? "use after free: " : "out-of-bounds ") + what +
-             " of " + std::to_string(bytes) + " bytes of global memory",
-         {"address " + Hex(a) + ": " + m.Describe(a, bytes)});
+    ReportAt(t, site,
+             std::string(freed ? "use after free: " : "out-of-bounds ") + what +
+                 " of " + std::to_string(bytes) + " bytes of global memory",
+             {"address " + Hex(a) + ": " + m.Describe(a, bytes)});
+    AbortLaunch();
   }
-  if (a % bytes != 0)
-    Fail(t, site,
-         std::string("misaligned ") + what + " of " + std::to_string(bytes) +
-             " bytes of global memory",
-         {"address " + Hex(a) + ": " + m.Describe(a, bytes)});
+  if (a % bytes != 0) {
+    ReportAt(t, site,
+             std::string("misaligned ") + what + " of " +
+                 std::to_string(bytes) + " bytes of global memory",
+             {"address " + Hex(a) + ": " + m.Describe(a, bytes)});
+    AbortLaunch();
+  }
   if (!store) {
     const uint64_t u = m.FirstUninitialized(a, bytes);
-    if (u != UINT64_MAX)
-      Fail(t, site,
-           "read of uninitialized global memory (" + std::to_string(bytes) +
-               " bytes)",
-           {"address " + Hex(a) + ": " + m.Describe(a, bytes) +
-            "; byte " + Hex(u) + " was never written (the allocation is "
-            "filled with NaN)"});
+    if (u != UINT64_MAX) {
+      ReportAt(t, site,
+               "read of uninitialized global memory (" + std::to_string(bytes) +
+                   " bytes)",
+               {"address " + Hex(a) + ": " + m.Describe(a, bytes) + "; byte " +
+                Hex(u) +
+                " was never written (the allocation is "
+                "filled with NaN)"});
+      AbortLaunch();
+    }
     return m.Host(a);
   }
   // Conflicting writes within one launch: the shadow holds the launch and
@@ -480,12 +585,13 @@ char *CheckGlobal(Thread *t, uint64_t a, uint32_t bytes, uint32_t site,
       if ((w[i] >> 40) == launch && w[i] != key) {
         const uint64_t other = (w[i] & ((uint64_t{1} << 40) - 1)) - 1;
         const uint64_t tpb = g_launch->threads_per_block;
-        Fail(t, site,
-             "conflicting writes to global memory within one launch",
-             {"address " + Hex(a + 4 * i) + ": " + m.Describe(a + 4 * i, 4),
-              "also written by thread " + std::to_string(other % tpb) +
-                  " (linear) of block " + std::to_string(other / tpb) +
-                  " (linear)"});
+        ReportAt(t, site,
+                 "conflicting writes to global memory within one launch",
+                 {"address " + Hex(a + 4 * i) + ": " + m.Describe(a + 4 * i, 4),
+                  "also written by thread " + std::to_string(other % tpb) +
+                      " (linear) of block " + std::to_string(other / tpb) +
+                      " (linear)"});
+        AbortLaunch();
       }
       w[i] = key;
     }
@@ -502,18 +608,22 @@ char *CheckShared(Thread *t, uint64_t a, uint32_t bytes, uint32_t site,
   const uint64_t size = g_launch->config->smem;
   const char *what = store ? "store" : "load";
   const uint64_t off = a - base;
-  if (off > size || bytes > size - off)
-    Fail(t, site,
-         std::string("out-of-bounds ") + what + " of " +
-             std::to_string(bytes) + " bytes of shared memory",
-         {"offset " + std::to_string(static_cast<int64_t>(off)) +
-          " of the block's " + std::to_string(size) +
-          " bytes of dynamic shared memory"});
-  if (a % bytes != 0)
-    Fail(t, site,
-         std::string("misaligned ") + what + " of " + std::to_string(bytes) +
-             " bytes of shared memory",
-         {"offset " + std::to_string(off)});
+  if (off > size || bytes > size - off) {
+    ReportAt(t, site,
+             std::string("out-of-bounds ") + what + " of " +
+                 std::to_string(bytes) + " bytes of shared memory",
+             {"offset " + std::to_string(static_cast<int64_t>(off)) +
+              " of the block's " + std::to_string(size) +
+              " bytes of dynamic shared memory"});
+    AbortLaunch();
+  }
+  if (a % bytes != 0) {
+    ReportAt(t, site,
+             std::string("misaligned ") + what + " of " +
+                 std::to_string(bytes) + " bytes of shared memory",
+             {"offset " + std::to_string(off)});
+    AbortLaunch();
+  }
   const uint32_t e = g_launch->epoch;
   const int32_t me = t->linear;
   auto tid = [&](int32_t linear) {
@@ -524,11 +634,13 @@ char *CheckShared(Thread *t, uint64_t a, uint32_t bytes, uint32_t site,
     if (!store) {
       if (w.write_epoch == 0)
         g_launch->pending_reads.push_back({wi, me, site});
-      if (w.write_epoch == e && w.writer != me)
-        Fail(t, site,
-             "shared-memory race: read of a word that " + tid(w.writer) +
-                 " wrote since the last barrier",
-             {"offset " + std::to_string(wi * 4)});
+      if (w.write_epoch == e && w.writer != me) {
+        ReportAt(t, site,
+                 "shared-memory race: read of a word that " + tid(w.writer) +
+                     " wrote since the last barrier",
+                 {"offset " + std::to_string(wi * 4)});
+        AbortLaunch();
+      }
       if (w.read_epoch != e) {
         w.read_epoch = e;
         w.reader = me;
@@ -536,18 +648,22 @@ char *CheckShared(Thread *t, uint64_t a, uint32_t bytes, uint32_t site,
         w.reader = kManyReaders;
       }
     } else {
-      if (w.write_epoch == e && w.writer != me)
-        Fail(t, site,
-             "shared-memory race: write of a word that " + tid(w.writer) +
-                 " wrote since the last barrier",
-             {"offset " + std::to_string(wi * 4)});
-      if (w.read_epoch == e && w.reader != me)
-        Fail(t, site,
-             "shared-memory race: write of a word that " +
-                 (w.reader == kManyReaders ? std::string("other threads")
-                                           : tid(w.reader)) +
-                 " read since the last barrier",
-             {"offset " + std::to_string(wi * 4)});
+      if (w.write_epoch == e && w.writer != me) {
+        ReportAt(t, site,
+                 "shared-memory race: write of a word that " + tid(w.writer) +
+                     " wrote since the last barrier",
+                 {"offset " + std::to_string(wi * 4)});
+        AbortLaunch();
+      }
+      if (w.read_epoch == e && w.reader != me) {
+        ReportAt(t, site,
+                 "shared-memory race: write of a word that " +
+                     (w.reader == kManyReaders ? std::string("other threads")
+                                               : tid(w.reader)) +
+                     " read since the last barrier",
+                 {"offset " + std::to_string(wi * 4)});
+        AbortLaunch();
+      }
       w.write_epoch = e;
       w.writer = me;
     }
@@ -566,10 +682,12 @@ void *Access(BtEmuThread *pub, void *addr, uint32_t bytes, uint32_t site,
     return CheckShared(t, a, bytes, site, store);
   if (DeviceMemory::Get().IsDevice(a))
     return CheckGlobal(t, a, bytes, site, store);
-  Fail(t, site,
-       std::string(store ? "store" : "load") + " of " + std::to_string(bytes) +
-           " bytes at " + Hex(a) +
-           ", which is neither device memory nor the block's shared memory");
+  ReportAt(
+      t, site,
+      std::string(store ? "store" : "load") + " of " + std::to_string(bytes) +
+          " bytes at " + Hex(a) +
+          ", which is neither device memory nor the block's shared memory");
+  AbortLaunch();
 }
 
 } // namespace
@@ -769,9 +887,10 @@ bt_emu_vprintf(BtEmuThread *pub, const char *format, const void *args) {
 
 __attribute__((visibility("default"))) void bt_emu_trap(BtEmuThread *pub,
                                                         uint32_t site) {
-  Fail(reinterpret_cast<Thread *>(pub), site,
-       "kernel trap (llvm.trap): the launch fails "
-       "(CUDA_ERROR_LAUNCH_FAILED on a GPU)");
+  ReportAt(reinterpret_cast<Thread *>(pub), site,
+           "kernel trap (llvm.trap): the launch fails "
+           "(CUDA_ERROR_LAUNCH_FAILED on a GPU)");
+  AbortLaunch();
 }
 
 } // extern "C"

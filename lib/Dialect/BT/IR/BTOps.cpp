@@ -871,7 +871,9 @@ LogicalResult FusedLocalAttentionOp::verify() {
   if (failed(checkRotary(*this, getRotaryDims(), hd,
                          getBase().convertToDouble())))
     return failure();
-  ArrayRef<int64_t> bns = leading(in.getShape(), 1);
+  // Owned: an ArrayRef would dangle (leading returns a temporary; the IR
+  // fuzz target's ASan build found it).
+  SmallVector<int64_t> bns = leading(in.getShape(), 1);
   if (failed(checkPositions(*this, getPositions(), bns)))
     return failure();
   if (getKeyMask() && failed(checkShape(*this, "key_mask", getKeyMask(), bns)))
