@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bt/Codegen/HostScalars.h"
 #include "bt/Compiler/Compiler.h"
 #include "bt/Dialect/BT/IR/BTDialect.h"
 
@@ -63,6 +64,7 @@ KernelInterface bt::compiler::readKernelInterface(ModuleOp module) {
           tensorSpec(fn.getArgumentTypes()[i], BTDialect::getArgName(fn, i),
                      BTDialect::getArgDims(fn, i));
       spec.inout = BTDialect::isInOutArg(fn, i);
+      spec.hostScalar = isHostScalarArg(fn, i);
       e.inputs.push_back(std::move(spec));
     }
     // Results that are in-out arguments are not outputs: the kernel updates

@@ -154,6 +154,13 @@ public:
   /// The traffic counted since the device was opened (DeviceTraffic).
   virtual DeviceTraffic traffic() const { return {}; }
 
+  /// Ends what the device keeps for the sampler `handle` (sampler_callback.h)
+  /// after a generation: a device that sampled on the device (cuda,
+  /// cuda-emu: SamplerCallbackTarget::StepOnDevice) reads its per-row error
+  /// flags once and frees them. Errors: InvalidArgument when a row's logits
+  /// held a NaN in a step sampled on the device. The default has nothing.
+  virtual absl::Status EndSampling(int64_t handle) { return absl::OkStatus(); }
+
   /// Sets how many host threads the device's computation may use (`threads`
   /// > 0; 0 keeps the current count) and returns the count in effect
   /// afterwards. cpu: the BLAS threads of this process (OpenBLAS, the

@@ -46,6 +46,24 @@ public:
   /// owner to report after the kernel returns.
   virtual void Step(const StridedMemRef<float, 2> &logits,
                     StridedMemRef<int64_t, 1> &tokens) = 0;
+
+  /// A step a device may run itself (docs/generation.md, "Sampling on the
+  /// device"): greedy, with the official EOS rule.
+  struct DeviceStep {
+    int64_t step_in_block = 0; ///< 0 .. L_B - 1
+    int64_t eos_token_id = -1; ///< < 0: no EOS handling
+    int64_t pad_token_id = 0;  ///< generation_pad_token_id
+  };
+  /// Called by a device's callback (the CUDA device's
+  /// _mlir_ciface_bt_gpu_sample) before Step with the shapes of the step:
+  /// logits [rows, vocab], tokens [token_rows]. Returns true when the step
+  /// may run on the device (the target counts it as a step and fills
+  /// `step`; Step is not called), false for Step on the host. The default
+  /// is false.
+  virtual bool StepOnDevice(int64_t rows, int64_t vocab, int64_t token_rows,
+                            DeviceStep &step) {
+    return false;
+  }
 };
 
 /// Registers `target` under a fresh non-zero handle (the value to pass as an

@@ -367,24 +367,12 @@ std::vector<int64_t> LiveRows(const std::vector<int64_t> &active,
   return keep;
 }
 
-absl::Status GenerateBlock(const Model &model, Device *device,
-                           const Prompt &p, const GenerateOptions &o,
-                           Sampler &sampler, GenerateResult &res) {
-  BT_RETURN_IF_ERROR(NeedEntries(
-      model, {"prefill", "decode_tokens", "decode_block"}, "Block Transformer"));
-  const proto::ModelConfig &cfg = model.config();
-  const int64_t L = cfg.block_length(), P = cfg.prefix_length();
-  const int64_t V = cfg.vocab_size(), B = p.batch, T = p.length;
-  const int64_t N_new = o.max_new_tokens;
-  if (L <= 0 || P <= 0)
-    return absl::FailedPreconditionError(absl::StrCat(
-        "generate: model config has block_length ", L, " and prefix_length ", P));
-  const int64_t pad = (L - T % L) % L;
-  const int64_t N = (T + pad) / L;
-  const int64_t gen_blocks = (N_new + L - 1) / L;
-  GenerateCounters &c = res.counters;
-
-  // Prompt blocks (official preprocess_inputs_for_generation).
+/// The prompt as blocks (official preprocess_inputs_for_generation): left
+/// padding of `pad` tokens to a multiple of L_B; input_ids I64 [B, N, L_B]
+/// and block_attention_mask I64 [B, N] (1 where a block has a real token).
+absl::Status PromptBlocks(const Prompt &p, const proto::ModelConfig &cfg,
+                          int64_t pad, int64_t N, TensorMap &in) {
+  const int64_t L = cfg.block_length(), B = p.batch, T = p.length;
   BT_ASSIGN_OR_RETURN(Tensor ids, Tensor::Allocate(proto::I64, {B, N, L}));
   BT_ASSIGN_OR_RETURN(Tensor block_mask, Tensor::Allocate(proto::I64, {B, N}));
   for (int64_t b = 0; b < B; ++b)
@@ -396,18 +384,137 @@ absl::Status GenerateBlock(const Model &model, Device *device,
       if (real)
         block_mask.data_as<int64_t>()[b * N + j / L] = 1;
     }
-  // Token-decoder inputs per block: P prefix vectors + L_B - 1 tokens, or
-  // for summation [BOS, t_0 .. t_{L_B-2}] (L_B inputs, positions 0 .. L_B-1
-  // in both conventions: official generate keeps the BOS placeholder).
+  in.emplace("input_ids", std::move(ids));
+  in.emplace("block_attention_mask", std::move(block_mask));
+  return absl::OkStatus();
+}
+
+/// The token decoder's positions I64 [td_inputs] (uploaded once when
+/// `device` is set): P prefix vectors + L_B - 1 tokens, or for summation
+/// [BOS, t_0 .. t_{L_B-2}] (L_B inputs, positions 0 .. L_B-1 in both
+/// conventions: official generate keeps the BOS placeholder).
+absl::StatusOr<Value> TokenDecoderPositions(Device *device,
+                                            const proto::ModelConfig &cfg,
+                                            const GenerateOptions &o) {
+  const int64_t L = cfg.block_length(), P = cfg.prefix_length();
   const bool summation = cfg.strategy() == proto::ModelConfig::SUMMATION;
   const int64_t td_inputs = summation ? L : P + L - 1;
-  BT_ASSIGN_OR_RETURN(Tensor host_positions,
-                      Tensor::Allocate(proto::I64, {td_inputs}));
+  BT_ASSIGN_OR_RETURN(Tensor host, Tensor::Allocate(proto::I64, {td_inputs}));
   for (int64_t i = 0; i < td_inputs; ++i)
-    host_positions.data_as<int64_t>()[i] =
-        o.official_generate_positions && !summation ? std::max<int64_t>(0, i - P + 1)
-                                                    : i;
-  BT_ASSIGN_OR_RETURN(Value positions, Value::Make(device, std::move(host_positions)));
+    host.data_as<int64_t>()[i] = o.official_generate_positions && !summation
+                                     ? std::max<int64_t>(0, i - P + 1)
+                                     : i;
+  return Value::Make(device, std::move(host));
+}
+
+/// The rows of a generation in flight: the sequence id of each row of the
+/// batch and how many tokens each sequence has.
+struct Rows {
+  std::vector<int64_t> active;
+  int64_t produced = 0;
+};
+
+/// Runs decode_tokens for the rows `r` and copies the first `take` tokens
+/// of each row (and their step logits when kept) into `res`; marks the rows
+/// that sampled EOS among them finished. Returns the entry's outputs
+/// (tokens I64 [B', L_B], step_logits F32 [B', L_B, V]) and the tokens on
+/// the host in `host_tok`.
+absl::StatusOr<ValueMap> DecodeTokens(const Model &model, Device *device,
+                                      const Value &context,
+                                      const Value &positions, const Rows &r,
+                                      int64_t take, Sampler &sampler,
+                                      const std::string &where,
+                                      GenerateResult &res, Tensor &host_tok) {
+  const proto::ModelConfig &cfg = model.config();
+  const int64_t L = cfg.block_length(), V = cfg.vocab_size();
+  const int64_t rows = static_cast<int64_t>(r.active.size());
+  const int64_t B = res.new_tokens.dim(0), N_new = res.new_tokens.dim(1);
+  BT_RETURN_IF_ERROR(sampler.BeginBlock(r.active));
+  TensorMap tin;
+  tin.emplace("sampler", ScalarI64(sampler.handle()));
+  ValueMap tkept;
+  tkept.emplace("context", context);
+  tkept.emplace("positions", positions);
+  absl::StatusOr<ValueMap> tout =
+      RunEntry(model, device, "decode_tokens", std::move(tin), tkept, nullptr);
+  BT_RETURN_IF_ERROR(Annotate(tout.status(), where));
+  BT_RETURN_IF_ERROR(Annotate(sampler.status(),
+                              absl::StrCat(where, ", decode_tokens")));
+  if (sampler.steps_in_block() != L)
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, ": decode_tokens called the sampler ", sampler.steps_in_block(),
+        " times, expected L_B = ", L, " (docs/generation.md)"));
+  BT_RETURN_IF_ERROR(
+      CheckOutput(*tout, "decode_tokens", "tokens", proto::I64, {rows, L}));
+  BT_RETURN_IF_ERROR(CheckOutput(*tout, "decode_tokens", "step_logits",
+                                 proto::F32, {rows, L, V}));
+  // The resident path copies the tokens to the host, and the step logits
+  // only when they are kept.
+  float *step_logits =
+      res.step_logits.valid() ? res.step_logits.data_as<float>() : nullptr;
+  BT_ASSIGN_OR_RETURN(host_tok, tout->at("tokens").ToHost(model.device()));
+  sampler.EndBlock(host_tok);
+  BT_RETURN_IF_ERROR(Annotate(sampler.status(),
+                              absl::StrCat(where, ", decode_tokens")));
+  Tensor host_lg;
+  if (step_logits != nullptr) {
+    BT_ASSIGN_OR_RETURN(host_lg, tout->at("step_logits").ToHost(model.device()));
+  }
+  const int64_t *tok = host_tok.data_as<int64_t>();
+  const float *lg = step_logits != nullptr ? host_lg.data_as<float>() : nullptr;
+  int64_t *new_tokens = res.new_tokens.data_as<int64_t>();
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t s = r.active[row];
+    for (int64_t k = 0; k < take; ++k) {
+      new_tokens[s * N_new + r.produced + k] = tok[row * L + k];
+      if (step_logits != nullptr)
+        std::memcpy(step_logits + ((r.produced + k) * B + s) * V,
+                    lg + (row * L + k) * V, sizeof(float) * V);
+    }
+    const int64_t e = sampler.eos_step_in_block(s);
+    if (e >= 0 && e < take) {
+      res.finished[s] = true;
+      res.lengths[s] = r.produced + e + 1;
+    }
+  }
+  return std::move(*tout);
+}
+
+/// The next block's tokens I64 [kept, 1, L_B]: decode_tokens' output
+/// itself while every row is live (on the resident path it stays on the
+/// device), else the live rows `keep` of the host copy `host_tok` (copied to
+/// the device).
+absl::StatusOr<Value> NextBlockTokens(Device *device, const Value &tokens,
+                                      const Tensor &host_tok,
+                                      const std::vector<int64_t> &keep,
+                                      int64_t rows, int64_t L) {
+  const int64_t kept = static_cast<int64_t>(keep.size());
+  if (kept == rows)
+    return tokens.Reshaped({kept, 1, L});
+  BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(proto::I64, {kept, 1, L}));
+  for (int64_t j = 0; j < kept; ++j)
+    std::memcpy(t.data_as<int64_t>() + j * L,
+                host_tok.data_as<int64_t>() + keep[j] * L, sizeof(int64_t) * L);
+  return Value::Make(device, std::move(t));
+}
+
+absl::Status GenerateBlock(const Model &model, Device *device,
+                           const Prompt &p, const GenerateOptions &o,
+                           Sampler &sampler, GenerateResult &res) {
+  BT_RETURN_IF_ERROR(NeedEntries(
+      model, {"prefill", "decode_tokens", "decode_block"}, "Block Transformer"));
+  const proto::ModelConfig &cfg = model.config();
+  const int64_t L = cfg.block_length(), P = cfg.prefix_length();
+  const int64_t B = p.batch, T = p.length;
+  const int64_t N_new = o.max_new_tokens;
+  if (L <= 0 || P <= 0)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "generate: model config has block_length ", L, " and prefix_length ", P));
+  const int64_t pad = (L - T % L) % L;
+  const int64_t N = (T + pad) / L;
+  const int64_t gen_blocks = (N_new + L - 1) / L;
+  GenerateCounters &c = res.counters;
+  BT_ASSIGN_OR_RETURN(Value positions, TokenDecoderPositions(device, cfg, o));
 
   const int64_t C = N + gen_blocks - 1;
   BT_ASSIGN_OR_RETURN(KvCache cache, KvCache::Create(*model.FindEntryPoint("prefill"),
@@ -417,8 +524,7 @@ absl::Status GenerateBlock(const Model &model, Device *device,
 
   auto t0 = Clock::now();
   TensorMap in;
-  in.emplace("input_ids", std::move(ids));
-  in.emplace("block_attention_mask", std::move(block_mask));
+  BT_RETURN_IF_ERROR(PromptBlocks(p, cfg, pad, N, in));
   in.emplace("cache_length", ScalarI64(0));
   BT_ASSIGN_OR_RETURN(ValueMap out,
                       RunEntry(model, device, "prefill", std::move(in), {}, &cache));
@@ -433,91 +539,38 @@ absl::Status GenerateBlock(const Model &model, Device *device,
     o.on_progress(0, N_new);
   const DeviceTraffic traffic0 = model.device().traffic();
 
-  std::vector<int64_t> active(static_cast<size_t>(B));
+  Rows r;
   for (int64_t b = 0; b < B; ++b)
-    active[b] = b;
-  int64_t produced = 0;
-  int64_t *new_tokens = res.new_tokens.data_as<int64_t>();
-  float *step_logits =
-      res.step_logits.valid() ? res.step_logits.data_as<float>() : nullptr;
+    r.active.push_back(b);
   for (int64_t g = 0; g < gen_blocks; ++g) {
-    const int64_t rows = static_cast<int64_t>(active.size());
+    const int64_t rows = static_cast<int64_t>(r.active.size());
     const std::string where = absl::StrCat("generated block ", g);
-    BT_RETURN_IF_ERROR(sampler.BeginBlock(active));
-    TensorMap tin;
-    tin.emplace("sampler", ScalarI64(sampler.handle()));
-    ValueMap tkept;
-    tkept.emplace("context", context);
-    tkept.emplace("positions", positions);
-    absl::StatusOr<ValueMap> tout =
-        RunEntry(model, device, "decode_tokens", std::move(tin), tkept, nullptr);
-    BT_RETURN_IF_ERROR(Annotate(tout.status(), where));
-    BT_RETURN_IF_ERROR(Annotate(sampler.status(),
-                                absl::StrCat(where, ", decode_tokens")));
-    if (sampler.steps_in_block() != L)
-      return absl::FailedPreconditionError(absl::StrCat(
-          where, ": decode_tokens called the sampler ", sampler.steps_in_block(),
-          " times, expected L_B = ", L, " (docs/generation.md)"));
-    BT_RETURN_IF_ERROR(
-        CheckOutput(*tout, "decode_tokens", "tokens", proto::I64, {rows, L}));
-    BT_RETURN_IF_ERROR(CheckOutput(*tout, "decode_tokens", "step_logits",
-                                   proto::F32, {rows, L, V}));
+    const int64_t take = std::min(L, N_new - r.produced);
+    Tensor host_tok;
+    BT_ASSIGN_OR_RETURN(ValueMap tout,
+                        DecodeTokens(model, device, context, positions, r, take,
+                                     sampler, where, res, host_tok));
     ++c.decode_tokens_calls;
     c.token_decoder_steps += L;
     c.token_decoder_rows += rows * L;
-    // The resident path copies the tokens to the host, and the step logits
-    // only when they are kept.
-    BT_ASSIGN_OR_RETURN(Tensor host_tok, tout->at("tokens").ToHost(model.device()));
-    Tensor host_lg;
-    if (step_logits != nullptr) {
-      BT_ASSIGN_OR_RETURN(host_lg, tout->at("step_logits").ToHost(model.device()));
-    }
-    const int64_t *tok = host_tok.data_as<int64_t>();
-    const float *lg = step_logits != nullptr ? host_lg.data_as<float>() : nullptr;
-    const int64_t take = std::min(L, N_new - produced);
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t s = active[r];
-      for (int64_t k = 0; k < take; ++k) {
-        new_tokens[s * N_new + produced + k] = tok[r * L + k];
-        if (step_logits != nullptr)
-          std::memcpy(step_logits + ((produced + k) * B + s) * V,
-                      lg + (r * L + k) * V, sizeof(float) * V);
-      }
-      const int64_t e = sampler.eos_step_in_block(s);
-      if (e >= 0 && e < take) {
-        res.finished[s] = true;
-        res.lengths[s] = produced + e + 1;
-      }
-    }
-    produced += take;
+    r.produced += take;
     if (o.on_progress)
-      o.on_progress(produced, N_new);
-    if (produced == N_new)
+      o.on_progress(r.produced, N_new);
+    if (r.produced == N_new)
       break;
-    std::vector<int64_t> keep = LiveRows(active, sampler);
+    std::vector<int64_t> keep = LiveRows(r.active, sampler);
     if (keep.empty())
       break;
     const int64_t kept = static_cast<int64_t>(keep.size());
-    // The next block's tokens: decode_tokens' output itself while every row
-    // is live (on the resident path it stays on the device), else the live
-    // rows' (copied to the device).
-    Value next;
-    if (kept == rows) {
-      BT_ASSIGN_OR_RETURN(next, tout->at("tokens").Reshaped({kept, 1, L}));
-    } else {
-      BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(proto::I64, {kept, 1, L}));
-      for (int64_t j = 0; j < kept; ++j)
-        std::memcpy(t.data_as<int64_t>() + j * L, tok + keep[j] * L,
-                    sizeof(int64_t) * L);
-      BT_ASSIGN_OR_RETURN(next, Value::Make(device, std::move(t)));
-    }
+    BT_ASSIGN_OR_RETURN(Value next, NextBlockTokens(device, tout.at("tokens"),
+                                                    host_tok, keep, rows, L));
     if (kept < rows) {
       BT_RETURN_IF_ERROR(cache.Keep(keep));
       c.rows_compacted += rows - kept;
       std::vector<int64_t> still;
-      for (int64_t r : keep)
-        still.push_back(active[r]);
-      active = std::move(still);
+      for (int64_t row : keep)
+        still.push_back(r.active[row]);
+      r.active = std::move(still);
     }
     TensorMap bin;
     bin.emplace("cache_length", ScalarI64(length));
@@ -537,7 +590,7 @@ absl::Status GenerateBlock(const Model &model, Device *device,
   c.cache_bytes_final = cache.bytes();
   c.decode_seconds = Seconds(t1, Clock::now());
   c.decode_traffic = model.device().traffic().Since(traffic0);
-  c.decode_token_steps = produced;
+  c.decode_token_steps = r.produced;
   return absl::OkStatus();
 }
 
@@ -667,65 +720,6 @@ absl::Status GenerateVanilla(const Model &model, Device *device,
 
 } // namespace
 
-std::string FormatCounters(const GenerateCounters &c) {
-  std::string s = absl::StrFormat(
-      "prefill: %d call(s), %d blocks (rows x blocks), %.3f s\n", c.prefill_calls,
-      c.blocks_prefilled, c.prefill_seconds);
-  if (c.decode_tokens_calls > 0 || c.decode_block_calls > 0)
-    absl::StrAppendFormat(
-        &s,
-        "decode_tokens: %d call(s), %d token-decoder steps, %d rows\n"
-        "decode_block: %d call(s), %d rows\n",
-        c.decode_tokens_calls, c.token_decoder_steps, c.token_decoder_rows,
-        c.decode_block_calls, c.decode_block_rows);
-  if (c.decode_step_calls > 0 || c.tokens_sampled > 0)
-    absl::StrAppendFormat(&s, "decode_step: %d call(s), %d rows; %d tokens sampled\n",
-                          c.decode_step_calls, c.decode_step_rows,
-                          c.tokens_sampled);
-  absl::StrAppendFormat(
-      &s,
-      "decode loop: %.3f s; %d finished row(s) compacted\n"
-      "kv cache: capacity %d entries, length %d, %d -> %d bytes\n",
-      c.decode_seconds, c.rows_compacted, c.cache_capacity, c.cache_length,
-      c.cache_bytes_initial, c.cache_bytes_final);
-  const DeviceTraffic &t = c.decode_traffic;
-  if (t.bytes() > 0 || t.kernel_launches > 0) {
-    const double steps = static_cast<double>(std::max<int64_t>(c.decode_token_steps, 1));
-    absl::StrAppendFormat(
-        &s,
-        "device traffic in the decode loop (%s state): host->device %d bytes in %d "
-        "copies, device->host %d bytes in %d copies (%d bytes of these for host "
-        "sampling: logits down, tokens up); %d kernel launches, %d GEMMs\n"
-        "per decode step (%d steps): %.1f bytes host<->device, %.1f without the "
-        "host sampler's; %.1f kernel launches\n",
-        c.resident_state ? "resident" : "host", t.to_device_bytes, t.to_device_copies,
-        t.to_host_bytes, t.to_host_copies, t.sampler_bytes, t.kernel_launches,
-        t.gemm_calls, c.decode_token_steps, t.bytes() / steps,
-        (t.bytes() - t.sampler_bytes) / steps, t.kernel_launches / steps);
-  }
-  if (t.global_bytes_read + t.global_bytes_written > 0) {
-    // Counted by the emulator; the H100 time is a roofline model (3.35 TB/s
-    // HBM3, 989 TFLOP/s dense bf16 peak; 2 us per launch), not a measurement.
-    const double steps = static_cast<double>(std::max<int64_t>(c.decode_token_steps, 1));
-    const double bytes = static_cast<double>(t.global_bytes_read + t.global_bytes_written);
-    const double flops = static_cast<double>(t.gemm_flops);
-    const double roofline = std::max(bytes / 3.35e12, flops / 989e12);
-    const double launch = 2e-6 * static_cast<double>(t.kernel_launches + t.gemm_calls);
-    absl::StrAppendFormat(
-        &s,
-        "device memory per decode step (counted by the emulator, distinct 32-byte "
-        "sectors per launch): %.0f bytes read, %.0f written, %.0f accessed by "
-        "threads; %.0f GEMM FLOPs\n"
-        "modelled H100 time per decode step (a model, not a measurement): roofline "
-        "%.3f us at 3.35 TB/s and 989 TFLOP/s; launch overhead %.3f us at 2 us per "
-        "kernel or GEMM (%.0f%% of both)\n",
-        t.global_bytes_read / steps, t.global_bytes_written / steps,
-        t.global_access_bytes / steps, flops / steps, 1e6 * roofline / steps,
-        1e6 * launch / steps, 100.0 * launch / std::max(roofline + launch, 1e-30));
-  }
-  return s;
-}
-
 absl::StatusOr<std::pair<Tensor, Tensor>>
 LeftPadPrompts(const std::vector<std::vector<int64_t>> &prompts, int64_t pad_id) {
   if (prompts.empty())
@@ -846,6 +840,9 @@ absl::StatusOr<GenerateResult> Generate(const Model &model,
   so.eos_token_id = options.stop_at_eos ? cfg.eos_token_id() : -1;
   so.generation_pad_token_id = cfg.generation_pad_token_id();
   so.seeds = options.seeds;
+  const char *dev_env = std::getenv("BT_DEVICE_SAMPLING");
+  so.device = options.device_sampling &&
+              !(dev_env != nullptr && std::string(dev_env) == "0");
   BT_ASSIGN_OR_RETURN(std::unique_ptr<Sampler> sampler,
                       Sampler::Create(so, p.batch));
   // The resident path: the state stays on a device that can keep it
@@ -855,10 +852,14 @@ absl::StatusOr<GenerateResult> Generate(const Model &model,
                         !(env != nullptr && std::string(env) == "0");
   Device *device = resident ? &model.device() : nullptr;
   res.counters.resident_state = resident;
-  if (cfg.kind() == proto::ModelConfig::VANILLA)
-    BT_RETURN_IF_ERROR(GenerateVanilla(model, device, p, options, *sampler, res));
-  else
-    BT_RETURN_IF_ERROR(GenerateBlock(model, device, p, options, *sampler, res));
+  absl::Status s =
+      cfg.kind() == proto::ModelConfig::VANILLA
+          ? GenerateVanilla(model, device, p, options, *sampler, res)
+          : GenerateBlock(model, device, p, options, *sampler, res);
+  // What the device kept for sampling on it (its NaN flags), on every path.
+  absl::Status end = model.device().EndSampling(sampler->handle());
+  BT_RETURN_IF_ERROR(s);
+  BT_RETURN_IF_ERROR(Annotate(end, "generate"));
   return res;
 }
 

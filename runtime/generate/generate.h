@@ -68,6 +68,12 @@ struct GenerateOptions {
   /// variable BT_RESIDENT_STATE=0, copies the state in and out of every call
   /// (Model::Run), as on the CPU.
   bool resident_state = true;
+  /// Let greedy steps of decode_tokens sample on the device when its
+  /// callback can (cuda, cuda-emu: Sampler::StepOnDevice; the logits stay on
+  /// the device, the tokens are the CPU sampler's). False, or the
+  /// environment variable BT_DEVICE_SAMPLING=0, samples every step on the
+  /// host (the logits are copied down, the tokens up).
+  bool device_sampling = true;
 };
 
 /// Work done by one generation (what the kernels were asked to compute).

@@ -210,7 +210,49 @@ absl::Status Sampler::BeginBlock(std::vector<int64_t> rows) {
     }
   rows_ = std::move(rows);
   steps_in_block_ = 0;
+  device_steps_in_block_ = 0;
+  block_on_device_ = options_.device && options_.sampling.greedy;
+  for (int64_t r : rows_)
+    block_on_device_ = block_on_device_ && !finished(r);
   return absl::OkStatus();
+}
+
+bool Sampler::StepOnDevice(int64_t rows, int64_t vocab, int64_t token_rows,
+                           DeviceStep &step) {
+  const int64_t batch = static_cast<int64_t>(rows_.size());
+  // Mixed host and device steps in one block would split the EOS state.
+  if (!block_on_device_ || device_steps_in_block_ != steps_in_block_ ||
+      rows != batch || token_rows != batch || vocab != options_.vocab_size)
+    return false;
+  step.step_in_block = steps_in_block_;
+  step.eos_token_id = options_.eos_token_id;
+  step.pad_token_id = options_.generation_pad_token_id;
+  ++device_steps_in_block_;
+  ++steps_in_block_;
+  ++total_steps_;
+  total_rows_ += rows;
+  return true;
+}
+
+void Sampler::EndBlock(const Tensor &tokens) {
+  if (device_steps_in_block_ == 0 || options_.eos_token_id < 0)
+    return;
+  const int64_t rows = static_cast<int64_t>(rows_.size());
+  const int64_t steps = tokens.rank() == 2 ? tokens.dim(1) : 0;
+  if (tokens.dtype() != proto::I64 || tokens.rank() != 2 ||
+      tokens.dim(0) != rows) {
+    Fail(absl::InvalidArgumentError(absl::StrCat(
+        "sampler: block tokens ", tokens.DebugString(), " for ", rows,
+        " rows")));
+    return;
+  }
+  const int64_t *t = tokens.data_as<int64_t>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < steps && k < device_steps_in_block_; ++k)
+      if (t[r * steps + k] == options_.eos_token_id) {
+        eos_block_step_[rows_[r]] = k;
+        break;
+      }
 }
 
 void Sampler::Fail(absl::Status s) {

@@ -116,6 +116,8 @@ public:
     int64_t generation_pad_token_id = 0;  // returned after EOS within a block
     /// Optional per-sequence seeds (size num_sequences); see above.
     std::vector<uint64_t> seeds;
+    /// Greedy steps may run on the device (StepOnDevice).
+    bool device = false;
   };
 
   /// A sampler for `num_sequences` sequences, registered under a fresh
@@ -141,6 +143,19 @@ public:
   /// the affected rows and returns.
   void Step(const StridedMemRef<float, 2> &logits,
             StridedMemRef<int64_t, 1> &tokens) override;
+  /// Sampling on the device (SamplerCallbackTarget::StepOnDevice): true for
+  /// every step of a block begun with every row live, when the options are
+  /// greedy, Options::device is set and the shapes match the batch. The
+  /// device's kernel then applies the EOS rule within the block; EndBlock
+  /// does the bookkeeping from the block's tokens.
+  bool StepOnDevice(int64_t rows, int64_t vocab, int64_t token_rows,
+                    DeviceStep &step) override;
+  /// After a block: when its steps ran on the device, records each row's
+  /// EOS step from its tokens I64 [B', L_B] (host, dense; the first EOS of
+  /// the row). Nothing to do after host steps.
+  void EndBlock(const Tensor &tokens);
+  /// Steps of the current block that ran on the device.
+  int64_t device_steps_in_block() const { return device_steps_in_block_; }
   /// Step over dense tensors: logits F32 [B', V] -> tokens I64 [B'].
   absl::Status StepTensors(const Tensor &logits, Tensor &tokens);
 
@@ -173,6 +188,8 @@ private:
   std::vector<int64_t> rows_;
   std::vector<double> scratch_;
   int64_t steps_in_block_ = 0, total_steps_ = 0, total_rows_ = 0;
+  int64_t device_steps_in_block_ = 0;
+  bool block_on_device_ = false; // every row live at BeginBlock
   absl::Status status_;
 };
 

@@ -4,7 +4,9 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "test_util.h"
 
@@ -274,6 +276,57 @@ TEST(Sampler, EosFillsTheRestOfTheBlockWithThePad) {
 
 // A sequence's samples depend only on its stream and its logits: not on the
 // other rows, their order, or whether they are present (compaction).
+// Sampling on the device (StepOnDevice): the greedy steps of a block whose
+// rows are all live run on the device; the EOS bookkeeping comes from the
+// block's tokens (EndBlock), as the host steps would have recorded it.
+TEST(Sampler, GreedyBlocksOfLiveRowsMayRunOnTheDevice) {
+  Sampler::Options o = EosOptions();
+  o.device = true;
+  auto s = Sampler::Create(o, 3);
+  ASSERT_THAT(s.status(), IsOk());
+  Sampler &sm = **s;
+  ASSERT_THAT(sm.BeginBlock({0, 1, 2}), IsOk());
+  SamplerCallbackTarget::DeviceStep d;
+  // Shapes that do not match the batch stay on the host (Step reports them).
+  EXPECT_FALSE(sm.StepOnDevice(2, 4, 2, d));
+  EXPECT_FALSE(sm.StepOnDevice(3, 5, 3, d));
+  for (int64_t k = 0; k < 4; ++k) {
+    ASSERT_TRUE(sm.StepOnDevice(3, 4, 3, d));
+    EXPECT_EQ(d.step_in_block, k);
+    EXPECT_EQ(d.eos_token_id, 0);
+    EXPECT_EQ(d.pad_token_id, 1);
+  }
+  EXPECT_EQ(sm.steps_in_block(), 4);
+  EXPECT_EQ(sm.device_steps_in_block(), 4);
+  EXPECT_EQ(sm.total_rows(), 12);
+  // The kernel's tokens: sequence 1 emitted EOS at step 1, then the pad.
+  Tensor tok = *Tensor::Allocate(proto::I64, {3, 4});
+  const int64_t t[] = {2, 3, 2, 2, 3, 0, 1, 1, 2, 2, 3, 3};
+  std::copy(std::begin(t), std::end(t), tok.data_as<int64_t>());
+  sm.EndBlock(tok);
+  EXPECT_THAT(sm.status(), IsOk());
+  EXPECT_EQ(sm.eos_step_in_block(1), 1);
+  EXPECT_EQ(sm.eos_step_in_block(0), -1);
+  EXPECT_TRUE(sm.finished(1));
+  // A block with a finished row runs on the host (the kernel's EOS state
+  // covers one block), and so does every step after a host step.
+  ASSERT_THAT(sm.BeginBlock({0, 1}), IsOk());
+  EXPECT_FALSE(sm.StepOnDevice(2, 4, 2, d));
+  ASSERT_THAT(sm.BeginBlock({0}), IsOk());
+  EXPECT_TRUE(sm.StepOnDevice(1, 4, 1, d));
+  EXPECT_EQ(d.step_in_block, 0);
+
+  // Not greedy, or not allowed: host steps only.
+  auto sampled = Sampler::Create(EosOptions(Sampling(1.0)), 1);
+  ASSERT_THAT(sampled.status(), IsOk());
+  ASSERT_THAT((*sampled)->BeginBlock({0}), IsOk());
+  EXPECT_FALSE((*sampled)->StepOnDevice(1, 4, 1, d));
+  auto host = Sampler::Create(EosOptions(), 1);
+  ASSERT_THAT(host.status(), IsOk());
+  ASSERT_THAT((*host)->BeginBlock({0}), IsOk());
+  EXPECT_FALSE((*host)->StepOnDevice(1, 4, 1, d));
+}
+
 TEST(Sampler, StreamsAreIndependentOfBatchComposition) {
   std::vector<float> row = {-30.0f, 0.1f, 0.5f, 0.2f}; // EOS (0) unlikely
   const SamplingOptions o = Sampling(1.0, 0, 1.0, 42);

@@ -318,6 +318,7 @@ std::unique_ptr<rt::ArtifactWriter> makeWriter(const Model &model,
       for (const std::string &n : t.dimNames)
         spec->add_dim_names(n);
       spec->set_inout(t.inout);
+      spec->set_host_scalar(t.hostScalar);
     };
     for (const TensorSpec &t : e.inputs)
       fill(ep->add_inputs(), t);

@@ -30,6 +30,9 @@ struct TensorSpec {
   /// In-out argument (inputs only; bt.inout): a runtime-owned buffer the
   /// kernel updates in place (kv_cache, kv_valid; docs/generation.md).
   bool inout = false;
+  /// A rank-0 input passed by value in host memory (inputs only;
+  /// bt.host_scalar, bt/Codegen/HostScalars.h): only the host code reads it.
+  bool hostScalar = false;
 };
 
 /// An entry point of the kernel library (bt.proto EntryPoint).

@@ -85,6 +85,7 @@ void bt::buildCUDALinalgToLLVMPipeline(OpPassManager &pm,
   // Constants and index arithmetic into the kernels (not kernel arguments).
   pm.addPass(createGpuLauchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createBTGPUSamplerKernels());
   pm.addPass(createBTMergeGPUModules());
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;

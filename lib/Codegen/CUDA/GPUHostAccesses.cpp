@@ -7,12 +7,15 @@
 // pointer arrays in host memory. This pass sorts the accesses by where the
 // buffer comes from: a `memref.alloc` / `memref.alloca` (only created by the
 // deallocation lowering by now, bt-gpu-device-allocs having turned every
-// data buffer into a gpu.alloc) is host memory; anything else (function
-// arguments, gpu.alloc, views of them) is device memory.
+// data buffer into a gpu.alloc) is host memory, and so is an entry point's
+// scalar argument passed by value (`bt.host_scalar`, HostScalars.h:
+// `cache_length`, `sampler`); anything else (the other function arguments,
+// gpu.alloc, views of them) is device memory.
 //
 //===----------------------------------------------------------------------===//
 
 #include "bt/Codegen/CUDA/Passes.h"
+#include "bt/Codegen/HostScalars.h"
 
 #include "GPUUtils.h"
 
@@ -37,7 +40,8 @@ namespace {
 
 constexpr StringLiteral kMemcpyDtoH = "bt_gpu_memcpy_dtoh";
 
-/// Whether `v` is host memory: a view of a memref.alloc / memref.alloca.
+/// Whether `v` is host memory: a view of a memref.alloc / memref.alloca or
+/// of a `bt.host_scalar` argument.
 bool isHostMemory(Value v) {
   while (true) {
     if (auto view = v.getDefiningOp<ViewLikeOpInterface>()) {
@@ -49,6 +53,11 @@ bool isHostMemory(Value v) {
       continue;
     }
     break;
+  }
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto fn = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+    return fn && arg.getOwner()->isEntryBlock() &&
+           bt::isHostScalarArg(fn, arg.getArgNumber());
   }
   return v.getDefiningOp<memref::AllocOp>() ||
          v.getDefiningOp<memref::AllocaOp>();

@@ -10,9 +10,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "bt/Codegen/CUDA/Passes.h"
+#include "bt/Codegen/HostScalars.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -229,12 +231,34 @@ private:
   llvm::DenseMap<Value, Value> materialized;
 };
 
+/// Whether every use of `arg` (a rank-0 tensor argument) is a
+/// `tensor.extract` in host code: not in the payload of a linalg op, not in
+/// a kernel built at tensor level (GPUAttention.h: a gpu.launch).
+bool onlyReadOnHost(BlockArgument arg) {
+  auto type = dyn_cast<RankedTensorType>(arg.getType());
+  if (!type || type.getRank() != 0 || arg.use_empty())
+    return false;
+  return llvm::all_of(arg.getUsers(), [](Operation *user) {
+    return isa<tensor::ExtractOp>(user) &&
+           !user->getParentOfType<linalg::LinalgOp>() &&
+           !user->getParentOfType<gpu::LaunchOp>();
+  });
+}
+
 struct BTScalarsToKernelsPass
     : bt::impl::BTScalarsToKernelsBase<BTScalarsToKernelsPass> {
   void runOnOperation() override {
     getOperation().walk([](func::FuncOp fn) {
-      if (!fn.isExternal())
-        ScalarsToKernels(fn.getBody().front()).run();
+      if (fn.isExternal())
+        return;
+      ScalarsToKernels(fn.getBody().front()).run();
+      // The scalars left to the host code: passed by value (HostScalars.h).
+      if (!fn.isPublic())
+        return;
+      for (BlockArgument arg : fn.getArguments())
+        if (onlyReadOnHost(arg))
+          fn.setArgAttr(arg.getArgNumber(), bt::kHostScalarAttrName,
+                        UnitAttr::get(fn.getContext()));
     });
   }
 };

@@ -252,6 +252,23 @@ CallDeviceEntryPointResident(CudaBackend &gpu, KernelEntryFn fn,
                              absl::Span<const DeviceTensor *const> params,
                              absl::Span<const DeviceArg> args);
 
+/// A greedy sampler step on the device (docs/generation.md, "Sampling on
+/// the device"): launches the artifact's kernel `bt_sample_greedy`
+/// (bt-gpu-sampler-kernels) on `logits` F32 [B', V] and `tokens` I64 [B']
+/// (device descriptors, any strides) with a per-row state I64 [B', 2] that
+/// the backend keeps for `handle` until EndDeviceSampling (allocated on the
+/// first step; the kernel initializes it). No host<->device copy. Errors:
+/// those of the pool and of Launch (NotFound for an artifact built before
+/// the kernel existed).
+absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
+                            const StridedMemRef<float, 2> &logits,
+                            const StridedMemRef<int64_t, 1> &tokens,
+                            const SamplerCallbackTarget::DeviceStep &step);
+/// Reads the NaN flags of `handle`'s state (one copy of B' x 16 bytes) and
+/// frees it; OK when SampleOnDevice never ran for it. Errors:
+/// InvalidArgument naming the first row whose logits held a NaN.
+absl::Status EndDeviceSampling(CudaBackend &gpu, int64_t handle);
+
 /// One line for `bt-launcher devices`: the device of CudaBackend::Open(), or
 /// why there is none ("no CUDA GPU found: ...").
 std::string DescribeCudaAvailability(const CudaOptions &options = {});
@@ -275,8 +292,10 @@ void bt_gpu_memcpy_dtoh(void *dst_host, const void *src_device,
                         int64_t bytes);
 // The sampler callback of `decode_tokens` on this target (same signature as
 // _mlir_ciface_bt_rt_sample, docs/generation.md): `logits` [B, V] and
-// `tokens` [B] are device buffers; the logits are copied to the host, the
-// runtime's sampler picks the tokens there and they are copied back.
+// `tokens` [B] are device buffers. A step the sampler lets run on the
+// device (SamplerCallbackTarget::StepOnDevice: greedy) is SampleOnDevice;
+// otherwise the logits are copied to the host, the runtime's sampler picks
+// the tokens there and they are copied back.
 void _mlir_ciface_bt_gpu_sample(int64_t sampler,
                                 bt::rt::StridedMemRef<float, 2> *logits,
                                 bt::rt::StridedMemRef<int64_t, 1> *tokens);

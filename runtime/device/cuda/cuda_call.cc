@@ -7,10 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -102,6 +104,11 @@ InvokeOnDevice(CudaBackend &gpu, KernelEntryFn fn, const proto::EntryPoint &ep,
   for (size_t i = 0; i < args.size(); ++i) {
     const proto::TensorSpec &spec = ep.inputs(i);
     if (const DeviceTensor *d = args[i].device) {
+      if (spec.host_scalar())
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": input '", spec.name(),
+            "' is passed by value (host_scalar) and must be a host tensor, "
+            "not a resident device tensor"));
       if (d->dtype != spec.dtype() ||
           static_cast<int>(d->shape.size()) != spec.shape_size())
         return absl::InvalidArgumentError(absl::StrCat(
@@ -112,6 +119,13 @@ InvokeOnDevice(CudaBackend &gpu, KernelEntryFn fn, const proto::EntryPoint &ep,
       continue;
     }
     BT_RETURN_IF_ERROR(entry_call::CheckInput(what, spec, args[i].host));
+    if (spec.host_scalar()) {
+      // By value: the host code reads it where it is (bt.host_scalar).
+      argv.push_back(entry_call::DenseDescriptor(
+          reinterpret_cast<intptr_t>(args[i].host->data()),
+          args[i].host->shape()));
+      continue;
+    }
     BT_ASSIGN_OR_RETURN(DeviceTensor d, UploadTensor(gpu, *args[i].host));
     buffers.Own(d.address);
     host_copies[i] = d.address;
@@ -226,6 +240,95 @@ CallDeviceEntryPointResident(CudaBackend &gpu, KernelEntryFn fn,
   return outputs;
 }
 
+namespace {
+
+// The per-row state of the greedy sampling kernel for each (backend,
+// sampler handle): a device block of I64 [rows, 2].
+struct SamplerState {
+  uint64_t address = 0;
+  int64_t rows = 0;
+};
+
+std::mutex &SamplerStatesMutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::map<std::pair<const CudaBackend *, int64_t>, SamplerState> &
+SamplerStates() {
+  static auto *m =
+      new std::map<std::pair<const CudaBackend *, int64_t>, SamplerState>();
+  return *m;
+}
+
+constexpr int64_t kSampleThreads = 128;
+
+} // namespace
+
+absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
+                            const StridedMemRef<float, 2> &logits,
+                            const StridedMemRef<int64_t, 1> &tokens,
+                            const SamplerCallbackTarget::DeviceStep &step) {
+  const int64_t rows = tokens.sizes[0];
+  if (rows <= 0)
+    return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(SamplerStatesMutex());
+  SamplerState &st = SamplerStates()[{&gpu, handle}];
+  int64_t first = 0;
+  if (st.rows < rows) {
+    // Rows only shrink during a generation (finished rows are dropped).
+    if (st.address != 0)
+      return absl::InternalError(absl::StrCat(
+          "sampling on the device: batch of ", rows, " rows for sampler ",
+          handle, " whose state has ", st.rows));
+    BT_ASSIGN_OR_RETURN(st.address, gpu.pool().Allocate(rows * 2 * 8));
+    st.rows = rows;
+    first = 1;
+  }
+  // The arguments of bt_sample_greedy in the NVVM kernel order: each memref
+  // as (allocated, aligned, offset, sizes..., strides...), then the scalars.
+  const auto ptr = [](const void *p) {
+    return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));
+  };
+  const int64_t state = static_cast<int64_t>(st.address);
+  int64_t words[] = {
+      ptr(logits.allocated), ptr(logits.aligned), logits.offset,
+      logits.sizes[0], logits.sizes[1], logits.strides[0], logits.strides[1],
+      ptr(tokens.allocated), ptr(tokens.aligned), tokens.offset,
+      tokens.sizes[0], tokens.strides[0],
+      state, state, 0, st.rows, 2, 2, 1,
+      step.step_in_block, first, step.eos_token_id, step.pad_token_id};
+  void *params[sizeof(words) / sizeof(words[0])];
+  for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); ++i)
+    params[i] = &words[i];
+  const int64_t threads = std::min(rows, kSampleThreads);
+  return gpu.Launch("bt_sample_greedy", (rows + threads - 1) / threads, 1, 1,
+                    threads, 1, 1, 0, params);
+}
+
+absl::Status EndDeviceSampling(CudaBackend &gpu, int64_t handle) {
+  SamplerState st;
+  {
+    std::lock_guard<std::mutex> lock(SamplerStatesMutex());
+    auto it = SamplerStates().find({&gpu, handle});
+    if (it == SamplerStates().end())
+      return absl::OkStatus();
+    st = it->second;
+    SamplerStates().erase(it);
+  }
+  std::vector<int64_t> flags(static_cast<size_t>(st.rows * 2));
+  absl::Status s = gpu.CopyToHost(flags.data(), st.address,
+                                  static_cast<int64_t>(flags.size() * 8));
+  (void)gpu.pool().Free(st.address);
+  BT_RETURN_IF_ERROR(s);
+  for (int64_t r = 0; r < st.rows; ++r)
+    if (flags[2 * r + 1] != 0)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sampler (greedy, on the device): a row of the batch (row ", r,
+          " when it was sampled) has a NaN logit"));
+  return absl::OkStatus();
+}
+
 } // namespace bt::rt
 
 namespace {
@@ -272,6 +375,21 @@ _mlir_ciface_bt_gpu_sample(int64_t sampler,
                  gpu == nullptr ? "no CUDA backend is active"
                                 : "null memref descriptor");
     std::abort();
+  }
+  bt::rt::SamplerCallbackTarget *target =
+      sampler != 0 ? bt::rt::LookupSamplerTarget(sampler) : nullptr;
+  bt::rt::SamplerCallbackTarget::DeviceStep step;
+  if (target != nullptr &&
+      target->StepOnDevice(logits->sizes[0], logits->sizes[1],
+                           tokens->sizes[0], step)) {
+    absl::Status s =
+        bt::rt::SampleOnDevice(*gpu, sampler, *logits, *tokens, step);
+    if (!s.ok()) {
+      std::fprintf(stderr, "bt: _mlir_ciface_bt_gpu_sample: %s\n",
+                   std::string(s.message()).c_str());
+      std::abort();
+    }
+    return;
   }
   std::vector<float> hl;
   std::vector<int64_t> ht;

@@ -127,4 +127,9 @@ CudaDevice::Call(KernelEntryFn fn, const proto::EntryPoint &ep,
 
 absl::Status CudaDevice::Synchronize() { return gpu_->Synchronize(); }
 
+absl::Status CudaDevice::EndSampling(int64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return EndDeviceSampling(*gpu_, handle);
+}
+
 } // namespace bt::rt

@@ -78,6 +78,8 @@ public:
                absl::Span<const DeviceArg> args) override;
   /// CudaBackend::traffic.
   DeviceTraffic traffic() const override { return gpu_->traffic(); }
+  /// EndDeviceSampling.
+  absl::Status EndSampling(int64_t handle) override;
 
   CudaBackend &backend() { return *gpu_; }
 

@@ -44,10 +44,11 @@ func.func @mlp(%x: tensor<?x?x32xf32>) -> tensor<?x?x64xf32> {
 // -----
 
 // A decode step on an in-out KV cache: the fill length steers the host (the
-// views of the cache), so it is copied from device memory first; the cache
-// is updated in place by kernels.
+// views of the cache); it is passed by value (bt.host_scalar), so the host
+// code loads it in place, with no copy from device memory; the cache is
+// updated in place by kernels.
 // CHECK-LABEL: llvm.func internal @decode(
-//       CHECK:   llvm.call @bt_gpu_memcpy_dtoh(
+//   CHECK-NOT:   bt_gpu_memcpy_dtoh
 //       CHECK:   llvm.call @bt_gpu_launch(
 // CHECK: gpu.module @bt_kernels
 !g = !bt.kv_cache<global, batch = ?, layers = 2, heads = 2, capacity = ?, head_dim = 4, f32>

@@ -63,3 +63,16 @@ func.func @host_copy(%a: memref<4xf32>, %b: memref<4xf32>) {
   memref.copy %a, %b : memref<4xf32> to memref<4xf32>
   return
 }
+
+// -----
+
+// A scalar argument passed by value (bt.host_scalar, bt-scalars-to-kernels)
+// is host memory: a plain load, no copy.
+// CHECK-LABEL: func.func @by_value
+//   CHECK-NOT:   bt_gpu_memcpy_dtoh
+//       CHECK:   %[[V:.*]] = memref.load %{{.*}}[] : memref<i64>
+//       CHECK:   return %[[V]]
+func.func @by_value(%len: memref<i64> {bt.host_scalar}) -> i64 {
+  %v = memref.load %len[] : memref<i64>
+  return %v : i64
+}

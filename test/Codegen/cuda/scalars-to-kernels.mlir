@@ -84,3 +84,32 @@ func.func @fill(%a: tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>) {
   %k = linalg.fill ins(%cst : f32) outs(%e : tensor<3xf32>) -> tensor<3xf32>
   return %f, %k : tensor<3xf32>, tensor<3xf32>
 }
+
+// -----
+
+// Rank-0 arguments that only the host code reads (tensor.extract: the KV
+// cache's fill length, the sampler handle) are passed by value
+// (bt.host_scalar); one that a kernel reads (a linalg operand, after the
+// rewrite above) is not, nor is an argument of a private function.
+// CHECK-LABEL: func.func @host_scalars
+//  CHECK-SAME:   %{{.*}}: tensor<i64> {bt.host_scalar}, %{{.*}}: tensor<i64> {bt.host_scalar}, %{{.*}}: tensor<f32>, %{{.*}}: tensor<?xf32>)
+// CHECK-LABEL: func.func private @not_public
+//  CHECK-SAME:   %{{.*}}: tensor<i64>) -> index
+func.func @host_scalars(%len: tensor<i64>, %sampler: tensor<i64>, %a: tensor<f32>, %x: tensor<?xf32>) -> (tensor<?xf32>, i64, tensor<f32>) {
+  %l = tensor.extract %len[] : tensor<i64>
+  %n = arith.index_cast %l : i64 to index
+  %s = tensor.extract_slice %x[0] [%n] [1] : tensor<?xf32> to tensor<?xf32>
+  %h = tensor.extract %sampler[] : tensor<i64>
+  %e = tensor.empty() : tensor<f32>
+  %c = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []} ins(%a : tensor<f32>) outs(%e : tensor<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %t = arith.addf %in, %in : f32
+    linalg.yield %t : f32
+  } -> tensor<f32>
+  return %s, %h, %c : tensor<?xf32>, i64, tensor<f32>
+}
+func.func private @not_public(%len: tensor<i64>) -> index {
+  %l = tensor.extract %len[] : tensor<i64>
+  %n = arith.index_cast %l : i64 to index
+  return %n : index
+}

@@ -3,8 +3,10 @@
 # docs/codegen-cuda.md "Generation on the device"): greedy generation of a
 # fixture prompt through a `--target cuda` artifact, once with the KV caches,
 # context and token ids kept in device memory (the default) and once with
-# BT_RESIDENT_STATE=0 (every call copies its state in and out): the outputs
-# must be byte-identical, and the host<->device traffic of the decode loop
+# BT_RESIDENT_STATE=0 (every call copies its state in and out), and once
+# resident with BT_DEVICE_SAMPLING=0 (the greedy steps sampled on the host
+# instead of by the device's sampling kernel): the outputs must be
+# byte-identical, and the host<->device traffic of the decode loop
 # (DeviceTraffic, printed by FormatCounters) is printed for FileCheck.
 #   check-resident-state.sh FIXTURES_DIR WORK_DIR CASE PROMPT MAX_NEW_TOKENS [generate flags]
 # (PROMPT: a safetensors file of the case with prompt.input_ids, e.g.
@@ -19,10 +21,11 @@ shift 5
 mkdir -p "$work"
 art="$work/$case.cuda.btart"
 bt-run compile "$fixtures/$case" --target cuda --emit artifact -o "$art" 2> "$work/$case.compile.log"
-for state in resident host; do
-  env_state=1
+for state in resident host host-sampler; do
+  env_state=1 env_sampling=1
   [ "$state" = host ] && env_state=0
-  if ! BT_RESIDENT_STATE=$env_state bt-launcher --artifact "$art" generate --device cuda-emu \
+  [ "$state" = host-sampler ] && env_sampling=0
+  if ! BT_RESIDENT_STATE=$env_state BT_DEVICE_SAMPLING=$env_sampling bt-launcher --artifact "$art" generate --device cuda-emu \
       --inputs "$fixtures/$case/$prompt" --max-new-tokens "$tokens" --greedy "$@" \
       -o "$work/$case.$state.safetensors" 2> "$work/$case.$state.log"; then
     cat "$work/$case.$state.log" >&2
@@ -39,3 +42,5 @@ for state in resident host; do
 done
 cmp "$work/$case.resident.safetensors" "$work/$case.host.safetensors"
 echo "$case: resident and host state give identical outputs"
+cmp "$work/$case.resident.safetensors" "$work/$case.host-sampler.safetensors"
+echo "$case: sampling on the device and on the host give identical outputs"

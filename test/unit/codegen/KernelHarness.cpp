@@ -178,6 +178,13 @@ std::unique_ptr<Kernels> Kernels::loadLowered(mlir::ModuleOp module,
   }
   auto k = std::unique_ptr<Kernels>(new Kernels());
   module.walk([&](mlir::LLVM::LLVMFuncOp f) {
+    if (f.getName().starts_with("_mlir_ciface_")) {
+      std::vector<bool> flags;
+      for (unsigned i = 0; i < f.getNumArguments(); ++i)
+        flags.push_back(static_cast<bool>(f.getArgAttr(i, "bt.host_scalar")));
+      k->hostScalars.push_back(
+          {f.getName().drop_front(strlen("_mlir_ciface_")).str(), flags});
+    }
     auto attr = f->getAttrOfType<mlir::ArrayAttr>("bt.params");
     if (!attr || f.getName().starts_with("_mlir_ciface_"))
       return;
@@ -325,10 +332,18 @@ std::vector<Result> Kernels::call(const std::string &name,
   if (!results.empty())
     argv.push_back(block.data());
   std::vector<void *> uploaded;
-  for (const Array *a : args) {
+  // The C interface's arguments end with ours (a result pointer may come
+  // first): a scalar passed by value stays in host memory.
+  std::vector<bool> byValue(args.size(), false);
+  for (const auto &[fn, flags] : hostScalars)
+    if (fn == name && flags.size() >= args.size())
+      for (size_t j = 0; j < args.size(); ++j)
+        byValue[j] = flags[flags.size() - args.size() + j];
+  for (size_t j = 0; j < args.size(); ++j) {
+    const Array *a = args[j];
     std::vector<int64_t> d(3 + 2 * a->shape.size());
     void *data = a->data();
-    if (device) {
+    if (device && !byValue[j]) {
       int64_t bytes = a->numel() * static_cast<int64_t>(elementSize(a->dtype));
       data = bytes > 0 ? device->upload(data, bytes) : nullptr;
       uploaded.push_back(data);

@@ -121,6 +121,10 @@ private:
   int fd = -1;
   std::string so;
   std::vector<std::pair<std::string, std::vector<std::string>>> paramOrder;
+  /// Per entry: whether each argument of its C interface (results first) is
+  /// a scalar passed by value (bt.host_scalar): call() passes it in host
+  /// memory, never uploaded.
+  std::vector<std::pair<std::string, std::vector<bool>>> hostScalars;
 };
 
 /// Reads every tensor of a safetensors file (F32 / I64); false on error.

@@ -74,6 +74,15 @@ def BTScalarsToKernels : Pass<"bt-scalars-to-kernels", "::mlir::ModuleOp"> {
 
     Other uses of device scalars (e.g. a host `scf.if`) are left alone:
     `bt-gpu-host-accesses` turns their loads into device→host copies.
+
+    Then every rank-0 argument of a public function whose uses are all
+    `tensor.extract`s in host code (not in a linalg payload or a
+    `gpu.launch`) gets the unit attribute `bt.host_scalar`
+    (bt/Codegen/HostScalars.h): the KV cache's `cache_length`,
+    decode_tokens' `sampler`. The manifest marks such an input
+    (`TensorSpec.host_scalar`), the runtime passes it by value in host
+    memory, and `bt-gpu-host-accesses` reads it with a host load instead of
+    a device→host copy (docs/abi.md).
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -183,6 +192,33 @@ def BTGPUHostAccesses : Pass<"bt-gpu-host-accesses", "::mlir::ModuleOp"> {
                            "::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::memref::MemRefDialect"];
+}
+
+def BTGPUSamplerKernels : Pass<"bt-gpu-sampler-kernels", "::mlir::ModuleOp"> {
+  let summary = "Add the kernels the runtime samples with on the device";
+  let description = [{
+    When the host code calls the runtime's sampler (`bt_rt_sample`, the
+    bufferization of `bt.sample`), adds `gpu.module @bt_sampler_kernels`
+    with the kernel the runtime's callback `_mlir_ciface_bt_gpu_sample`
+    launches by name for a greedy step (docs/generation.md, "Sampling on
+    the device"), so that the logits stay on the device:
+
+    `bt_sample_greedy(logits F32 [B', V] (strided), tokens I64 [B']
+    (strided), state I64 [B'', 2], step i64, first i64, eos i64, pad i64)`,
+    one thread per row: argmax with the lowest id among equal maxima (the
+    CPU sampler's choice), `pad` after the row's EOS in the block
+    (`state[r, 0]`, reset at step 0; eos < 0: no EOS handling), `pad` and
+    `state[r, 1] = 1` for a row with a NaN logit (`first` != 0 zeroes
+    `state[r, 1]` first).
+
+    Run after `gpu-kernel-outlining` and before `bt-merge-gpu-modules`
+    (which moves the kernel into the one module). A module without the
+    sampler call is left unchanged.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def BTMergeGPUModules : Pass<"bt-merge-gpu-modules", "::mlir::ModuleOp"> {

@@ -1,0 +1,76 @@
+//===- counters.cc - the generation counters as text ----------------------===//
+//
+// FormatCounters (generate.h): what `bt-run generate` and `bt-launcher
+// generate` print and store in the output's metadata (docs/generation.md,
+// "Counters"; docs/codegen-cuda.md for the device traffic and the H100
+// model).
+//
+//===----------------------------------------------------------------------===//
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "bt/runtime/generate/generate.h"
+
+namespace bt::rt {
+
+std::string FormatCounters(const GenerateCounters &c) {
+  std::string s = absl::StrFormat(
+      "prefill: %d call(s), %d blocks (rows x blocks), %.3f s\n", c.prefill_calls,
+      c.blocks_prefilled, c.prefill_seconds);
+  if (c.decode_tokens_calls > 0 || c.decode_block_calls > 0)
+    absl::StrAppendFormat(
+        &s,
+        "decode_tokens: %d call(s), %d token-decoder steps, %d rows\n"
+        "decode_block: %d call(s), %d rows\n",
+        c.decode_tokens_calls, c.token_decoder_steps, c.token_decoder_rows,
+        c.decode_block_calls, c.decode_block_rows);
+  if (c.decode_step_calls > 0 || c.tokens_sampled > 0)
+    absl::StrAppendFormat(&s, "decode_step: %d call(s), %d rows; %d tokens sampled\n",
+                          c.decode_step_calls, c.decode_step_rows,
+                          c.tokens_sampled);
+  absl::StrAppendFormat(
+      &s,
+      "decode loop: %.3f s; %d finished row(s) compacted\n"
+      "kv cache: capacity %d entries, length %d, %d -> %d bytes\n",
+      c.decode_seconds, c.rows_compacted, c.cache_capacity, c.cache_length,
+      c.cache_bytes_initial, c.cache_bytes_final);
+  const DeviceTraffic &t = c.decode_traffic;
+  if (t.bytes() > 0 || t.kernel_launches > 0) {
+    const double steps = static_cast<double>(std::max<int64_t>(c.decode_token_steps, 1));
+    absl::StrAppendFormat(
+        &s,
+        "device traffic in the decode loop (%s state): host->device %d bytes in %d "
+        "copies, device->host %d bytes in %d copies (%d bytes of these for host "
+        "sampling: logits down, tokens up); %d kernel launches, %d GEMMs\n"
+        "per decode step (%d steps): %.1f bytes host<->device, %.1f without the "
+        "host sampler's; %.1f kernel launches\n",
+        c.resident_state ? "resident" : "host", t.to_device_bytes, t.to_device_copies,
+        t.to_host_bytes, t.to_host_copies, t.sampler_bytes, t.kernel_launches,
+        t.gemm_calls, c.decode_token_steps, t.bytes() / steps,
+        (t.bytes() - t.sampler_bytes) / steps, t.kernel_launches / steps);
+  }
+  if (t.global_bytes_read + t.global_bytes_written > 0) {
+    // Counted by the emulator; the H100 time is a roofline model (3.35 TB/s
+    // HBM3, 989 TFLOP/s dense bf16 peak; 2 us per launch), not a measurement.
+    const double steps = static_cast<double>(std::max<int64_t>(c.decode_token_steps, 1));
+    const double bytes = static_cast<double>(t.global_bytes_read + t.global_bytes_written);
+    const double flops = static_cast<double>(t.gemm_flops);
+    const double roofline = std::max(bytes / 3.35e12, flops / 989e12);
+    const double launch = 2e-6 * static_cast<double>(t.kernel_launches + t.gemm_calls);
+    absl::StrAppendFormat(
+        &s,
+        "device memory per decode step (counted by the emulator, distinct 32-byte "
+        "sectors per launch): %.0f bytes read, %.0f written, %.0f accessed by "
+        "threads; %.0f GEMM FLOPs\n"
+        "modelled H100 time per decode step (a model, not a measurement): roofline "
+        "%.3f us at 3.35 TB/s and 989 TFLOP/s; launch overhead %.3f us at 2 us per "
+        "kernel or GEMM (%.0f%% of both)\n",
+        t.global_bytes_read / steps, t.global_bytes_written / steps,
+        t.global_access_bytes / steps, flops / steps, 1e6 * roofline / steps,
+        1e6 * launch / steps, 100.0 * launch / std::max(roofline + launch, 1e-30));
+  }
+  return s;
+}
+
+} // namespace bt::rt

@@ -1,0 +1,36 @@
+// RUN: bt-opt %s -split-input-file --bt-gpu-sampler-kernels --bt-merge-gpu-modules | FileCheck %s
+// RUN: bt-opt %s -split-input-file \
+// RUN:   --pass-pipeline="builtin.module(bt-gpu-sampler-kernels,bt-merge-gpu-modules,gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,reconcile-unrealized-casts))" \
+// RUN:   | FileCheck %s --check-prefix=NVVM
+
+// A module whose host code calls the runtime's sampler gets the greedy
+// sampling kernel, merged into the one gpu.module with the other kernels.
+// CHECK:       gpu.module @bt_kernels
+// CHECK-DAG:     gpu.func @k
+// CHECK-DAG:     gpu.func @bt_sample_greedy(%{{.*}}: memref<?x?xf32, strided<[?, ?], offset: ?>>, %{{.*}}: memref<?xi64, strided<[?], offset: ?>>, %{{.*}}: memref<?x2xi64>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64) kernel
+// CHECK-NOT:   gpu.module
+// The kernel's parameters in the NVVM order the runtime packs them
+// (runtime/device/cuda/cuda_call.cc SampleOnDevice): 7 + 5 + 7 words of the
+// three memref descriptors, then step, first, eos, pad.
+// NVVM:        llvm.func @bt_sample_greedy(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64) attributes {gpu.kernel, nvvm.kernel}
+module attributes {gpu.container_module} {
+  gpu.module @k_module {
+    gpu.func @k() kernel {
+      gpu.return
+    }
+  }
+  func.func private @bt_rt_sample(i64, memref<?x?xf32>, memref<?xi64>)
+}
+
+// -----
+
+// No sampler call: nothing is added.
+// CHECK-LABEL: // -----
+// CHECK-NOT:   bt_sample_greedy
+// NVVM-LABEL:  // -----
+// NVVM-NOT:    bt_sample_greedy
+module {
+  func.func @f() {
+    return
+  }
+}
