@@ -1,6 +1,7 @@
 //===- bench.cc - throughput benchmarks of a compiled model ---------------===//
 
 #include "bt/runtime/tooling/bench.h"
+#include "bt/runtime/tooling/efficiency.h"
 #include "bt/runtime/tooling/roofline.h"
 #include "bt/runtime/tooling/child_process.h"
 #include "bt/runtime/tooling/progress.h"
@@ -195,15 +196,18 @@ absl::StatusOr<CallStats> BtRunner::Call(const ProgressFn &progress) {
     if (!r.ok())
       return r.status();
     counters_ = r->counters;
+    stats.traffic = counters_.decode_traffic;
     outputs_.emplace("new_tokens", std::move(r->new_tokens));
     stats.prefill_seconds = counters_.prefill_seconds;
     stats.kv_bytes_per_sample =
         counters_.cache_bytes_initial / std::max<int64_t>(setting_.batch, 1);
     return stats;
   }
+  const DeviceTraffic traffic0 = model_.device().traffic();
   const auto t0 = Clock::now();
   BT_ASSIGN_OR_RETURN(outputs_, model_.Run(entry_, inputs_));
   stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  stats.traffic = model_.device().traffic().Since(traffic0);
   return stats;
 }
 
@@ -500,6 +504,7 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
         }
         if (!warm) {
           current[k].run_seconds.push_back(t->seconds);
+          current[k].traffic = t->traffic;
           if (t->prefill_seconds >= 0) {
             prefill[k].push_back(t->prefill_seconds);
             decode[k].push_back(t->seconds - t->prefill_seconds);
@@ -822,6 +827,9 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
   out << FormatTokensCheck(results[0], torch_results);
   if (machine)
     out << FormatRoofline(*machine, model.config(),
+                          model.manifest().kv_plan().global_bytes_per_entry(),
+                          results[0]);
+  out << FormatEfficiency(model.config(),
                           model.manifest().kv_plan().global_bytes_per_entry(),
                           results[0]);
   out << std::flush;

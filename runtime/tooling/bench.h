@@ -135,6 +135,8 @@ struct BenchResult {
   double peak_rss_mb = 0;
   /// Every timed call, seconds, in run order.
   std::vector<double> run_seconds;
+  /// The device traffic of the last timed call (CallStats::traffic).
+  DeviceTraffic traffic;
   /// Generation: the new tokens of the last call, row-major [batch,
   /// gen_tokens] (BenchRunner::GeneratedTokens; empty when the runner has
   /// none).
@@ -244,6 +246,10 @@ struct CallStats {
   /// Generation: KV-cache bytes allocated per sequence (0: not a
   /// generation).
   int64_t kv_bytes_per_sample = 0;
+  /// The device's traffic (DeviceTraffic; device-memory bytes only on the
+  /// emulated device): forward, the whole call; generation, the decoding
+  /// phase (GenerateCounters::decode_traffic).
+  DeviceTraffic traffic;
 };
 
 

@@ -1,0 +1,61 @@
+//===- efficiency.h - the emulated device's efficiency report ---*- C++ -*-===//
+//
+// The efficiency report of `bench --device cuda-emu` (issue 13 item 6;
+// docs/bench.md "Efficiency on the emulated device"): per generated token
+// (generation settings, the decoding phase) or per processed token (forward),
+// the kernel launches and cuBLAS GEMMs, the device-memory bytes read and
+// written and the GEMM FLOPs the emulator counted on the last timed call,
+// the analytic minimum bytes of the work model (WorkOf, roofline.h), and the
+// time an H100 would need at its roofline plus a per-launch overhead — a
+// model, not a measurement.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_RUNTIME_TOOLING_EFFICIENCY_H
+#define BT_RUNTIME_TOOLING_EFFICIENCY_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bt/runtime/tooling/bench.h"
+
+namespace bt::rt {
+
+/// The H100 the report models (SXM, dense bf16 peak; NVIDIA's data sheet):
+/// HBM3 bandwidth in bytes/s, tensor-core peak in FLOP/s, and the host cost
+/// of one kernel or GEMM launch in seconds (a round figure for a
+/// cudaLaunchKernel without CUDA graphs).
+struct H100Model {
+  static constexpr double kBandwidth = 3.35e12;
+  static constexpr double kPeakFlops = 989e12;
+  static constexpr double kLaunchSeconds = 2e-6;
+};
+
+/// One line of the report, per token of `r` (generation: per generated
+/// token, the decoding phase's traffic / (batch * gen_tokens); forward: per
+/// token of the eval call).
+struct TokenEfficiency {
+  double tokens = 0;             // the divisor
+  double launches = 0;           // kernel launches + cuBLAS GEMMs
+  double bytes_read = 0, bytes_written = 0;
+  double gemm_flops = 0;         // counted by the emulator (GEMMs only)
+  double min_bytes = 0;          // WorkOf's bytes (weights once per step...)
+  double roofline_s = 0;         // max(bytes / bandwidth, flops / peak)
+  double launch_s = 0;           // launches * H100Model::kLaunchSeconds
+};
+
+/// The per-token figures of `r`; all zero when `r.traffic` holds no
+/// emulator counts (global bytes) or the setting made no tokens.
+TokenEfficiency EfficiencyOf(const proto::ModelConfig &config,
+                             int64_t kv_bytes_per_entry, const BenchResult &r);
+
+/// The report section: a header naming the model's constants, then one
+/// line per bt result with emulator counts; empty when none has any.
+std::string FormatEfficiency(const proto::ModelConfig &config,
+                             int64_t kv_bytes_per_entry,
+                             const std::vector<BenchResult> &bt);
+
+} // namespace bt::rt
+
+#endif // BT_RUNTIME_TOOLING_EFFICIENCY_H
