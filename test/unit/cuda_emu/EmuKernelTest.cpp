@@ -57,6 +57,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <tuple>
@@ -76,6 +77,15 @@ const std::vector<int64_t> kKeys = {1, 127, 128, 129, 300};
 /// emulator's time grows with S · keys); LayerOps also runs three schedule
 /// seeds.
 const CompareOptions kInOrder = {kTol, {}};
+
+/// BT_EMU_FULL_MATRIX=1 runs the full cross product of the axes
+/// (every S, key count ≥ S and head_dim; split-K decode S ≤ 4, its domain)
+/// instead of the pruned matrix CI runs — about 300 kernel calls, minutes
+/// on the emulator (docs/cuda-emulator.md).
+bool fullMatrix() {
+  const char *v = std::getenv("BT_EMU_FULL_MATRIX");
+  return v && std::string(v) == "1";
+}
 
 std::string dimStr(int64_t d) { return d < 0 ? "?" : std::to_string(d); }
 
@@ -158,6 +168,12 @@ TEST(AttentionKernels, SplitKDecode) {
       cases.push_back({1, hd});
   for (auto c : std::vector<std::pair<int64_t, int64_t>>{{4, 128}, {2, 33}, {3, 100}})
     cases.push_back(c);
+  if (fullMatrix()) {
+    cases.clear();
+    for (int64_t s : {1, 2, 3, 4})
+      for (int64_t hd : kHeadDims)
+        cases.push_back({s, hd});
+  }
   std::string source;
   for (auto [s, hd] : cases)
     source += kvAttendFunc(llvm::formatv("decode_s{0}_hd{1}", s, hd), s, hd);
@@ -208,6 +224,13 @@ TEST(AttentionKernels, TiledPrefill) {
            {31, 31, 129}, {33, 31, 129}, {64, 33, 128}, {100, 33, 128},
            {8, 70, 70}, {128, 70, 300}})
     cases.push_back(c);
+  if (fullMatrix()) {
+    cases.clear();
+    for (int64_t hd : kHeadDims)
+      for (int64_t s : kRows)
+        for (int64_t keys : keysFor(s))
+          cases.push_back({hd, s, keys});
+  }
   for (auto [hd, s, keys] : cases)
     runKVAttend(*both, llvm::formatv("prefill_hd{0}", hd), s, keys, hd, rng);
 }
@@ -222,6 +245,12 @@ TEST(AttentionKernels, FusedLocal) {
   for (auto c : std::vector<std::pair<int64_t, int64_t>>{
            {70, 33}, {5, 100}, {1, 128}, {4, 8}, {33, 64}})
     cases.push_back(c);
+  if (fullMatrix()) {
+    cases.clear();
+    for (int64_t s : kRows)
+      for (int64_t hd : kHeadDims)
+        cases.push_back({s, hd});
+  }
   const int64_t batch = 2, blocks = 2;
   std::string source;
   for (auto [s, hd] : cases) {
