@@ -177,9 +177,15 @@ CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz,
   return kSuccess;
 }
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
-  void *m = aligned_alloc(256, (bytes + 255) / 256 * 256);
+  size_t rounded = (bytes + 255) / 256 * 256;
+  void *m = aligned_alloc(256, rounded);
   if (m == NULL)
     return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  /* Kernels are not executed, so nothing initializes what they would write
+     (e.g. the device sampler's state): start every allocation zeroed so the
+     host path sees the same bytes under any allocator (ASan fills fresh
+     malloc memory with 0xbe). */
+  memset(m, 0, rounded);
   ++g_allocs;
   *p = (CUdeviceptr)(uintptr_t)m;
   return kSuccess;
