@@ -355,6 +355,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(absl::string_view
   } catch (const json::parse_error &e) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": not valid JSON at byte ", e.byte, ": ", e.what()));
+  } catch (const json::exception &e) {
+    // E.g. out_of_range 406: a number literal beyond double's range.
+    return absl::InvalidArgumentError(absl::StrCat(source, ": not valid JSON: ", e.what()));
   }
   if (!root.is_object())
     return r.Error("(top level)", absl::StrCat("expected an object, got ", root.type_name()));

@@ -72,6 +72,11 @@ TEST(TokenizerLoad, MalformedJsonIsLocated) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("t.json: not valid JSON at byte"));
   ExpectError(json::array(), "(top level)", "expected an object");
   ExpectError(json::object(), "model", "missing");
+  // Found by fuzz/tokenizer_json_fuzzer: a number beyond double's range made
+  // the JSON library throw out_of_range, which escaped as std::terminate.
+  s = Tokenizer::FromJson("{\"model\": 4444444444e4444}", "t.json").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("t.json: not valid JSON"));
 }
 
 TEST(TokenizerLoad, AMissingFileIsNotFound) {
