@@ -72,6 +72,17 @@ struct DeviceTraffic {
   DeviceTraffic Since(const DeviceTraffic &since) const;
 };
 
+/// The H100 that bench's efficiency report (tooling/efficiency.h) and
+/// generation's counters (generate/counters.cc) model (SXM, dense bf16 peak; NVIDIA's data sheet):
+/// HBM3 bandwidth in bytes/s, tensor-core peak in FLOP/s, and the host cost
+/// of one kernel or GEMM launch in seconds (a round figure for a
+/// cudaLaunchKernel without CUDA graphs).
+struct H100Model {
+  static constexpr double kBandwidth = 3.35e12;
+  static constexpr double kPeakFlops = 989e12;
+  static constexpr double kLaunchSeconds = 2e-6;
+};
+
 /// An argument of Device::CallResident: a host tensor (copied to the device
 /// for the call; in-out ones are copied back) or a tensor resident on the
 /// device (used in place: an in-out one is updated in place). Exactly one is

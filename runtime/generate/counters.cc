@@ -51,13 +51,15 @@ std::string FormatCounters(const GenerateCounters &c) {
         (t.bytes() - t.sampler_bytes) / steps, t.kernel_launches / steps);
   }
   if (t.global_bytes_read + t.global_bytes_written > 0) {
-    // Counted by the emulator; the H100 time is a roofline model (3.35 TB/s
-    // HBM3, 989 TFLOP/s dense bf16 peak; 2 us per launch), not a measurement.
+    // Counted by the emulator; the H100 time is a roofline model (H100Model in
+    // device/device.h), not a measurement.
     const double steps = static_cast<double>(std::max<int64_t>(c.decode_token_steps, 1));
     const double bytes = static_cast<double>(t.global_bytes_read + t.global_bytes_written);
     const double flops = static_cast<double>(t.gemm_flops);
-    const double roofline = std::max(bytes / 3.35e12, flops / 989e12);
-    const double launch = 2e-6 * static_cast<double>(t.kernel_launches + t.gemm_calls);
+    const double roofline =
+        std::max(bytes / H100Model::kBandwidth, flops / H100Model::kPeakFlops);
+    const double launch =
+        H100Model::kLaunchSeconds * static_cast<double>(t.kernel_launches + t.gemm_calls);
     absl::StrAppendFormat(
         &s,
         "device memory per decode step (counted by the emulator, distinct 32-byte "

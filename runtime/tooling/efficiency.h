@@ -18,19 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "bt/runtime/device/device.h"
 #include "bt/runtime/tooling/bench.h"
 
 namespace bt::rt {
-
-/// The H100 the report models (SXM, dense bf16 peak; NVIDIA's data sheet):
-/// HBM3 bandwidth in bytes/s, tensor-core peak in FLOP/s, and the host cost
-/// of one kernel or GEMM launch in seconds (a round figure for a
-/// cudaLaunchKernel without CUDA graphs).
-struct H100Model {
-  static constexpr double kBandwidth = 3.35e12;
-  static constexpr double kPeakFlops = 989e12;
-  static constexpr double kLaunchSeconds = 2e-6;
-};
 
 /// One line of the report, per token of `r` (generation: per generated
 /// token, the decoding phase's traffic / (batch * gen_tokens); forward: per
