@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bt/runtime/base/status_macros.h"
+#include "bt/runtime/model/config.h"
+#include "bt/runtime/model/random_init.h"
 #include <zlib.h>
 
 namespace bt::rt {
@@ -129,7 +131,17 @@ proto::Manifest ArtifactWriter::LaidOutManifest() const {
   const uint64_t wstart = AlignUp(kernels_.size(), kArtifactPageSize);
   uint64_t cur = 0;
   uint32_t wcrc = 0; // over the section as Write() lays it out, padding included
+  const bool drawn = m.has_random_init(); // weights listed, not stored
   for (const PendingWeight &w : weights_) {
+    if (drawn) {
+      proto::Weight *pw = m.add_weights();
+      pw->set_name(w.name);
+      pw->set_dtype(w.tensor.dtype());
+      for (int64_t d : w.tensor.shape())
+        pw->add_shape(d);
+      pw->set_nbytes(w.tensor.nbytes());
+      continue;
+    }
     const uint64_t aligned = AlignUp(cur, kTensorAlignment);
     wcrc = Crc32Zeros(wcrc, aligned - cur);
     wcrc = Crc32(wcrc, w.tensor.bytes());
@@ -191,7 +203,7 @@ absl::Status ArtifactWriter::Emit(const std::string &path,
     return out.WriteZeros(payload_start + rel - out.offset());
   };
   BT_RETURN_IF_ERROR(pad_to(m.weights_data().offset()));
-  for (int i = 0; i < m.weights_size(); ++i) {
+  for (int i = 0; i < m.weights_size() && !m.has_random_init(); ++i) {
     BT_RETURN_IF_ERROR(
         pad_to(m.weights_data().offset() + m.weights(i).offset()));
     BT_RETURN_IF_ERROR(out.Write(weights_[i].tensor.bytes()));
@@ -313,6 +325,13 @@ absl::Status IndexWeights(const std::string &path, const proto::Manifest &m,
       return bad(absl::StrCat(what, " has nbytes ", w.nbytes(), ", but ",
                               DTypeName(w.dtype()), ShapeToString(shape),
                               " needs ", static_cast<uint64_t>(*n) * itemsize));
+    if (m.has_random_init()) {
+      if (w.offset() != 0)
+        return bad(absl::StrCat(what, " has offset ", w.offset(),
+                                ", but the weights are drawn at load "
+                                "(random_init): expected 0"));
+      continue;
+    }
     if (w.offset() % kTensorAlignment != 0)
       return bad(absl::StrCat(what, " offset ", w.offset(),
                               " is not 64-byte aligned"));
@@ -327,6 +346,38 @@ absl::Status IndexWeights(const std::string &path, const proto::Manifest &m,
                             y->what, " [", y->begin, ", ", y->end,
                             ") overlap"));
 
+  return absl::OkStatus();
+}
+
+/// Checks the weight list of an artifact whose weights are drawn at load
+/// (random_init): an empty weights section and exactly ExpectedParams(config)
+/// in order, F32, with the expected shapes (what RandomInitWeights draws).
+/// Errors: InvalidArgument naming the file and the first difference.
+absl::Status CheckDrawnWeights(const std::string &path,
+                               const proto::Manifest &m) {
+  auto bad = [&](absl::string_view msg) { return BadArtifact(path, msg); };
+  if (m.weights_data().size() != 0)
+    return bad(absl::StrCat("the weights are drawn at load (random_init), "
+                            "but the weights section holds ",
+                            m.weights_data().size(), " bytes"));
+  BT_RETURN_IF_ERROR(ValidateModelConfig(m.config(), path + ": config"));
+  const std::vector<ParamSpec> expected = ExpectedParams(m.config());
+  if (expected.size() != static_cast<size_t>(m.weights_size()))
+    return bad(absl::StrCat("the weights are drawn at load (random_init): "
+                            "the config has ", expected.size(),
+                            " parameters, the manifest lists ",
+                            m.weights_size(), " weights"));
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const proto::Weight &w = m.weights(static_cast<int>(i));
+    const std::vector<int64_t> shape(w.shape().begin(), w.shape().end());
+    if (w.name() != expected[i].name || w.dtype() != DType::F32 ||
+        shape != expected[i].shape)
+      return bad(absl::StrCat(
+          "the weights are drawn at load (random_init): weight #", i, " is '",
+          w.name(), "' ", DTypeName(w.dtype()), ShapeToString(shape),
+          ", but the config's parameter #", i, " is '", expected[i].name,
+          "' F32", ShapeToString(expected[i].shape)));
+  }
   return absl::OkStatus();
 }
 
@@ -462,6 +513,8 @@ Artifact::FromMapping(std::shared_ptr<MappedFile> file) {
                             ") sections overlap"));
 
   BT_RETURN_IF_ERROR(IndexWeights(path, m, a->weight_index_));
+  if (m.has_random_init())
+    BT_RETURN_IF_ERROR(CheckDrawnWeights(path, m));
   BT_RETURN_IF_ERROR(CheckEntryPoints(path, m, a->weight_index_));
   // Checksums, last (the structure is checked first), before any section is
   // used (the kernels are dlopen'ed, the weights read as tensors).
@@ -498,6 +551,20 @@ absl::StatusOr<Tensor> Artifact::GetWeight(const std::string &name) const {
   if (w == nullptr)
     return absl::NotFoundError(
         absl::StrCat(path(), ": no weight '", name, "'"));
+  if (manifest_.has_random_init()) {
+    absl::MutexLock lock(&drawn_mutex_);
+    if (drawn_ == nullptr) {
+      absl::StatusOr<std::map<std::string, Tensor>> drawn =
+          RandomInitWeights(manifest_.config(), manifest_.random_init().seed());
+      if (!drawn.ok())
+        return absl::Status(drawn.status().code(),
+                            absl::StrCat(path(), ": drawing the weights: ",
+                                         drawn.status().message()));
+      drawn_ = std::make_unique<std::map<std::string, Tensor>>(
+          std::move(*drawn));
+    }
+    return drawn_->at(name).Share();
+  }
   const char *p = file_->data() + payload_start_ +
                   manifest_.weights_data().offset() + w->offset();
   return Tensor::Borrow(w->dtype(),

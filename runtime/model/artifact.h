@@ -25,6 +25,7 @@
 #define BT_RUNTIME_ARTIFACT_H
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "bt/proto/bt.pb.h"
 #include "bt/runtime/base/file_util.h"
 #include "bt/runtime/base/tensor.h"
@@ -79,6 +81,15 @@ public:
   /// Makes the output an executable: the file at `path` (the bt-launcher
   /// binary) is copied in front of the payload and the result is chmod 0755.
   void SetPrefixFile(std::string path) { prefix_path_ = std::move(path); }
+
+  /// Stores `seed` instead of the weights' bytes (Manifest.random_init):
+  /// the weights added by AddWeight are listed (name, dtype, shape) but not
+  /// written, and Artifact::GetWeight draws them with RandomInitWeights.
+  /// The caller adds exactly the weights RandomInitWeights(config, seed)
+  /// returns (Artifact::Open refuses anything else).
+  void SetRandomInit(uint64_t seed) {
+    manifest_.mutable_random_init()->set_seed(seed);
+  }
 
   /// Adds a weight tensor (the writer shares `t`'s data; no copy until
   /// Write). Errors: InvalidArgument for an empty or duplicate name or an
@@ -136,6 +147,9 @@ public:
   ///  - a weight with an unknown dtype, a bad shape, nbytes != numel *
   ///    itemsize, an offset not 64-aligned, a range past the weights
   ///    section, overlapping another weight, or a duplicate name;
+  ///  - random_init present (weights drawn at load): a weight whose offset
+  ///    is not 0, a non-empty weights section, or a weight list that is not
+  ///    ExpectedParams(config) in order, F32, with its shapes;
   ///  - an entry point with an empty or duplicate name, an empty symbol, a
   ///    param that is not a weight, or a tensor spec with an unspecified
   ///    dtype, a dim < -1, a duplicate name, or an output marked inout.
@@ -163,7 +177,11 @@ public:
   /// The weight's manifest entry, or nullptr.
   const proto::Weight *FindWeight(const std::string &name) const;
   /// The weight as a borrowed view into the mapping (kept alive by the
-  /// tensor). Errors: NotFound naming the weight and the file.
+  /// tensor). With random_init, the first call draws every weight
+  /// (RandomInitWeights: about 10 ns per element, once per artifact; the
+  /// artifact owns them) and each call returns a shared view. Errors:
+  /// NotFound naming the weight and the file; ResourceExhausted when the
+  /// drawn weights cannot be allocated.
   absl::StatusOr<Tensor> GetWeight(const std::string &name) const;
   /// The entry point `name`, or nullptr.
   const proto::EntryPoint *FindEntryPoint(const std::string &name) const;
@@ -178,6 +196,9 @@ private:
   uint64_t payload_start_ = 0;
   proto::Manifest manifest_;
   absl::flat_hash_map<std::string, int> weight_index_;
+  /// random_init: the drawn weights (by GetWeight, under drawn_mutex_).
+  mutable absl::Mutex drawn_mutex_;
+  mutable std::unique_ptr<std::map<std::string, Tensor>> drawn_;
 };
 
 } // namespace bt::rt

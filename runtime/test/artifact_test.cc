@@ -2,12 +2,15 @@
 
 #include "bt/runtime/model/artifact.h"
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "absl/strings/match.h"
 #include "bt/runtime/model/config.h"
+#include "bt/runtime/model/random_init.h"
 #include "test_util.h"
 
 namespace bt::rt {
@@ -450,6 +453,109 @@ TEST(Artifact, FlippedBytesNameTheSection) {
   testing::WriteRaw(dir.File("exe"), exe);
   EXPECT_THAT(Artifact::Open(dir.File("exe")).status(),
               StatusIs(absl::StatusCode::kDataLoss, "the weights_data section is damaged"));
+}
+
+// An artifact that stores the seed (ArtifactWriter::SetRandomInit, `bt-run
+// compile --random-init --seeded-weights`) lists every weight but stores no
+// weight bytes; GetWeight draws them with RandomInitWeights, so they equal the
+// weights a stored-weights artifact of the same seed holds.
+TEST(Artifact, SeededWeightsAreDrawnAtLoad) {
+  testing::TempDir dir;
+  const proto::ModelConfig config = BaseManifest().config();
+  auto drawn = RandomInitWeights(config, 7);
+  ASSERT_THAT(drawn.status(), IsOk());
+  const std::vector<ParamSpec> params = ExpectedParams(config);
+  auto manifest = [&] {
+    proto::Manifest m = BaseManifest();
+    m.mutable_entry_points(0)->clear_params();
+    for (const ParamSpec &p : params)
+      m.mutable_entry_points(0)->add_params(p.name);
+    return m;
+  };
+  auto write = [&](const std::string &name, bool seeded, size_t drop,
+                   const Tensor *replacement) {
+    ArtifactWriter w(manifest());
+    w.SetKernels(std::string("\x7f" "ELF", 4));
+    if (seeded)
+      w.SetRandomInit(7);
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (i == drop)
+        continue;
+      const Tensor &t = (replacement != nullptr && i == 0)
+                            ? *replacement
+                            : drawn->at(params[i].name);
+      EXPECT_THAT(w.AddWeight(params[i].name, t), IsOk());
+    }
+    const std::string path = dir.File(name);
+    EXPECT_THAT(w.Write(path), IsOk());
+    return path;
+  };
+  const std::string seeded = write("seeded.btart", true, params.size(), nullptr);
+  const std::string stored = write("stored.btart", false, params.size(), nullptr);
+  auto a = Artifact::Open(seeded);
+  ASSERT_THAT(a.status(), IsOk());
+  auto b = Artifact::Open(stored);
+  ASSERT_THAT(b.status(), IsOk());
+  EXPECT_EQ((*a)->manifest().weights_data().size(), 0u);
+  EXPECT_EQ((*a)->manifest().weights_size(), static_cast<int>(params.size()));
+  uint64_t weight_bytes = 0;
+  for (const ParamSpec &p : params) {
+    SCOPED_TRACE(p.name);
+    auto x = (*a)->GetWeight(p.name);
+    auto y = (*b)->GetWeight(p.name);
+    ASSERT_THAT(x.status(), IsOk());
+    ASSERT_THAT(y.status(), IsOk());
+    EXPECT_EQ(x->shape(), p.shape);
+    EXPECT_EQ(x->dtype(), DType::F32);
+    EXPECT_EQ(x->bytes(), y->bytes());
+    weight_bytes += x->nbytes();
+    // The official init (not this code): LayerNorm weights 1, 1-D tensors
+    // 0, matrices normal with the official standard deviations.
+    const float *v = x->data_as<float>();
+    const int64_t n = x->num_elements();
+    if (absl::EndsWith(p.name, "layernorm.weight") ||
+        absl::EndsWith(p.name, "layer_norm.weight")) {
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(v[i], 1.0f);
+    } else if (p.shape.size() == 1) {
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(v[i], 0.0f);
+    } else if (n >= 4096) {
+      double sum = 0, sq = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        sum += v[i];
+        sq += static_cast<double>(v[i]) * v[i];
+      }
+      const double mean = sum / n, sd = std::sqrt(sq / n - mean * mean);
+      const double want =
+          absl::EndsWith(p.name, "expansion_layer.weight")
+              ? 1.0 / std::sqrt(config.block_decoder().hidden_size())
+          : absl::EndsWith(p.name, "projection_layer.weight")
+              ? 1.0 / std::sqrt(config.embedder_width() * config.block_length())
+              : 0.02;
+      EXPECT_NEAR(sd, want, 0.05 * want);
+      EXPECT_NEAR(mean, 0.0, 0.1 * want);
+    }
+  }
+  // No weight bytes in the file.
+  EXPECT_LT(testing::ReadRaw(seeded).size(), weight_bytes);
+  EXPECT_GT(testing::ReadRaw(stored).size(), weight_bytes);
+  // Another seed draws other weights.
+  auto other = RandomInitWeights(config, 8);
+  ASSERT_THAT(other.status(), IsOk());
+  const std::string &matrix = params[0].name; // embedder.embeddings: [V, E]
+  ASSERT_EQ(params[0].shape.size(), 2u);
+  EXPECT_NE(other->at(matrix).bytes(), (*a)->GetWeight(matrix)->bytes());
+
+  // A weight list that is not the config's parameters is refused.
+  EXPECT_THAT(Artifact::Open(write("short.btart", true, 3, nullptr)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "the manifest lists"));
+  Tensor wrong = testing::MakeF32({2}, {1, 2});
+  EXPECT_THAT(
+      Artifact::Open(write("shape.btart", true, params.size(), &wrong)).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "weight #0 is '" + params[0].name + "' F32[2]"));
 }
 
 } // namespace

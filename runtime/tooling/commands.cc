@@ -99,6 +99,9 @@ absl::Status RunInfoCommand(const Artifact &artifact, std::ostream &out) {
   if (m.cuda_emu().size() > 0)
     out << ", cuda_emu " << m.cuda_emu().size() << " bytes";
   out << "\n";
+  if (m.has_random_init())
+    out << "  weights drawn at load: random init, seed "
+        << m.random_init().seed() << " (not stored)\n";
   out << DescribeModelConfig(m.config());
   out << "entry points:\n";
   for (const proto::EntryPoint &ep : m.entry_points()) {

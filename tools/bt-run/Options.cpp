@@ -79,6 +79,12 @@ cl::opt<bool, true> randomInit("random-init",
                          cl::desc("Random weights instead of the checkpoint's "
                                   "(needs only a config)"),
                          cl::location(S.randomInit), cl::cat(btCategory));
+cl::opt<bool, true> seededWeights(
+    "seeded-weights",
+    cl::desc("With --random-init, compile: the artifact stores the seed, not "
+             "the weights; the runtime draws the same weights when it loads "
+             "it (small artifacts of large random-weight models)"),
+    cl::location(S.seededWeights), cl::cat(btCategory));
 cl::opt<uint64_t, true> seed("seed",
                        cl::desc("Seed of --random-init, and of generate's "
                                 "sampling (with --temperature/--top-k/--top-p)"), cl::location(S.seed), cl::callback([](const uint64_t &) { S.seedGiven = true; }), cl::cat(btCategory));

@@ -41,6 +41,7 @@ struct RunOptions {
   // the model
   std::string config, weights;
   bool randomInit = false;
+  bool seededWeights = false;
   uint64_t seed = 0;
   bool seedGiven = false;
   std::string inputs;

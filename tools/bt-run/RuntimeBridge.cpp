@@ -19,6 +19,7 @@
 #include "bt/runtime/tooling/commands.h"
 #include "bt/runtime/model/config.h"
 #include "bt/runtime/model/init_from_vanilla.h"
+#include "bt/runtime/model/random_init.h"
 #include "bt/runtime/base/file_util.h"
 #include "bt/runtime/base/safetensors.h"
 #include "bt/runtime/base/tensor.h"
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <optional>
 #include <iostream>
 #include <random>
 #include <string_view>
@@ -45,6 +47,8 @@ struct Model::Impl {
   std::vector<std::string> notices;
   std::vector<std::string> warnings;
   bool hasWeights = false;
+  /// The seed of randomModel (rt::RandomInitWeights); absent otherwise.
+  std::optional<uint64_t> randomInitSeed;
 };
 
 Model::~Model() = default;
@@ -237,43 +241,16 @@ std::unique_ptr<Model> randomModel(const std::string &configPath,
     return nullptr;
   }
   config->set_checkpoint_dtype(proto::F32); // what we generate
-  std::unique_ptr<Model> model = fromConfig(*config);
-  std::mt19937_64 rng(seed);
-  const double contextWidth = static_cast<double>(config->block_decoder().hidden_size());
-  for (const ParamSpec &p : rt::ExpectedParams(*config)) {
-    absl::StatusOr<rt::Tensor> t = rt::Tensor::Allocate(rt::DType::F32, p.shape);
-    if (!t.ok()) {
-      error = std::string(t.status().message());
-      return nullptr;
-    }
-    float *data = t->data_as<float>();
-    const int64_t n = t->num_elements();
-    auto endsWith = [&](const std::string &suffix) {
-      return p.name.size() >= suffix.size() &&
-             p.name.compare(p.name.size() - suffix.size(), suffix.size(),
-                            suffix) == 0;
-    };
-    if (endsWith("layernorm.weight") || endsWith("layer_norm.weight")) {
-      std::fill(data, data + n, 1.0f);
-    } else if (p.shape.size() == 1) {
-      // Biases (zeros, as HF _init_weights); Allocate zero-fills.
-    } else {
-      // HF GPT-NeoX init: normal(0, initializer_range = 0.02); the official
-      // expansion layer: normal(0, D^-1/2) (token_decoder/base.py).
-      // The projection-layer embedder: normal(0, (E * L_B)^-1/2)
-      // (embedder/lookup.py).
-      double std = endsWith("expansion_layer.weight") ? 1.0 / std::sqrt(contextWidth)
-                   : endsWith("projection_layer.weight")
-                       ? 1.0 / std::sqrt(static_cast<double>(
-                                   config->embedder_width() *
-                                   config->block_length()))
-                       : 0.02;
-      std::normal_distribution<float> dist(0.0f, static_cast<float>(std));
-      for (int64_t i = 0; i < n; ++i)
-        data[i] = dist(rng);
-    }
-    model->impl->weights.emplace(p.name, std::move(*t));
+  absl::StatusOr<std::map<std::string, rt::Tensor>> weights =
+      rt::RandomInitWeights(*config, seed);
+  if (!weights.ok()) {
+    error = std::string(weights.status().message());
+    return nullptr;
   }
+  std::unique_ptr<Model> model = fromConfig(*config);
+  for (auto &[name, t] : *weights)
+    model->impl->weights.emplace(name, std::move(t));
+  model->impl->randomInitSeed = seed;
   model->impl->notices.push_back("random initialization, seed " +
                                  std::to_string(seed));
   model->impl->hasWeights = true;
@@ -334,6 +311,14 @@ std::unique_ptr<rt::ArtifactWriter> makeWriter(const Model &model,
   if (!parts.tokenizer.empty())
     writer->SetTokenizer(parts.tokenizer,
                          rt::DetectTokenizerKind(parts.tokenizer));
+  if (parts.seededWeights) {
+    if (!model.impl->randomInitSeed) {
+      error = "--seeded-weights needs --random-init (the artifact stores the "
+              "seed of the random weights, not weights)";
+      return nullptr;
+    }
+    writer->SetRandomInit(*model.impl->randomInitSeed);
+  }
   for (const std::string &name : model.impl->paramNames) {
     auto it = model.impl->weights.find(name);
     if (it == model.impl->weights.end()) {

@@ -91,6 +91,10 @@ struct ArtifactParts {
   KernelInterface interface;
   std::string kernels, cpu, tokenizer;
   GPUArtifactInfo gpu;
+  /// Store the model's random-init seed instead of its weights
+  /// (Manifest.random_init: the runtime draws the same weights at load,
+  /// rt::RandomInitWeights). Only for a model of randomModel.
+  bool seededWeights = false;
 };
 
 /// Writes the artifact of `model` and `parts` to `outPath`, atomically (temp

@@ -111,7 +111,13 @@ bt::run::compileArtifactParts(const Tool &tool, const bridge::Model &model,
                               const compiler::Options &options) {
   const RunOptions &o = tool.options;
   // The tokenizer is checked before the (long) compilation.
+  if (o.seededWeights && !o.randomInit) {
+    fail("--seeded-weights needs --random-init (the artifact stores the seed "
+         "of the random weights instead of weights)");
+    return failure();
+  }
   bridge::ArtifactParts parts;
+  parts.seededWeights = o.seededWeights;
   std::string error;
   if (!o.tokenizer.empty() &&
       !bridge::readTokenizer(model, o.tokenizer, parts.tokenizer, error)) {
