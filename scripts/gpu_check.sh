@@ -33,7 +33,8 @@
 # (bench/pareto_plot.py). BT_GPU_BENCH_SIZE selects the sizes:
 #   paper (default) the paper's settings, prefill-heavy 2048/128 and
 #                   decode-heavy 128/2048, batch 1, 32, 256 and the planned max
-#                   batch (for the GPU's memory from nvidia-smi), --warmup 1
+#                   batch (for the GPU's memory from nvidia-smi; the batches
+#                   are BT_GPU_BENCH_BATCHES, default 1,32,256,max), --warmup 1
 #                   --iters 2 (BT_GPU_BENCH_ITERS);
 #   tiny            prefill-heavy 8/4, decode-heavy 4/8, batch 1 and 2, one
 #                   call each: what the emulator finishes in seconds.
@@ -190,8 +191,10 @@ elif [ "$size" != paper ] && [ "$size" != tiny ]; then
 else
   if [ "$size" = paper ]; then
     bench_flags=(--setting prefill-heavy=2048/128,decode-heavy=128/2048
-                 --batch 1,32,256,max --warmup 1 --iters "${BT_GPU_BENCH_ITERS:-2}")
-    if [ "$device" = cuda ] && command -v nvidia-smi > /dev/null; then
+                 --batch "${BT_GPU_BENCH_BATCHES:-1,32,256,max}" --warmup 1
+                 --iters "${BT_GPU_BENCH_ITERS:-2}")
+    if [ "$device" = cuda ] && command -v nvidia-smi > /dev/null &&
+       [[ ",${BT_GPU_BENCH_BATCHES:-max}," == *,max,* ]]; then
       gpu_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
       [ -n "$gpu_mib" ] && bench_flags+=(--memory "${gpu_mib// /}MiB")
     fi
