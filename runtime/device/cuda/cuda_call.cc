@@ -261,7 +261,11 @@ SamplerStates() {
   return *m;
 }
 
-constexpr int64_t kSampleThreads = 128;
+// The launch bt_sample_greedy is written for (lib/Codegen/CUDA/
+// GPUSamplerKernels.cpp): one block of 256 threads per row, and the shared
+// memory of its reduction (value f32, id i32, NaN flag i32 per thread).
+constexpr int64_t kSampleThreads = 256;
+constexpr int32_t kSampleSharedBytes = kSampleThreads * (4 + 4 + 4);
 
 } // namespace
 
@@ -301,9 +305,8 @@ absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
   void *params[sizeof(words) / sizeof(words[0])];
   for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); ++i)
     params[i] = &words[i];
-  const int64_t threads = std::min(rows, kSampleThreads);
-  return gpu.Launch("bt_sample_greedy", (rows + threads - 1) / threads, 1, 1,
-                    threads, 1, 1, 0, params);
+  return gpu.Launch("bt_sample_greedy", rows, 1, 1, kSampleThreads, 1, 1,
+                    kSampleSharedBytes, params);
 }
 
 absl::Status EndDeviceSampling(CudaBackend &gpu, int64_t handle) {

@@ -74,6 +74,31 @@ void release(void *device) {
   check(backend()->pool().Free(reinterpret_cast<uint64_t>(device)), "Free");
 }
 
+bool sampleGreedy(int64_t handle, const void *logits, int64_t rows,
+                  int64_t vocab, int64_t rowStride, void *tokens, int64_t step,
+                  int64_t eos, int64_t pad, std::string &error) {
+  float *l = const_cast<float *>(static_cast<const float *>(logits));
+  int64_t *t = static_cast<int64_t *>(tokens);
+  rt::StridedMemRef<float, 2> lm{l, l, 0, {rows, vocab}, {rowStride, 1}};
+  rt::StridedMemRef<int64_t, 1> tm{t, t, 0, {rows}, {1}};
+  rt::SamplerCallbackTarget::DeviceStep s;
+  s.step_in_block = step;
+  s.eos_token_id = eos;
+  s.pad_token_id = pad;
+  absl::Status st = rt::SampleOnDevice(*backend(), handle, lm, tm, s);
+  if (!st.ok()) {
+    error = st.ToString();
+    return false;
+  }
+  check(backend()->Synchronize(), "Synchronize");
+  return true;
+}
+
+std::string endSampling(int64_t handle) {
+  absl::Status s = rt::EndDeviceSampling(*backend(), handle);
+  return s.ok() ? std::string() : std::string(s.message());
+}
+
 long reports() { return cuda_emu::ReportCount(); }
 
 void setScheduleSeed(unsigned long long seed) {

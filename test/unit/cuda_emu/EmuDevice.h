@@ -39,6 +39,16 @@ void *upload(const void *host, int64_t bytes);
 void download(void *host, const void *device, int64_t bytes);
 /// Releases a buffer of `upload` or an output of the host code.
 void release(void *device);
+/// The greedy sampler on the device (rt::SampleOnDevice: the kernel
+/// bt_sample_greedy of the loaded module) for sampler `handle`: logits F32
+/// [rows, vocab] at `logits` with row stride `rowStride` elements, tokens
+/// I64 [rows] written to `tokens`; `step` within the block, `eos` (< 0:
+/// none), `pad`. False with `error` set when the launch fails.
+bool sampleGreedy(int64_t handle, const void *logits, int64_t rows,
+                  int64_t vocab, int64_t rowStride, void *tokens, int64_t step,
+                  int64_t eos, int64_t pad, std::string &error);
+/// rt::EndDeviceSampling for `handle`: "" or its error (a row with a NaN).
+std::string endSampling(int64_t handle);
 /// Reports of the emulator's checks so far in this process.
 long reports();
 /// The schedule seed of the launches that follow (as BT_CUDA_EMU_SEED: 0

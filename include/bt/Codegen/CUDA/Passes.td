@@ -205,7 +205,9 @@ def BTGPUSamplerKernels : Pass<"bt-gpu-sampler-kernels", "::mlir::ModuleOp"> {
 
     `bt_sample_greedy(logits F32 [B', V] (strided), tokens I64 [B']
     (strided), state I64 [B'', 2], step i64, first i64, eos i64, pad i64)`,
-    one thread per row: argmax with the lowest id among equal maxima (the
+    one block of 256 threads per row (grid B', 3072 bytes of dynamic shared
+    memory): each thread scans a strided share of V, a shared-memory tree
+    combines them; argmax with the lowest id among equal maxima (the
     CPU sampler's choice), `pad` after the row's EOS in the block
     (`state[r, 0]`, reset at step 0; eos < 0: no EOS handling), `pad` and
     `state[r, 1] = 1` for a row with a NaN logit (`first` != 0 zeroes

@@ -1,0 +1,208 @@
+//===- EmuSamplerTest.cpp - the device's greedy sampler on the emulator ---===//
+//
+// bt_sample_greedy (lib/Codegen/CUDA/GPUSamplerKernels.cpp: one block of 256
+// threads per row, a tree over shared memory) launched by the runtime
+// (rt::SampleOnDevice) on the CUDA emulator, whose checks (bounds, races,
+// barriers) end the process with a report if they fire. The expected token
+// of every row is the documented greedy rule of the CPU sampler
+// (sampler_callback.h ArgMax), restated below as a sequential scan: the
+// first strict maximum in id order, starting from id 0 at -inf, so that the
+// lowest id among equal maxima wins (+0 and -0 are equal), an all -inf row
+// gives 0, and NaN never wins; a row with a NaN gives the pad id and sets
+// the NaN flag that EndDeviceSampling reports; after a row's EOS the rest of
+// its block is padding. Vocabularies around the block size (1, 7, 255, 256,
+// 257, 1000) and the paper models' 50304, rows strided in memory, and the
+// schedule seeds 1..3 (a permuted order of blocks and threads) give the same
+// tokens as the in-order run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EmuDevice.h"
+#include "../codegen/KernelHarness.h"
+#include "EmuCompare.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Parser/Parser.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace bt::test {
+namespace {
+
+/// The greedy rule of the CPU sampler (sampler_callback.h ArgMax).
+int64_t sequentialArgMax(const float *row, int64_t vocab) {
+  int64_t best = 0;
+  float value = -std::numeric_limits<float>::infinity();
+  for (int64_t v = 0; v < vocab; ++v)
+    if (row[v] > value) {
+      value = row[v];
+      best = v;
+    }
+  return best;
+}
+
+/// The emulator's module image of a module whose host code calls the
+/// runtime's sampler: it has bt_sample_greedy (bt-gpu-sampler-kernels).
+const std::string &samplerImage() {
+  static std::string image = [] {
+    std::unique_ptr<mlir::MLIRContext> ctx = makeCUDAContext();
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::parseSourceString<mlir::ModuleOp>(R"mlir(module {
+      func.func private @bt_rt_sample(i64, memref<?x?xf32>, memref<?xi64>)
+      func.func @ln(%x: tensor<?x3x40xf32>, %w: tensor<40xf32>, %b: tensor<40xf32>) -> tensor<?x3x40xf32> {
+        %y = bt.layer_norm %x, %w, %b eps 1.0e-05 : tensor<?x3x40xf32>, tensor<40xf32>, tensor<40xf32> -> tensor<?x3x40xf32>
+        return %y : tensor<?x3x40xf32>
+      }
+    })mlir",
+                                                ctx.get());
+    std::string ptx, error, out;
+    std::unique_ptr<Kernels> k = Kernels::compileCUDAModule(
+        *module, CUDAPipelineOptions(), ptx, error, &out);
+    EXPECT_TRUE(k) << error;
+    EXPECT_NE(ptx.find("bt_sample_greedy"), std::string::npos);
+    return out;
+  }();
+  return image;
+}
+
+class Sampler : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(emu::open(error)) << error;
+    ASSERT_FALSE(samplerImage().empty());
+    ASSERT_TRUE(emu::loadModule(samplerImage(), error)) << error;
+  }
+  /// Samples `logits` ([rows, stride], the first `vocab` of each row used)
+  /// with every schedule seed; returns the tokens of seed 0 and expects the
+  /// others equal.
+  std::vector<int64_t> sample(int64_t handle, const std::vector<float> &logits,
+                              int64_t rows, int64_t vocab, int64_t stride,
+                              int64_t step, int64_t eos, int64_t pad,
+                              bool allSeeds = true) {
+    void *d = emu::upload(logits.data(), rows * stride * 4);
+    std::vector<int64_t> init(rows, -7);
+    void *t = emu::upload(init.data(), rows * 8);
+    std::vector<int64_t> first;
+    for (unsigned long long seed : {0ull, 1ull, 2ull, 3ull}) {
+      if (seed != 0 && !allSeeds)
+        break;
+      emu::setScheduleSeed(seed);
+      std::string error;
+      long before = emu::reports();
+      EXPECT_TRUE(emu::sampleGreedy(handle, d, rows, vocab, stride, t, step,
+                                    eos, pad, error))
+          << error;
+      EXPECT_EQ(emu::reports(), before);
+      std::vector<int64_t> got(rows);
+      emu::download(got.data(), t, rows * 8);
+      if (seed == 0)
+        first = got;
+      else
+        EXPECT_EQ(got, first) << "schedule seed " << seed;
+    }
+    emu::setScheduleSeed(0);
+    emu::release(d);
+    emu::release(t);
+    return first;
+  }
+};
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+/// Rows of adversarial cases for a vocabulary of `vocab` (row stride
+/// `stride` >= vocab; the padding holds +inf, which a kernel reading past
+/// the row would pick): random, ties across threads, all -inf, one finite
+/// logit at the end, +0/-0 ties, +inf ties.
+std::vector<float> adversarialRows(int64_t vocab, int64_t stride,
+                                   int64_t &rows, std::mt19937 &rng) {
+  rows = 6;
+  std::vector<float> l(rows * stride, kInf);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  auto row = [&](int64_t r) { return l.data() + r * stride; };
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t v = 0; v < vocab; ++v)
+      row(r)[v] = -std::fabs(normal(rng)) - 1.0f;
+  for (int64_t v = 0; v < vocab; ++v)
+    row(0)[v] = normal(rng);
+  // Ties of the maximum at ids handled by different threads.
+  for (int64_t v : {vocab - 1, vocab / 2 + 1, vocab / 3, int64_t(3)})
+    if (v >= 0 && v < vocab)
+      row(1)[v] = 5.0f;
+  for (int64_t v = 0; v < vocab; ++v)
+    row(2)[v] = -kInf;
+  for (int64_t v = 0; v < vocab; ++v)
+    row(3)[v] = -kInf;
+  row(3)[vocab - 1] = -1e30f;
+  row(4)[vocab - 1] = 0.0f;
+  row(4)[vocab / 2] = -0.0f;
+  row(5)[vocab - 1] = kInf;
+  row(5)[vocab / 4] = kInf;
+  return l;
+}
+
+TEST_F(Sampler, GreedyMatchesTheSequentialScan) {
+  std::mt19937 rng(11);
+  int64_t handle = 100;
+  for (int64_t vocab : {1, 7, 255, 256, 257, 1000, 50304}) {
+    for (int64_t pad : {int64_t(0), int64_t(3)}) {
+      SCOPED_TRACE("vocab " + std::to_string(vocab) + " row padding " +
+                   std::to_string(pad));
+      const int64_t stride = vocab + pad;
+      int64_t rows = 0;
+      std::vector<float> l = adversarialRows(vocab, stride, rows, rng);
+      std::vector<int64_t> want(rows);
+      for (int64_t r = 0; r < rows; ++r)
+        want[r] = sequentialArgMax(l.data() + r * stride, vocab);
+      std::vector<int64_t> got =
+          sample(++handle, l, rows, vocab, stride, 0, -1, 1, vocab <= 1000);
+      EXPECT_EQ(got, want);
+      EXPECT_EQ(emu::endSampling(handle), "");
+    }
+  }
+}
+
+TEST_F(Sampler, NaNRowsArePaddedAndReported) {
+  const int64_t vocab = 600, rows = 3;
+  std::vector<float> l(rows * vocab);
+  for (int64_t i = 0; i < rows * vocab; ++i)
+    l[i] = static_cast<float>((i * 37) % 101) / 10.0f;
+  l[1 * vocab + 450] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<int64_t> got = sample(7, l, rows, vocab, vocab, 0, -1, 9);
+  EXPECT_EQ(got[0], sequentialArgMax(l.data(), vocab));
+  EXPECT_EQ(got[1], 9);
+  EXPECT_EQ(got[2], sequentialArgMax(l.data() + 2 * vocab, vocab));
+  EXPECT_EQ(emu::endSampling(7),
+            "sampler (greedy, on the device): a row of the batch (row 1 when "
+            "it was sampled) has a NaN logit");
+}
+
+TEST_F(Sampler, EOSPadsTheRestOfTheBlock) {
+  const int64_t vocab = 300, rows = 2, eos = 5, pad = 1;
+  std::vector<float> l(rows * vocab, 0.0f);
+  l[0 * vocab + eos] = 2.0f; // row 0 emits EOS at step 0
+  l[1 * vocab + 250] = 2.0f;
+  EXPECT_EQ(sample(21, l, rows, vocab, vocab, 0, eos, pad),
+            (std::vector<int64_t>{eos, 250}));
+  // Later steps of the block: row 0 pads, row 1 goes on (and emits EOS).
+  std::vector<float> l2(rows * vocab, 0.0f);
+  l2[0 * vocab + 17] = 2.0f;
+  l2[1 * vocab + eos] = 2.0f;
+  EXPECT_EQ(sample(21, l2, rows, vocab, vocab, 1, eos, pad, false),
+            (std::vector<int64_t>{pad, eos}));
+  EXPECT_EQ(sample(21, l2, rows, vocab, vocab, 2, eos, pad, false),
+            (std::vector<int64_t>{pad, pad}));
+  // A new block (step 0) starts over.
+  EXPECT_EQ(sample(21, l2, rows, vocab, vocab, 0, eos, pad, false),
+            (std::vector<int64_t>{17, eos}));
+  EXPECT_EQ(emu::endSampling(21), "");
+}
+
+} // namespace
+} // namespace bt::test
