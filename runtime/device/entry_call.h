@@ -76,11 +76,14 @@ inline absl::Status CheckInput(const std::string &what,
 }
 
 /// Calls `fn` with argv = [result descriptors (when `ep` has outputs),
-/// args...] and returns the result descriptor words the entry point wrote,
-/// the outputs' descriptors one after the other in `ep.outputs()` order.
-inline std::vector<int64_t> Invoke(KernelEntryFn fn,
-                                   const proto::EntryPoint &ep,
-                                   std::vector<std::vector<int64_t>> &args) {
+/// args...] through `run(fn, argv)` (an absl::Status: a device's way of
+/// running host code, CudaBackend::RunHostCode) and returns the result
+/// descriptor words the entry point wrote, the outputs' descriptors one
+/// after the other in `ep.outputs()` order, or run's error.
+template <typename Run>
+absl::StatusOr<std::vector<int64_t>>
+InvokeWith(KernelEntryFn fn, const proto::EntryPoint &ep,
+           std::vector<std::vector<int64_t>> &args, Run &&run) {
   size_t result_words = 0;
   for (const proto::TensorSpec &o : ep.outputs())
     result_words += MemRefDescriptorWords(o.shape_size());
@@ -91,8 +94,20 @@ inline std::vector<int64_t> Invoke(KernelEntryFn fn,
     argv.push_back(result.data());
   for (auto &a : args)
     argv.push_back(a.data());
-  fn(argv.data());
+  absl::Status s = run(fn, argv.data());
+  if (!s.ok())
+    return s;
   return result;
+}
+
+/// InvokeWith calling `fn` directly (host code that cannot fail: the CPU).
+inline std::vector<int64_t> Invoke(KernelEntryFn fn,
+                                   const proto::EntryPoint &ep,
+                                   std::vector<std::vector<int64_t>> &args) {
+  return *InvokeWith(fn, ep, args, [](KernelEntryFn f, void **argv) {
+    f(argv);
+    return absl::OkStatus();
+  });
 }
 
 /// The first word of each output's descriptor in `result` (from Invoke),

@@ -10,11 +10,13 @@
 #include "bt/runtime/device/cuda/cuda.h"
 
 #include <atomic>
+#include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -195,6 +197,18 @@ LoadDriver(const std::string &path, const CudaOptions &options) {
     std::_Exit(1);
   std::abort();
 }
+
+/// The entry-point call in progress on this thread (RunHostCode): where an
+/// allocation failure of its host code returns to, the blocks the host code
+/// holds, and the failure. Thread-local, so that nothing setjmp's caller
+/// keeps on its stack changes between setjmp and longjmp.
+struct HostCall {
+  std::jmp_buf env;
+  bool active = false;
+  absl::flat_hash_set<uint64_t> blocks;
+  absl::Status failure;
+};
+thread_local HostCall t_host_call;
 
 CudaBackend &CurrentOrDie(const char *fn) {
   CudaBackend *b = CudaBackend::Current();
@@ -562,6 +576,40 @@ absl::Status CudaBackend::Sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
   return absl::OkStatus();
 }
 
+absl::Status CudaBackend::RunHostCode(KernelEntryFn fn, void **argv) {
+  HostCall &call = t_host_call;
+  if (call.active) { // a nested call: no frame of its own
+    fn(argv);
+    return absl::OkStatus();
+  }
+  call.blocks.clear();
+  call.failure = absl::OkStatus();
+  call.active = true;
+  // bt_gpu_alloc longjmps here; the frames it skips are the generated host
+  // code's and bt_gpu_alloc's, none with anything to destroy.
+  if (setjmp(call.env) == 0) {
+    fn(argv);
+    call.active = false;
+    call.blocks.clear();
+    return absl::OkStatus();
+  }
+  call.active = false;
+  // Launches before the failure may still read the blocks.
+  (void)Synchronize();
+  const int64_t before = pool_->bytes_in_use();
+  const size_t blocks = call.blocks.size();
+  for (uint64_t address : call.blocks)
+    (void)pool_->Free(address);
+  call.blocks.clear();
+  absl::Status failure = absl::Status(
+      call.failure.code(),
+      absl::StrCat(call.failure.message(), "; released the call's ", blocks,
+                   " block(s), ", before - pool_->bytes_in_use(), " bytes; ",
+                   pool_->bytes_in_use(), " bytes in use"));
+  call.failure = absl::OkStatus();
+  return failure;
+}
+
 absl::Status CudaBackend::Synchronize() {
   return Check(driver_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
@@ -637,17 +685,49 @@ std::string DescribeCudaAvailability(const CudaOptions &options) {
 
 using bt::rt::CudaBackend;
 
+namespace bt::rt {
+namespace {
+
+/// bt_gpu_alloc's allocation: true with `address`, else false with the
+/// failure stored in the call in progress (or fatal outside one). Every
+/// object it creates is gone when it returns, so that the caller may
+/// longjmp.
+bool AllocateForHostCode(CudaBackend &b, int64_t bytes, uint64_t &address) {
+  absl::StatusOr<uint64_t> a = b.pool().Allocate(bytes);
+  HostCall &call = t_host_call;
+  if (a.ok()) {
+    address = *a;
+    if (call.active && address != 0)
+      call.blocks.insert(address);
+    return true;
+  }
+  if (!call.active)
+    Die("bt_gpu_alloc", a.status());
+  call.failure = absl::Status(
+      a.status().code(),
+      absl::StrCat("out of device memory in the host code (bt_gpu_alloc of ",
+                   bytes, " bytes): ", a.status().message()));
+  return false;
+}
+
+[[noreturn]] void FailHostCall() { std::longjmp(t_host_call.env, 1); }
+
+} // namespace
+} // namespace bt::rt
+
 extern "C" void *bt_gpu_alloc(int64_t bytes) {
   CudaBackend &b = bt::rt::CurrentOrDie("bt_gpu_alloc");
-  absl::StatusOr<uint64_t> a = b.pool().Allocate(bytes);
-  if (!a.ok())
-    bt::rt::Die("bt_gpu_alloc", a.status());
-  return reinterpret_cast<void *>(static_cast<uintptr_t>(*a));
+  uint64_t address = 0;
+  if (!bt::rt::AllocateForHostCode(b, bytes, address))
+    bt::rt::FailHostCall();
+  return reinterpret_cast<void *>(static_cast<uintptr_t>(address));
 }
 
 extern "C" void bt_gpu_free(void *ptr) {
   if (ptr == nullptr)
     return;
+  if (bt::rt::t_host_call.active)
+    bt::rt::t_host_call.blocks.erase(reinterpret_cast<uintptr_t>(ptr));
   CudaBackend &b = bt::rt::CurrentOrDie("bt_gpu_free");
   absl::Status s = b.pool().Free(reinterpret_cast<uintptr_t>(ptr));
   if (!s.ok())

@@ -170,6 +170,16 @@ public:
   absl::Status CopyToHost(void *dst, uint64_t src, int64_t bytes);
   absl::Status CopyToDevice(uint64_t dst, const void *src, int64_t bytes);
   absl::Status Synchronize();
+  /// Runs the host code of a CUDA-target entry point, `fn(argv)` (argv as
+  /// entry_call::Invoke builds it). A device allocation the host code cannot
+  /// get (bt_gpu_alloc: the pool's ResourceExhausted, e.g. a batch whose
+  /// activations do not fit) ends the call instead of the process: the
+  /// stream is synchronized, every block the host code allocated in this
+  /// call and had not freed goes back to the pool, and that error is
+  /// returned. Other failures of the GPU ABI in the host code (a launch or
+  /// cuBLAS error) still end the process (docs/abi.md). Not reentrant on one
+  /// thread.
+  absl::Status RunHostCode(KernelEntryFn fn, void **argv);
 
   /// The host<->device copies, launches and GEMMs issued through this
   /// backend since Open (DeviceTraffic; a copy of 0 bytes is not counted).

@@ -133,7 +133,14 @@ InvokeOnDevice(CudaBackend &gpu, KernelEntryFn fn, const proto::EntryPoint &ep,
   }
 
   gpu.MakeCurrent();
-  std::vector<int64_t> result = entry_call::Invoke(fn, ep, argv);
+  absl::StatusOr<std::vector<int64_t>> invoked = entry_call::InvokeWith(
+      fn, ep, argv, [&gpu](KernelEntryFn f, void **a) {
+        return gpu.RunHostCode(f, a);
+      });
+  if (!invoked.ok())
+    return absl::Status(invoked.status().code(),
+                        absl::StrCat(what, ": ", invoked.status().message()));
+  std::vector<int64_t> result = std::move(*invoked);
   // The outputs' device buffers belong to this call from here on (freed
   // once, even when outputs share one).
   for (const int64_t *w : entry_call::OutputDescriptors(ep, result))

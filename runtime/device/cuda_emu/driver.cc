@@ -148,6 +148,8 @@ CUresult emu_cuDeviceGetName(char *name, int len, int) {
 CUresult emu_cuDeviceTotalMem_v2(size_t *bytes, int) {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   *bytes = static_cast<size_t>(pages) * static_cast<size_t>(::getpagesize());
+  if (const uint64_t limit = GetSettings().memory_limit; limit != 0)
+    *bytes = static_cast<size_t>(limit);
   return kSuccess;
 }
 CUresult emu_cuDeviceGetAttribute(int *v, int attr, int) {

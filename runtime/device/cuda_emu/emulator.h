@@ -91,6 +91,7 @@ private:
   uint8_t *init_ = nullptr;
   uint64_t *writes_ = nullptr;
   uint64_t base_ = 0, capacity_ = 0, next_ = 0;
+  uint64_t live_bytes_ = 0; // of live allocations (Settings::memory_limit)
   int fd_ = -1;
   uint64_t next_id_ = 1;
   std::map<uint64_t, Allocation> allocations_; // by base
@@ -157,6 +158,10 @@ struct Settings {
   uint64_t seed = 0;
   long max_reports = 20;
   bool trace = false; // BT_CUDA_EMU_TRACE=1: each launch to stderr
+  // BT_CUDA_EMU_MEMORY: the device's memory in bytes (0: the host's), as
+  // cuDeviceTotalMem reports it; cuMemAlloc answers out of memory when the
+  // live allocations would exceed it (tests of out-of-memory paths).
+  uint64_t memory_limit = 0;
 };
 const Settings &GetSettings();
 

@@ -48,6 +48,8 @@ Settings &MutableSettings() {
       s.seed = std::strtoull(v, nullptr, 10);
     if (const char *v = std::getenv("BT_CUDA_EMU_MAX_REPORTS"))
       s.max_reports = std::strtol(v, nullptr, 10);
+    if (const char *v = std::getenv("BT_CUDA_EMU_MEMORY"))
+      s.memory_limit = std::strtoull(v, nullptr, 10);
     if (const char *v = std::getenv("BT_CUDA_EMU_TRACE"))
       s.trace = std::strcmp(v, "0") != 0 && *v != 0;
     return s;
@@ -120,6 +122,10 @@ uint64_t DeviceMemory::Allocate(uint64_t bytes) {
   const uint64_t span = RoundUp(bytes, kPage);
   if (bytes == 0 || next_ + span + kPage > capacity_)
     return 0;
+  const uint64_t limit = GetSettings().memory_limit;
+  if (limit != 0 && live_bytes_ + bytes > limit)
+    return 0;
+  live_bytes_ += bytes;
   const uint64_t offset = next_;
   next_ += span + kPage; // the page after the data stays a guard
   char *data = alias_ + offset;
@@ -141,6 +147,7 @@ bool DeviceMemory::Free(uint64_t address) {
   if (it == allocations_.end() || !it->second.live)
     return false;
   it->second.live = false;
+  live_bytes_ -= it->second.bytes;
   const uint64_t offset = address - base_;
   const uint64_t span = RoundUp(it->second.bytes, kPage);
   // The pages go back to the system; the addresses stay unused (a later
