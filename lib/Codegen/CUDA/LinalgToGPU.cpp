@@ -4,7 +4,9 @@
 // (every linalg op left after bt-gemm-to-blas{callee=bt_gpu_sgemm}) onto the
 // GPU: one gpu.launch per op, one thread per point of the op's parallel
 // iteration space, the reduction dimensions as sequential loops in the
-// thread with the outputs carried in registers.
+// thread with the outputs carried in registers — except a row reduction
+// (matchRowReduction): one thread block per output point, its threads
+// sharing the reduction and combining in shared memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,8 +115,163 @@ SmallVector<Value> emitPayload(OpBuilder &b, Location loc, linalg::LinalgOp op,
   return results;
 }
 
+/// A reduction a thread block shares (lowerRowReduction): one output, one
+/// reduction dim that is the innermost dim of the first input (so that
+/// consecutive threads read consecutive elements), its extent dynamic or at
+/// least 64, and a payload that yields `combiner(x, acc)` with `acc` the
+/// output's block argument used by nothing else and `combiner` an
+/// associative, commutative arith op with a neutral element
+/// (arith::getNeutralElement: addf, maximumf, addi, ...) on f32, f64, i32
+/// or i64. A float combiner must allow reassociation (fastmath reassoc, or
+/// maximumf/minimumf whose result does not depend on the order).
+struct RowReduction {
+  Operation *combiner = nullptr;
+  Value element;   // x: the payload's value of one reduction point
+  TypedAttr neutral;
+};
+
+std::optional<RowReduction> matchRowReduction(linalg::LinalgOp op,
+                                              ArrayRef<unsigned> red,
+                                              ArrayRef<Range> ranges) {
+  if (op.getNumDpsInits() != 1 || red.size() != 1 ||
+      op.getNumDpsInputs() < 1)
+    return std::nullopt;
+  if (std::optional<int64_t> n = getConstantIntValue(ranges[red[0]].size);
+      n && *n < 64)
+    return std::nullopt;
+  OpOperand *first = op.getDpsInputOperand(0);
+  if (!isa<MemRefType>(first->get().getType()))
+    return std::nullopt;
+  AffineMap m = op.getMatchingIndexingMap(first);
+  if (m.getNumResults() == 0 ||
+      m.getResults().back() != getAffineDimExpr(red[0], op->getContext()))
+    return std::nullopt;
+  BlockArgument acc = blockArgOf(op, op.getDpsInitsMutable()[0]);
+  if (!acc || !acc.hasOneUse())
+    return std::nullopt;
+  Type t = acc.getType();
+  if (!t.isF32() && !t.isF64() && !t.isInteger(32) && !t.isInteger(64))
+    return std::nullopt;
+  Value yielded = op.getBlock()->getTerminator()->getOperand(0);
+  Operation *comb = yielded.getDefiningOp();
+  if (!comb || comb->getBlock() != op.getBlock() ||
+      comb->getNumOperands() != 2 || comb->getNumResults() != 1 ||
+      *acc.getUsers().begin() != comb)
+    return std::nullopt;
+  if (!comb->hasTrait<OpTrait::IsCommutative>())
+    return std::nullopt;
+  if (auto fm = dyn_cast<arith::ArithFastMathInterface>(comb);
+      fm && isa<arith::AddFOp, arith::MulFOp>(comb) &&
+      !arith::bitEnumContainsAll(fm.getFastMathFlagsAttr().getValue(),
+                                 arith::FastMathFlags::reassoc))
+    return std::nullopt;
+  std::optional<TypedAttr> neutral = arith::getNeutralElement(comb);
+  if (!neutral)
+    return std::nullopt;
+  RowReduction r;
+  r.combiner = comb;
+  r.element = comb->getOperand(0) == acc ? comb->getOperand(1)
+                                         : comb->getOperand(0);
+  r.neutral = *neutral;
+  return r;
+}
+
 struct LinalgToGPUPass : public bt::impl::BTLinalgToGPUBase<LinalgToGPUPass> {
   using BTLinalgToGPUBase::BTLinalgToGPUBase;
+
+  /// `op` as a row reduction `r` (matchRowReduction): grid = the parallel
+  /// points (one block each), `blockSize` threads (a power of two), thread
+  /// t folds the reduction points t, t + bs, ... into a register that
+  /// starts at the neutral element (the payload with `acc` = that
+  /// register), a tree over dynamic shared memory combines the threads'
+  /// values in a fixed order (deterministic), and thread 0 stores
+  /// combiner(result, init).
+  void lowerRowReduction(linalg::LinalgOp op, const RowReduction &r,
+                         ArrayRef<unsigned> par, unsigned redDim,
+                         ArrayRef<Value> parSizes, Value points,
+                         Value redSize) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Type elem = r.neutral.getType();
+    const int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
+    Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
+    Value c1 = b.create<arith::ConstantIndexOp>(loc, 1);
+    Value bs = b.create<arith::ConstantIndexOp>(loc, blockSize);
+    Value smem = b.create<arith::ConstantIntOp>(loc, blockSize * bytes, 32);
+    Value nonEmpty =
+        b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, points, c0);
+    auto guard = b.create<scf::IfOp>(loc, nonEmpty, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(guard.thenBlock());
+    auto launch =
+        b.create<gpu::LaunchOp>(loc, points, c1, c1, bs, c1, c1, smem);
+    OpBuilder kb = OpBuilder::atBlockEnd(&launch.getBody().front());
+    Value tid = launch.getThreadIds().x;
+    SmallVector<Value> ivs(op.getNumLoops(), c0);
+    Value rest = launch.getBlockIds().x;
+    for (int i = static_cast<int>(par.size()) - 1; i >= 0; --i) {
+      if (i == 0) {
+        ivs[par[i]] = rest;
+        break;
+      }
+      ivs[par[i]] = kb.create<arith::RemUIOp>(loc, rest, parSizes[i]);
+      rest = kb.create<arith::DivUIOp>(loc, rest, parSizes[i]);
+    }
+    auto space = gpu::AddressSpaceAttr::get(op->getContext(),
+                                            gpu::AddressSpace::Workgroup);
+    Value raw = kb.create<gpu::DynamicSharedMemoryOp>(
+        loc, MemRefType::get({ShapedType::kDynamic}, kb.getI8Type(),
+                             MemRefLayoutAttrInterface{}, space));
+    Value shared = kb.create<memref::ViewOp>(
+        loc,
+        MemRefType::get({blockSize}, elem, MemRefLayoutAttrInterface{}, space),
+        raw, c0, ValueRange{});
+    Value neutral = kb.create<arith::ConstantOp>(loc, r.neutral);
+    auto loop = kb.create<scf::ForOp>(
+        loc, tid, redSize, bs, ValueRange{neutral},
+        [&](OpBuilder &fb, Location, Value iv, ValueRange carried) {
+          ivs[redDim] = iv;
+          SmallVector<Value> v = emitPayload(fb, loc, op, ivs, carried);
+          fb.create<scf::YieldOp>(loc, v[0]);
+        });
+    kb.create<memref::StoreOp>(loc, loop.getResult(0), shared, tid);
+    kb.create<gpu::BarrierOp>(loc);
+    auto combine = [&](OpBuilder &cb, Value x, Value y) {
+      IRMapping map;
+      map.map(r.combiner->getOperand(0), x);
+      map.map(r.combiner->getOperand(1), y);
+      return cb.clone(*r.combiner, map)->getResult(0);
+    };
+    for (int64_t half = blockSize / 2; half >= 1; half /= 2) {
+      Value h = kb.create<arith::ConstantIndexOp>(loc, half);
+      Value act =
+          kb.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, tid, h);
+      auto ifOp = kb.create<scf::IfOp>(loc, act, /*withElseRegion=*/false);
+      OpBuilder tb = ifOp.getThenBodyBuilder();
+      Value other = tb.create<arith::AddIOp>(loc, tid, h);
+      Value mine = tb.create<memref::LoadOp>(loc, shared, tid);
+      Value theirs = tb.create<memref::LoadOp>(loc, shared, other);
+      tb.create<memref::StoreOp>(loc, combine(tb, mine, theirs), shared, tid);
+      kb.create<gpu::BarrierOp>(loc);
+    }
+    Value lead =
+        kb.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, tid, c0);
+    auto leadIf = kb.create<scf::IfOp>(loc, lead, /*withElseRegion=*/false);
+    OpBuilder lb = leadIf.getThenBodyBuilder();
+    OpOperand &init = op.getDpsInitsMutable()[0];
+    AffineMap m = op.getMatchingIndexingMap(&init);
+    std::optional<SmallVector<Value, 8>> idx =
+        affine::expandAffineMap(lb, loc, m, ivs);
+    Value initValue = lb.create<memref::LoadOp>(loc, init.get(), *idx);
+    Value total = lb.create<memref::LoadOp>(loc, shared, c0);
+    // The combiner's operand order as the payload wrote it: (x, acc).
+    BlockArgument acc = blockArgOf(op, init);
+    Value result = r.combiner->getOperand(0) == acc
+                       ? combine(lb, initValue, total)
+                       : combine(lb, total, initValue);
+    lb.create<memref::StoreOp>(loc, result, init.get(), *idx);
+    kb.create<gpu::TerminatorOp>(loc);
+    op->erase();
+  }
 
   LogicalResult lower(linalg::LinalgOp op) {
     OpBuilder b(op);
@@ -145,6 +302,12 @@ struct LinalgToGPUPass : public bt::impl::BTLinalgToGPUBase<LinalgToGPUPass> {
     SmallVector<Value> redSizes;
     for (unsigned d : red)
       redSizes.push_back(size(d));
+    if (llvm::isPowerOf2_64(static_cast<uint64_t>(blockSize)) &&
+        blockSize >= 32)
+      if (std::optional<RowReduction> r = matchRowReduction(op, red, ranges)) {
+        lowerRowReduction(op, *r, par, red[0], parSizes, points, redSizes[0]);
+        return success();
+      }
     // No launch for an empty space (a grid of 0 blocks is an error).
     Value nonEmpty =
         b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, points, c0);

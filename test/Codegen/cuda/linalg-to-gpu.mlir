@@ -43,22 +43,98 @@ func.func @elementwise(%x: memref<?x64xf32>, %y: memref<?x64xf32>) {
 
 // -----
 
-// A row reduction: one thread per row, the output loaded once, carried
-// through the reduction loop in a register, stored once.
+// A row reduction (the reduced dim innermost, dynamic extent, a
+// reassociable add): one block of 256 threads per row, each thread folding
+// k = tid, tid + 256, ... into a register from the neutral element, a tree
+// over 1024 bytes of dynamic shared memory (256 f32), thread 0 adding the
+// init and storing.
 // CHECK-LABEL: func.func @row_sum
 //  CHECK-SAME:   %[[X:.*]]: memref<?x?xf32>, %[[S:.*]]: memref<?xf32>
-//       CHECK:   gpu.launch
-//       CHECK:     scf.if
-//       CHECK:       %[[INIT:.*]] = memref.load %[[S]][%[[ROW:.*]]]
-//       CHECK:       %[[R:.*]] = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[INIT]]) -> (f32) {
-//       CHECK:         %[[V:.*]] = memref.load %[[X]][%[[ROW]], %[[K]]]
+//       CHECK:   %[[ROWS:.*]] = memref.dim %[[X]], %{{.*}}
+//       CHECK:   %[[K:.*]] = memref.dim %[[X]], %{{.*}}
+//       CHECK:   %[[P:.*]] = arith.muli %{{.*}}, %[[ROWS]]
+//       CHECK:   %[[BS:.*]] = arith.constant 256 : index
+//  CHECK-NEXT:   %[[SMEM:.*]] = arith.constant 1024 : i32
+//       CHECK:   scf.if
+//       CHECK:     gpu.launch blocks(%[[ROW:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[P]], %{{.*}}, %{{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[BS]], %{{.*}}, %{{.*}}) dynamic_shared_memory_size %[[SMEM]]
+//       CHECK:       %[[RAW:.*]] = gpu.dynamic_shared_memory
+//       CHECK:       %[[SH:.*]] = memref.view %[[RAW]]{{.*}} to memref<256xf32, #gpu.address_space<workgroup>>
+//       CHECK:       %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+//       CHECK:       %[[R:.*]] = scf.for %[[I:.*]] = %[[T]] to %[[K]] step %[[BS]] iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (f32) {
+//       CHECK:         %[[V:.*]] = memref.load %[[X]][%[[ROW]], %[[I]]]
 //       CHECK:         %[[SUM:.*]] = arith.addf %[[ACC]], %[[V]] fastmath<reassoc>
 //       CHECK:         scf.yield %[[SUM]]
-//       CHECK:       memref.store %[[R]], %[[S]][%[[ROW]]]
+//       CHECK:       memref.store %[[R]], %[[SH]][%[[T]]]
+//       CHECK:       gpu.barrier
+// 8 halving steps (128 ... 1), each followed by a barrier.
+// CHECK-COUNT-8:     arith.addf %{{.*}}, %{{.*}} fastmath<reassoc>
+//       CHECK:       gpu.barrier
+//       CHECK:       %[[LEAD:.*]] = arith.cmpi eq, %[[T]], %{{.*}}
+//       CHECK:       scf.if %[[LEAD]] {
+//       CHECK:         %[[INIT:.*]] = memref.load %[[S]][%[[ROW]]]
+//       CHECK:         %[[TOT:.*]] = memref.load %[[SH]][%{{.*}}]
+//       CHECK:         %[[OUT:.*]] = arith.addf %[[INIT]], %[[TOT]] fastmath<reassoc>
+//       CHECK:         memref.store %[[OUT]], %[[S]][%[[ROW]]]
 func.func @row_sum(%x: memref<?x?xf32>, %s: memref<?xf32>) {
   linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i)>],
                   iterator_types = ["parallel", "reduction"]}
       ins(%x : memref<?x?xf32>) outs(%s : memref<?xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a fastmath<reassoc> : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A max over the innermost dim: the tree combines with maximumf from -inf.
+// CHECK-LABEL: func.func @row_max
+//       CHECK:   gpu.launch
+//       CHECK:     arith.constant 0xFF800000 : f32
+//       CHECK:     scf.for
+//       CHECK:       arith.maximumf
+//       CHECK:     gpu.barrier
+//       CHECK:     arith.maximumf
+func.func @row_max(%x: memref<?x300xf32>, %s: memref<?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x300xf32>) outs(%s : memref<?xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Row reductions a block does not share: an add without reassoc (the CPU
+// order is kept), a reduced dim of static extent below 64, and a reduced
+// dim that is not the innermost of the input (threads would not read
+// consecutive elements): one thread per output point, a sequential loop.
+// CHECK-LABEL: func.func @sequential
+//   CHECK-NOT:   gpu.barrier
+//   CHECK-NOT:   dynamic_shared_memory
+//       CHECK:   return
+func.func @sequential(%x: memref<?x?xf32>, %s: memref<?xf32>, %y: memref<?x8xf32>, %t: memref<?xf32>, %c: memref<?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x?xf32>) outs(%s : memref<?xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%y : memref<?x8xf32>) outs(%t : memref<?xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a fastmath<reassoc> : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(j, k) -> (k, j)>, affine_map<(j, k) -> (j)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x?xf32>) outs(%c : memref<?xf32>) {
   ^bb0(%a: f32, %acc: f32):
     %r = arith.addf %acc, %a fastmath<reassoc> : f32
     linalg.yield %r : f32

@@ -294,6 +294,10 @@ TEST(LayerOps, AllOps) {
       %y = bt.layer_norm %x, %w, %b eps 1.0e-05 : tensor<?x3x40xf32>, tensor<40xf32>, tensor<40xf32> -> tensor<?x3x40xf32>
       return %y : tensor<?x3x40xf32>
     }
+    func.func @ln_wide(%x: tensor<?x2x700xf32>, %w: tensor<700xf32>, %b: tensor<700xf32>) -> tensor<?x2x700xf32> {
+      %y = bt.layer_norm %x, %w, %b eps 1.0e-05 : tensor<?x2x700xf32>, tensor<700xf32>, tensor<700xf32> -> tensor<?x2x700xf32>
+      return %y : tensor<?x2x700xf32>
+    }
     func.func @lin(%x: tensor<?x5x37xf32>, %w: tensor<29x37xf32>, %b: tensor<29xf32>) -> tensor<?x5x29xf32> {
       %y = bt.linear %x, %w, %b : tensor<?x5x37xf32>, tensor<29x37xf32>, tensor<29xf32> -> tensor<?x5x29xf32>
       return %y : tensor<?x5x29xf32>
@@ -366,6 +370,12 @@ TEST(LayerOps, AllOps) {
   {
     Array x = R({3, 3, 40}), w = R({40}), b = R({40});
     expectSame(*both, "ln", {&x, &w, &b}, {{3}}, "");
+    // Rows of 700 (≥ 64): the statistics are row reductions one thread
+    // block shares (bt-linalg-to-gpu), 700 = 2 x 256 + 188 per thread.
+    Array xw = R({3, 2, 700}), ww = R({700}), bw = R({700});
+    expectSame(*both, "ln_wide", {&xw, &ww, &bw}, {{3}}, "");
+    Array x1 = R({1, 2, 700});
+    expectSame(*both, "ln_wide", {&x1, &ww, &bw}, {{3}}, "batch 1");
   }
   {
     Array x = R({4, 5, 37}), w = R({29, 37}), b = R({29});

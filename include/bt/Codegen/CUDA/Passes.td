@@ -123,9 +123,20 @@ def BTLinalgToGPU : Pass<"bt-linalg-to-gpu", "::mlir::ModuleOp"> {
     bufferization (the embedding gradient's id check). Other ops already
     inside a `gpu.launch` / `gpu.func` are left alone (dedicated kernels).
 
-    The reduction order is the sequential order of the CPU loops; one
-    thread per output point (e.g. per LayerNorm row) is simple, not fast:
-    row-parallel reductions are future work (docs/codegen-cuda.md).
+    The reduction order is the sequential order of the CPU loops, except
+    for a row reduction that one thread block shares: one output, one
+    reduction dim that is the innermost of the first input, its extent
+    dynamic or >= 64, a payload yielding `combiner(x, acc)` with an
+    associative, commutative arith combiner that has a neutral element
+    (addf / mulf only with `fastmath<reassoc>`; maximumf, addi, ...) on
+    f32 / f64 / i32 / i64, and a power-of-two block-size >= 32 (LayerNorm
+    statistics, cross-entropy's log-sum-exp). Then the grid is one block per
+    output point, thread t folds the reduction points t, t + bs, ... from
+    the neutral element, a fixed tree over `bs` elements of dynamic shared
+    memory combines the threads (deterministic), and thread 0 stores
+    `combiner(result, init)`. (Profiled on an H100 before this: one thread
+    per LayerNorm row at batch 1 made 31 single-thread kernels, 266 µs of
+    b4_85's decode step.)
 
     Errors: a linalg op with tensor semantics (run after bufferization).
   }];
