@@ -20,6 +20,12 @@
 #             max|Δ| <= 1e-3 — block cases with the training token-decoder
 #             positions (trainpos.*) and --official-generate-positions
 #             (official.*), vanilla against official.*;
+#   grad, train-step (cases with adamw_step.safetensors; artifacts compiled
+#             with --train): the grad entry vs the fixture gradients (every
+#             grad.* max|Δ| / max|ref| <= 1e-4, loss relative 1e-5) and one
+#             train-step vs adamw_step (max|Δ| <= 1e-6 where |grad·clip| >
+#             1e-6, <= 2e-4 elsewhere; loss and grad_norm relative 1e-5), as
+#             test/bt-run/cuda-emu-train.test on the emulator (issue 13);
 #   memcheck  compute-sanitizer --tool memcheck on eval and one generate, when
 #             /usr/local/cuda/bin/compute-sanitizer (or $COMPUTE_SANITIZER)
 #             exists.
@@ -160,6 +166,29 @@ for dir in "$fixtures"/*/; do
       fi
     done
   done
+
+  # Training: grad and one AdamW step (artifacts with the training entries).
+  if [ -f "$dir/adamw_step.safetensors" ] && grep -q "train_step" "$out/$case.info.txt"; then
+    g="$out/$case.grad.safetensors"
+    if run "$case" grad "${bt[@]}" grad --inputs "$dir/inputs.safetensors" -o "$g"; then
+      run "$case" grad-compare "$launcher" compare "$g" "$dir/outputs.safetensors" \
+        --absent-as-zero --check 'grad.*:rtol=1e-4' --check loss:rtol=1e-5
+    fi
+    norm=$(header scalar grad_norm_preclip "$dir/outputs.safetensors")
+    clip=$(python3 -c "print(repr(min(1.0, 1.0 / ($norm + 1e-6))))")
+    step="$out/$case.train-step"
+    if run "$case" train-step "${bt[@]}" train-step --checkpoint "$dir" \
+        --inputs "$dir/inputs.safetensors" --lr 1e-3 -o "$step" \
+        --step-outputs "$step.outputs.safetensors"; then
+      run "$case" train-step-compare "$launcher" compare "$step.outputs.safetensors" \
+        "$dir/outputs.safetensors" --check loss:rtol=1e-5 \
+        --check grad_norm=grad_norm_preclip:rtol=1e-5
+      run "$case" adamw-compare "$launcher" compare "$step/model.safetensors" \
+        "$dir/adamw_step.safetensors" --mask-file "$dir/outputs.safetensors" \
+        --check "*:atol=1e-6,where=|grad.{}|*$clip>1e-6" \
+        --check "*:atol=2e-4,where=|grad.{}|*$clip<=1e-6"
+    fi
+  fi
 
   # compute-sanitizer memcheck on the eval and one generation.
   if [ -x "$sanitizer" ]; then

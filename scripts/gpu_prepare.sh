@@ -17,14 +17,17 @@
 #                   paper  block_main_b4_85 and block_main_b4_300 (bench/configs/,
 #                          --random-init --seed 0 --seeded-weights: the artifacts
 #                          store the seed and the runtime draws the 0.7 and 1.7 GB
-#                          of f32 weights when it loads them, so they travel).
+#                          of f32 weights when it loads them, so they travel),
+#                          and BUNDLE_DIR/prof/ the prompts of gpu_profile.sh
+#                          (p1x128, p256x2048: random ids of the Pythia vocabulary).
 #
 # The bundle holds
 #   bt-launcher     the runtime (no LLVM/MLIR; stripped of debug info): it
 #                   runs artifacts with `bt-launcher --artifact X.btart ...`;
-#   <case>.btart    `bt-run compile <case> --target cuda --emit artifact` for
-#                   every fixture case: host code, PTX kernels (sm_90),
-#                   weights, manifest;
+#   <case>.btart    `bt-run compile <case> --target cuda --train --emit
+#                   artifact` for every fixture case: host code, PTX kernels
+#                   (sm_90), weights, manifest; the inference entry points and
+#                   grad / train_step / apply_gradients;
 #   ptxas.txt       `ptxas -arch=sm_90` of every artifact's kernels, when
 #                   ptxas is installed (the box has no toolkit to check it);
 #   BUNDLE.txt      the commit, the files and their sizes.
@@ -70,9 +73,9 @@ for dir in "$fixtures"/*/; do
   [ -f "$dir/model.safetensors" ] || continue
   case=$(basename "$dir")
   echo "== $case"
-  "$btrun" compile "$dir" --target cuda --emit artifact -o "$bundle/$case.btart"
+  "$btrun" compile "$dir" --target cuda --train --emit artifact -o "$bundle/$case.btart"
   if [ -x "$ptxas" ]; then
-    "$btrun" compile "$dir" --target cuda --emit ptx -o "$bundle/$case.ptx"
+    "$btrun" compile "$dir" --target cuda --train --emit ptx -o "$bundle/$case.ptx"
     if "$ptxas" -arch=sm_90 "$bundle/$case.ptx" -o /dev/null 2> "$bundle/$case.ptxas.log"; then
       echo "$case: ptxas -arch=sm_90 OK" >> "$bundle/ptxas.txt"
     else
@@ -101,6 +104,11 @@ if [ "$bench" != none ]; then
         --seeded-weights --target cuda --emit artifact \
         -o "$bundle/bench/$model.btart"
     done
+    # The prompts of scripts/gpu_profile.sh (the paper models' vocabulary).
+    mkdir -p "$bundle/prof"
+    prompt="$(dirname "$0")/../test/bt-run/Inputs/write_prompt.py"
+    python3 "$prompt" "$bundle/prof/p1x128.safetensors" --batch 1 --tokens 128 --vocab 50304 --seed 1
+    python3 "$prompt" "$bundle/prof/p256x2048.safetensors" --batch 256 --tokens 2048 --vocab 50304 --seed 2
   fi
 fi
 
