@@ -326,6 +326,30 @@ def BTGemmToBlas : Pass<"bt-gemm-to-blas", "::mlir::ModuleOp"> {
   ];
 }
 
+def BTEarlyDealloc : Pass<"bt-early-dealloc"> {
+  let summary = "Move each memref.dealloc to just after the buffer's last use";
+  let description = [{
+    Upstream's ownership-based buffer deallocation puts the `memref.dealloc`
+    of a straight-line function's buffers at the end of their block, so all
+    intermediates of a forward pass stay allocated until it returns (peak
+    memory = the sum of the activations; block_main_b4_300's prefill at
+    batch 256 asked an H100 for more than 80 GB). For each `memref.dealloc`
+    of a `memref.alloc` in the same block, this pass finds the last op of
+    that block that uses the buffer or any memref derived from it (every
+    result of an op taking an alias: views, casts, calls; the op of a region
+    counts as the use of what its region uses) and moves the dealloc just
+    after it (after the alloc when nothing uses it). Left in place: a buffer
+    that a terminator of its block passes on (returned, yielded) and one
+    whose address leaves SSA (`memref.extract_aligned_pointer_as_index`).
+
+    Asynchronous devices: the CUDA target's host code launches kernels on
+    one stream and frees into a stream-ordered pool (a freed block is only
+    reused by later launches), so a dealloc after the last launch that
+    reads a buffer is safe; the CPU target's kernels are synchronous. Runs
+    right after the buffer deallocation pipeline (both targets).
+  }];
+}
+
 def BTStridedCopiesToLinalg : Pass<"bt-strided-copies-to-linalg"> {
   let summary = "Rewrite memref.copy of non-contiguous memrefs into linalg.copy";
   let description = [{

@@ -106,6 +106,8 @@ void bt::codegen::addBufferizationStage(
   pm.addPass(createCanonicalizerPass());
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  // Free each intermediate after its last use, not at the function's end.
+  pm.addPass(createBTEarlyDealloc());
 }
 
 void bt::codegen::addGemmToBlasStage(OpPassManager &pm, bool enabled,
