@@ -115,6 +115,21 @@ SmallVector<Value> emitPayload(OpBuilder &b, Location loc, linalg::LinalgOp op,
   return results;
 }
 
+/// Sets ivs[par[i]] to the coordinates of the linear point `id` of the
+/// parallel space of sizes `parSizes` (the last parallel dim fastest).
+void delinearize(OpBuilder &b, Location loc, Value id, ArrayRef<unsigned> par,
+                 ArrayRef<Value> parSizes, SmallVectorImpl<Value> &ivs) {
+  Value rest = id;
+  for (int i = static_cast<int>(par.size()) - 1; i >= 0; --i) {
+    if (i == 0) {
+      ivs[par[i]] = rest;
+      break;
+    }
+    ivs[par[i]] = b.create<arith::RemUIOp>(loc, rest, parSizes[i]);
+    rest = b.create<arith::DivUIOp>(loc, rest, parSizes[i]);
+  }
+}
+
 /// A reduction a thread block shares (lowerRowReduction): one output, one
 /// reduction dim that is the innermost dim of the first input (so that
 /// consecutive threads read consecutive elements), its extent dynamic or at
@@ -207,15 +222,7 @@ struct LinalgToGPUPass : public bt::impl::BTLinalgToGPUBase<LinalgToGPUPass> {
     OpBuilder kb = OpBuilder::atBlockEnd(&launch.getBody().front());
     Value tid = launch.getThreadIds().x;
     SmallVector<Value> ivs(op.getNumLoops(), c0);
-    Value rest = launch.getBlockIds().x;
-    for (int i = static_cast<int>(par.size()) - 1; i >= 0; --i) {
-      if (i == 0) {
-        ivs[par[i]] = rest;
-        break;
-      }
-      ivs[par[i]] = kb.create<arith::RemUIOp>(loc, rest, parSizes[i]);
-      rest = kb.create<arith::DivUIOp>(loc, rest, parSizes[i]);
-    }
+    delinearize(kb, loc, launch.getBlockIds().x, par, parSizes, ivs);
     auto space = gpu::AddressSpaceAttr::get(op->getContext(),
                                             gpu::AddressSpace::Workgroup);
     Value raw = kb.create<gpu::DynamicSharedMemoryOp>(
@@ -328,15 +335,7 @@ struct LinalgToGPUPass : public bt::impl::BTLinalgToGPUBase<LinalgToGPUPass> {
 
     OpBuilder ib = inside.getThenBodyBuilder();
     SmallVector<Value> ivs(iters.size(), c0);
-    Value rest = id;
-    for (int i = static_cast<int>(par.size()) - 1; i >= 0; --i) {
-      if (i == 0) {
-        ivs[par[i]] = rest;
-        break;
-      }
-      ivs[par[i]] = ib.create<arith::RemUIOp>(loc, rest, parSizes[i]);
-      rest = ib.create<arith::DivUIOp>(loc, rest, parSizes[i]);
-    }
+    delinearize(ib, loc, id, par, parSizes, ivs);
     // The outputs' current values (registers across the reduction loops).
     SmallVector<Value> outs;
     for (OpOperand &init : op.getDpsInitsMutable()) {
