@@ -20,7 +20,11 @@ if [ -z "$ncu" ]; then
   echo "error: no ncu (Nsight Compute) found" >&2
   exit 2
 fi
+# The generated tokens go to a fresh temporary directory (not a fixed path
+# that could name someone's file), removed at exit.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 "$ncu" --metrics gpu__time_duration.sum --csv \
   "$launcher" --artifact "$artifact" generate --device cuda --inputs "$prompt" \
   --max-new-tokens "$tokens" --greedy --ignore-eos --no-step-logits \
-  -o /tmp/gpu_profile.out.safetensors > "$csv"
+  -o "$scratch/out.safetensors" > "$csv"

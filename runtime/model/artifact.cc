@@ -133,26 +133,19 @@ proto::Manifest ArtifactWriter::LaidOutManifest() const {
   uint32_t wcrc = 0; // over the section as Write() lays it out, padding included
   const bool drawn = m.has_random_init(); // weights listed, not stored
   for (const PendingWeight &w : weights_) {
-    if (drawn) {
-      proto::Weight *pw = m.add_weights();
-      pw->set_name(w.name);
-      pw->set_dtype(w.tensor.dtype());
-      for (int64_t d : w.tensor.shape())
-        pw->add_shape(d);
-      pw->set_nbytes(w.tensor.nbytes());
-      continue;
-    }
-    const uint64_t aligned = AlignUp(cur, kTensorAlignment);
-    wcrc = Crc32Zeros(wcrc, aligned - cur);
-    wcrc = Crc32(wcrc, w.tensor.bytes());
-    cur = aligned;
     proto::Weight *pw = m.add_weights();
     pw->set_name(w.name);
     pw->set_dtype(w.tensor.dtype());
     for (int64_t d : w.tensor.shape())
       pw->add_shape(d);
-    pw->set_offset(cur);
     pw->set_nbytes(w.tensor.nbytes());
+    if (drawn)
+      continue; // offset 0, no bytes in the section
+    const uint64_t aligned = AlignUp(cur, kTensorAlignment);
+    wcrc = Crc32Zeros(wcrc, aligned - cur);
+    wcrc = Crc32(wcrc, w.tensor.bytes());
+    cur = aligned;
+    pw->set_offset(cur);
     cur += w.tensor.nbytes();
   }
   m.mutable_weights_data()->set_offset(wstart);
