@@ -82,7 +82,16 @@ func.func @fused_local_attention(%qkv: tensor<?x2x6x48xf32>, %p: tensor<6xi64>) 
 //       CHECK:     %[[QS:.*]] = memref.view %{{.*}}[%c2304][] {{.*}} to memref<4x8xf32, #gpu.address_space<workgroup>>
 //       CHECK:     gpu.barrier
 //       CHECK:     scf.for %[[T0:.*]] = %{{.*}} to %{{.*}} step %c32 iter_args(
-//       CHECK:       scf.for %{{.*}} = %{{.*}} to %c256 step %c128 {
+// The tile (32 keys x 8 dims = 256 elements, 2 per thread) is staged with
+// every global load issued before the shared-memory stores.
+//       CHECK:       memref.load %[[K:[0-9a-z_]+]]
+//       CHECK:       memref.load %[[V:[0-9a-z_]+]]
+//       CHECK:       memref.load %[[K]]
+//       CHECK:       memref.load %[[V]]
+//       CHECK:       scf.if
+//       CHECK:         memref.store %{{.*}}, %[[KS]]
+//       CHECK:         memref.store %{{.*}}, %[[VS]]
+//       CHECK:       scf.if
 //       CHECK:         memref.store %{{.*}}, %[[KS]]
 //       CHECK:         memref.store %{{.*}}, %[[VS]]
 //       CHECK:       gpu.barrier
