@@ -5,8 +5,9 @@
 // dedicated kernels of GPUAttention.h (docs/codegen-cuda.md, "Attention
 // kernels") where those handle the shapes; benefit 2, so they take
 // precedence over the head loop of bt-lower-to-linalg and
-// bt-lower-kv-caches (benefit 1), which lowers the other shapes; and
-// bt.embedding_grad of bt-lower-backward becomes the kernel of GPUKernels.h.
+// bt-lower-kv-caches (benefit 1), which lowers the other shapes;
+// bt.layer_norm of bt-lower-to-linalg and bt.embedding_grad of
+// bt-lower-backward become the kernels of GPUKernels.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -134,6 +135,25 @@ struct GPUEmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
   }
 };
 
+/// bt.layer_norm → one kernel, a block per row (emitGPULayerNorm), instead
+/// of the target-neutral statistics + normalization ops (five or six
+/// kernels after bt-linalg-to-gpu).
+struct GPULayerNormLowering : OpConversionPattern<LayerNormOp> {
+  GPULayerNormLowering(MLIRContext *ctx)
+      : OpConversionPattern(ctx, kCUDABenefit) {}
+  LogicalResult
+  matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!gpuLayerNormSupports(cast<RankedTensorType>(op.getInput().getType())))
+      return rewriter.notifyMatchFailure(op, "not f32: the linalg lowering");
+    Value out = emitGPULayerNorm(rewriter, op.getLoc(), adaptor.getInput(),
+                                 adaptor.getWeight(), adaptor.getBias(),
+                                 op.getEps().convertToDouble());
+    codegen::replaceOpWithCasts(rewriter, op, out);
+    return success();
+  }
+};
+
 class CUDATarget : public CodegenTarget {
 public:
   StringRef getName() const override { return "cuda"; }
@@ -154,6 +174,7 @@ public:
                  GPUAttentionLowering<LocalAttentionOp>>(
         patterns.getContext());
     patterns.add<GPUFusedLocalAttentionLowering>(patterns.getContext(), state);
+    patterns.add<GPULayerNormLowering>(patterns.getContext());
   }
 
   void

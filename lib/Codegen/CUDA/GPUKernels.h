@@ -1,6 +1,6 @@
-//===- GPUKernels.h - dedicated GPU kernels of the backward ops (internal) -===//
+//===- GPUKernels.h - dedicated GPU kernels (internal) ---------------------===//
 //
-// Backward ops that the CUDA target lowers to kernels of its own
+// Layer and backward ops that the CUDA target lowers to kernels of its own
 // (gpu / scf / arith / memref ops at tensor level, as GPUAttention.h:
 // operands through `bufferization.to_memref ... read_only`, the result a
 // `memref.alloc` returned by `bufferization.to_tensor restrict writable`).
@@ -26,6 +26,21 @@ namespace bt {
 mlir::Value emitGPUEmbeddingGrad(mlir::OpBuilder &b, mlir::Location loc,
                                  mlir::Value ids, mlir::Value dy,
                                  mlir::RankedTensorType tableType);
+
+/// Whether emitGPULayerNorm handles `x`: f32, rank >= 1.
+bool gpuLayerNormSupports(mlir::RankedTensorType x);
+
+/// bt.layer_norm (ODS in BTOps.td; PyTorch `nn.LayerNorm`, GPT-NeoX's
+/// input / post-attention / final LayerNorms) of `x` [..., C] f32 with
+/// `weight`, `bias` [C] and `eps`: y = (x − mean)·rstd·weight + bias over
+/// the last dim, biased variance, rstd = 1/sqrt(var + eps). One kernel, a
+/// block of 256 threads per row: per-thread strided partial sums of x, a
+/// fixed shared-memory tree for the mean, the same for Σ(x − mean)², then
+/// each thread normalizes its columns (LayerEmitter::layerNorm's formulas;
+/// only the order of the sums differs). Returns [..., C] f32.
+mlir::Value emitGPULayerNorm(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value x, mlir::Value weight,
+                             mlir::Value bias, double eps);
 
 } // namespace bt
 

@@ -298,6 +298,18 @@ TEST(LayerOps, AllOps) {
       %y = bt.layer_norm %x, %w, %b eps 1.0e-05 : tensor<?x2x700xf32>, tensor<700xf32>, tensor<700xf32> -> tensor<?x2x700xf32>
       return %y : tensor<?x2x700xf32>
     }
+    func.func @ln_vec(%x: tensor<257xf32>, %w: tensor<257xf32>, %b: tensor<257xf32>) -> tensor<257xf32> {
+      %y = bt.layer_norm %x, %w, %b eps 1.0e-05 : tensor<257xf32>, tensor<257xf32>, tensor<257xf32> -> tensor<257xf32>
+      return %y : tensor<257xf32>
+    }
+    func.func @ln_one(%x: tensor<?x1xf32>, %w: tensor<1xf32>, %b: tensor<1xf32>) -> tensor<?x1xf32> {
+      %y = bt.layer_norm %x, %w, %b eps 1.0e-02 : tensor<?x1xf32>, tensor<1xf32>, tensor<1xf32> -> tensor<?x1xf32>
+      return %y : tensor<?x1xf32>
+    }
+    func.func @ln_dyn(%x: tensor<2x?x?xf32>, %w: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<2x?x?xf32> {
+      %y = bt.layer_norm %x, %w, %b eps 1.0e-05 : tensor<2x?x?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<2x?x?xf32>
+      return %y : tensor<2x?x?xf32>
+    }
     func.func @lin(%x: tensor<?x5x37xf32>, %w: tensor<29x37xf32>, %b: tensor<29xf32>) -> tensor<?x5x29xf32> {
       %y = bt.linear %x, %w, %b : tensor<?x5x37xf32>, tensor<29x37xf32>, tensor<29xf32> -> tensor<?x5x29xf32>
       return %y : tensor<?x5x29xf32>
@@ -376,6 +388,19 @@ TEST(LayerOps, AllOps) {
     expectSame(*both, "ln_wide", {&xw, &ww, &bw}, {{3}}, "");
     Array x1 = R({1, 2, 700});
     expectSame(*both, "ln_wide", {&x1, &ww, &bw}, {{3}}, "batch 1");
+    // The CUDA target's one-kernel LayerNorm (GPULayerNorm.cpp): a rank-1
+    // input (one row of 257 = 256 + 1 columns), one column per row (var 0:
+    // y = b), dynamic rows and columns (3 x 768, the paper models' width),
+    // and rows offset by 10 (a mean ten times the spread: the two-pass
+    // variance, as the CPU's).
+    Array xv = R({257}), wv = R({257}), bv = R({257});
+    expectSame(*both, "ln_vec", {&xv, &wv, &bv}, {{1}}, "rank 1");
+    Array xo = R({5, 1}), wo = R({1}), bo = R({1});
+    expectSame(*both, "ln_one", {&xo, &wo, &bo}, {{2}}, "one column");
+    Array xd = R({2, 3, 768}), wd = R({768}), bd = R({768});
+    for (float &v : xd.f)
+      v += 10.0f;
+    expectSame(*both, "ln_dyn", {&xd, &wd, &bd}, {{3}}, "dynamic, offset");
   }
   {
     Array x = R({4, 5, 37}), w = R({29, 37}), b = R({29});
