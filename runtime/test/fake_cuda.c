@@ -203,6 +203,12 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes) {
   memcpy((void *)(uintptr_t)dst, src, bytes);
   return kSuccess;
 }
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t bytes,
+                         void *stream) {
+  (void)stream;
+  memset((void *)(uintptr_t)dst, value, bytes);
+  return kSuccess;
+}
 CUresult cuGetErrorName(CUresult r, const char **name) {
   switch (r) {
   case kSuccess:

@@ -60,6 +60,7 @@ struct CudaDriver {
   CUresult (*cuMemFree_v2)(CUdeviceptr);
   CUresult (*cuMemcpyDtoH_v2)(void *, CUdeviceptr, size_t);
   CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, void *);
   CUresult (*cuGetErrorName)(CUresult, const char **);
 
   std::string ErrorName(CUresult r) const {
@@ -153,6 +154,7 @@ std::vector<std::string> ResolveDriver(const SymbolLookup &lookup,
   BT_RESOLVE(cuMemFree_v2)
   BT_RESOLVE(cuMemcpyDtoH_v2)
   BT_RESOLVE(cuMemcpyHtoD_v2)
+  BT_RESOLVE(cuMemsetD8Async)
   BT_RESOLVE(cuGetErrorName)
 #undef BT_RESOLVE
   return missing;
@@ -633,6 +635,14 @@ absl::Status CudaBackend::CopyToDevice(uint64_t dst, const void *src,
   to_device_bytes_ += bytes;
   return Check(driver_->cuMemcpyHtoD_v2(dst, src, static_cast<size_t>(bytes)),
                "cuMemcpyHtoD");
+}
+
+absl::Status CudaBackend::Memset(uint64_t dst, uint8_t value, int64_t bytes) {
+  if (bytes <= 0)
+    return absl::OkStatus();
+  return Check(driver_->cuMemsetD8Async(dst, value, static_cast<size_t>(bytes),
+                                        stream_),
+               "cuMemsetD8Async");
 }
 
 DeviceTraffic CudaBackend::traffic() const {

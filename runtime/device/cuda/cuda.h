@@ -169,6 +169,10 @@ public:
   /// Synchronous copies (after all work queued on the stream).
   absl::Status CopyToHost(void *dst, uint64_t src, int64_t bytes);
   absl::Status CopyToDevice(uint64_t dst, const void *src, int64_t bytes);
+  /// Sets `bytes` bytes of device memory at `dst` to `value`, in stream
+  /// order (cuMemsetD8Async: no synchronization, no host<->device traffic).
+  /// Errors: the driver's.
+  absl::Status Memset(uint64_t dst, uint8_t value, int64_t bytes);
   absl::Status Synchronize();
   /// Runs the host code of a CUDA-target entry point, `fn(argv)` (argv as
   /// entry_call::Invoke builds it). A device allocation the host code cannot

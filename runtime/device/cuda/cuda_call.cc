@@ -294,6 +294,10 @@ absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
           handle, " whose state has ", st.rows));
     BT_ASSIGN_OR_RETURN(st.address, gpu.pool().Allocate(rows * 2 * 8));
     st.rows = rows;
+    // The kernel's first step initializes the state too; zeroed here as
+    // well so that the NaN flags EndDeviceSampling reads never depend on a
+    // kernel having run (a pooled block holds its last owner's bytes).
+    BT_RETURN_IF_ERROR(gpu.Memset(st.address, 0, rows * 2 * 8));
     first = 1;
   }
   // The arguments of bt_sample_greedy in the NVVM kernel order: each memref

@@ -297,6 +297,19 @@ CUresult emu_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes) {
   DeviceMemory::Get().SetInitialized(dst, bytes);
   return kSuccess;
 }
+CUresult emu_cuMemsetD8Async(CUdeviceptr dst, unsigned char value,
+                             size_t bytes, void *s) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (s != &g_stream)
+    return kInvalidValue;
+  if (bytes == 0)
+    return kSuccess;
+  if (!CheckCopy("cuMemsetD8Async", dst, bytes, false))
+    return kIllegalAddress;
+  std::memset(DeviceMemory::Get().Host(dst), value, bytes);
+  DeviceMemory::Get().SetInitialized(dst, bytes);
+  return kSuccess;
+}
 CUresult emu_cuGetErrorName(CUresult r, const char **name) {
   switch (r) {
   case kSuccess: *name = "CUDA_SUCCESS"; return kSuccess;
@@ -481,6 +494,7 @@ void *LookupSymbol(const char *name) {
   BT_EMU_SYMBOL(cuMemFree_v2)
   BT_EMU_SYMBOL(cuMemcpyDtoH_v2)
   BT_EMU_SYMBOL(cuMemcpyHtoD_v2)
+  BT_EMU_SYMBOL(cuMemsetD8Async)
   BT_EMU_SYMBOL(cuGetErrorName)
   BT_EMU_SYMBOL(cublasCreate_v2)
   BT_EMU_SYMBOL(cublasDestroy_v2)

@@ -260,6 +260,31 @@ TEST(CudaEmu, MisalignedGlobalLoad) {
   EXPECT_THAT(FailedLaunch(d, f, 1, 0, params), HasSubstr("misaligned"));
 }
 
+TEST(CudaEmu, MemsetInitializesAndIsBoundsChecked) {
+  Device d;
+  CUdeviceptr p = d.Alloc(64);
+  auto memset8 = Sym<CUresult (*)(CUdeviceptr, unsigned char, size_t, void *)>(
+      "cuMemsetD8Async");
+  // The bytes are set and count as written: a kernel reading them is clean.
+  ASSERT_EQ(memset8(p, 0x5a, 64, d.stream), 0);
+  unsigned char back[64] = {};
+  ASSERT_EQ(Sym<CUresult (*)(void *, CUdeviceptr, size_t)>("cuMemcpyDtoH_v2")(
+                back, p, 64),
+            0);
+  for (unsigned char c : back)
+    EXPECT_EQ(c, 0x5a);
+  Function f = MakeFunction("sum_row", SumRow, false);
+  CUdeviceptr out = d.Alloc(4 * 4);
+  void *params[] = {&out, &p};
+  EXPECT_EQ(d.Launch(f, 1, 1, 1, 4, 1, 1, 0, params), 0);
+  // Past the allocation: refused with a report, nothing written.
+  testing::internal::CaptureStderr();
+  EXPECT_NE(memset8(p, 0, 65, d.stream), 0);
+  EXPECT_THAT(testing::internal::GetCapturedStderr(),
+              HasSubstr("cuMemsetD8Async of 65 bytes outside a live device "
+                        "allocation"));
+}
+
 TEST(CudaEmu, TrafficCountersCountAccessesAndDistinctSectors) {
   Device d;
   Function f = MakeFunction("sum_row", SumRow, false);
