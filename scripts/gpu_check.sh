@@ -24,8 +24,15 @@
 #             with --train): the grad entry vs the fixture gradients (every
 #             grad.* max|Δ| / max|ref| <= 1e-4, loss relative 1e-5) and one
 #             train-step vs adamw_step (max|Δ| <= 1e-6 where |grad·clip| >
-#             1e-6, <= 2e-4 elsewhere; loss and grad_norm relative 1e-5), as
-#             test/bt-run/cuda-emu-train.test on the emulator (issue 13);
+#             1e-6, issue 13's bound; loss and grad_norm relative 1e-5), as
+#             test/bt-run/cuda-emu-train.test on the emulator. Elsewhere
+#             AdamW's step-1 update lr·g/(|g| + eps) turns the GPU's other
+#             summation order into any value in [-lr, lr] (fixtures README;
+#             2.1e-4 on the H100, 2026-11-27), so those elements are only
+#             held to 2.2e-3 (two updates of at most 1.1e-3); the optimizer
+#             itself is checked on every element by adamw-apply: train-step
+#             --grads on the fixture's stored gradients vs adamw_step,
+#             max|Δ| <= 2e-7 (as test/bt-run/apply-gradients.test on the CPU);
 #   memcheck  compute-sanitizer --tool memcheck on eval and one generate, when
 #             /usr/local/cuda/bin/compute-sanitizer (or $COMPUTE_SANITIZER)
 #             exists.
@@ -186,7 +193,15 @@ for dir in "$fixtures"/*/; do
       run "$case" adamw-compare "$launcher" compare "$step/model.safetensors" \
         "$dir/adamw_step.safetensors" --mask-file "$dir/outputs.safetensors" \
         --check "*:atol=1e-6,where=|grad.{}|*$clip>1e-6" \
-        --check "*:atol=2e-4,where=|grad.{}|*$clip<=1e-6"
+        --check "*:atol=2.2e-3,where=|grad.{}|*$clip<=1e-6"
+    fi
+    # The optimizer alone, on the fixture's stored gradients: every element.
+    apply="$out/$case.adamw-apply"
+    if run "$case" adamw-apply "${bt[@]}" train-step --checkpoint "$dir" \
+        --grads "$dir/outputs.safetensors" --lr 1e-3 -o "$apply" \
+        --step-outputs "$apply.outputs.safetensors"; then
+      run "$case" adamw-apply-compare "$launcher" compare "$apply/model.safetensors" \
+        "$dir/adamw_step.safetensors" --check '*:atol=2e-7'
     fi
   fi
 
