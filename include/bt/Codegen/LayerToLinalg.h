@@ -99,6 +99,22 @@ mlir::Value emitRotary(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                        mlir::Value cosT, mlir::Value sinT,
                        int64_t rotaryDims);
 
+/// `bt.linear` of `x` [..., K] with `w` [N, K] (or a Conv1d [N, K, 1]) and
+/// `bias` [N] as a matmul with a zero-filled init (BLAS beta = 0) followed
+/// by the bias add as its own elementwise linalg.generic, which
+/// bt-fuse-elementwise can merge into an elementwise consumer (GELU, the
+/// residual adds). The target-neutral lowering instead initializes the
+/// matmul's output with the broadcast bias (BLAS beta = 1). Returns
+/// [..., N], x's element type.
+mlir::Value emitLinearSeparateBias(mlir::OpBuilder &b, mlir::Location loc,
+                                   mlir::Value x, mlir::Value w,
+                                   mlir::Value bias);
+
+/// `bt.gelu` of `x` (exact, erf-based) as one elementwise linalg.generic,
+/// reading `x` as an input (never in place, so that bt-fuse-elementwise can
+/// merge x's producer into it).
+mlir::Value emitGelu(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+
 /// Causal attention of `q` [batch..., S, H, hd] over `k`, `v`
 /// ([batch..., S, H, hd], or [batch..., H, Sk, hd] with `headMajorKV`, a KV
 /// cache's layout, where query s sits at position Sk − S + s) with key flags

@@ -20,6 +20,7 @@
 #include "bt/Codegen/LayerToLinalg.h"
 #include "bt/Dialect/BT/IR/BTOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -154,6 +155,56 @@ struct GPULayerNormLowering : OpConversionPattern<LayerNormOp> {
   }
 };
 
+/// Whether `v` is the result of a bt.linear with a bias whose only user is
+/// lowered to an elementwise linalg.generic that reads it as an input (the
+/// MLP's GELU, the residual adds) — GPULinearLowering then emits the bias
+/// add on its own for bt-fuse-elementwise to merge into that user.
+bool isBiasLinearFeedingElementwise(Value v) {
+  auto linear = v.getDefiningOp<LinearOp>();
+  if (!linear || !linear.getBias() || !v.hasOneUse())
+    return false;
+  Operation *user = *v.getUsers().begin();
+  return isa<GeluOp, arith::AddFOp>(user) &&
+         isa<RankedTensorType>(user->getResult(0).getType());
+}
+
+/// bt.linear with a bias feeding an elementwise op → a matmul with a zero
+/// init (cuBLAS beta = 0) and the bias add as its own elementwise generic
+/// (emitLinearSeparateBias), which bt-fuse-elementwise merges into the GELU
+/// or the residual adds: one kernel for bias + GELU, one for both
+/// projections' biases + the residual, instead of a broadcast kernel per
+/// bias (the target-neutral lowering's beta = 1 init) plus the adds.
+struct GPULinearLowering : OpConversionPattern<LinearOp> {
+  GPULinearLowering(MLIRContext *ctx)
+      : OpConversionPattern(ctx, kCUDABenefit) {}
+  LogicalResult
+  matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isBiasLinearFeedingElementwise(op.getResult()))
+      return rewriter.notifyMatchFailure(op, "bias as the GEMM's init");
+    Value out = codegen::emitLinearSeparateBias(
+        rewriter, op.getLoc(), adaptor.getInput(), adaptor.getWeight(),
+        adaptor.getBias());
+    codegen::replaceOpWithCasts(rewriter, op, out);
+    return success();
+  }
+};
+
+/// bt.gelu of such a linear → the GELU reading its input (not in place), so
+/// that the bias add fuses into it.
+struct GPUGeluLowering : OpConversionPattern<GeluOp> {
+  GPUGeluLowering(MLIRContext *ctx) : OpConversionPattern(ctx, kCUDABenefit) {}
+  LogicalResult
+  matchAndRewrite(GeluOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isBiasLinearFeedingElementwise(op.getInput()))
+      return rewriter.notifyMatchFailure(op, "in place");
+    Value out = codegen::emitGelu(rewriter, op.getLoc(), adaptor.getInput());
+    codegen::replaceOpWithCasts(rewriter, op, out);
+    return success();
+  }
+};
+
 class CUDATarget : public CodegenTarget {
 public:
   StringRef getName() const override { return "cuda"; }
@@ -174,7 +225,8 @@ public:
                  GPUAttentionLowering<LocalAttentionOp>>(
         patterns.getContext());
     patterns.add<GPUFusedLocalAttentionLowering>(patterns.getContext(), state);
-    patterns.add<GPULayerNormLowering>(patterns.getContext());
+    patterns.add<GPULayerNormLowering, GPULinearLowering, GPUGeluLowering>(
+        patterns.getContext());
   }
 
   void

@@ -114,6 +114,33 @@ Value LayerEmitter::linear(Value x, Value w, Value bias) {
   return expand(y2, collapseLeading(r, r - 2), outSizes);
 }
 
+Value LayerEmitter::addBias(Value y, Value bias) {
+  RankedTensorType yt = tensorTypeOf(y);
+  unsigned r = yt.getRank();
+  Type elt = yt.getElementType();
+  Type ct = computeTypeFor(elt);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(r, ctx);
+  AffineMap lastMap = selectDims(ctx, r, {r - 1});
+  return generic(yt, ValueRange{y, bias}, empty(sizes(y), elt),
+                 {id, lastMap, id}, iterators(r, 0),
+                 [&](OpBuilder &nb, Location l, ValueRange a) {
+                   Value v = nb.create<arith::AddFOp>(l, ext(nb, l, a[0], ct),
+                                                      ext(nb, l, a[1], ct));
+                   nb.create<linalg::YieldOp>(l, trunc(nb, l, v, a[2].getType()));
+                 })[0];
+}
+
+Value bt::codegen::emitLinearSeparateBias(OpBuilder &b, Location loc, Value x,
+                                          Value w, Value bias) {
+  LayerEmitter e(b, loc);
+  Value y = e.linear(x, w, Value());
+  return bias ? e.addBias(y, bias) : y;
+}
+
+Value bt::codegen::emitGelu(OpBuilder &b, Location loc, Value x) {
+  return LayerEmitter(b, loc).gelu(x, /*inPlace=*/false);
+}
+
 Value LayerEmitter::layerNorm(Value x, Value w, Value bias, double eps) {
   RankedTensorType xt = tensorTypeOf(x);
   unsigned r = xt.getRank();

@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace bt {
@@ -39,6 +40,17 @@ struct FuseElementwisePass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
+    // A fusion can leave the fused producer with a dead result that still
+    // counts as a use of its operand (e.g. a bias add whose consumer was
+    // fused into the residual add): erasing it exposes the next single-use
+    // producer within the same run.
+    linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
+    linalg::GenericOp::getCanonicalizationPatterns(patterns, &getContext());
+    // `tensor.dim` of a producer's result (the size of the consumer's
+    // tensor.empty, as convert-elementwise-to-linalg builds it) is a second
+    // use that blocks its fusion: resolved to the dims of the producer's
+    // operands.
+    memref::populateResolveRankedShapedTypeResultDimsPatterns(patterns);
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

@@ -71,6 +71,9 @@ public:
 
   /// y = x · Wᵀ + b over the last dim; W is [N, K] or [N, K, 1].
   Value linear(Value x, Value w, Value bias);
+  /// `y` [..., N] + `bias` [N] broadcast over the leading dims: one
+  /// elementwise generic with a fresh output.
+  Value addBias(Value y, Value bias);
 
   Value layerNorm(Value x, Value w, Value bias, double eps);
 

@@ -19,16 +19,19 @@
 // CHECK-NOT: gpu.launch_func
 // Kernels.
 // KERNEL: gpu.module @bt_kernels [#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">]
-// The bias broadcast (init of the GEMM): [M, 64] points.
+// One kernel after the GEMM (cuBLAS beta = 0): the bias add, which the CUDA
+// target's bt.linear emits on its own when an elementwise op consumes it,
+// fused with the GELU by bt-fuse-elementwise ([M, 64] points).
+// KERNEL: llvm.func @__nv_erff(f32) -> f32
 // KERNEL: llvm.func @mlp_kernel(%{{.*}}) attributes {gpu.kernel, {{.*}}nvvm.kernel}
 // KERNEL:   nvvm.read.ptx.sreg.ctaid.x
 // KERNEL:   nvvm.read.ptx.sreg.tid.x
 // KERNEL:   llvm.load
-// KERNEL:   llvm.store
-// KERNEL: llvm.func @__nv_erff(f32) -> f32
-// GELU in place of the GEMM's result.
-// KERNEL: llvm.func @mlp_kernel_0(%{{.*}}) attributes {gpu.kernel, {{.*}}nvvm.kernel}
+// KERNEL:   llvm.load
+// KERNEL:   llvm.fadd
 // KERNEL:   llvm.call @__nv_erff
+// KERNEL:   llvm.store
+// KERNEL-NOT: llvm.func @mlp_kernel_0(
 // KERNEL-NOT: gpu.func
 // KERNEL: gpu.module @bt_kernels
 bt.param @"w" : tensor<64x32xf32>
