@@ -62,7 +62,7 @@ absl::Status ValidateStack(const proto::NeoXConfig &s, const std::string &p,
     return Invalid(where, absl::StrCat(L.Fmt(k("rotary_pct"), s.rotary_pct()),
                                        " must be in [0, 1]"));
   // HF GPTNeoXAttention: rotary_ndims = int(head_size * rotary_pct).
-  const int64_t rd = static_cast<int64_t>(static_cast<double>(hd) * s.rotary_pct());
+  const int64_t rd = config_internal::RotaryDims(hd, s.rotary_pct());
   if (s.rotary_dims() != rd)
     return Invalid(where,
                    absl::StrCat(L.Fmt(k("rotary_dims"), s.rotary_dims()),
@@ -170,12 +170,22 @@ absl::Status ValidateWithLabels(const proto::ModelConfig &c,
   return absl::OkStatus();
 }
 
+// int(head_dim * rotary_pct) (HF GPTNeoXAttention's rotary_ndims) for
+// head_dim >= 0; 0 where rotary_pct is outside [0, 1] or NaN (the stack's
+// validation then names the field) and where the product does not fit an
+// int64 (the float-to-integer conversion would be undefined).
+int64_t RotaryDims(int64_t head_dim, double rotary_pct) {
+  if (!(rotary_pct >= 0.0 && rotary_pct <= 1.0) || head_dim < 0)
+    return 0;
+  const double v = static_cast<double>(head_dim) * rotary_pct;
+  return v < 9.2e18 ? static_cast<int64_t>(v) : 0;
+}
+
 // Derived stack fields.
 void FillDerived(proto::NeoXConfig &s) {
   if (s.num_heads() > 0 && s.hidden_size() % s.num_heads() == 0) {
     s.set_head_dim(s.hidden_size() / s.num_heads());
-    s.set_rotary_dims(static_cast<int64_t>(
-        static_cast<double>(s.head_dim()) * s.rotary_pct()));
+    s.set_rotary_dims(config_internal::RotaryDims(s.head_dim(), s.rotary_pct()));
   }
 }
 

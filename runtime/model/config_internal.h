@@ -79,6 +79,10 @@ absl::Status ValidateWithLabels(const proto::ModelConfig &c,
                                 absl::string_view where, const Labels &L);
 
 /// Sets the derived stack fields head_dim and rotary_dims.
+/// int(head_dim * rotary_pct) (HF GPTNeoXAttention's rotary_ndims) for
+/// head_dim >= 0: 0 where rotary_pct is NaN or outside [0, 1] (validation
+/// names the field) or the product does not fit an int64.
+int64_t RotaryDims(int64_t head_dim, double rotary_pct);
 void FillDerived(proto::NeoXConfig &s);
 
 /// The name of the directory holding `path` (the model's default name; the

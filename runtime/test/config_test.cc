@@ -361,6 +361,11 @@ TEST(Config, BadBlockYamlGivesLocatedErrors) {
        [](YAML::Node &r) { r["token_decoder"]["config"]["num_attention_heads"] = 3; }, kInvalid,
        "config.yaml: token_decoder.config.num_attention_heads (3) must divide "
        "token_decoder.config.hidden_size (64)"},
+      // Found by config_yaml_fuzzer: a NaN rotary_pct reached the
+      // float-to-int64 conversion of the derived rotary dims (UBSan).
+      {"nan_rotary_pct",
+       [](YAML::Node &r) { r["block_decoder"]["config"]["rotary_pct"] = ".NAN"; }, kInvalid,
+       "config.yaml: block_decoder.config.rotary_pct (nan) must be in [0, 1]"},
       {"odd_rotary_dims",
        [](YAML::Node &r) { r["token_decoder"]["config"]["rotary_pct"] = 0.1; }, kInvalid,
        "int(32 * 0.1) = 3 for token_decoder must be even"},
