@@ -12,9 +12,12 @@
 #                     that the archive is always written
 #   Everything else (BT_GPU_CHECK_TIMEOUT, BT_GPU_BENCH_SIZE, ...) is passed
 #   to gpu_check.sh unchanged.
-#   Output: $OUT/gpu-check.tgz (summary.csv, devices.txt, every log and
-#   output tensor), $OUT/summary.csv and $OUT/env.txt (driver, cuBLAS and
-#   tool paths found), $OUT/console.txt (gpu_check.sh's stdout + stderr).
+#   Output: $OUT/gpu-check.tgz (summary.csv, devices.txt, every log, table
+#   and plot; the output tensors too with BT_CALL_KEEP_TENSORS=1),
+#   $OUT/summary.csv, $OUT/bench.txt and bench.csv (the benchmark's reports
+#   and rows), bench_pareto.png, $OUT/env.txt (driver, cuBLAS and tool paths
+#   found), $OUT/console.txt (gpu_check.sh's stdout + stderr): at most 8
+#   files, each small.
 # cuBLAS is loaded with dlopen("libcublas.so.13"): the CUDA toolkit's lib64
 # and the Python wheels' nvidia/cu13/lib folders are put on LD_LIBRARY_PATH.
 set -uo pipefail
@@ -47,5 +50,24 @@ timeout -k 10 $((budget - 20)) env OUT="$work" scripts/gpu_check.sh "$bundle" \
 rc=$?
 echo "gpu_check.sh exit status $rc" >> "$out/console.txt"
 cp "$work/summary.csv" "$out/summary.csv" 2>/dev/null
-tar -C "$work" -czf "$out/gpu-check.tgz" . 2>> "$out/console.txt"
+# The benchmark's tables and plot as files of their own (bench.txt: every
+# model's report, bench.csv: every row): they come back even when the
+# archive does not.
+if compgen -G "$work/*.bench.txt" > /dev/null; then
+  cat "$work"/*.bench.txt > "$out/bench.txt"
+fi
+if compgen -G "$work/bench.*.csv" > /dev/null; then
+  cat "$work"/bench.*.csv > "$out/bench.csv"
+fi
+[ -f "$work/bench_pareto.png" ] && cp "$work/bench_pareto.png" "$out/"
+# The archive holds the logs, tables and plots; the output tensors and the
+# training steps' checkpoints (megabytes each: with them the archive grew
+# past what the device tool brings back, 2026-11-27) only when
+# BT_CALL_KEEP_TENSORS=1.
+if [ "${BT_CALL_KEEP_TENSORS:-0}" = 1 ]; then
+  tar -C "$work" -czf "$out/gpu-check.tgz" . 2>> "$out/console.txt"
+else
+  (cd "$work" && find . -type f ! -name '*.safetensors' -print0 |
+     tar --null -T - -czf "$out/gpu-check.tgz") 2>> "$out/console.txt"
+fi
 exit $rc
