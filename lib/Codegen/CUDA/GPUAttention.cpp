@@ -694,19 +694,35 @@ Value bt::emitGPUAttention(OpBuilder &b, Location loc, Value q, Value k,
              });
   } else {
     Value chunk = h.idx(kKeysPerSplit);
-    Value splits = h.maxu(h.ceilDiv(e.keys, chunk), h.idx(1));
-    Value ws = b.create<memref::AllocOp>(
+    // All keys in one chunk (the token decoder's local cache always, the
+    // block cache up to 128 blocks): one launch that writes the normalized
+    // rows, no workspace and no combine kernel (the combine of one split
+    // rescales by exp(0) = 1: the same values).
+    auto oneSplit = b.create<scf::IfOp>(
+        loc,
+        b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, e.keys, chunk),
+        /*withElseRegion=*/true);
+    OpBuilder tb = oneSplit.getThenBodyBuilder();
+    KB tk{tb, loc};
+    launchIf(tb, loc, nonEmpty, g, tk.idx(1), tk.idx(1), threads, shared,
+             [&](OpBuilder &kb, gpu::LaunchOp launch, ValueRange arrays) {
+               e.attentionKernel(kb, launch, arrays, chunk, Value());
+             });
+    OpBuilder eb = oneSplit.getElseBodyBuilder();
+    KB ek{eb, loc};
+    Value splits = ek.ceilDiv(e.keys, chunk);
+    Value ws = eb.create<memref::AllocOp>(
         loc,
         MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic,
                          qt.getDimSize(nb), hd + 2},
-                        b.getF32Type()),
+                        eb.getF32Type()),
         ValueRange{splits, g});
-    launchIf(b, loc, nonEmpty, g, h.idx(1), splits, threads, shared,
+    launchIf(eb, loc, nonEmpty, g, ek.idx(1), splits, threads, shared,
              [&](OpBuilder &kb, gpu::LaunchOp launch, ValueRange arrays) {
                e.attentionKernel(kb, launch, arrays, chunk, ws);
              });
-    launchIf(b, loc, nonEmpty, h.muli(g, e.seq), h.idx(1), h.idx(1),
-             h.idx(kWarp), SharedLayout{},
+    launchIf(eb, loc, nonEmpty, ek.muli(g, e.seq), ek.idx(1), ek.idx(1),
+             ek.idx(kWarp), SharedLayout{},
              [&](OpBuilder &kb, gpu::LaunchOp launch, ValueRange) {
                e.combineKernel(kb, launch, splits, ws);
              });

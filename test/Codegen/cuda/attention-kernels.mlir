@@ -115,22 +115,28 @@ func.func @prefill(%q: tensor<?x?x2x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<
 
 // -----
 
-// Decode (bt.kv_attend, S = 1) over the block cache: split-K
-// (FlashDecoding). The first kernel has one block per (head, chunk of 128
-// keys) (grid B·H × 1 × ceil(len / 128)) and writes each split's partial
-// (acc[hd], max, sum) to a workspace [splits, B·H, S, hd + 2]; the second,
-// one warp per (head, query row), rescales and sums the splits.
+// Decode (bt.kv_attend, S = 1) over the block cache. Up to 128 keys: one
+// kernel, one block per head (grid B·H), writing the normalized rows. More:
+// split-K (FlashDecoding): the first kernel has one block per (head, chunk
+// of 128 keys) (grid B·H × 1 × ceil(len / 128)) and writes each split's
+// partial (acc[hd], max, sum) to a workspace [splits, B·H, S, hd + 2]; the
+// second, one warp per (head, query row), rescales and sums the splits.
 // CHECK-LABEL: func.func @decode
 //       CHECK:   %[[KEYS:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0, 0, 0, 0] [%{{.*}}, 1, 1, 2, %{{.*}}, 8]
 //       CHECK:   %[[K:.*]] = bufferization.to_memref %[[KEYS]] read_only : memref<?x2x?x8xf32, strided<[?, ?, ?, ?], offset: ?>>
 //       CHECK:   %[[OUT:.*]] = memref.alloc(%{{.*}}) : memref<?x1x2x8xf32>
-//       CHECK:   %[[SPLITS0:.*]] = arith.ceildivui %{{.*}}, %c128
-//       CHECK:   %[[SPLITS:.*]] = arith.maxui %[[SPLITS0]], %c1
-//       CHECK:   %[[WS:.*]] = memref.alloc(%[[SPLITS]], %{{.*}}) : memref<?x?x1x10xf32>
-//       CHECK:   gpu.launch blocks({{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c1, %{{.*}} = %[[SPLITS]]) threads({{.*}}) in (%{{.*}} = %c32,
-//       CHECK:     memref.load %[[K]]
-//       CHECK:     memref.store %{{.*}}, %[[WS]]
-//       CHECK:   gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c32,
+//       CHECK:   %[[ONE:.*]] = arith.cmpi ule, %{{.*}}, %c128 : index
+//       CHECK:   scf.if %[[ONE]] {
+//       CHECK:     gpu.launch blocks({{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c1, %{{.*}} = %c1) threads({{.*}}) in (%{{.*}} = %c32,
+//       CHECK:       memref.load %[[K]]
+//       CHECK:       memref.store %{{.*}}, %[[OUT]]
+//       CHECK:   } else {
+//       CHECK:     %[[SPLITS:.*]] = arith.ceildivui %{{.*}}, %c128
+//       CHECK:     %[[WS:.*]] = memref.alloc(%[[SPLITS]], %{{.*}}) : memref<?x?x1x10xf32>
+//       CHECK:     gpu.launch blocks({{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c1, %{{.*}} = %[[SPLITS]]) threads({{.*}}) in (%{{.*}} = %c32,
+//       CHECK:       memref.load %[[K]]
+//       CHECK:       memref.store %{{.*}}, %[[WS]]
+//       CHECK:     gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c32,
 //       CHECK:     scf.for %{{.*}} = %c0 to %[[SPLITS]]
 //       CHECK:       memref.load %[[WS]]
 //       CHECK:       arith.maximumf
