@@ -99,7 +99,7 @@ Value LayerEmitter::linear(Value x, Value w, Value bias) {
                                          ArrayRef<int64_t>{0})
                .getResult()[0];
   } else {
-    init = filledF({m, n}, elt, 0.0);
+    init = freshFilledF({m, n}, elt, 0.0);
   }
   Value y2 = b.create<linalg::MatmulTransposeBOp>(
                   loc, TypeRange{init.getType()}, ValueRange{x2, w},

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -132,6 +133,34 @@ public:
   mlir::Value filledF(llvm::ArrayRef<mlir::OpFoldResult> sizes, mlir::Type elt,
                       double v) {
     return filled(sizes, elt, floatConst(elt, v));
+  }
+  /// As filledF, on a `bufferization.alloc_tensor` instead of a
+  /// `tensor.empty`: an allocation, so CSE never merges two of them (two
+  /// identical zero fills merged into one tensor that two GEMMs write would
+  /// bufferize as a fill plus a copy per GEMM, where each GEMM's own fill
+  /// becomes BLAS beta = 0 in bt-gemm-to-blas).
+  mlir::Value freshFilledF(llvm::ArrayRef<mlir::OpFoldResult> sizes,
+                           mlir::Type elt, double v) {
+    return b.create<mlir::linalg::FillOp>(loc, floatConst(elt, v),
+                                          freshEmpty(sizes, elt))
+        .getResult(0);
+  }
+  /// A `bufferization.alloc_tensor` of `sizes` x `elt`: a tensor.empty that
+  /// CSE never merges with another (an init that an op writes in place).
+  mlir::Value freshEmpty(llvm::ArrayRef<mlir::OpFoldResult> sizes,
+                         mlir::Type elt) {
+    llvm::SmallVector<int64_t> shape;
+    llvm::SmallVector<mlir::Value> dynamic;
+    for (mlir::OpFoldResult s : sizes) {
+      if (std::optional<int64_t> c = mlir::getConstantIntValue(s)) {
+        shape.push_back(*c);
+      } else {
+        shape.push_back(mlir::ShapedType::kDynamic);
+        dynamic.push_back(mlir::cast<mlir::Value>(s));
+      }
+    }
+    return b.create<mlir::bufferization::AllocTensorOp>(
+        loc, mlir::RankedTensorType::get(shape, elt), dynamic);
   }
   /// The float tensor `t` overwritten with the constant `v` (linalg.fill).
   mlir::Value fill(mlir::Value t, double v) {
