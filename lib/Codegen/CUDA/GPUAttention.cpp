@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GPUAttention.h"
+#include "GPUKernelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -20,12 +21,14 @@
 #include <limits>
 
 using namespace mlir;
+using bt::codegen::KB;
+using bt::codegen::readOnlyMemref;
 
 namespace {
 
 /// finfo(float32).min, the HF mask value.
 constexpr double kF32Min = -3.4028234663852886e38;
-constexpr int64_t kWarp = 32;
+constexpr int64_t kWarp = bt::codegen::kWarpSize;
 /// Query rows (warps) per block of the prefill kernel.
 constexpr int64_t kRowsPerBlock = 4;
 /// Keys per split of the decode (split-K) kernel.
@@ -33,87 +36,6 @@ constexpr int64_t kKeysPerSplit = 128;
 /// Largest static query length handled as decode (split-K).
 constexpr int64_t kMaxDecodeRows = 4;
 
-/// Small arithmetic helpers at one insertion point.
-struct KB {
-  OpBuilder &b;
-  Location loc;
-
-  Value idx(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
-  Value f32(double v) {
-    return b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(v));
-  }
-  Value i32(int32_t v) {
-    return b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(v));
-  }
-  Value addi(Value x, Value y) { return b.create<arith::AddIOp>(loc, x, y); }
-  Value subi(Value x, Value y) { return b.create<arith::SubIOp>(loc, x, y); }
-  Value muli(Value x, Value y) { return b.create<arith::MulIOp>(loc, x, y); }
-  Value divu(Value x, Value y) { return b.create<arith::DivUIOp>(loc, x, y); }
-  Value remu(Value x, Value y) { return b.create<arith::RemUIOp>(loc, x, y); }
-  Value minu(Value x, Value y) { return b.create<arith::MinUIOp>(loc, x, y); }
-  Value maxu(Value x, Value y) { return b.create<arith::MaxUIOp>(loc, x, y); }
-  Value ceilDiv(Value x, Value y) {
-    return b.create<arith::CeilDivUIOp>(loc, x, y);
-  }
-  Value ult(Value x, Value y) {
-    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, x, y);
-  }
-  Value ule(Value x, Value y) {
-    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, x, y);
-  }
-  Value land(Value x, Value y) { return b.create<arith::AndIOp>(loc, x, y); }
-  Value select(Value c, Value x, Value y) {
-    return b.create<arith::SelectOp>(loc, c, x, y);
-  }
-  Value addf(Value x, Value y) { return b.create<arith::AddFOp>(loc, x, y); }
-  Value subf(Value x, Value y) { return b.create<arith::SubFOp>(loc, x, y); }
-  Value mulf(Value x, Value y) { return b.create<arith::MulFOp>(loc, x, y); }
-  Value divf(Value x, Value y) { return b.create<arith::DivFOp>(loc, x, y); }
-  Value maxf(Value x, Value y) { return b.create<arith::MaximumFOp>(loc, x, y); }
-  Value exp(Value x) { return b.create<math::ExpOp>(loc, x); }
-  Value oeq(Value x, Value y) {
-    return b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, x, y);
-  }
-  /// Loads an element as f32.
-  Value loadF(Value mem, ValueRange indices) {
-    Value v = b.create<memref::LoadOp>(loc, mem, indices);
-    if (!v.getType().isF32())
-      v = b.create<arith::ExtFOp>(loc, b.getF32Type(), v);
-    return v;
-  }
-  /// Stores an f32 value, rounded to the memref's element type.
-  void storeF(Value v, Value mem, ValueRange indices) {
-    Type elt = cast<MemRefType>(mem.getType()).getElementType();
-    if (elt != v.getType())
-      v = b.create<arith::TruncFOp>(loc, elt, v);
-    b.create<memref::StoreOp>(loc, v, mem, indices);
-  }
-  /// Key-mask element as f32 (0 or 1).
-  Value maskF(Value mem, ValueRange indices) {
-    Value m = b.create<memref::LoadOp>(loc, mem, indices);
-    if (m.getType().isInteger(1))
-      return b.create<arith::UIToFPOp>(loc, b.getF32Type(), m);
-    return b.create<arith::SIToFPOp>(loc, b.getF32Type(), m);
-  }
-  /// Butterfly reduction over the 32 lanes of a warp (every lane gets the
-  /// result).
-  Value warpReduce(Value v, bool max) {
-    for (int32_t off = kWarp / 2; off >= 1; off /= 2) {
-      Value o = b.create<gpu::ShuffleOp>(loc, v, i32(off), i32(kWarp),
-                                         gpu::ShuffleMode::XOR)
-                    .getShuffleResult();
-      v = max ? maxf(v, o) : addf(v, o);
-    }
-    return v;
-  }
-  Value broadcastLane(Value v, Value lane) {
-    Value l32 = b.create<arith::IndexCastOp>(loc, b.getI32Type(), lane);
-    return b.create<gpu::ShuffleOp>(loc, v, l32, i32(kWarp),
-                                    gpu::ShuffleMode::IDX)
-        .getShuffleResult();
-  }
-  void barrier() { b.create<gpu::BarrierOp>(loc); }
-};
 
 /// A warp's online-softmax state for one query row: running max, running
 /// sum, and the lane's slots of the output accumulator (dims lane + 32·j).
@@ -269,18 +191,6 @@ void storeRowResult(KB &k, ValueRange acc, Value l, Value m, bool hasMask,
   }
 }
 
-/// `bufferization.to_memref ... read_only` of `t` with a fully dynamic
-/// strided layout (any buffer of `t` casts to it).
-Value readOnlyMemref(OpBuilder &b, Location loc, Value t) {
-  auto tt = cast<RankedTensorType>(t.getType());
-  SmallVector<int64_t> strides(tt.getRank(), ShapedType::kDynamic);
-  auto layout =
-      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides);
-  auto mt = MemRefType::get(tt.getShape(), tt.getElementType(), layout);
-  auto op = b.create<bufferization::ToMemrefOp>(loc, mt, t);
-  op.setReadOnly(true);
-  return op;
-}
 
 Value dimOf(OpBuilder &b, Location loc, Value t, int64_t d) {
   return b.createOrFold<tensor::DimOp>(loc, t, d);

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GPUKernelBuilder.h"
 #include "GPUKernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -18,6 +19,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
+using bt::codegen::readOnlyMemref;
 
 namespace {
 
@@ -59,25 +61,12 @@ Value collapse(OpBuilder &b, Location loc, Value t, bool keepLast) {
       loc, RankedTensorType::get(shape, type.getElementType()), t, groups);
 }
 
-/// `bufferization.to_memref ... read_only` with a fully dynamic strided
-/// layout (any buffer of `t` casts to it).
-Value readOnly(OpBuilder &b, Location loc, Value t) {
-  auto tt = cast<RankedTensorType>(t.getType());
-  SmallVector<int64_t> strides(tt.getRank(), ShapedType::kDynamic);
-  auto layout =
-      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides);
-  auto op = b.create<bufferization::ToMemrefOp>(
-      loc, MemRefType::get(tt.getShape(), tt.getElementType(), layout), t);
-  op.setReadOnly(true);
-  return op;
-}
-
 } // namespace
 
 Value bt::emitGPUEmbeddingGrad(OpBuilder &b, Location loc, Value ids, Value dy,
                                RankedTensorType tableType) {
-  Value ids1 = readOnly(b, loc, collapse(b, loc, ids, /*keepLast=*/false));
-  Value dy2 = readOnly(b, loc, collapse(b, loc, dy, /*keepLast=*/true));
+  Value ids1 = readOnlyMemref(b, loc, collapse(b, loc, ids, /*keepLast=*/false));
+  Value dy2 = readOnlyMemref(b, loc, collapse(b, loc, dy, /*keepLast=*/true));
   auto idx = [&](OpBuilder &ob, int64_t v) -> Value {
     return ob.create<arith::ConstantIndexOp>(loc, v);
   };

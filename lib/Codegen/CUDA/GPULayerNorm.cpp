@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GPUKernelBuilder.h"
 #include "GPUKernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -22,42 +23,13 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
+using bt::codegen::KB;
+using bt::codegen::readOnlyMemref;
 
 namespace {
 
 /// Threads per block (one block per row); a power of two for the tree.
 constexpr int64_t kThreads = 256;
-
-/// `bufferization.to_memref ... read_only` with a fully dynamic strided
-/// layout (any buffer of `t` casts to it).
-Value readOnly(OpBuilder &b, Location loc, Value t) {
-  auto tt = cast<RankedTensorType>(t.getType());
-  SmallVector<int64_t> strides(tt.getRank(), ShapedType::kDynamic);
-  auto layout =
-      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides);
-  auto op = b.create<bufferization::ToMemrefOp>(
-      loc, MemRefType::get(tt.getShape(), tt.getElementType(), layout), t);
-  op.setReadOnly(true);
-  return op;
-}
-
-/// Arithmetic at one insertion point.
-struct KB {
-  OpBuilder &b;
-  Location loc;
-  Value idx(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
-  Value f32(double v) {
-    return b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(v));
-  }
-  Value addf(Value x, Value y) { return b.create<arith::AddFOp>(loc, x, y); }
-  Value subf(Value x, Value y) { return b.create<arith::SubFOp>(loc, x, y); }
-  Value mulf(Value x, Value y) { return b.create<arith::MulFOp>(loc, x, y); }
-  Value divf(Value x, Value y) { return b.create<arith::DivFOp>(loc, x, y); }
-  Value ult(Value x, Value y) {
-    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, x, y);
-  }
-  void barrier() { b.create<gpu::BarrierOp>(loc); }
-};
 
 /// Σ over the block of every thread's `v` (the same value in every thread):
 /// a fixed shared-memory tree over `sh` [kThreads] (thread t adds t + s for
@@ -68,8 +40,8 @@ Value blockSum(KB &k, Value sh, Value tid, Value v) {
   for (int64_t s = kThreads / 2; s >= 1; s /= 2) {
     auto ifOp = k.b.create<scf::IfOp>(k.loc, k.ult(tid, k.idx(s)), false);
     OpBuilder tb = ifOp.getThenBodyBuilder();
-    Value other = tb.create<arith::AddIOp>(k.loc, tid,
-                                           tb.create<arith::ConstantIndexOp>(k.loc, s));
+    Value other = tb.create<arith::AddIOp>(
+        k.loc, tid, tb.create<arith::ConstantIndexOp>(k.loc, s));
     Value a = tb.create<memref::LoadOp>(k.loc, sh, ValueRange{tid});
     Value c = tb.create<memref::LoadOp>(k.loc, sh, ValueRange{other});
     tb.create<memref::StoreOp>(k.loc, tb.create<arith::AddFOp>(k.loc, a, c),
@@ -112,9 +84,9 @@ Value bt::emitGPULayerNorm(OpBuilder &b, Location loc, Value x, Value weight,
       dyn.push_back(b.createOrFold<tensor::DimOp>(loc, x, d));
   auto outType = MemRefType::get(xt.getShape(), xt.getElementType());
   Value out = b.create<memref::AllocOp>(loc, outType, dyn);
-  Value xm = readOnly(b, loc, x);
-  Value wm = readOnly(b, loc, weight);
-  Value bm = readOnly(b, loc, bias);
+  Value xm = readOnlyMemref(b, loc, x);
+  Value wm = readOnlyMemref(b, loc, weight);
+  Value bm = readOnlyMemref(b, loc, bias);
   Value rows = h.idx(1);
   for (int64_t d = 0; d + 1 < rank; ++d)
     rows = b.createOrFold<arith::MulIOp>(
