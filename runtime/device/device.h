@@ -172,12 +172,38 @@ public:
   /// held a NaN in a step sampled on the device. The default has nothing.
   virtual absl::Status EndSampling(int64_t handle) { return absl::OkStatus(); }
 
+  /// Opens a span in which the params passed to Call / CallResident do not
+  /// change: nothing writes their memory, through any alias, until the
+  /// matching EndConstantParams. The device may then keep derived forms of
+  /// them for the span (cpu: weights packed for the small-M GEMMs of
+  /// decoding, device/cpu/small_gemm.h). Spans nest; the derived forms are
+  /// dropped when the outermost one ends. Use ConstantParamsScope. The
+  /// default keeps nothing.
+  virtual void BeginConstantParams() {}
+  virtual void EndConstantParams() {}
+
   /// Sets how many host threads the device's computation may use (`threads`
   /// > 0; 0 keeps the current count) and returns the count in effect
   /// afterwards. cpu: the BLAS threads of this process (OpenBLAS, the
   /// kernels' GEMMs, docs/codegen.md). The default, for a device that
   /// computes on no host threads of its own, sets nothing and returns 0.
   virtual int SetThreads(int threads) { return 0; }
+};
+
+/// Device::BeginConstantParams for the scope's lifetime (e.g. one
+/// generation: its params are the model's weights, which no entry point of
+/// a generation writes).
+class ConstantParamsScope {
+public:
+  explicit ConstantParamsScope(Device &device) : device_(device) {
+    device_.BeginConstantParams();
+  }
+  ~ConstantParamsScope() { device_.EndConstantParams(); }
+  ConstantParamsScope(const ConstantParamsScope &) = delete;
+  ConstantParamsScope &operator=(const ConstantParamsScope &) = delete;
+
+private:
+  Device &device_;
 };
 
 } // namespace bt::rt

@@ -822,6 +822,10 @@ absl::StatusOr<GenerateResult> Generate(const Model &model,
 
   BT_RETURN_IF_ERROR(CheckGenerationRequest(model, p.batch, p.length, options));
 
+  // No entry point of a generation writes the weights: the device may keep
+  // derived forms of them until it ends (cpu: packed for the decode GEMMs).
+  ConstantParamsScope constant_params(model.device());
+
   GenerateResult res;
   BT_ASSIGN_OR_RETURN(res.new_tokens, Tensor::Allocate(proto::I64, {p.batch, N}));
   std::fill_n(res.new_tokens.data_as<int64_t>(), p.batch * N, cfg.pad_token_id());

@@ -10,6 +10,7 @@
 
 #include "bt/runtime/device/cpu/small_gemm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -27,6 +28,9 @@ struct Case {
   int m, n, k;
   bool trans_a, trans_b;
   float alpha, beta;
+  // B registered as a constant weight (RegisterConstantWeights) for the
+  // call: the small path then runs on its packed panels.
+  bool constant_b = false;
 };
 
 // Runs one case with leading dimensions padded by 3 and checks every element
@@ -47,9 +51,22 @@ void Check(const Case &c) {
   for (float &x : b) x = u(rng);
   for (float &x : out) x = u(rng);
   const std::vector<float> before = out;
+  if (c.constant_b)
+    RegisterConstantWeights(b.data(), b.size() * sizeof(float));
   bt_cpu_sgemm(kRowMajor, c.trans_a ? kTrans : kNoTrans,
                c.trans_b ? kTrans : kNoTrans, c.m, c.n, c.k, c.alpha, a.data(),
                lda, b.data(), ldb, c.beta, out.data(), ldc);
+  if (c.constant_b) {
+    const bool small = c.m <= kSmallGemmMaxM && !c.trans_a && c.trans_b;
+    const bool avx2 =
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    // Panels of 32 columns, K rows each.
+    const size_t panels = (c.n + kPackedPanel - 1) / kPackedPanel;
+    EXPECT_EQ(PackedWeightBytes(),
+              small && avx2 ? panels * c.k * kPackedPanel * sizeof(float) : 0);
+    ReleaseConstantWeights();
+    EXPECT_EQ(PackedWeightBytes(), 0u);
+  }
   for (int i = 0; i < c.m; ++i) {
     for (int j = 0; j < ldc; ++j) {
       const float got = out[static_cast<size_t>(i) * ldc + j];
@@ -90,6 +107,53 @@ TEST(SmallGemmTest, LargeWeightSplitOverThreads) {
   openblas_set_num_threads(2);
   Check({1, 4099, 300, false, true, 1.0f, 0.0f}); // 1.2 M elements
   Check({8, 2050, 520, false, true, 1.0f, 0.5f});
+}
+
+TEST(SmallGemmTest, ConstantWeightPackedPanels) {
+  // Every M, N around the 32-column panels (tails of 1..31 columns, one
+  // partial panel only), K not a multiple of the vector width.
+  for (int m = 1; m <= kSmallGemmMaxM; ++m)
+    for (int n : {1, 31, 32, 33, 95})
+      for (int k : {1, 13, 256})
+        Check({m, n, k, false, true, 1.0f, 0.0f, /*constant_b=*/true});
+  Check({5, 70, 40, false, true, 0.5f, 1.0f, true});   // alpha, beta
+  Check({8, 33, 9, false, true, -2.0f, 0.25f, true});
+  openblas_set_num_threads(2);
+  Check({1, 4099, 300, false, true, 1.0f, 0.0f, true}); // split over threads
+  Check({8, 2050, 520, false, true, 1.0f, 0.5f, true});
+  Check({9, 40, 21, false, true, 1.0f, 0.0f, true}); // cblas: never packed
+}
+
+// A weight is packed once per span; one outside every registered range
+// (a KV cache, an activation) never is; after ReleaseConstantWeights a
+// changed weight is read again, not the stale panels.
+TEST(SmallGemmTest, PackedOnlyInsideConstantRanges) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+    GTEST_SKIP() << "no packing without AVX2 and FMA";
+  const int n = 40, k = 16;
+  std::vector<float> w(n * k, 1.0f), other(n * k, 1.0f), x(k, 1.0f), y(n);
+  auto gemm = [&](const std::vector<float> &b) {
+    bt_cpu_sgemm(kRowMajor, kNoTrans, kTrans, 1, n, k, 1.0f, x.data(), k,
+                 b.data(), k, 0.0f, y.data(), n);
+  };
+  RegisterConstantWeights(w.data(), w.size() * sizeof(float));
+  gemm(other);
+  EXPECT_EQ(PackedWeightBytes(), 0u);
+  gemm(w);
+  const size_t once = PackedWeightBytes();
+  EXPECT_EQ(once, 2u * k * kPackedPanel * sizeof(float));
+  gemm(w);
+  EXPECT_EQ(PackedWeightBytes(), once);
+  EXPECT_EQ(y[0], 16.0f);
+  // A range that ends inside the weight does not cover it.
+  ReleaseConstantWeights();
+  RegisterConstantWeights(w.data(), w.size() * sizeof(float) - 4);
+  gemm(w);
+  EXPECT_EQ(PackedWeightBytes(), 0u);
+  ReleaseConstantWeights();
+  std::fill(w.begin(), w.end(), 2.0f);
+  gemm(w);
+  EXPECT_EQ(y[n - 1], 32.0f);
 }
 
 TEST(SmallGemmTest, OtherShapesGoToBlas) {

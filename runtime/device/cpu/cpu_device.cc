@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bt/runtime/base/status_macros.h"
+#include "bt/runtime/device/cpu/small_gemm.h"
 #include "bt/runtime/device/entry_call.h"
 #include "cblas.h"
 
@@ -183,8 +184,32 @@ CpuDevice::Call(KernelEntryFn fn, const proto::EntryPoint &ep,
     descriptors.push_back(entry_call::DenseDescriptor(
         static_cast<int64_t>(params[i]->address), params[i]->shape));
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (constant_spans_ > 0)
+      for (const DeviceTensor *p : params) {
+        if (p->dtype != DType::F32)
+          continue;
+        size_t elements = 1;
+        for (int64_t d : p->shape)
+          elements *= static_cast<size_t>(d);
+        RegisterConstantWeights(reinterpret_cast<const void *>(p->address),
+                                elements * sizeof(float));
+      }
+  }
   std::vector<const Tensor *> inputs(args.begin(), args.end());
   return CallWithParams(fn, ep, what, std::move(descriptors), inputs);
+}
+
+void CpuDevice::BeginConstantParams() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++constant_spans_;
+}
+
+void CpuDevice::EndConstantParams() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (constant_spans_ > 0 && --constant_spans_ == 0)
+    ReleaseConstantWeights();
 }
 
 int SetBlasThreads(int threads) {

@@ -57,6 +57,12 @@ public:
   Call(KernelEntryFn fn, const proto::EntryPoint &ep,
        absl::Span<const DeviceTensor *const> params,
        absl::Span<Tensor *const> args) override;
+  /// While a span is open, Call registers its params' buffers as constant
+  /// weights (RegisterConstantWeights, small_gemm.h): the small-M GEMMs pack
+  /// each weight they read once and reuse the panels until the outermost
+  /// span ends (ReleaseConstantWeights). Thread-safe.
+  void BeginConstantParams() override;
+  void EndConstantParams() override;
   /// Kernels run synchronously on the calling thread: nothing to wait for.
   absl::Status Synchronize() override { return absl::OkStatus(); }
 
@@ -64,6 +70,7 @@ private:
   std::string cpu_;
   std::mutex mu_;
   std::map<uint64_t, Tensor> allocations_; // Allocate's buffers by address
+  int constant_spans_ = 0;                  // open BeginConstantParams spans
 };
 
 /// Calls `fn` for entry point `ep` with `params` (in ep.params() order) and

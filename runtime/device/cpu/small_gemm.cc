@@ -1,14 +1,37 @@
 //===- small_gemm.cc - the GEMM entry of compiled CPU kernels -------------===//
+//
+// The small-M path computes C[i, j] = alpha * dot(A[i, :], B[j, :]) +
+// beta * C[i, j] (row-major A [M, K], B [N, K] as PyTorch's Linear weight,
+// M <= 8), reading B once:
+//  - packed (B is a registered constant weight): panels of 32 columns x K,
+//    one 32-float vector of B per step of K, M x 32 outputs accumulated in
+//    registers (2 x M zmm), A broadcast from L1; measured on a 2-core
+//    Zen 4 for the 50304 x 256 LM head at M = 8: 2.2 ms with 2 threads vs
+//    4.0 ms for the dot-product form (this file's microbenchmark in the
+//    issue-15 notes of docs/codegen.md);
+//  - unpacked: one row of B at a time, M dot products with vector
+//    accumulators and one horizontal sum each.
+// The columns are split over the process' one OpenMP pool (the one the
+// compiled kernels and OpenBLAS run on, docs/codegen.md "Threads").
+//
+//===----------------------------------------------------------------------===//
 
 #include "bt/runtime/device/cpu/small_gemm.h"
 
+#include <dlfcn.h>
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <string>
-#include <thread>
-#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 
 #include "cblas.h"
 
@@ -17,82 +40,467 @@ extern "C" int openblas_get_num_threads(void);
 namespace bt::rt {
 namespace {
 
-// Weights of at least this many elements (4 MiB) split their rows over the
-// BLAS threads: a thread start (~30 us) is then below 2 % of the read.
-constexpr long kParallelElements = long{1} << 20;
+// The process' OpenMP runtime through libgomp's ABI for `#pragma omp
+// parallel` (GOMP_parallel), which LLVM's libomp implements as well and
+// OpenBLAS' OpenMP build calls the same way. Looked up at the first call,
+// when the kernel library that calls us has loaded libomp: bt-run and
+// bt-launcher link it (global scope); the static standalone executable gets
+// it only as the kernels' dependency (found with RTLD_NOLOAD). Without one,
+// the small path runs on the calling thread.
+struct OmpApi {
+  void (*parallel)(void (*fn)(void *), void *data, unsigned num_threads,
+                   unsigned flags) = nullptr;
+  int (*thread_num)() = nullptr;
+  int (*num_threads)() = nullptr;
+};
 
-// C[i, j] = alpha * dot(A[i, :], B[j, :]) + beta * C[i, j] for rows j in
-// [j0, j1), all i < M (M <= kSmallGemmMaxM), K contiguous in A and B.
-template <int M>
-[[gnu::target("avx2,fma")]] void RowsAvx2(int k, float alpha, const float *a,
-                                          int lda, const float *b, int ldb,
-                                          float beta, float *c, int ldc,
-                                          int j0, int j1) {
-  for (int j = j0; j < j1; ++j) {
-    const float *bj = b + static_cast<long>(j) * ldb;
-    __m256 acc[M];
-    for (int i = 0; i < M; ++i)
-      acc[i] = _mm256_setzero_ps();
-    int p = 0;
-    for (; p + 8 <= k; p += 8) {
-      const __m256 w = _mm256_loadu_ps(bj + p);
-      for (int i = 0; i < M; ++i)
-        acc[i] = _mm256_fmadd_ps(
-            _mm256_loadu_ps(a + static_cast<long>(i) * lda + p), w, acc[i]);
+const OmpApi &Omp() {
+  static const OmpApi api = [] {
+    OmpApi r;
+    void *scopes[2] = {RTLD_DEFAULT,
+                       ::dlopen("libomp.so.5", RTLD_LAZY | RTLD_NOLOAD)};
+    for (void *scope : scopes) {
+      if (scope == nullptr)
+        continue;
+      r.parallel = reinterpret_cast<decltype(r.parallel)>(
+          ::dlsym(scope, "GOMP_parallel"));
+      r.thread_num = reinterpret_cast<decltype(r.thread_num)>(
+          ::dlsym(scope, "omp_get_thread_num"));
+      r.num_threads = reinterpret_cast<decltype(r.num_threads)>(
+          ::dlsym(scope, "omp_get_num_threads"));
+      if (r.parallel && r.thread_num && r.num_threads)
+        return r;
     }
+    return OmpApi{};
+  }();
+  return api;
+}
+
+} // namespace
+} // namespace bt::rt
+
+namespace bt::rt {
+namespace {
+
+// A weight of at least this many elements (512 KiB) splits its rows over
+// the pool: a fork of the pool's hot team (a few us) is then a small part
+// of the read.
+constexpr long kParallelElements = long{1} << 17;
+
+struct SmallGemm {
+  int m, k;
+  float alpha;
+  const float *a;
+  int lda;
+  const float *b;
+  int ldb;
+  float beta;
+  float *c;
+  int ldc;
+};
+
+inline void Store(const SmallGemm &g, int i, int j, float sum) {
+  float &out = g.c[static_cast<long>(i) * g.ldc + j];
+  out = g.beta == 0.0f ? g.alpha * sum : g.alpha * sum + g.beta * out;
+}
+
+[[gnu::target("avx2,fma")]] inline float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+[[gnu::target("avx512f,avx2,fma")]] inline float HorizontalSum(__m512 v) {
+  // Fold 256-bit halves, 128-bit quarters, then within 128 bits; all with
+  // zero-masked shuffles (GCC 12's unmasked shuffle / extract / cast
+  // intrinsics warn on their undefined source operand).
+  v = _mm512_add_ps(
+      v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+  v = _mm512_add_ps(
+      v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+  v = _mm512_add_ps(v, _mm512_maskz_permute_ps(0xFFFF, v, _MM_SHUFFLE(1, 0, 3, 2)));
+  v = _mm512_add_ps(v, _mm512_maskz_permute_ps(0xFFFF, v, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm512_cvtss_f32(v);
+}
+
+// 2: AVX-512F, 1: AVX2 + FMA, 0: neither.
+int Isa() {
+  static const int isa = [] {
+    if (__builtin_cpu_supports("avx512f"))
+      return 2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      return 1;
+    return 0;
+  }();
+  return isa;
+}
+
+// ---- AVX-512: 32 registers, masked tail loads ------------------------------
+
+template <int M, int JB>
+[[gnu::target("avx512f,avx2,fma")]] void TileAvx512(const SmallGemm &g, int j) {
+  __m512 acc[M][JB];
+  for (int i = 0; i < M; ++i)
+    for (int t = 0; t < JB; ++t)
+      acc[i][t] = _mm512_setzero_ps();
+  const float *bj = g.b + static_cast<long>(j) * g.ldb;
+  int p = 0;
+  for (; p + 16 <= g.k; p += 16) {
+    __m512 w[JB];
+    for (int t = 0; t < JB; ++t)
+      w[t] = _mm512_loadu_ps(bj + static_cast<long>(t) * g.ldb + p);
     for (int i = 0; i < M; ++i) {
-      __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[i]),
-                            _mm256_extractf128_ps(acc[i], 1));
-      s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-      s = _mm_add_ss(s, _mm_movehdup_ps(s));
-      float sum = _mm_cvtss_f32(s);
-      for (int q = p; q < k; ++q)
-        sum += a[static_cast<long>(i) * lda + q] * bj[q];
-      float &out = c[static_cast<long>(i) * ldc + j];
-      out = beta == 0.0f ? alpha * sum : alpha * sum + beta * out;
+      const __m512 x = _mm512_loadu_ps(g.a + static_cast<long>(i) * g.lda + p);
+      for (int t = 0; t < JB; ++t)
+        acc[i][t] = _mm512_fmadd_ps(x, w[t], acc[i][t]);
     }
   }
+  if (p < g.k) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << (g.k - p)) - 1);
+    __m512 w[JB];
+    for (int t = 0; t < JB; ++t)
+      w[t] = _mm512_maskz_loadu_ps(mask, bj + static_cast<long>(t) * g.ldb + p);
+    for (int i = 0; i < M; ++i) {
+      const __m512 x =
+          _mm512_maskz_loadu_ps(mask, g.a + static_cast<long>(i) * g.lda + p);
+      for (int t = 0; t < JB; ++t)
+        acc[i][t] = _mm512_fmadd_ps(x, w[t], acc[i][t]);
+    }
+  }
+  for (int i = 0; i < M; ++i)
+    for (int t = 0; t < JB; ++t)
+      Store(g, i, j + t, HorizontalSum(acc[i][t]));
 }
 
-// The same without AVX2 (any x86-64; the compiler vectorizes the dot).
-void RowsGeneric(int m, int k, float alpha, const float *a, int lda,
-                 const float *b, int ldb, float beta, float *c, int ldc,
-                 int j0, int j1) {
+// Rows [j0, j1) of B: tiles of JB rows, then the remainder one row at a time.
+template <int M, int JB>
+[[gnu::target("avx512f,avx2,fma")]] void RowsAvx512(const SmallGemm &g, int j0, int j1) {
+  int j = j0;
+  for (; j + JB <= j1; j += JB)
+    TileAvx512<M, JB>(g, j);
+  for (; j < j1; ++j)
+    TileAvx512<M, 1>(g, j);
+}
+
+// ---- AVX2 + FMA: 16 registers, scalar tail --------------------------------
+
+
+template <int M, int JB>
+[[gnu::target("avx2,fma")]] void TileAvx2(const SmallGemm &g, int j) {
+  __m256 acc[M][JB];
+  for (int i = 0; i < M; ++i)
+    for (int t = 0; t < JB; ++t)
+      acc[i][t] = _mm256_setzero_ps();
+  const float *bj = g.b + static_cast<long>(j) * g.ldb;
+  int p = 0;
+  for (; p + 8 <= g.k; p += 8) {
+    __m256 w[JB];
+    for (int t = 0; t < JB; ++t)
+      w[t] = _mm256_loadu_ps(bj + static_cast<long>(t) * g.ldb + p);
+    for (int i = 0; i < M; ++i) {
+      const __m256 x = _mm256_loadu_ps(g.a + static_cast<long>(i) * g.lda + p);
+      for (int t = 0; t < JB; ++t)
+        acc[i][t] = _mm256_fmadd_ps(x, w[t], acc[i][t]);
+    }
+  }
+  for (int i = 0; i < M; ++i)
+    for (int t = 0; t < JB; ++t) {
+      float sum = HorizontalSum(acc[i][t]);
+      const float *ai = g.a + static_cast<long>(i) * g.lda;
+      const float *bt = bj + static_cast<long>(t) * g.ldb;
+      for (int q = p; q < g.k; ++q)
+        sum += ai[q] * bt[q];
+      Store(g, i, j + t, sum);
+    }
+}
+
+template <int M, int JB>
+[[gnu::target("avx2,fma")]] void RowsAvx2(const SmallGemm &g, int j0, int j1) {
+  int j = j0;
+  for (; j + JB <= j1; j += JB)
+    TileAvx2<M, JB>(g, j);
+  for (; j < j1; ++j)
+    TileAvx2<M, 1>(g, j);
+}
+
+// ---- any x86-64 (the compiler vectorizes the dot) --------------------------
+
+void RowsGeneric(const SmallGemm &g, int j0, int j1) {
   for (int j = j0; j < j1; ++j) {
-    const float *bj = b + static_cast<long>(j) * ldb;
-    for (int i = 0; i < m; ++i) {
-      const float *ai = a + static_cast<long>(i) * lda;
+    const float *bj = g.b + static_cast<long>(j) * g.ldb;
+    for (int i = 0; i < g.m; ++i) {
+      const float *ai = g.a + static_cast<long>(i) * g.lda;
       float sum = 0;
-      for (int q = 0; q < k; ++q)
+      for (int q = 0; q < g.k; ++q)
         sum += ai[q] * bj[q];
-      float &out = c[static_cast<long>(i) * ldc + j];
-      out = beta == 0.0f ? alpha * sum : alpha * sum + beta * out;
+      Store(g, i, j, sum);
     }
   }
 }
 
-using RowsFn = void (*)(int, float, const float *, int, const float *, int,
-                        float, float *, int, int, int);
+using RowsFn = void (*)(const SmallGemm &, int, int);
 
-RowsFn Avx2Rows(int m) {
-  static constexpr RowsFn kFns[kSmallGemmMaxM] = {
-      RowsAvx2<1>, RowsAvx2<2>, RowsAvx2<3>, RowsAvx2<4>,
-      RowsAvx2<5>, RowsAvx2<6>, RowsAvx2<7>, RowsAvx2<8>};
-  return kFns[m - 1];
+// One weight row per tile: rows of B read side by side (JB > 1) measured
+// 1.3-4x slower from DRAM than one contiguous stream (2-core Zen 4,
+// 50304 x 256, issue 15).
+RowsFn SelectRows(int m) {
+  static constexpr RowsFn kAvx512[kSmallGemmMaxM] = {
+      RowsAvx512<1, 1>, RowsAvx512<2, 1>, RowsAvx512<3, 1>, RowsAvx512<4, 1>,
+      RowsAvx512<5, 1>, RowsAvx512<6, 1>, RowsAvx512<7, 1>, RowsAvx512<8, 1>};
+  static constexpr RowsFn kAvx2[kSmallGemmMaxM] = {
+      RowsAvx2<1, 1>, RowsAvx2<2, 1>, RowsAvx2<3, 1>, RowsAvx2<4, 1>,
+      RowsAvx2<5, 1>, RowsAvx2<6, 1>, RowsAvx2<7, 1>, RowsAvx2<8, 1>};
+  switch (Isa()) {
+  case 2:
+    return kAvx512[m - 1];
+  case 1:
+    return kAvx2[m - 1];
+  default:
+    return RowsGeneric;
+  }
 }
 
-bool HasAvx2Fma() {
-  static const bool has =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
+// ---- packed weights: panels of kPackedPanel columns -------------------------
+//
+// packed[(q * K + p) * 32 + l] = B[q * 32 + l, p] (0 past N): panel q holds
+// output columns [32 q, 32 q + 32), one 32-float vector per p.
+
+// C[0:M, 32 q : 32 q + 32) for panels q in [q0, q1).
+template <int M>
+[[gnu::target("avx512f,avx2,fma")]] void PanelsAvx512(const SmallGemm &g,
+                                                      const float *packed,
+                                                      int n, int q0, int q1) {
+  for (int q = q0; q < q1; ++q) {
+    __m512 acc[M][2];
+    for (int i = 0; i < M; ++i)
+      acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    const float *w = packed + static_cast<long>(q) * g.k * kPackedPanel;
+    for (int p = 0; p < g.k; ++p, w += kPackedPanel) {
+      const __m512 w0 = _mm512_load_ps(w), w1 = _mm512_load_ps(w + 16);
+      for (int i = 0; i < M; ++i) {
+        const __m512 x = _mm512_set1_ps(g.a[static_cast<long>(i) * g.lda + p]);
+        acc[i][0] = _mm512_fmadd_ps(x, w0, acc[i][0]);
+        acc[i][1] = _mm512_fmadd_ps(x, w1, acc[i][1]);
+      }
+    }
+    const __m512 alpha = _mm512_set1_ps(g.alpha), beta = _mm512_set1_ps(g.beta);
+    for (int h = 0; h < 2; ++h) {
+      const int j = q * kPackedPanel + h * 16;
+      if (j >= n)
+        break;
+      const int count = std::min(16, n - j);
+      const __mmask16 mask = static_cast<__mmask16>((1u << count) - 1);
+      for (int i = 0; i < M; ++i) {
+        float *out = g.c + static_cast<long>(i) * g.ldc + j;
+        __m512 v = _mm512_mul_ps(alpha, acc[i][h]);
+        if (g.beta != 0.0f)
+          v = _mm512_fmadd_ps(beta, _mm512_maskz_loadu_ps(mask, out), v);
+        _mm512_mask_storeu_ps(out, mask, v);
+      }
+    }
+  }
 }
 
-void Rows(int m, int k, float alpha, const float *a, int lda, const float *b,
-          int ldb, float beta, float *c, int ldc, int j0, int j1) {
-  if (HasAvx2Fma())
-    Avx2Rows(m)(k, alpha, a, lda, b, ldb, beta, c, ldc, j0, j1);
+// AVX2: rows in chunks of MC = 2 (8 accumulators + 4 weight vectors); a
+// panel (K x 128 B) stays in L1/L2 between the chunks.
+template <int MC>
+[[gnu::target("avx2,fma")]] void PanelChunkAvx2(const SmallGemm &g,
+                                                const float *w, int n, int q,
+                                                int i0) {
+  __m256 acc[MC][4];
+  for (int i = 0; i < MC; ++i)
+    for (int h = 0; h < 4; ++h)
+      acc[i][h] = _mm256_setzero_ps();
+  for (int p = 0; p < g.k; ++p, w += kPackedPanel) {
+    __m256 wv[4];
+    for (int h = 0; h < 4; ++h)
+      wv[h] = _mm256_load_ps(w + 8 * h);
+    for (int i = 0; i < MC; ++i) {
+      const __m256 x =
+          _mm256_broadcast_ss(g.a + static_cast<long>(i0 + i) * g.lda + p);
+      for (int h = 0; h < 4; ++h)
+        acc[i][h] = _mm256_fmadd_ps(x, wv[h], acc[i][h]);
+    }
+  }
+  for (int i = 0; i < MC; ++i) {
+    alignas(32) float v[kPackedPanel];
+    for (int h = 0; h < 4; ++h)
+      _mm256_store_ps(v + 8 * h, acc[i][h]);
+    const int j0 = q * kPackedPanel, count = std::min(kPackedPanel, n - j0);
+    for (int l = 0; l < count; ++l)
+      Store(g, i0 + i, j0 + l, v[l]);
+  }
+}
+
+void PanelsAvx2(const SmallGemm &g, const float *packed, int n, int q0,
+                int q1) {
+  for (int q = q0; q < q1; ++q) {
+    const float *w = packed + static_cast<long>(q) * g.k * kPackedPanel;
+    int i = 0;
+    for (; i + 2 <= g.m; i += 2)
+      PanelChunkAvx2<2>(g, w, n, q, i);
+    if (i < g.m)
+      PanelChunkAvx2<1>(g, w, n, q, i);
+  }
+}
+
+using PanelsFn = void (*)(const SmallGemm &, const float *, int, int, int);
+
+PanelsFn SelectPanels(int m) {
+  static constexpr PanelsFn kAvx512[kSmallGemmMaxM] = {
+      PanelsAvx512<1>, PanelsAvx512<2>, PanelsAvx512<3>, PanelsAvx512<4>,
+      PanelsAvx512<5>, PanelsAvx512<6>, PanelsAvx512<7>, PanelsAvx512<8>};
+  switch (Isa()) {
+  case 2:
+    return kAvx512[m - 1];
+  case 1:
+    return PanelsAvx2;
+  default:
+    return nullptr; // no packing without AVX2
+  }
+}
+
+// ---- the registry of constant ranges and their packed weights ---------------
+
+struct PackKey {
+  const float *b;
+  int n, k, ldb;
+  bool operator==(const PackKey &o) const {
+    return b == o.b && n == o.n && k == o.k && ldb == o.ldb;
+  }
+  template <typename H> friend H AbslHashValue(H h, const PackKey &key) {
+    return H::combine(std::move(h), key.b, key.n, key.k, key.ldb);
+  }
+};
+
+struct FreeDeleter {
+  void operator()(float *p) const { std::free(p); }
+};
+
+struct Registry {
+  absl::Mutex mu;
+  // start -> end of each constant range.
+  std::map<uintptr_t, uintptr_t> ranges ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<PackKey, std::unique_ptr<float, FreeDeleter>> packed
+      ABSL_GUARDED_BY(mu);
+  size_t packed_bytes ABSL_GUARDED_BY(mu) = 0;
+  std::atomic<bool> any{false};
+};
+
+Registry &GetRegistry() {
+  static Registry *r = new Registry;
+  return *r;
+}
+
+struct PackWork {
+  const float *b;
+  int n, k, ldb;
+  float *packed;
+  long panels;
+};
+
+// Panels [q0, q1) of B: for each p, the 32 rows' elements side by side (the
+// rows are read in parallel streams; the panel is written sequentially).
+void PackPanels(const PackWork &w, long q0, long q1) {
+  for (long q = q0; q < q1; ++q) {
+    float *out = w.packed + q * w.k * kPackedPanel;
+    const long j0 = q * kPackedPanel;
+    const int rows = static_cast<int>(std::min<long>(kPackedPanel, w.n - j0));
+    const float *row0 = w.b + j0 * w.ldb;
+    for (int p = 0; p < w.k; ++p, out += kPackedPanel) {
+      int l = 0;
+      for (; l < rows; ++l)
+        out[l] = row0[static_cast<long>(l) * w.ldb + p];
+      for (; l < kPackedPanel; ++l)
+        out[l] = 0.0f;
+    }
+  }
+}
+
+void PackShare(void *data) {
+  const PackWork &w = *static_cast<const PackWork *>(data);
+  const long team = Omp().num_threads(), id = Omp().thread_num();
+  PackPanels(w, w.panels * id / team, w.panels * (id + 1) / team);
+}
+
+// B [n, k] (leading dimension ldb) as panels, packed on the pool's threads;
+// nullptr when out of memory.
+float *Pack(const float *b, int n, int k, int ldb) {
+  const long panels = (n + kPackedPanel - 1) / kPackedPanel;
+  const size_t bytes = static_cast<size_t>(panels) * k * kPackedPanel * 4;
+  float *packed = static_cast<float *>(std::aligned_alloc(64, bytes));
+  if (packed == nullptr)
+    return nullptr;
+  PackWork work{b, n, k, ldb, packed, panels};
+  const int threads = static_cast<long>(n) * k >= kParallelElements &&
+                              Omp().parallel != nullptr
+                          ? std::max(1, openblas_get_num_threads())
+                          : 1;
+  if (threads > 1)
+    Omp().parallel(PackShare, &work, static_cast<unsigned>(threads), 0);
   else
-    RowsGeneric(m, k, alpha, a, lda, b, ldb, beta, c, ldc, j0, j1);
+    PackPanels(work, 0, panels);
+  return packed;
+}
+
+// The packed copy of B when B lies in a constant range (packed now if it is
+// the first use), else nullptr.
+const float *PackedFor(const float *b, int n, int k, int ldb) {
+  Registry &r = GetRegistry();
+  if (!r.any.load(std::memory_order_acquire))
+    return nullptr;
+  absl::MutexLock lock(&r.mu);
+  const PackKey key{b, n, k, ldb};
+  if (auto it = r.packed.find(key); it != r.packed.end())
+    return it->second.get();
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(b);
+  const uintptr_t end =
+      begin + (static_cast<uintptr_t>(n - 1) * ldb + k) * sizeof(float);
+  auto range = r.ranges.upper_bound(begin);
+  if (range == r.ranges.begin())
+    return nullptr;
+  --range;
+  if (end > range->second)
+    return nullptr;
+  float *packed = Pack(b, n, k, ldb);
+  if (packed == nullptr)
+    return nullptr;
+  r.packed_bytes += static_cast<size_t>((n + kPackedPanel - 1) / kPackedPanel) *
+                    k * kPackedPanel * sizeof(float);
+  r.packed.emplace(key, std::unique_ptr<float, FreeDeleter>(packed));
+  return packed;
+}
+
+// The columns of one product, split over the threads of a pool team.
+struct ParallelWork {
+  const SmallGemm *gemm;
+  int n;
+  RowsFn rows;         // unpacked: rows of B
+  PanelsFn panels;     // packed: panels of `packed`
+  const float *packed;
+};
+
+// One thread's share: contiguous panels (packed) or rows of B in multiples
+// of 8 (unpacked).
+void RunShare(void *data) {
+  const ParallelWork &work = *static_cast<const ParallelWork *>(data);
+  const long team = Omp().num_threads();
+  const long id = Omp().thread_num();
+  if (work.packed != nullptr) {
+    const long panels = (work.n + kPackedPanel - 1) / kPackedPanel;
+    const int q0 = static_cast<int>(panels * id / team);
+    const int q1 = static_cast<int>(panels * (id + 1) / team);
+    if (q0 < q1)
+      work.panels(*work.gemm, work.packed, work.n, q0, q1);
+    return;
+  }
+  const long groups = (work.n + 7) / 8;
+  const int j0 = static_cast<int>(std::min<long>(work.n, groups * id / team * 8));
+  const int j1 =
+      static_cast<int>(std::min<long>(work.n, groups * (id + 1) / team * 8));
+  if (j0 < j1)
+    work.rows(*work.gemm, j0, j1);
 }
 
 } // namespace
@@ -104,14 +512,16 @@ extern "C" void bt_cpu_sgemm(int order, int trans_a, int trans_b, int m, int n,
                              int ldc) {
   using namespace bt::rt;
   // BT_CPU_SGEMM=cblas sends every product to cblas_sgemm (the code before
-  // the small-M path), for A/B measurements with `bench`.
-  static const bool small_path = [] {
+  // the small-M path), =rows keeps the small path without packing, for A/B
+  // measurements with `bench`.
+  static const int mode = [] {
     const char *v = std::getenv("BT_CPU_SGEMM");
-    return v == nullptr || std::string(v) != "cblas";
+    const std::string s = v == nullptr ? "" : v;
+    return s == "cblas" ? 0 : s == "rows" ? 1 : 2;
   }();
-  const bool small = small_path && order == CblasRowMajor && trans_a == CblasNoTrans &&
-                     trans_b == CblasTrans && m >= 1 &&
-                     m <= kSmallGemmMaxM && n >= 1 && k >= 1;
+  const bool small = mode > 0 && order == CblasRowMajor &&
+                     trans_a == CblasNoTrans && trans_b == CblasTrans &&
+                     m >= 1 && m <= kSmallGemmMaxM && n >= 1 && k >= 1;
   if (!small) {
     cblas_sgemm(static_cast<CBLAS_ORDER>(order),
                 static_cast<CBLAS_TRANSPOSE>(trans_a),
@@ -119,18 +529,52 @@ extern "C" void bt_cpu_sgemm(int order, int trans_a, int trans_b, int m, int n,
                 b, ldb, beta, c, ldc);
     return;
   }
+  const SmallGemm gemm{m, k, alpha, a, lda, b, ldb, beta, c, ldc};
+  ParallelWork work{&gemm, n, SelectRows(m), SelectPanels(m), nullptr};
+  if (mode == 2 && work.panels != nullptr)
+    work.packed = PackedFor(b, n, k, ldb);
   const long elements = static_cast<long>(n) * k;
   const int threads =
-      elements >= kParallelElements
+      elements >= kParallelElements && Omp().parallel != nullptr
           ? std::clamp(openblas_get_num_threads(), 1, std::max(1, n / 64))
           : 1;
-  std::vector<std::thread> workers;
-  for (int t = 1; t < threads; ++t)
-    workers.emplace_back(Rows, m, k, alpha, a, lda, b, ldb, beta, c, ldc,
-                         static_cast<int>(static_cast<long>(n) * t / threads),
-                         static_cast<int>(static_cast<long>(n) * (t + 1) /
-                                          threads));
-  Rows(m, k, alpha, a, lda, b, ldb, beta, c, ldc, 0, n / threads);
-  for (std::thread &w : workers)
-    w.join();
+  if (threads <= 1) {
+    if (work.packed != nullptr)
+      work.panels(gemm, work.packed, n, 0,
+                  (n + kPackedPanel - 1) / kPackedPanel);
+    else
+      work.rows(gemm, 0, n);
+    return;
+  }
+  Omp().parallel(RunShare, &work, static_cast<unsigned>(threads), 0);
 }
+
+namespace bt::rt {
+
+void RegisterConstantWeights(const void *data, size_t bytes) {
+  if (data == nullptr || bytes == 0)
+    return;
+  Registry &r = GetRegistry();
+  absl::MutexLock lock(&r.mu);
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data);
+  uintptr_t &end = r.ranges[begin];
+  end = std::max(end, begin + bytes);
+  r.any.store(true, std::memory_order_release);
+}
+
+void ReleaseConstantWeights() {
+  Registry &r = GetRegistry();
+  absl::MutexLock lock(&r.mu);
+  r.any.store(false, std::memory_order_release);
+  r.ranges.clear();
+  r.packed.clear();
+  r.packed_bytes = 0;
+}
+
+size_t PackedWeightBytes() {
+  Registry &r = GetRegistry();
+  absl::MutexLock lock(&r.mu);
+  return r.packed_bytes;
+}
+
+} // namespace bt::rt

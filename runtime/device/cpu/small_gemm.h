@@ -6,19 +6,28 @@
 // op(A) [M, K], op(B) [K, N], C [M, N], f32, leading dimensions in elements.
 //
 // Small-M products against a weight in PyTorch's Linear layout (row-major,
-// transB: B is [N, K], each output column a dot product with one contiguous
-// weight row) — every decode step's GEMMs (M = batch rows <= 8) — stream each
-// weight row once at memory bandwidth, computing all M dot products from the
-// one read, without OpenBLAS' per-call packing of B (29 % of decode time at
-// batch 8 for the 50304 x 256 LM head, issue 15). Large ones split N over
-// OpenBLAS' thread count. Everything else goes to cblas_sgemm unchanged, and
-// so does every product when the environment has BT_CPU_SGEMM=cblas (for
-// A/B measurements).
+// transB: B is [N, K]) — every decode step's GEMMs (M = batch rows <= 8) —
+// never go through OpenBLAS' per-call packing of B (29 % of decode time at
+// batch 8 for the 50304 x 256 LM head, issue 15):
+//  - B inside a range declared constant (RegisterConstantWeights: the model
+//    parameters while a generation runs, CpuDevice::BeginConstantParams) is
+//    packed once, at its first use, into panels of kPackedPanel output
+//    columns ([ceil(N / 32), K, 32] f32, zero-padded), so that the kernel
+//    streams the panel sequentially and keeps M x 32 outputs in registers
+//    with no horizontal sums (as IREE's data tiling / mmt4d);
+//  - any other B (activations, KV caches) is read row by row: M dot
+//    products per weight row.
+// Both split the columns over the process' OpenMP pool when B has at least
+// 128 Ki elements. Everything else goes to cblas_sgemm unchanged, and so
+// does every product when the environment has BT_CPU_SGEMM=cblas (for A/B
+// measurements); BT_CPU_SGEMM=rows keeps the small path but never packs.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef BT_RUNTIME_DEVICE_CPU_SMALL_GEMM_H
 #define BT_RUNTIME_DEVICE_CPU_SMALL_GEMM_H
+
+#include <cstddef>
 
 extern "C" {
 
@@ -33,6 +42,23 @@ namespace bt::rt {
 
 /// The largest M bt_cpu_sgemm computes itself (larger ones: cblas_sgemm).
 inline constexpr int kSmallGemmMaxM = 8;
+
+/// Output columns per panel of a packed weight.
+inline constexpr int kPackedPanel = 32;
+
+/// Declares the f32 buffer [data, data + bytes) constant until
+/// ReleaseConstantWeights: bt_cpu_sgemm may then keep packed copies of the
+/// weights inside it. The caller guarantees that nothing writes the buffer
+/// (through any alias) meanwhile; a write would leave products computed
+/// from the stale copy. Registering a range again is a no-op. Thread-safe.
+void RegisterConstantWeights(const void *data, size_t bytes);
+
+/// Forgets every registered range and frees the packed copies. Thread-safe;
+/// must not run while a bt_cpu_sgemm call is in flight.
+void ReleaseConstantWeights();
+
+/// Bytes of the packed copies held now (0 after ReleaseConstantWeights).
+size_t PackedWeightBytes();
 
 } // namespace bt::rt
 
