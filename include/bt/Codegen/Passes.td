@@ -371,6 +371,40 @@ def BTStridedCopiesToLinalg : Pass<"bt-strided-copies-to-linalg"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def BTParallelWorkThreshold : Pass<"bt-parallel-work-threshold"> {
+  let summary = "Run small OpenMP parallel loops on the calling thread";
+  let description = [{
+    Gives every `omp.parallel` whose body is one worksharing loop
+    (`omp.wsloop` of `convert-scf-to-openmp`) an `if` clause: the loop runs
+    on the thread pool only when its estimated work, the iteration count of
+    the parallel dims times the constant trip counts of the deepest chain of
+    `scf.for` nested inside them (loops with dynamic bounds count 1), is at
+    least `min-work` iterations; otherwise the region runs serialized on the
+    calling thread (libomp: no fork, no barrier). Dynamic parallel bounds
+    give a runtime condition computed in front of the region; static ones
+    fold to a constant, and a region that is always large enough keeps no
+    clause.
+
+    Why (issue 15): a decode step of block_main_b4_5 at batch 8 runs a few
+    thousand parallel regions of a few hundred iterations each; their fork
+    and join cost more than the work, and on a 2-core machine `--threads 2`
+    decoded 2x slower than `--threads 1` before this pass.
+
+    The result does not depend on the thread count either way (each
+    iteration keeps its sequential reductions, bt-parallel-outer-loops).
+    Example: `omp.parallel { omp.wsloop { omp.loop_nest (%i) : index = (%c0)
+    to (%n) ... } }` with an inner `scf.for` of 256 iterations and
+    `min-work=32768` → `%big = arith.cmpi sge, %trips, %c128` and
+    `omp.parallel if(%big)`.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
+           "Least estimated iterations for a loop to run on the thread pool">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::omp::OpenMPDialect"];
+}
+
 def BTParallelOuterLoops : Pass<"bt-parallel-outer-loops"> {
   let summary = "Keep one scf.parallel per loop nest, the innermost dim a loop";
   let description = [{

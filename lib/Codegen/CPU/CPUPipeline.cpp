@@ -45,6 +45,7 @@ void bt::buildCPULinalgToLLVMPipeline(OpPassManager &pm,
     pm.addPass(createConvertLinalgToParallelLoopsPass());
     pm.addPass(createBTParallelOuterLoops());
     pm.addPass(createConvertSCFToOpenMPPass());
+    pm.addPass(createBTParallelWorkThreshold());
     // Inlines the memref.alloca_scope convert-scf-to-openmp wraps each body
     // in (none allocates), which convert-scf-to-cf could not lower.
     pm.addPass(createCanonicalizerPass());
