@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <vector>
@@ -33,12 +34,26 @@ LoadSharedObjectFromMemory(absl::string_view so_bytes, const std::string &name,
         absl::StrCat(name, ": not an ELF shared object"));
   LoadedSharedObject lib;
   const char *no_memfd = std::getenv("BT_KERNELS_NO_MEMFD");
-  int fd = no_memfd != nullptr && *no_memfd != '\0' && *no_memfd != '0'
+  // BT_KERNELS_KEEP_DIR=DIR: load from a new file DIR/bt-kernels-XXXXXX.so
+  // that stays after the process, so that profilers (perf report) resolve the
+  // kernels' symbols. Never overwrites a file (mkostemps picks a new name).
+  const char *keep_dir = std::getenv("BT_KERNELS_KEEP_DIR");
+  const bool keep = keep_dir != nullptr && *keep_dir != '\0';
+  int fd = keep || (no_memfd != nullptr && *no_memfd != '\0' && *no_memfd != '0')
                ? -1
                : ::memfd_create("bt-kernels", MFD_CLOEXEC);
   std::string tmp_path;
   if (fd >= 0) {
     lib.method = "memfd";
+  } else if (keep) {
+    tmp_path = absl::StrCat(keep_dir, "/bt-kernels-XXXXXX.so");
+    fd = ::mkostemps(tmp_path.data(), 3, O_CLOEXEC);
+    if (fd < 0)
+      return ErrnoToStatus(errno, absl::StrCat(name, ": BT_KERNELS_KEEP_DIR: "
+                                                     "cannot create ",
+                                               tmp_path));
+    ::fchmod(fd, 0644);
+    lib.method = "kept file";
   } else {
     // Fallback: an unlinked temporary file.
     const char *dir = std::getenv("TMPDIR");
@@ -93,7 +108,8 @@ LoadSharedObjectFromMemory(absl::string_view so_bytes, const std::string &name,
     ::close(f);
   if (!tmp_path.empty()) {
     ::close(fd);
-    ::unlink(tmp_path.c_str());
+    if (!keep || !s.ok())
+      ::unlink(tmp_path.c_str());
   } else if (lib.handle != nullptr) {
     lib.fd = fd; // closed after dlclose
   } else {
