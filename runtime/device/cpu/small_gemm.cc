@@ -5,10 +5,11 @@
 // M <= 8), reading B once:
 //  - packed (B is a registered constant weight): panels of 32 columns x K,
 //    one 32-float vector of B per step of K, M x 32 outputs accumulated in
-//    registers (2 x M zmm), A broadcast from L1; measured on a 2-core
-//    Zen 4 for the 50304 x 256 LM head at M = 8: 2.2 ms with 2 threads vs
-//    4.0 ms for the dot-product form (this file's microbenchmark in the
-//    issue-15 notes of docs/codegen.md);
+//    registers (2 x M zmm), A broadcast from L1. The 50304 x 256 LM head at
+//    M = 8 on a 2-core Zen 4 (-O3, best of 30 calls): packed 1.40 ms with
+//    2 threads (37 GB/s of weight, 147 GFLOP/s) and 2.54 ms with 1; the
+//    dot-product form below 2.05-2.34 ms and 4.4-5.3 ms; cblas_sgemm,
+//    which packs B on every call, 5.1-5.2 ms with 2 threads;
 //  - unpacked: one row of B at a time, M dot products with vector
 //    accumulators and one horizontal sum each.
 // The columns are split over the process' one OpenMP pool (the one the
