@@ -11,8 +11,10 @@
 #include "bt/runtime/device/cpu/small_gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -154,6 +156,31 @@ TEST(SmallGemmTest, PackedOnlyInsideConstantRanges) {
   std::fill(w.begin(), w.end(), 2.0f);
   gemm(w);
   EXPECT_EQ(y[n - 1], 32.0f);
+}
+
+// One thread releases and re-registers the ranges while another multiplies
+// with the weight: every product stays exact (a product in flight keeps its
+// panels; under ASan a freed panel read would be reported).
+TEST(SmallGemmTest, ReleaseWhileAnotherThreadMultiplies) {
+  const int n = 300, k = 64;
+  std::vector<float> w(n * k, 0.5f), x(k, 1.0f), y(n);
+  std::atomic<bool> done{false};
+  std::thread releaser([&] {
+    while (!done.load()) {
+      RegisterConstantWeights(w.data(), w.size() * sizeof(float));
+      ReleaseConstantWeights();
+    }
+  });
+  for (int it = 0; it < 2000; ++it) {
+    RegisterConstantWeights(w.data(), w.size() * sizeof(float));
+    bt_cpu_sgemm(kRowMajor, kNoTrans, kTrans, 1, n, k, 1.0f, x.data(), k,
+                 w.data(), k, 0.0f, y.data(), n);
+    ASSERT_EQ(y[0], 32.0f);
+    ASSERT_EQ(y[n - 1], 32.0f);
+  }
+  done = true;
+  releaser.join();
+  ReleaseConstantWeights();
 }
 
 TEST(SmallGemmTest, OtherShapesGoToBlas) {

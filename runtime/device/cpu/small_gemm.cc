@@ -376,14 +376,16 @@ struct PackKey {
 };
 
 struct FreeDeleter {
-  void operator()(float *p) const { std::free(p); }
+  void operator()(const float *p) const { std::free(const_cast<float *>(p)); }
 };
 
 struct Registry {
   absl::Mutex mu;
   // start -> end of each constant range.
   std::map<uintptr_t, uintptr_t> ranges ABSL_GUARDED_BY(mu);
-  absl::flat_hash_map<PackKey, std::unique_ptr<float, FreeDeleter>> packed
+  // Shared: a product in flight keeps its panels alive even when another
+  // thread's ReleaseConstantWeights clears the registry meanwhile.
+  absl::flat_hash_map<PackKey, std::shared_ptr<const float>> packed
       ABSL_GUARDED_BY(mu);
   size_t packed_bytes ABSL_GUARDED_BY(mu) = 0;
   std::atomic<bool> any{false};
@@ -446,15 +448,15 @@ float *Pack(const float *b, int n, int k, int ldb) {
 }
 
 // The packed copy of B when B lies in a constant range (packed now if it is
-// the first use), else nullptr.
-const float *PackedFor(const float *b, int n, int k, int ldb) {
+// the first use), else null.
+std::shared_ptr<const float> PackedFor(const float *b, int n, int k, int ldb) {
   Registry &r = GetRegistry();
   if (!r.any.load(std::memory_order_acquire))
     return nullptr;
   absl::MutexLock lock(&r.mu);
   const PackKey key{b, n, k, ldb};
   if (auto it = r.packed.find(key); it != r.packed.end())
-    return it->second.get();
+    return it->second;
   const uintptr_t begin = reinterpret_cast<uintptr_t>(b);
   const uintptr_t end =
       begin + (static_cast<uintptr_t>(n - 1) * ldb + k) * sizeof(float);
@@ -469,8 +471,9 @@ const float *PackedFor(const float *b, int n, int k, int ldb) {
     return nullptr;
   r.packed_bytes += static_cast<size_t>((n + kPackedPanel - 1) / kPackedPanel) *
                     k * kPackedPanel * sizeof(float);
-  r.packed.emplace(key, std::unique_ptr<float, FreeDeleter>(packed));
-  return packed;
+  std::shared_ptr<const float> shared(packed, FreeDeleter());
+  r.packed.emplace(key, shared);
+  return shared;
 }
 
 // The columns of one product, split over the threads of a pool team.
@@ -532,8 +535,11 @@ extern "C" void bt_cpu_sgemm(int order, int trans_a, int trans_b, int m, int n,
   }
   const SmallGemm gemm{m, k, alpha, a, lda, b, ldb, beta, c, ldc};
   ParallelWork work{&gemm, n, SelectRows(m), SelectPanels(m), nullptr};
-  if (mode == 2 && work.panels != nullptr)
-    work.packed = PackedFor(b, n, k, ldb);
+  std::shared_ptr<const float> packed; // alive until the product is done
+  if (mode == 2 && work.panels != nullptr) {
+    packed = PackedFor(b, n, k, ldb);
+    work.packed = packed.get();
+  }
   const long elements = static_cast<long>(n) * k;
   const int threads =
       elements >= kParallelElements && Omp().parallel != nullptr

@@ -53,8 +53,9 @@ inline constexpr int kPackedPanel = 32;
 /// from the stale copy. Registering a range again is a no-op. Thread-safe.
 void RegisterConstantWeights(const void *data, size_t bytes);
 
-/// Forgets every registered range and frees the packed copies. Thread-safe;
-/// must not run while a bt_cpu_sgemm call is in flight.
+/// Forgets every registered range and drops the packed copies (a product
+/// in flight on another thread keeps the copy it uses until it returns).
+/// Thread-safe.
 void ReleaseConstantWeights();
 
 /// Bytes of the packed copies held now (0 after ReleaseConstantWeights).
