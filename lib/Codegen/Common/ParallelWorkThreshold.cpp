@@ -14,6 +14,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
 
+#include <optional>
+
 namespace bt {
 #define GEN_PASS_DEF_BTPARALLELWORKTHRESHOLD
 #include "bt/Codegen/Passes.h.inc"
@@ -23,18 +25,26 @@ using namespace mlir;
 
 namespace {
 
+/// The trip count of a loop with constant bounds and a positive constant
+/// step (0 when empty, saturating at INT64_MAX); nullopt otherwise.
+std::optional<int64_t> constantTrips(Value lower, Value upper, Value step) {
+  APInt lb, ub, st;
+  if (!matchPattern(lower, m_ConstantInt(&lb)) ||
+      !matchPattern(upper, m_ConstantInt(&ub)) ||
+      !matchPattern(step, m_ConstantInt(&st)) || st.getSExtValue() <= 0)
+    return std::nullopt;
+  const int64_t s = st.getSExtValue(),
+                span = std::max<int64_t>(0, ub.getSExtValue() - lb.getSExtValue());
+  return span / s + (span % s != 0);
+}
+
 /// The constant trip count of `loop`, or 1 when a bound or the step is not a
-/// constant (or the loop is empty or the count overflows).
+/// constant or the loop is empty.
 int64_t constantTripCount(scf::ForOp loop) {
-  APInt lb, ub, step;
-  if (!matchPattern(loop.getLowerBound(), m_ConstantInt(&lb)) ||
-      !matchPattern(loop.getUpperBound(), m_ConstantInt(&ub)) ||
-      !matchPattern(loop.getStep(), m_ConstantInt(&step)))
-    return 1;
-  int64_t s = step.getSExtValue(), span = ub.getSExtValue() - lb.getSExtValue();
-  if (s <= 0 || span <= 0)
-    return 1;
-  return (span + s - 1) / s;
+  return std::max<int64_t>(
+      1, constantTrips(loop.getLowerBound(), loop.getUpperBound(),
+                       loop.getStep())
+             .value_or(1));
 }
 
 /// The largest product of constant trip counts along a chain of scf.for
@@ -71,20 +81,18 @@ struct ParallelWorkThresholdPass
       // omp.loop_nest } } (possibly after allocas and before a terminator).
       omp::LoopNestOp nest;
       parallel.getRegion().walk([&](omp::LoopNestOp n) {
-        if (!nest)
-          nest = n;
+        nest = n;
         return WalkResult::interrupt();
       });
       if (!nest)
         continue;
-      auto definedOutside = [&](Value v) {
-        return !parallel->isAncestor(v.getParentBlock()->getParentOp()) &&
-               v.getParentRegion() != &parallel.getRegion();
-      };
-      bool hoistable = true;
+      // Bounds defined in front of the region (to compute the condition
+      // there), of type index (as convert-scf-to-openmp makes them).
+      bool usable = true;
       for (Value v : nest->getOperands())
-        hoistable &= definedOutside(v);
-      if (!hoistable)
+        usable &= v.getType().isIndex() &&
+                  !parallel.getRegion().isAncestor(v.getParentRegion());
+      if (!usable)
         continue;
 
       const int64_t inner = std::max<int64_t>(1, innerWork(nest.getRegion()));
@@ -97,18 +105,14 @@ struct ParallelWorkThresholdPass
       int64_t staticTrips = 1;
       bool allStatic = true;
       for (unsigned d = 0; d < nest.getNumLoops(); ++d) {
-        APInt lb, ub, step;
-        if (matchPattern(nest.getLowerBound()[d], m_ConstantInt(&lb)) &&
-            matchPattern(nest.getUpperBound()[d], m_ConstantInt(&ub)) &&
-            matchPattern(nest.getStep()[d], m_ConstantInt(&step)) &&
-            step.getSExtValue() > 0) {
-          int64_t span = std::max<int64_t>(0, ub.getSExtValue() - lb.getSExtValue());
-          int64_t t = (span + step.getSExtValue() - 1) / step.getSExtValue();
-          staticTrips = t != 0 && staticTrips > INT64_MAX / t ? INT64_MAX
-                                                              : staticTrips * t;
-        } else {
+        std::optional<int64_t> t = constantTrips(
+            nest.getLowerBound()[d], nest.getUpperBound()[d], nest.getStep()[d]);
+        if (!t)
           allStatic = false;
-        }
+        else
+          staticTrips = *t != 0 && staticTrips > INT64_MAX / *t
+                            ? INT64_MAX
+                            : staticTrips * *t;
       }
       if (allStatic) {
         if (staticTrips >= needed)
@@ -117,14 +121,11 @@ struct ParallelWorkThresholdPass
         parallel.getIfExprMutable().assign(no);
         continue;
       }
-      // Dynamic: trips = prod ceildiv(ub - lb, step) (index arithmetic,
-      // loop_nest's bounds are `index` here), compared with `needed`.
+      // Dynamic: trips = prod ceildiv(ub - lb, step), compared with `needed`.
       Value trips;
       for (unsigned d = 0; d < nest.getNumLoops(); ++d) {
         Value lb = nest.getLowerBound()[d], ub = nest.getUpperBound()[d],
               step = nest.getStep()[d];
-        if (!lb.getType().isIndex())
-          return; // not what convert-scf-to-openmp makes; leave as is
         Value span = b.create<arith::SubIOp>(loc, ub, lb);
         Value t = b.create<arith::CeilDivSIOp>(loc, span, step);
         trips = trips ? b.create<arith::MulIOp>(loc, trips, t).getResult() : t;

@@ -188,13 +188,10 @@ CpuDevice::Call(KernelEntryFn fn, const proto::EntryPoint &ep,
     std::lock_guard<std::mutex> lock(mu_);
     if (constant_spans_ > 0)
       for (const DeviceTensor *p : params) {
-        if (p->dtype != DType::F32)
-          continue;
-        size_t elements = 1;
-        for (int64_t d : p->shape)
-          elements *= static_cast<size_t>(d);
-        RegisterConstantWeights(reinterpret_cast<const void *>(p->address),
-                                elements * sizeof(float));
+        absl::StatusOr<int64_t> elements = NumElements(p->shape);
+        if (p->dtype == DType::F32 && elements.ok())
+          RegisterConstantWeights(reinterpret_cast<const void *>(p->address),
+                                  static_cast<size_t>(*elements) * sizeof(float));
       }
   }
   std::vector<const Tensor *> inputs(args.begin(), args.end());

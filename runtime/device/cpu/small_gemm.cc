@@ -77,12 +77,6 @@ const OmpApi &Omp() {
   return api;
 }
 
-} // namespace
-} // namespace bt::rt
-
-namespace bt::rt {
-namespace {
-
 // A weight of at least this many elements (512 KiB) splits its rows over
 // the pool: a fork of the pool's hot team (a few us) is then a small part
 // of the read.
@@ -137,92 +131,72 @@ int Isa() {
   return isa;
 }
 
-// ---- AVX-512: 32 registers, masked tail loads ------------------------------
+// ---- AVX-512: masked tail loads ---------------------------------------------
 
-template <int M, int JB>
-[[gnu::target("avx512f,avx2,fma")]] void TileAvx512(const SmallGemm &g, int j) {
-  __m512 acc[M][JB];
+// C[0:M, j] from row j of B: M vector accumulators, one horizontal sum each.
+template <int M>
+[[gnu::target("avx512f,avx2,fma")]] void RowAvx512(const SmallGemm &g, int j) {
+  __m512 acc[M];
   for (int i = 0; i < M; ++i)
-    for (int t = 0; t < JB; ++t)
-      acc[i][t] = _mm512_setzero_ps();
+    acc[i] = _mm512_setzero_ps();
   const float *bj = g.b + static_cast<long>(j) * g.ldb;
   int p = 0;
   for (; p + 16 <= g.k; p += 16) {
-    __m512 w[JB];
-    for (int t = 0; t < JB; ++t)
-      w[t] = _mm512_loadu_ps(bj + static_cast<long>(t) * g.ldb + p);
-    for (int i = 0; i < M; ++i) {
-      const __m512 x = _mm512_loadu_ps(g.a + static_cast<long>(i) * g.lda + p);
-      for (int t = 0; t < JB; ++t)
-        acc[i][t] = _mm512_fmadd_ps(x, w[t], acc[i][t]);
-    }
+    const __m512 w = _mm512_loadu_ps(bj + p);
+    for (int i = 0; i < M; ++i)
+      acc[i] = _mm512_fmadd_ps(
+          _mm512_loadu_ps(g.a + static_cast<long>(i) * g.lda + p), w, acc[i]);
   }
-  if (p < g.k) {
+  if (p < g.k) { // the tail: masked loads (no fault past the row)
     const __mmask16 mask = static_cast<__mmask16>((1u << (g.k - p)) - 1);
-    __m512 w[JB];
-    for (int t = 0; t < JB; ++t)
-      w[t] = _mm512_maskz_loadu_ps(mask, bj + static_cast<long>(t) * g.ldb + p);
-    for (int i = 0; i < M; ++i) {
-      const __m512 x =
-          _mm512_maskz_loadu_ps(mask, g.a + static_cast<long>(i) * g.lda + p);
-      for (int t = 0; t < JB; ++t)
-        acc[i][t] = _mm512_fmadd_ps(x, w[t], acc[i][t]);
-    }
+    const __m512 w = _mm512_maskz_loadu_ps(mask, bj + p);
+    for (int i = 0; i < M; ++i)
+      acc[i] = _mm512_fmadd_ps(
+          _mm512_maskz_loadu_ps(mask, g.a + static_cast<long>(i) * g.lda + p),
+          w, acc[i]);
   }
   for (int i = 0; i < M; ++i)
-    for (int t = 0; t < JB; ++t)
-      Store(g, i, j + t, HorizontalSum(acc[i][t]));
+    Store(g, i, j, HorizontalSum(acc[i]));
 }
 
-// Rows [j0, j1) of B: tiles of JB rows, then the remainder one row at a time.
-template <int M, int JB>
-[[gnu::target("avx512f,avx2,fma")]] void RowsAvx512(const SmallGemm &g, int j0, int j1) {
-  int j = j0;
-  for (; j + JB <= j1; j += JB)
-    TileAvx512<M, JB>(g, j);
-  for (; j < j1; ++j)
-    TileAvx512<M, 1>(g, j);
+// Rows [j0, j1) of B, one at a time: rows read side by side measured
+// 1.3-4x slower from DRAM than one contiguous stream (2-core Zen 4,
+// 50304 x 256, issue 15).
+template <int M>
+[[gnu::target("avx512f,avx2,fma")]] void RowsAvx512(const SmallGemm &g, int j0,
+                                                    int j1) {
+  for (int j = j0; j < j1; ++j)
+    RowAvx512<M>(g, j);
 }
 
-// ---- AVX2 + FMA: 16 registers, scalar tail --------------------------------
+// ---- AVX2 + FMA: scalar tail ------------------------------------------------
 
-
-template <int M, int JB>
-[[gnu::target("avx2,fma")]] void TileAvx2(const SmallGemm &g, int j) {
-  __m256 acc[M][JB];
+template <int M>
+[[gnu::target("avx2,fma")]] void RowAvx2(const SmallGemm &g, int j) {
+  __m256 acc[M];
   for (int i = 0; i < M; ++i)
-    for (int t = 0; t < JB; ++t)
-      acc[i][t] = _mm256_setzero_ps();
+    acc[i] = _mm256_setzero_ps();
   const float *bj = g.b + static_cast<long>(j) * g.ldb;
   int p = 0;
   for (; p + 8 <= g.k; p += 8) {
-    __m256 w[JB];
-    for (int t = 0; t < JB; ++t)
-      w[t] = _mm256_loadu_ps(bj + static_cast<long>(t) * g.ldb + p);
-    for (int i = 0; i < M; ++i) {
-      const __m256 x = _mm256_loadu_ps(g.a + static_cast<long>(i) * g.lda + p);
-      for (int t = 0; t < JB; ++t)
-        acc[i][t] = _mm256_fmadd_ps(x, w[t], acc[i][t]);
-    }
+    const __m256 w = _mm256_loadu_ps(bj + p);
+    for (int i = 0; i < M; ++i)
+      acc[i] = _mm256_fmadd_ps(
+          _mm256_loadu_ps(g.a + static_cast<long>(i) * g.lda + p), w, acc[i]);
   }
-  for (int i = 0; i < M; ++i)
-    for (int t = 0; t < JB; ++t) {
-      float sum = HorizontalSum(acc[i][t]);
-      const float *ai = g.a + static_cast<long>(i) * g.lda;
-      const float *bt = bj + static_cast<long>(t) * g.ldb;
-      for (int q = p; q < g.k; ++q)
-        sum += ai[q] * bt[q];
-      Store(g, i, j + t, sum);
-    }
+  for (int i = 0; i < M; ++i) {
+    float sum = HorizontalSum(acc[i]);
+    const float *ai = g.a + static_cast<long>(i) * g.lda;
+    for (int q = p; q < g.k; ++q)
+      sum += ai[q] * bj[q];
+    Store(g, i, j, sum);
+  }
 }
 
-template <int M, int JB>
+template <int M>
 [[gnu::target("avx2,fma")]] void RowsAvx2(const SmallGemm &g, int j0, int j1) {
-  int j = j0;
-  for (; j + JB <= j1; j += JB)
-    TileAvx2<M, JB>(g, j);
-  for (; j < j1; ++j)
-    TileAvx2<M, 1>(g, j);
+  for (int j = j0; j < j1; ++j)
+    RowAvx2<M>(g, j);
 }
 
 // ---- any x86-64 (the compiler vectorizes the dot) --------------------------
@@ -242,16 +216,13 @@ void RowsGeneric(const SmallGemm &g, int j0, int j1) {
 
 using RowsFn = void (*)(const SmallGemm &, int, int);
 
-// One weight row per tile: rows of B read side by side (JB > 1) measured
-// 1.3-4x slower from DRAM than one contiguous stream (2-core Zen 4,
-// 50304 x 256, issue 15).
 RowsFn SelectRows(int m) {
   static constexpr RowsFn kAvx512[kSmallGemmMaxM] = {
-      RowsAvx512<1, 1>, RowsAvx512<2, 1>, RowsAvx512<3, 1>, RowsAvx512<4, 1>,
-      RowsAvx512<5, 1>, RowsAvx512<6, 1>, RowsAvx512<7, 1>, RowsAvx512<8, 1>};
+      RowsAvx512<1>, RowsAvx512<2>, RowsAvx512<3>, RowsAvx512<4>,
+      RowsAvx512<5>, RowsAvx512<6>, RowsAvx512<7>, RowsAvx512<8>};
   static constexpr RowsFn kAvx2[kSmallGemmMaxM] = {
-      RowsAvx2<1, 1>, RowsAvx2<2, 1>, RowsAvx2<3, 1>, RowsAvx2<4, 1>,
-      RowsAvx2<5, 1>, RowsAvx2<6, 1>, RowsAvx2<7, 1>, RowsAvx2<8, 1>};
+      RowsAvx2<1>, RowsAvx2<2>, RowsAvx2<3>, RowsAvx2<4>,
+      RowsAvx2<5>, RowsAvx2<6>, RowsAvx2<7>, RowsAvx2<8>};
   switch (Isa()) {
   case 2:
     return kAvx512[m - 1];
