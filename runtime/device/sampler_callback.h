@@ -48,11 +48,23 @@ public:
                     StridedMemRef<int64_t, 1> &tokens) = 0;
 
   /// A step a device may run itself (docs/generation.md, "Sampling on the
-  /// device"): greedy, with the official EOS rule.
+  /// device"): greedy or sampled (temperature, top-k, top-p from one
+  /// SplitMix64 stream per row), with the official EOS rule.
   struct DeviceStep {
     int64_t step_in_block = 0; ///< 0 .. L_B - 1
     int64_t eos_token_id = -1; ///< < 0: no EOS handling
     int64_t pad_token_id = 0;  ///< generation_pad_token_id
+    /// Argmax (the fields below are unused), else a draw from the
+    /// distribution of generate/sampler.h SamplingDistribution:
+    bool greedy = true;
+    double inv_temperature = 1.0; ///< 1 / temperature, as the CPU computes it
+    int64_t top_k = 0;            ///< 0 or >= V: off
+    double top_p = 1.0;           ///< 1: off
+    /// Sampling only: when non-null, the SplitMix64 states (generate/
+    /// sampler.h Rng::state) of the step's rows, [rows], which the device
+    /// loads before the step; null when the device's states are current
+    /// (it drew the previous tokens of the same rows in the same order).
+    const uint64_t *rng_states = nullptr;
   };
   /// Called by a device's callback (the CUDA device's
   /// _mlir_ciface_bt_gpu_sample) before Step with the shapes of the step:

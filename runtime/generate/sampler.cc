@@ -109,6 +109,17 @@ Rng::Rng(uint64_t seed, uint64_t stream) {
 
 uint64_t Rng::Next() { return SplitMix64(state_); }
 
+Rng Rng::FromState(uint64_t state) {
+  Rng r;
+  r.state_ = state;
+  return r;
+}
+
+void Rng::Advance(uint64_t draws) {
+  // SplitMix64 adds its constant once per Next() (mod 2^64).
+  state_ += draws * 0x9E3779B97F4A7C15ULL;
+}
+
 double Rng::Uniform() {
   return static_cast<double>(Next() >> 11) * 0x1.0p-53;
 }
@@ -211,7 +222,7 @@ absl::Status Sampler::BeginBlock(std::vector<int64_t> rows) {
   rows_ = std::move(rows);
   steps_in_block_ = 0;
   device_steps_in_block_ = 0;
-  block_on_device_ = options_.device && options_.sampling.greedy;
+  block_on_device_ = options_.device;
   for (int64_t r : rows_)
     block_on_device_ = block_on_device_ && !finished(r);
   return absl::OkStatus();
@@ -227,6 +238,23 @@ bool Sampler::StepOnDevice(int64_t rows, int64_t vocab, int64_t token_rows,
   step.step_in_block = steps_in_block_;
   step.eos_token_id = options_.eos_token_id;
   step.pad_token_id = options_.generation_pad_token_id;
+  const SamplingOptions &so = options_.sampling;
+  step.greedy = so.greedy;
+  if (!so.greedy) {
+    step.inv_temperature = 1.0 / so.temperature;
+    step.top_k = so.top_k;
+    step.top_p = so.top_p;
+    step.rng_states = nullptr;
+    if (steps_in_block_ == 0 &&
+        !(device_rng_valid_ && device_rng_rows_ == rows_)) {
+      rng_upload_.resize(rows_.size());
+      for (size_t r = 0; r < rows_.size(); ++r)
+        rng_upload_[r] = rngs_[rows_[r]].state();
+      step.rng_states = rng_upload_.data();
+      device_rng_rows_ = rows_;
+      device_rng_valid_ = true;
+    }
+  }
   ++device_steps_in_block_;
   ++steps_in_block_;
   ++total_steps_;
@@ -235,7 +263,8 @@ bool Sampler::StepOnDevice(int64_t rows, int64_t vocab, int64_t token_rows,
 }
 
 void Sampler::EndBlock(const Tensor &tokens) {
-  if (device_steps_in_block_ == 0 || options_.eos_token_id < 0)
+  const bool draws = !options_.sampling.greedy;
+  if (device_steps_in_block_ == 0 || (options_.eos_token_id < 0 && !draws))
     return;
   const int64_t rows = static_cast<int64_t>(rows_.size());
   const int64_t steps = tokens.rank() == 2 ? tokens.dim(1) : 0;
@@ -247,12 +276,20 @@ void Sampler::EndBlock(const Tensor &tokens) {
     return;
   }
   const int64_t *t = tokens.data_as<int64_t>();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = 0; k < steps && k < device_steps_in_block_; ++k)
-      if (t[r * steps + k] == options_.eos_token_id) {
-        eos_block_step_[rows_[r]] = k;
-        break;
-      }
+  const int64_t device_steps = std::min(steps, device_steps_in_block_);
+  for (int64_t r = 0; r < rows; ++r) {
+    // The device drew once per step until the row's EOS, that one included.
+    int64_t drawn = device_steps;
+    if (options_.eos_token_id >= 0)
+      for (int64_t k = 0; k < device_steps; ++k)
+        if (t[r * steps + k] == options_.eos_token_id) {
+          eos_block_step_[rows_[r]] = k;
+          drawn = k + 1;
+          break;
+        }
+    if (draws)
+      rngs_[rows_[r]].Advance(static_cast<uint64_t>(drawn));
+  }
 }
 
 void Sampler::Fail(absl::Status s) {
@@ -286,6 +323,8 @@ void Sampler::Step(const StridedMemRef<float, 2> &logits,
       token_at(r) = pad;
     return;
   }
+  // The host draws from its streams: the device's copies are stale now.
+  device_rng_valid_ = false;
   const bool eos_on = options_.eos_token_id >= 0;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t seq = rows_[r];

@@ -62,12 +62,20 @@ public:
   /// The stream of sequence `stream` under `seed`: streams of different
   /// sequences are independent (state = mix(seed, stream)).
   Rng(uint64_t seed, uint64_t stream);
+  /// The stream whose state() is `state`.
+  static Rng FromState(uint64_t state);
   uint64_t Next();
   /// Uniform in [0, 1) with 53 random bits.
   double Uniform();
+  /// The state: SplitMix64's counter, which each Next() advances by a
+  /// constant (the device's kernel bt_sample continues a stream from it).
+  uint64_t state() const { return state_; }
+  /// The stream after `draws` more Next() calls (O(1)).
+  void Advance(uint64_t draws);
 
 private:
-  uint64_t state_;
+  Rng() = default;
+  uint64_t state_ = 0;
 };
 
 /// The distribution SampleToken draws from: probabilities over the vocabulary
@@ -116,7 +124,7 @@ public:
     int64_t generation_pad_token_id = 0;  // returned after EOS within a block
     /// Optional per-sequence seeds (size num_sequences); see above.
     std::vector<uint64_t> seeds;
-    /// Greedy steps may run on the device (StepOnDevice).
+    /// Steps may run on the device (StepOnDevice): greedy and sampled.
     bool device = false;
   };
 
@@ -144,15 +152,20 @@ public:
   void Step(const StridedMemRef<float, 2> &logits,
             StridedMemRef<int64_t, 1> &tokens) override;
   /// Sampling on the device (SamplerCallbackTarget::StepOnDevice): true for
-  /// every step of a block begun with every row live, when the options are
-  /// greedy, Options::device is set and the shapes match the batch. The
-  /// device's kernel then applies the EOS rule within the block; EndBlock
-  /// does the bookkeeping from the block's tokens.
+  /// every step of a block begun with every row live, when Options::device
+  /// is set and the shapes match the batch. The device's kernel then applies
+  /// the EOS rule within the block; EndBlock does the bookkeeping from the
+  /// block's tokens. When sampling (not greedy), the first device step of a
+  /// block hands the rows' random-stream states to the device
+  /// (DeviceStep::rng_states) unless the device already holds them: the
+  /// same rows in the same order as its last block, with no host step since.
   bool StepOnDevice(int64_t rows, int64_t vocab, int64_t token_rows,
                     DeviceStep &step) override;
   /// After a block: when its steps ran on the device, records each row's
   /// EOS step from its tokens I64 [B', L_B] (host, dense; the first EOS of
-  /// the row). Nothing to do after host steps.
+  /// the row) and, when sampling, advances each row's stream by the draws
+  /// the device made (one per step up to and including its EOS). Nothing to
+  /// do after host steps.
   void EndBlock(const Tensor &tokens);
   /// Steps of the current block that ran on the device.
   int64_t device_steps_in_block() const { return device_steps_in_block_; }
@@ -190,6 +203,11 @@ private:
   int64_t steps_in_block_ = 0, total_steps_ = 0, total_rows_ = 0;
   int64_t device_steps_in_block_ = 0;
   bool block_on_device_ = false; // every row live at BeginBlock
+  // The rows whose stream states the device holds, in its row order (valid
+  // while device_rng_valid_), and the states handed over by StepOnDevice.
+  std::vector<int64_t> device_rng_rows_;
+  bool device_rng_valid_ = false;
+  std::vector<uint64_t> rng_upload_;
   absl::Status status_;
 };
 

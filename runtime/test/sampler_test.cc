@@ -316,7 +316,7 @@ TEST(Sampler, GreedyBlocksOfLiveRowsMayRunOnTheDevice) {
   EXPECT_TRUE(sm.StepOnDevice(1, 4, 1, d));
   EXPECT_EQ(d.step_in_block, 0);
 
-  // Not greedy, or not allowed: host steps only.
+  // Not allowed (Options::device unset): host steps only, greedy or not.
   auto sampled = Sampler::Create(EosOptions(Sampling(1.0)), 1);
   ASSERT_THAT(sampled.status(), IsOk());
   ASSERT_THAT((*sampled)->BeginBlock({0}), IsOk());
@@ -325,6 +325,88 @@ TEST(Sampler, GreedyBlocksOfLiveRowsMayRunOnTheDevice) {
   ASSERT_THAT(host.status(), IsOk());
   ASSERT_THAT((*host)->BeginBlock({0}), IsOk());
   EXPECT_FALSE((*host)->StepOnDevice(1, 4, 1, d));
+}
+
+// Sampled blocks on the device: the first step of a block hands over the
+// rows' stream states unless the device holds them (same rows, same order,
+// no host step since); EndBlock advances the host's streams by the device's
+// draws (one per step up to and including the row's EOS).
+TEST(Sampler, SampledBlocksHandTheStreamsToTheDevice) {
+  Sampler::Options o = EosOptions(Sampling(0.7, 3, 0.9, 42));
+  o.device = true;
+  auto s = Sampler::Create(o, 3);
+  ASSERT_THAT(s.status(), IsOk());
+  Sampler &sm = **s;
+  auto advanced = [](uint64_t stream, int draws) {
+    Rng r(42, stream);
+    for (int i = 0; i < draws; ++i)
+      r.Next();
+    return r.state();
+  };
+  ASSERT_THAT(sm.BeginBlock({0, 1, 2}), IsOk());
+  SamplerCallbackTarget::DeviceStep d;
+  for (int64_t k = 0; k < 4; ++k) {
+    ASSERT_TRUE(sm.StepOnDevice(3, 4, 3, d));
+    EXPECT_FALSE(d.greedy);
+    EXPECT_DOUBLE_EQ(d.inv_temperature, 1.0 / 0.7);
+    EXPECT_EQ(d.top_k, 3);
+    EXPECT_DOUBLE_EQ(d.top_p, 0.9);
+    if (k == 0) {
+      ASSERT_NE(d.rng_states, nullptr);
+      for (int r = 0; r < 3; ++r)
+        EXPECT_EQ(d.rng_states[r], advanced(r, 0)) << "row " << r;
+    } else {
+      EXPECT_EQ(d.rng_states, nullptr) << "step " << k;
+    }
+  }
+  // Sequence 1 emitted EOS at step 1: 2 draws; the others 4.
+  Tensor tok = *Tensor::Allocate(proto::I64, {3, 4});
+  const int64_t t[] = {2, 3, 2, 2, 3, 0, 1, 1, 2, 2, 3, 3};
+  std::copy(std::begin(t), std::end(t), tok.data_as<int64_t>());
+  sm.EndBlock(tok);
+  EXPECT_THAT(sm.status(), IsOk());
+  // The same rows would continue on the device; other rows get the
+  // advanced states.
+  ASSERT_THAT(sm.BeginBlock({0, 2}), IsOk());
+  ASSERT_TRUE(sm.StepOnDevice(2, 4, 2, d));
+  ASSERT_NE(d.rng_states, nullptr);
+  EXPECT_EQ(d.rng_states[0], advanced(0, 4));
+  EXPECT_EQ(d.rng_states[1], advanced(2, 4));
+  for (int k = 1; k < 4; ++k)
+    ASSERT_TRUE(sm.StepOnDevice(2, 4, 2, d));
+  Tensor tok2 = *Tensor::Allocate(proto::I64, {2, 4});
+  std::fill_n(tok2.data_as<int64_t>(), 8, 2);
+  sm.EndBlock(tok2);
+  ASSERT_THAT(sm.BeginBlock({0, 2}), IsOk());
+  ASSERT_TRUE(sm.StepOnDevice(2, 4, 2, d));
+  EXPECT_EQ(d.rng_states, nullptr);
+  // A host step (here: a shape the device path refuses) makes the device's
+  // copies stale: the next device block hands the states over again.
+  for (int k = 1; k < 4; ++k)
+    ASSERT_TRUE(sm.StepOnDevice(2, 4, 2, d));
+  sm.EndBlock(tok2);
+  ASSERT_THAT(sm.BeginBlock({0, 2}), IsOk());
+  std::vector<float> l = {-9, 1, 2, 3, -9, 1, 2, 3};
+  std::vector<int64_t> out(2);
+  auto lm = Dense(l, 2, 4);
+  auto tm = Dense(out);
+  sm.Step(lm, tm);
+  EXPECT_THAT(sm.status(), IsOk());
+  ASSERT_THAT(sm.BeginBlock({0, 2}), IsOk());
+  ASSERT_TRUE(sm.StepOnDevice(2, 4, 2, d));
+  ASSERT_NE(d.rng_states, nullptr);
+  EXPECT_EQ(d.rng_states[0], advanced(0, 4 + 4 + 4 + 1));
+  EXPECT_EQ(d.rng_states[1], advanced(2, 4 + 4 + 4 + 1));
+}
+
+TEST(Sampler, RngAdvanceSkipsDraws) {
+  Rng a(9, 3), b(9, 3);
+  for (int i = 0; i < 37; ++i)
+    a.Next();
+  b.Advance(37);
+  EXPECT_EQ(a.state(), b.state());
+  EXPECT_EQ(a.Next(), b.Next());
+  EXPECT_EQ(Rng::FromState(a.state()).Next(), Rng::FromState(b.state()).Next());
 }
 
 TEST(Sampler, StreamsAreIndependentOfBatchComposition) {

@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "bt/runtime/device/cuda/cuda.h"
@@ -249,10 +250,13 @@ CallDeviceEntryPointResident(CudaBackend &gpu, KernelEntryFn fn,
 
 namespace {
 
-// The per-row state of the greedy sampling kernel for each (backend,
-// sampler handle): a device block of I64 [rows, 2].
+// The per-row state of the sampling kernels for each (backend, sampler
+// handle): a device block of I64 [rows, 2] (EOS flag, error code), and for
+// bt_sample the rows' SplitMix64 states I64 [rows] (allocated on its first
+// launch).
 struct SamplerState {
   uint64_t address = 0;
+  uint64_t rng_address = 0;
   int64_t rows = 0;
 };
 
@@ -268,11 +272,13 @@ SamplerStates() {
   return *m;
 }
 
-// The launch bt_sample_greedy is written for (lib/Codegen/CUDA/
-// GPUSamplerKernels.cpp): one block of 256 threads per row, and the shared
-// memory of its reduction (value f32, id i32, NaN flag i32 per thread).
+// The launches bt_sample_greedy and bt_sample are written for
+// (lib/Codegen/CUDA/GPUSamplerKernels.cpp): one block of 256 threads per
+// row, and the shared memory of their reductions (greedy: value f32, id
+// i32, NaN flag i32 per thread; bt_sample: an f64 and an i64 slot).
 constexpr int64_t kSampleThreads = 256;
 constexpr int32_t kSampleSharedBytes = kSampleThreads * (4 + 4 + 4);
+constexpr int32_t kDrawSharedBytes = kSampleThreads * (8 + 8);
 
 } // namespace
 
@@ -300,24 +306,52 @@ absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
     BT_RETURN_IF_ERROR(gpu.Memset(st.address, 0, rows * 2 * 8));
     first = 1;
   }
-  // The arguments of bt_sample_greedy in the NVVM kernel order: each memref
-  // as (allocated, aligned, offset, sizes..., strides...), then the scalars.
+  // The arguments of the kernels in the NVVM kernel order: each memref as
+  // (allocated, aligned, offset, sizes..., strides...), then the scalars.
   const auto ptr = [](const void *p) {
     return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));
   };
   const int64_t state = static_cast<int64_t>(st.address);
-  int64_t words[] = {
+  std::vector<int64_t> words = {
       ptr(logits.allocated), ptr(logits.aligned), logits.offset,
       logits.sizes[0], logits.sizes[1], logits.strides[0], logits.strides[1],
       ptr(tokens.allocated), ptr(tokens.aligned), tokens.offset,
       tokens.sizes[0], tokens.strides[0],
-      state, state, 0, st.rows, 2, 2, 1,
-      step.step_in_block, first, step.eos_token_id, step.pad_token_id};
-  void *params[sizeof(words) / sizeof(words[0])];
-  for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); ++i)
-    params[i] = &words[i];
-  return gpu.Launch("bt_sample_greedy", rows, 1, 1, kSampleThreads, 1, 1,
-                    kSampleSharedBytes, params);
+      state, state, 0, st.rows, 2, 2, 1};
+  if (step.greedy) {
+    words.insert(words.end(), {step.step_in_block, first, step.eos_token_id,
+                               step.pad_token_id});
+    std::vector<void *> params;
+    for (int64_t &w : words)
+      params.push_back(&w);
+    return gpu.Launch("bt_sample_greedy", rows, 1, 1, kSampleThreads, 1, 1,
+                      kSampleSharedBytes, params.data());
+  }
+  // bt_sample: the rows' stream states, loaded when the sampler hands them
+  // over (the first block, or other rows than the device's last block).
+  if (st.rng_address == 0) {
+    if (step.rng_states == nullptr)
+      return absl::InternalError(absl::StrCat(
+          "sampling on the device: no random-stream states for sampler ",
+          handle));
+    BT_ASSIGN_OR_RETURN(st.rng_address, gpu.pool().Allocate(st.rows * 8));
+  }
+  if (step.rng_states != nullptr)
+    BT_RETURN_IF_ERROR(
+        gpu.CopyToDevice(st.rng_address, step.rng_states, rows * 8));
+  const int64_t rng = static_cast<int64_t>(st.rng_address);
+  words.insert(words.end(), {rng, rng, 0, st.rows, 1, step.step_in_block,
+                             first, step.eos_token_id, step.pad_token_id});
+  double inv_t = step.inv_temperature, top_p = step.top_p;
+  int64_t top_k = step.top_k;
+  std::vector<void *> params;
+  for (int64_t &w : words)
+    params.push_back(&w);
+  params.push_back(&inv_t);
+  params.push_back(&top_k);
+  params.push_back(&top_p);
+  return gpu.Launch("bt_sample", rows, 1, 1, kSampleThreads, 1, 1,
+                    kDrawSharedBytes, params.data());
 }
 
 absl::Status EndDeviceSampling(CudaBackend &gpu, int64_t handle) {
@@ -334,12 +368,23 @@ absl::Status EndDeviceSampling(CudaBackend &gpu, int64_t handle) {
   absl::Status s = gpu.CopyToHost(flags.data(), st.address,
                                   static_cast<int64_t>(flags.size() * 8));
   (void)gpu.pool().Free(st.address);
+  if (st.rng_address != 0)
+    (void)gpu.pool().Free(st.rng_address);
   BT_RETURN_IF_ERROR(s);
-  for (int64_t r = 0; r < st.rows; ++r)
-    if (flags[2 * r + 1] != 0)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sampler (greedy, on the device): a row of the batch (row ", r,
-          " when it was sampled) has a NaN logit"));
+  // The kernels' error codes (GPUSamplerKernels.cpp), in the CPU sampler's
+  // words (generate/sampler.cc).
+  for (int64_t r = 0; r < st.rows; ++r) {
+    const int64_t code = flags[2 * r + 1];
+    if (code == 0)
+      continue;
+    const char *what = code == 1   ? "has a NaN logit"
+                       : code == 2 ? "has a +inf logit"
+                       : code == 3 ? "has no finite logit (all -inf)"
+                                   : "has an unknown error code";
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampler (on the device): a row of the batch (row ", r,
+                     " when it was sampled) ", what));
+  }
   return absl::OkStatus();
 }
 

@@ -3,16 +3,20 @@
 // RUN:   --pass-pipeline="builtin.module(bt-gpu-sampler-kernels,bt-merge-gpu-modules,gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,reconcile-unrealized-casts))" \
 // RUN:   | FileCheck %s --check-prefix=NVVM
 
-// A module whose host code calls the runtime's sampler gets the greedy
-// sampling kernel, merged into the one gpu.module with the other kernels.
+// A module whose host code calls the runtime's sampler gets the greedy and
+// the drawing sampling kernels, merged into the one gpu.module with the other kernels.
 // CHECK:       gpu.module @bt_kernels
 // CHECK-DAG:     gpu.func @k
 // CHECK-DAG:     gpu.func @bt_sample_greedy(%{{.*}}: memref<?x?xf32, strided<[?, ?], offset: ?>>, %{{.*}}: memref<?xi64, strided<[?], offset: ?>>, %{{.*}}: memref<?x2xi64>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64) kernel
+// CHECK-DAG:     gpu.func @bt_sample(%{{.*}}: memref<?x?xf32, strided<[?, ?], offset: ?>>, %{{.*}}: memref<?xi64, strided<[?], offset: ?>>, %{{.*}}: memref<?x2xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f64, %{{.*}}: i64, %{{.*}}: f64) kernel
 // CHECK-NOT:   gpu.module
 // The kernel's parameters in the NVVM order the runtime packs them
 // (runtime/device/cuda/cuda_call.cc SampleOnDevice): 7 + 5 + 7 words of the
 // three memref descriptors, then step, first, eos, pad.
 // NVVM:        llvm.func @bt_sample_greedy(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64) attributes {gpu.kernel, nvvm.kernel}
+// bt_sample: the same three descriptors, the stream states' (5 words), then
+// step, first, eos, pad, inv_t (f64), top_k, top_p (f64).
+// NVVM:        llvm.func @bt_sample(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f64, %{{.*}}: i64, %{{.*}}: f64) attributes {gpu.kernel, nvvm.kernel}
 module attributes {gpu.container_module} {
   gpu.module @k_module {
     gpu.func @k() kernel {
@@ -26,7 +30,7 @@ module attributes {gpu.container_module} {
 
 // No sampler call: nothing is added.
 // CHECK-LABEL: // -----
-// CHECK-NOT:   bt_sample_greedy
+// CHECK-NOT:   bt_sample
 // NVVM-LABEL:  // -----
 // NVVM-NOT:    bt_sample_greedy
 module {

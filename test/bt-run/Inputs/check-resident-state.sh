@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Device-resident generation state on the CUDA emulator (issue 13 item 1,
-# docs/codegen-cuda.md "Generation on the device"): greedy generation of a
+# docs/codegen-cuda.md "Generation on the device"): generation of a
 # fixture prompt through a `--target cuda` artifact, once with the KV caches,
 # context and token ids kept in device memory (the default) and once with
 # BT_RESIDENT_STATE=0 (every call copies its state in and out), and once
@@ -8,9 +8,11 @@
 # instead of by the device's sampling kernel): the outputs must be
 # byte-identical, and the host<->device traffic of the decode loop
 # (DeviceTraffic, printed by FormatCounters) is printed for FileCheck.
-#   check-resident-state.sh FIXTURES_DIR WORK_DIR CASE PROMPT MAX_NEW_TOKENS [generate flags]
+#   check-resident-state.sh FIXTURES_DIR WORK_DIR CASE PROMPT MAX_NEW_TOKENS [--sample] [generate flags]
 # (PROMPT: a safetensors file of the case with prompt.input_ids, e.g.
-# generate.safetensors.)
+# generate.safetensors.) Greedy unless --sample: then the generate flags
+# choose the sampling (--temperature, --top-k, --top-p, --seed), which the
+# device's kernel bt_sample runs in the first two runs.
 set -euo pipefail
 fixtures=$1
 work=$2
@@ -18,6 +20,11 @@ case=$3
 prompt=$4
 tokens=$5
 shift 5
+mode=(--greedy)
+if [ "${1:-}" = --sample ]; then
+  mode=()
+  shift
+fi
 mkdir -p "$work"
 art="$work/$case.cuda.btart"
 bt-run compile "$fixtures/$case" --target cuda --emit artifact -o "$art" 2> "$work/$case.compile.log"
@@ -26,7 +33,7 @@ for state in resident host host-sampler; do
   [ "$state" = host ] && env_state=0
   [ "$state" = host-sampler ] && env_sampling=0
   if ! BT_RESIDENT_STATE=$env_state BT_DEVICE_SAMPLING=$env_sampling bt-launcher --artifact "$art" generate --device cuda-emu \
-      --inputs "$fixtures/$case/$prompt" --max-new-tokens "$tokens" --greedy "$@" \
+      --inputs "$fixtures/$case/$prompt" --max-new-tokens "$tokens" "${mode[@]}" "$@" \
       -o "$work/$case.$state.safetensors" 2> "$work/$case.$state.log"; then
     cat "$work/$case.$state.log" >&2
     exit 1

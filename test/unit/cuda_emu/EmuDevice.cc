@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "bt/runtime/device/cuda/cuda.h"
 #include "bt/runtime/device/cuda_emu/cuda_emu.h"
+#include "bt/runtime/generate/sampler.h"
 
 namespace bt::test::emu {
 namespace {
@@ -92,6 +94,51 @@ bool sampleGreedy(int64_t handle, const void *logits, int64_t rows,
   }
   check(backend()->Synchronize(), "Synchronize");
   return true;
+}
+
+bool sampleDraw(int64_t handle, const void *logits, int64_t rows,
+                int64_t vocab, int64_t rowStride, void *tokens, int64_t step,
+                int64_t eos, int64_t pad, double temperature, int64_t topK,
+                double topP, const uint64_t *rngStates, std::string &error) {
+  float *l = const_cast<float *>(static_cast<const float *>(logits));
+  int64_t *t = static_cast<int64_t *>(tokens);
+  rt::StridedMemRef<float, 2> lm{l, l, 0, {rows, vocab}, {rowStride, 1}};
+  rt::StridedMemRef<int64_t, 1> tm{t, t, 0, {rows}, {1}};
+  rt::SamplerCallbackTarget::DeviceStep s;
+  s.step_in_block = step;
+  s.eos_token_id = eos;
+  s.pad_token_id = pad;
+  s.greedy = false;
+  s.inv_temperature = 1.0 / temperature;
+  s.top_k = topK;
+  s.top_p = topP;
+  s.rng_states = rngStates;
+  absl::Status st = rt::SampleOnDevice(*backend(), handle, lm, tm, s);
+  if (!st.ok()) {
+    error = st.ToString();
+    return false;
+  }
+  check(backend()->Synchronize(), "Synchronize");
+  return true;
+}
+
+int64_t hostSample(const float *logits, int64_t vocab, double temperature,
+                   int64_t topK, double topP, uint64_t &rngState) {
+  rt::SamplingOptions o;
+  o.greedy = false;
+  o.temperature = temperature;
+  o.top_k = topK;
+  o.top_p = topP;
+  rt::Rng rng = rt::Rng::FromState(rngState);
+  std::vector<double> scratch;
+  absl::StatusOr<int64_t> t =
+      rt::SampleToken(o, logits, vocab, 1, rng, scratch);
+  rngState = rng.state();
+  return t.ok() ? *t : -1;
+}
+
+uint64_t rngState(uint64_t seed, uint64_t stream) {
+  return rt::Rng(seed, stream).state();
 }
 
 std::string endSampling(int64_t handle) {

@@ -47,6 +47,21 @@ void release(void *device);
 bool sampleGreedy(int64_t handle, const void *logits, int64_t rows,
                   int64_t vocab, int64_t rowStride, void *tokens, int64_t step,
                   int64_t eos, int64_t pad, std::string &error);
+/// Sampling on the device (rt::SampleOnDevice: the kernel bt_sample) for
+/// sampler `handle`, as sampleGreedy, with `temperature` (> 0), `topK` (0:
+/// off), `topP` (1: off); `rngStates` [rows] (the rows' SplitMix64 states)
+/// are loaded first when non-null, else the device continues its streams.
+bool sampleDraw(int64_t handle, const void *logits, int64_t rows,
+                int64_t vocab, int64_t rowStride, void *tokens, int64_t step,
+                int64_t eos, int64_t pad, double temperature, int64_t topK,
+                double topP, const uint64_t *rngStates, std::string &error);
+/// The CPU sampler's token (rt::SampleToken) for `logits` [vocab] under the
+/// same options, drawing from the stream whose state is `rngState` (advanced
+/// by the draw); -1 on its error (NaN, +inf, no finite logit).
+int64_t hostSample(const float *logits, int64_t vocab, double temperature,
+                   int64_t topK, double topP, uint64_t &rngState);
+/// The state of rt::Rng(seed, stream).
+uint64_t rngState(uint64_t seed, uint64_t stream);
 /// rt::EndDeviceSampling for `handle`: "" or its error (a row with a NaN).
 std::string endSampling(int64_t handle);
 /// Reports of the emulator's checks so far in this process.

@@ -179,7 +179,7 @@ TEST_F(Sampler, NaNRowsArePaddedAndReported) {
   EXPECT_EQ(got[1], 9);
   EXPECT_EQ(got[2], sequentialArgMax(l.data() + 2 * vocab, vocab));
   EXPECT_EQ(emu::endSampling(7),
-            "sampler (greedy, on the device): a row of the batch (row 1 when "
+            "sampler (on the device): a row of the batch (row 1 when "
             "it was sampled) has a NaN logit");
 }
 
@@ -202,6 +202,209 @@ TEST_F(Sampler, EOSPadsTheRestOfTheBlock) {
   EXPECT_EQ(sample(21, l2, rows, vocab, vocab, 0, eos, pad, false),
             (std::vector<int64_t>{17, eos}));
   EXPECT_EQ(emu::endSampling(21), "");
+}
+
+/// Sampling on the device (bt_sample): the tokens of the CPU sampler
+/// (rt::SampleToken) drawing from the same SplitMix64 streams, step after
+/// step, the device continuing its streams after the states of the first
+/// step. Rows: random logits, logits on a coarse grid (ties at the top-k
+/// threshold and at the top-p boundary), equal logits (top-p cuts a run of
+/// ties in id order), -inf entries, one dominant logit. The sums (z, the
+/// kept mass, the cumulative) are added in another order than on the CPU,
+/// so a token could differ when the draw falls within a few ulps of a
+/// cumulative sum; with these draws none does.
+class Draw : public Sampler {
+protected:
+  struct Case {
+    double temperature;
+    int64_t topK;
+    double topP;
+  };
+  /// Samples `steps` steps of `logits` [rows, stride] on the device and on
+  /// the host; returns the device's tokens [steps][rows] after expecting
+  /// them equal to the host's.
+  std::vector<std::vector<int64_t>>
+  drawBoth(int64_t handle, const std::vector<float> &logits, int64_t rows,
+           int64_t vocab, int64_t stride, const Case &c, int64_t steps,
+           uint64_t seed, unsigned long long schedule = 0) {
+    std::vector<uint64_t> states(rows);
+    for (int64_t r = 0; r < rows; ++r)
+      states[r] = emu::rngState(seed, r);
+    std::vector<uint64_t> host = states;
+    void *d = emu::upload(logits.data(), rows * stride * 4);
+    std::vector<int64_t> init(rows, -7);
+    void *t = emu::upload(init.data(), rows * 8);
+    emu::setScheduleSeed(schedule);
+    std::vector<std::vector<int64_t>> all;
+    for (int64_t k = 0; k < steps; ++k) {
+      std::string error;
+      long before = emu::reports();
+      EXPECT_TRUE(emu::sampleDraw(handle, d, rows, vocab, stride, t, k, -1, 0,
+                                  c.temperature, c.topK, c.topP,
+                                  k == 0 ? states.data() : nullptr, error))
+          << error;
+      EXPECT_EQ(emu::reports(), before);
+      std::vector<int64_t> got(rows);
+      emu::download(got.data(), t, rows * 8);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t want = emu::hostSample(logits.data() + r * stride, vocab,
+                                             c.temperature, c.topK, c.topP,
+                                             host[r]);
+        EXPECT_EQ(got[r], want)
+            << "V " << vocab << " row " << r << " step " << k << " T "
+            << c.temperature << " top-k " << c.topK << " top-p " << c.topP;
+      }
+      all.push_back(got);
+    }
+    emu::setScheduleSeed(0);
+    EXPECT_EQ(emu::endSampling(handle), "");
+    emu::release(d);
+    emu::release(t);
+    return all;
+  }
+};
+
+std::vector<float> drawRows(int64_t vocab, int64_t stride, int64_t &rows,
+                            std::mt19937 &rng) {
+  rows = 5;
+  std::vector<float> l(rows * stride, kInf);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  auto row = [&](int64_t r) { return l.data() + r * stride; };
+  for (int64_t v = 0; v < vocab; ++v) {
+    row(0)[v] = normal(rng);
+    row(1)[v] = std::round(normal(rng)); // ties
+    row(2)[v] = 0.5f;                    // all equal
+    row(3)[v] = v % 3 == 0 ? -kInf : normal(rng);
+    row(4)[v] = normal(rng) - 30.0f;
+  }
+  row(3)[vocab - 1] = 1.0f; // a finite logit even when vocab <= 3
+  row(4)[vocab / 2] = 8.0f; // dominant
+  return l;
+}
+
+TEST_F(Draw, MatchesTheCpuSampler) {
+  std::mt19937 rng(11);
+  const Case cases[] = {{1.0, 0, 1.0},  {0.7, 0, 1.0},   {1.3, 5, 1.0},
+                        {0.9, 0, 0.9},  {0.8, 40, 0.95}, {1.0, 1, 1.0},
+                        {1.0, 0, 1e-9}, {2.0, 3, 0.5},   {1.0, 0, 0.5}};
+  int64_t handle = 100;
+  for (int64_t vocab : {1, 7, 256, 257, 1000}) {
+    const int64_t stride = vocab + 3;
+    int64_t rows = 0;
+    std::vector<float> l = drawRows(vocab, stride, rows, rng);
+    for (const Case &c : cases)
+      drawBoth(++handle, l, rows, vocab, stride, c, 2, 1234 + vocab);
+  }
+}
+
+TEST_F(Draw, PaperVocabulary) {
+  std::mt19937 rng(5);
+  const int64_t vocab = 50304;
+  int64_t rows = 0;
+  std::vector<float> l = drawRows(vocab, vocab, rows, rng);
+  l.resize(2 * vocab); // rows 0 and 1
+  drawBoth(300, l, 2, vocab, vocab, {0.8, 50, 0.9}, 2, 7);
+  drawBoth(301, l, 2, vocab, vocab, {1.0, 0, 1.0}, 2, 8);
+}
+
+TEST_F(Draw, ScheduleDoesNotChangeTheTokens) {
+  std::mt19937 rng(3);
+  int64_t rows = 0;
+  std::vector<float> l = drawRows(300, 300, rows, rng);
+  std::vector<std::vector<int64_t>> first;
+  for (unsigned long long schedule : {0ull, 1ull, 2ull, 3ull}) {
+    std::vector<std::vector<int64_t>> got =
+        drawBoth(400 + schedule, l, rows, 300, 300, {0.9, 20, 0.9}, 2, 99,
+                 schedule);
+    if (schedule == 0)
+      first = got;
+    else
+      EXPECT_EQ(got, first) << "schedule seed " << schedule;
+  }
+}
+
+TEST_F(Draw, ErrorsPadTheRowAndAreReported) {
+  const int64_t vocab = 300, rows = 3;
+  std::vector<float> l(rows * vocab, 0.25f);
+  l[0 * vocab + 7] = kInf;
+  for (int64_t v = 0; v < vocab; ++v)
+    l[2 * vocab + v] = -kInf;
+  std::vector<uint64_t> states = {1, 2, 3};
+  std::vector<int64_t> init(rows, -7);
+  void *d = emu::upload(l.data(), rows * vocab * 4);
+  void *t = emu::upload(init.data(), rows * 8);
+  std::string error;
+  ASSERT_TRUE(emu::sampleDraw(500, d, rows, vocab, vocab, t, 0, -1, 9, 1.0, 0,
+                              1.0, states.data(), error))
+      << error;
+  std::vector<int64_t> got(rows);
+  emu::download(got.data(), t, rows * 8);
+  EXPECT_EQ(got[0], 9);
+  EXPECT_GE(got[1], 0);
+  EXPECT_LT(got[1], vocab);
+  EXPECT_EQ(got[2], 9);
+  EXPECT_EQ(emu::endSampling(500),
+            "sampler (on the device): a row of the batch (row 0 when it was "
+            "sampled) has a +inf logit");
+  // All -inf alone.
+  ASSERT_TRUE(emu::sampleDraw(501, static_cast<char *>(d) + 2 * vocab * 4, 1,
+                              vocab, vocab, t, 0, -1, 9, 1.0, 0, 1.0,
+                              states.data(), error))
+      << error;
+  EXPECT_EQ(emu::endSampling(501),
+            "sampler (on the device): a row of the batch (row 0 when it was "
+            "sampled) has no finite logit (all -inf)");
+  emu::release(d);
+  emu::release(t);
+}
+
+TEST_F(Draw, EOSStopsTheRowsDraws) {
+  // Row 0 draws EOS at step 0 (its logit dominates), then pads without
+  // drawing; row 1 draws at every step. The next block continues both
+  // streams on the device: row 0 advanced by one draw, row 1 by two.
+  const int64_t vocab = 64, rows = 2, eos = 5, pad = 1;
+  std::mt19937 rng(8);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> l(rows * vocab);
+  for (float &x : l)
+    x = normal(rng);
+  l[0 * vocab + eos] = 80.0f;
+  l[1 * vocab + eos] = -80.0f;
+  std::vector<uint64_t> states = {emu::rngState(4, 0), emu::rngState(4, 1)};
+  std::vector<uint64_t> host = states;
+  void *d = emu::upload(l.data(), rows * vocab * 4);
+  std::vector<int64_t> init(rows, -7);
+  void *t = emu::upload(init.data(), rows * 8);
+  std::vector<int64_t> got(rows);
+  std::string error;
+  const double temp = 1.0, topP = 1.0;
+  for (int64_t step : {0, 1}) {
+    ASSERT_TRUE(emu::sampleDraw(600, d, rows, vocab, vocab, t, step, eos, pad,
+                                temp, 0, topP,
+                                step == 0 ? states.data() : nullptr, error))
+        << error;
+    emu::download(got.data(), t, rows * 8);
+    EXPECT_EQ(got[0], step == 0 ? eos : pad) << "step " << step;
+    EXPECT_EQ(got[1], emu::hostSample(l.data() + vocab, vocab, temp, 0, topP,
+                                      host[1]))
+        << "step " << step;
+  }
+  EXPECT_EQ(emu::hostSample(l.data(), vocab, temp, 0, topP, host[0]), eos);
+  // Next block, same rows: the device's streams continue.
+  l[0 * vocab + eos] = 0.0f;
+  emu::release(d);
+  d = emu::upload(l.data(), rows * vocab * 4);
+  ASSERT_TRUE(emu::sampleDraw(600, d, rows, vocab, vocab, t, 0, eos, pad, temp,
+                              0, topP, nullptr, error))
+      << error;
+  emu::download(got.data(), t, rows * 8);
+  for (int64_t r = 0; r < rows; ++r)
+    EXPECT_EQ(got[r], emu::hostSample(l.data() + r * vocab, vocab, temp, 0,
+                                      topP, host[r]))
+        << "row " << r;
+  EXPECT_EQ(emu::endSampling(600), "");
+  emu::release(d);
+  emu::release(t);
 }
 
 } // namespace

@@ -210,9 +210,9 @@ def BTGPUSamplerKernels : Pass<"bt-gpu-sampler-kernels", "::mlir::ModuleOp"> {
   let description = [{
     When the host code calls the runtime's sampler (`bt_rt_sample`, the
     bufferization of `bt.sample`), adds `gpu.module @bt_sampler_kernels`
-    with the kernel the runtime's callback `_mlir_ciface_bt_gpu_sample`
-    launches by name for a greedy step (docs/generation.md, "Sampling on
-    the device"), so that the logits stay on the device:
+    with the kernels the runtime's callback `_mlir_ciface_bt_gpu_sample`
+    launches by name (docs/generation.md, "Sampling on the device"), so
+    that the logits stay on the device:
 
     `bt_sample_greedy(logits F32 [B', V] (strided), tokens I64 [B']
     (strided), state I64 [B'', 2], step i64, first i64, eos i64, pad i64)`,
@@ -224,14 +224,25 @@ def BTGPUSamplerKernels : Pass<"bt-gpu-sampler-kernels", "::mlir::ModuleOp"> {
     `state[r, 1] = 1` for a row with a NaN logit (`first` != 0 zeroes
     `state[r, 1]` first).
 
+    `bt_sample(logits, tokens, state, rng I64 [B''], step, first, eos, pad,
+    inv_t f64, top_k i64, top_p f64)`, same launch with 4096 bytes of
+    shared memory: a draw from the CPU sampler's distribution
+    (runtime/generate/sampler.cc: temperature, top-k with ties kept, top-p
+    in probability-then-id order) with the row's SplitMix64 state
+    `rng[r]`, advanced once per drawn token; error codes in `state[r, 1]`
+    (1 NaN, 2 +inf, 3 no finite logit). Each thread scans a contiguous
+    chunk of ids; top-k and top-p thresholds by bisection over the logits'
+    order-preserving 32-bit keys.
+
     Run after `gpu-kernel-outlining` and before `bt-merge-gpu-modules`
-    (which moves the kernel into the one module). A module without the
+    (which moves the kernels into the one module). A module without the
     sampler call is left unchanged.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
-                           "::mlir::scf::SCFDialect"];
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::math::MathDialect"];
 }
 
 def BTMergeGPUModules : Pass<"bt-merge-gpu-modules", "::mlir::ModuleOp"> {
