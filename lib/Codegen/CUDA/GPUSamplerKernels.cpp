@@ -356,17 +356,8 @@ constexpr const char *kKeep = R"(
 /// sums (z, the kept mass, the cumulative) are added in another order, so
 /// a token can differ from the CPU's only when u, or the top-p boundary,
 /// falls within a few ulps of a cumulative sum (docs/generation.md).
-std::string sampleKernelText() {
-  SampleKernelWriter w;
-  std::string &o = w.out;
-  // The element of the chunk loop's variable `var` (kElement).
-  auto loopElem = [&](const char *stem, const char *var) {
-    std::string p = w.fresh(stem);
-    o += subst(kElement, {{"P", p}, {"V", var}});
-    return p;
-  };
-  auto prob = [&](const std::string &p) { o += subst(kProbability, {{"P", p}}); };
-  o += R"(
+/// bt_sample, The kernel's signature, constants, the row's chunk, the EOS skip and the NaN scan (pass 1).
+constexpr const char *kHead = R"(
   gpu.func @bt_sample(
       %logits: memref<?x?xf32, strided<[?, ?], offset: ?>>,
       %tokens: memref<?xi64, strided<[?], offset: ?>>,
@@ -437,8 +428,8 @@ std::string sampleKernelText() {
           scf.yield %no : i64
         }
 )";
-  std::string nan = w.reduce("%nan_t", false, "arith.maxsi");
-  o += subst(R"(
+/// bt_sample, Top-k: the bisection over the 32-bit keys, counting the keys >= the midpoint ({NAN}: the NaN flag).
+constexpr const char *kTopKBisection = R"(
         %has_nan = arith.cmpi ne, {NAN}, %zero : i64
         %finite_ok = arith.xori %has_nan, %true : i1
         %k_pos = arith.cmpi sgt, %top_k, %zero : i64
@@ -462,10 +453,9 @@ std::string sampleKernelText() {
               %kn = arith.addi %ka, %kge64 : i64
               scf.yield %kn : i64
             }
-)",
-             {{"NAN", nan}});
-  std::string kcount = w.reduce("%kcnt", false, "arith.addi");
-  o += subst(R"(
+)";
+/// bt_sample, Top-k: the next bisection bounds ({CNT}: the count), the threshold x of the found key, and the opening of the max scan.
+constexpr const char *kTopKThreshold = R"(
             %kok = arith.cmpi sge, {CNT}, %top_k : i64
             %knlo = arith.select %kok, %kmid, %blo : i64
             %kmm1 = arith.subi %kmid, %one : i64
@@ -483,19 +473,15 @@ std::string sampleKernelText() {
         } else {
           scf.yield %ninf : f64
         }
-        %mx_t = scf.for %mv = %lo to %hi step %c1 iter_args(%ma = %ninf) -> (f64) {)",
-             {{"CNT", kcount}});
-  {
-    std::string p = loopElem("m", "%mv");
-    o += subst(R"(
+        %mx_t = scf.for %mv = %lo to %hi step %c1 iter_args(%ma = %ninf) -> (f64) {)";
+/// bt_sample, The max scan's step ({P}: its element).
+constexpr const char *kMaxStep = R"(
           %mn = arith.maximumf %ma, {P}xm : f64
           scf.yield %mn : f64
         }
-)",
-               {{"P", p}});
-  }
-  std::string m = w.reduce("%mx_t", true, "arith.maximumf");
-  o += subst(R"(
+)";
+/// bt_sample, The error code of the row ({M}: the max) and the opening of the softmax normalizer's scan.
+constexpr const char *kErrorsAndZ = R"(
         %m = arith.addf {M}, %f0 : f64
         %m_pinf = arith.cmpf oeq, %m, %pinf : f64
         %m_ninf = arith.cmpf oeq, %m, %ninf : f64
@@ -505,21 +491,17 @@ std::string sampleKernelText() {
         %ok = arith.cmpi eq, %code, %zero : i64
         %res:2 = scf.if %ok -> (i64, i64) {
           %rng_old = memref.load %rng[%r] : memref<?xi64>
-          %z_t = scf.for %zv = %lo to %hi step %c1 iter_args(%za = %f0) -> (f64) {)",
-             {{"M", m}});
-  {
-    std::string p = loopElem("z", "%zv");
-    o += subst(R"(
+          %z_t = scf.for %zv = %lo to %hi step %c1 iter_args(%za = %f0) -> (f64) {)";
+/// bt_sample, The normalizer scan's step ({P}: its element).
+constexpr const char *kZStep = R"(
             {P}d = arith.subf {P}xm, %m : f64
             {P}e = math.exp {P}d : f64
             %zn = arith.addf %za, {P}e : f64
             scf.yield %zn : f64
           }
-)",
-               {{"P", p}});
-  }
-  std::string z = w.reduce("%z_t", true, "arith.addf");
-  o += subst(R"(
+)";
+/// bt_sample, Top-p: the bisection over the keys for the mass at or above the midpoint ({Z}: the normalizer).
+constexpr const char *kTopPBisection = R"(
           %z = arith.addf {Z}, %f0 : f64
           %p_on = arith.cmpf olt, %top_p, %f1 : f64
           %tp:5 = scf.if %p_on -> (i64, i64, f64, i64, i1) {
@@ -527,22 +509,17 @@ std::string sampleKernelText() {
               %ps0 = arith.addi %plo, %phi : i64
               %ps1 = arith.addi %ps0, %one : i64
               %pmid = arith.shrui %ps1, %one : i64
-              %psum = scf.for %pv = %lo to %hi step %c1 iter_args(%pa = %f0) -> (f64) {)",
-             {{"Z", z}});
-  {
-    std::string p = loopElem("p", "%pv");
-    prob(p);
-    o += subst(R"(
+              %psum = scf.for %pv = %lo to %hi step %c1 iter_args(%pa = %f0) -> (f64) {)";
+/// bt_sample, Top-p: the bisection scan's step ({P}: its element).
+constexpr const char *kTopPSumStep = R"(
                 %pge = arith.cmpi uge, {P}key, %pmid : i64
                 %padd = arith.select %pge, {P}p, %f0 : f64
                 %pn = arith.addf %pa, %padd : f64
                 scf.yield %pn : f64
               }
-)",
-               {{"P", p}});
-  }
-  std::string psum = w.reduce("%psum", true, "arith.addf");
-  o += subst(R"(
+)";
+/// bt_sample, Top-p: the next bisection bounds ({S}: the mass), then the scan for the mass above the cut, the total, the ties and their p.
+constexpr const char *kTopPCut = R"(
               %pok = arith.cmpf oge, {S}, %top_p : f64
               %pnlo = arith.select %pok, %pmid, %plo : i64
               %pmm1 = arith.subi %pmid, %one : i64
@@ -550,12 +527,9 @@ std::string sampleKernelText() {
               scf.yield %pnlo, %pnhi : i64, i64
             }
             %kstar = arith.addi %pb#0, %zero : i64
-            %tq:4 = scf.for %qv = %lo to %hi step %c1 iter_args(%qgt = %f0, %qall = %f0, %qti = %zero, %qps = %f0) -> (f64, f64, i64, f64) {)",
-             {{"S", psum}});
-  {
-    std::string p = loopElem("q", "%qv");
-    prob(p);
-    o += subst(R"(
+            %tq:4 = scf.for %qv = %lo to %hi step %c1 iter_args(%qgt = %f0, %qall = %f0, %qti = %zero, %qps = %f0) -> (f64, f64, i64, f64) {)";
+/// bt_sample, Top-p: the scan's step over the cut's ties ({P}: its element).
+constexpr const char *kTopPTies = R"(
               %qg = arith.cmpi ugt, {P}key, %kstar : i64
               %qe = arith.cmpi eq, {P}key, %kstar : i64
               %qpos = arith.cmpf ogt, {P}p, %f0 : f64
@@ -569,15 +543,9 @@ std::string sampleKernelText() {
               %qnps = arith.maximumf %qps, %qtp : f64
               scf.yield %qngt, %qnall, %qnti, %qnps : f64, f64, i64, f64
             }
-)",
-               {{"P", p}});
-  }
-  std::string sgt = w.reduce("%tq#0", true, "arith.addf");
-  std::string sall = w.reduce("%tq#1", true, "arith.addf");
-  std::string ties = w.reduce("%tq#2", false, "arith.addi");
-  std::string pstar = w.reduce("%tq#3", true, "arith.maximumf");
-  std::string tbase = w.exclusiveScan("%tq#2", false);
-  o += subst(R"(
+)";
+/// bt_sample, Top-p: how many ties are kept and the kept mass; the draw u from the row's stream; the opening of the chunk-sum scan.
+constexpr const char *kTopPEnd = R"(
             %pall = arith.cmpf olt, {SALL}, %top_p : f64
             %b1 = arith.addf {SGT}, {PSTAR} : f64
             %w:2 = scf.while (%wj = %one, %wb = %b1) : (i64, f64) -> (i64, f64) {
@@ -620,36 +588,19 @@ std::string sampleKernelText() {
           %g9 = arith.shrui %g8, %c11 : i64
           %uf = arith.uitofp %g9 : i64 to f64
           %u = arith.mulf %uf, %ulp53 : f64
-          %cs:2 = scf.for %cv = %lo to %hi step %c1 iter_args(%ca = %f0, %crk = %tp#3) -> (f64, i64) {)",
-             {{"SALL", sall},
-              {"SGT", sgt},
-              {"PSTAR", pstar},
-              {"TIES", ties},
-              {"TBASE", tbase},
-              {"GAMMA", std::to_string(static_cast<int64_t>(0x9E3779B97F4A7C15ULL))},
-              {"MIX1", std::to_string(static_cast<int64_t>(0xBF58476D1CE4E5B9ULL))},
-              {"MIX2", std::to_string(static_cast<int64_t>(0x94D049BB133111EBULL))}});
-  {
-    std::string p = loopElem("c", "%cv");
-    prob(p);
-    o += subst(kKeep, {{"P", p}, {"RK", "%crk"}});
-    o += subst(R"(
+          %cs:2 = scf.for %cv = %lo to %hi step %c1 iter_args(%ca = %f0, %crk = %tp#3) -> (f64, i64) {)";
+/// bt_sample, The chunk-sum scan's step ({P}: its element).
+constexpr const char *kCumStep = R"(
             %cadd = arith.select {P}keep, {P}q, %f0 : f64
             %cn = arith.addf %ca, %cadd : f64
             scf.yield %cn, {P}nrk : f64, i64
           }
-)",
-               {{"P", p}});
-  }
-  std::string pre = w.exclusiveScan("%cs#0", true);
-  o += subst(R"(
-          %fd:4 = scf.for %dv = %lo to %hi step %c1 iter_args(%dcum = {PRE}, %dfound = %vocab64, %dlast = %minus1, %drk = %tp#3) -> (f64, i64, i64, i64) {)",
-             {{"PRE", pre}});
-  {
-    std::string p = loopElem("d", "%dv");
-    prob(p);
-    o += subst(kKeep, {{"P", p}, {"RK", "%drk"}});
-    o += subst(R"(
+)";
+/// bt_sample, The scan for the first kept id whose cumulative probability exceeds u ({PRE}: the chunk's starting sum).
+constexpr const char *kFindStart = R"(
+          %fd:4 = scf.for %dv = %lo to %hi step %c1 iter_args(%dcum = {PRE}, %dfound = %vocab64, %dlast = %minus1, %drk = %tp#3) -> (f64, i64, i64, i64) {)";
+/// bt_sample, The find scan's step ({P}: its element).
+constexpr const char *kFindStep = R"(
             %dadd = arith.select {P}keep, {P}q, %f0 : f64
             %dncum = arith.addf %dcum, %dadd : f64
             %dv64 = arith.index_cast %dv : index to i64
@@ -661,12 +612,9 @@ std::string sampleKernelText() {
             %dnl = arith.select {P}keep, %dv64, %dlast : i64
             scf.yield %dncum, %dnf, %dnl, {P}nrk : f64, i64, i64, i64
           }
-)",
-               {{"P", p}});
-  }
-  std::string fmin = w.reduce("%fd#1", false, "arith.minsi");
-  std::string lmax = w.reduce("%fd#2", false, "arith.maxsi");
-  o += subst(R"(
+)";
+/// bt_sample, The token ({FMIN}, {LMAX}: the first hit, the last kept id), the state and stream updates.
+constexpr const char *kTail = R"(
           %none = arith.cmpi eq, {FMIN}, %vocab64 : i64
           %tok = arith.select %none, {LMAX}, {FMIN} : i64
           scf.yield %tok, %st1 : i64, i64
@@ -695,7 +643,90 @@ std::string sampleKernelText() {
     }
     gpu.return
   }
-)",
+)";
+
+std::string sampleKernelText() {
+  SampleKernelWriter w;
+  std::string &o = w.out;
+  // The element of the chunk loop's variable `var` (kElement).
+  auto loopElem = [&](const char *stem, const char *var) {
+    std::string p = w.fresh(stem);
+    o += subst(kElement, {{"P", p}, {"V", var}});
+    return p;
+  };
+  auto prob = [&](const std::string &p) { o += subst(kProbability, {{"P", p}}); };
+  o += kHead;
+  std::string nan = w.reduce("%nan_t", false, "arith.maxsi");
+  o += subst(kTopKBisection,
+             {{"NAN", nan}});
+  std::string kcount = w.reduce("%kcnt", false, "arith.addi");
+  o += subst(kTopKThreshold,
+             {{"CNT", kcount}});
+  {
+    std::string p = loopElem("m", "%mv");
+    o += subst(kMaxStep,
+               {{"P", p}});
+  }
+  std::string m = w.reduce("%mx_t", true, "arith.maximumf");
+  o += subst(kErrorsAndZ,
+             {{"M", m}});
+  {
+    std::string p = loopElem("z", "%zv");
+    o += subst(kZStep,
+               {{"P", p}});
+  }
+  std::string z = w.reduce("%z_t", true, "arith.addf");
+  o += subst(kTopPBisection,
+             {{"Z", z}});
+  {
+    std::string p = loopElem("p", "%pv");
+    prob(p);
+    o += subst(kTopPSumStep,
+               {{"P", p}});
+  }
+  std::string psum = w.reduce("%psum", true, "arith.addf");
+  o += subst(kTopPCut,
+             {{"S", psum}});
+  {
+    std::string p = loopElem("q", "%qv");
+    prob(p);
+    o += subst(kTopPTies,
+               {{"P", p}});
+  }
+  std::string sgt = w.reduce("%tq#0", true, "arith.addf");
+  std::string sall = w.reduce("%tq#1", true, "arith.addf");
+  std::string ties = w.reduce("%tq#2", false, "arith.addi");
+  std::string pstar = w.reduce("%tq#3", true, "arith.maximumf");
+  std::string tbase = w.exclusiveScan("%tq#2", false);
+  o += subst(kTopPEnd,
+             {{"SALL", sall},
+              {"SGT", sgt},
+              {"PSTAR", pstar},
+              {"TIES", ties},
+              {"TBASE", tbase},
+              {"GAMMA", std::to_string(static_cast<int64_t>(0x9E3779B97F4A7C15ULL))},
+              {"MIX1", std::to_string(static_cast<int64_t>(0xBF58476D1CE4E5B9ULL))},
+              {"MIX2", std::to_string(static_cast<int64_t>(0x94D049BB133111EBULL))}});
+  {
+    std::string p = loopElem("c", "%cv");
+    prob(p);
+    o += subst(kKeep, {{"P", p}, {"RK", "%crk"}});
+    o += subst(kCumStep,
+               {{"P", p}});
+  }
+  std::string pre = w.exclusiveScan("%cs#0", true);
+  o += subst(kFindStart,
+             {{"PRE", pre}});
+  {
+    std::string p = loopElem("d", "%dv");
+    prob(p);
+    o += subst(kKeep, {{"P", p}, {"RK", "%drk"}});
+    o += subst(kFindStep,
+               {{"P", p}});
+  }
+  std::string fmin = w.reduce("%fd#1", false, "arith.minsi");
+  std::string lmax = w.reduce("%fd#2", false, "arith.maxsi");
+  o += subst(kTail,
              {{"FMIN", fmin}, {"LMAX", lmax}});
   return o;
 }
