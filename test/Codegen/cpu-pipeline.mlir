@@ -1,6 +1,7 @@
 // RUN: bt-opt %s --bt-cpu-pipeline | FileCheck %s
 // RUN: bt-opt %s --bt-cpu-pipeline="approximate-math=true" | FileCheck %s --check-prefix=NOERF
 // RUN: bt-opt %s --bt-cpu-pipeline | FileCheck %s --check-prefix=LIBMERF
+// RUN: bt-opt %s --bt-cpu-pipeline | FileCheck %s --check-prefix=PARTITION
 // RUN: bt-opt %s --bt-cpu-pipeline="blas=false" | FileCheck %s --check-prefix=LOOPS
 // RUN: bt-opt %s --bt-cpu-pipeline="approximate-math=false parallel=false" | FileCheck %s --check-prefix=SERIAL
 
@@ -18,7 +19,11 @@
 // NOERF-NOT: erff
 // LIBMERF: llvm.func @erff(f32) -> f32
 // CHECK-DAG: omp.parallel
-// CHECK-DAG: omp.wsloop
+// Each thread takes its share of the rows itself (bt-omp-static-partition):
+// no worksharing loop, no __kmpc_for_static_init.
+// PARTITION-NOT: omp.wsloop
+// CHECK-DAG: llvm.call @omp_get_thread_num() : () -> i32
+// CHECK-DAG: llvm.call @omp_get_num_threads() : () -> i32
 // CHECK-DAG: llvm.func @cblas_sgemm(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, !llvm.ptr, i32, f32, !llvm.ptr, i32)
 // CHECK-DAG: llvm.func internal @mlp(
 // CHECK-DAG: llvm.func internal @_mlir_ciface_mlp(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr {bt.param = "w"}, %{{.*}}: !llvm.ptr {bt.param = "b"}, %{{.*}}: !llvm.ptr) attributes {bt.params = ["w", "b"], llvm.emit_c_interface}

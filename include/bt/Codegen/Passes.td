@@ -405,6 +405,43 @@ def BTParallelWorkThreshold : Pass<"bt-parallel-work-threshold"> {
                            "::mlir::omp::OpenMPDialect"];
 }
 
+def BTOmpStaticPartition : Pass<"bt-omp-static-partition", "::mlir::ModuleOp"> {
+  let summary = "Split OpenMP worksharing loops among the threads without libomp's scheduler";
+  let description = [{
+    Rewrites each plain static `omp.wsloop` that is the whole body of an
+    `omp.parallel` (no reduction, linear, ordered, order, simd or chunk
+    clause; as `convert-scf-to-openmp` builds them for the CPU pipeline)
+    into the calling thread's share of the iterations: with the nest's
+    collapsed trip count N = Π ceil((ub - lb) / step) (row-major, the last
+    dim fastest), T = `omp_get_num_threads()` and t =
+    `omp_get_thread_num()`, thread t runs the linear iterations
+    [t ceil(N / T), min((t + 1) ceil(N / T), N)) in an `scf.for` and
+    delinearizes each back to the nest's induction variables (a remainder
+    and a division per parallel dim but the first). The same partition as
+    libomp's static schedule up to the remainder's placement; the
+    iterations are independent, so the results do not change. The
+    `omp.parallel` keeps its `if` clause (serialized: T = 1, t = 0) and its
+    join barrier, which replaces the worksharing loop's implicit one.
+    Declares `func.func private @omp_get_thread_num() -> i32` and
+    `@omp_get_num_threads() -> i32` (libomp's API) when a loop is rewritten.
+
+    Why (issue 15): Debian's libomp 19 formats a debug message with
+    vsnprintf in every `__kmpc_for_static_init` call before it checks the
+    trace level: a quarter of a 1024-iteration parallel loop's time in a
+    microbenchmark, and 13 % of a block_main_b4_5 training step (printf
+    internals in the profile), where thousands of loops start per step.
+
+    Example: `omp.parallel { omp.wsloop { omp.loop_nest (%i, %j) : index =
+    (%c0, %c0) to (%n, %m) step (%c1, %c1) { BODY } } }` → `omp.parallel {
+    %t = call @omp_get_thread_num() ... scf.for %l = %begin to %end step
+    %c1 { %j = %l mod %m, %i = %l / %m; BODY } }`.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::omp::OpenMPDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def BTParallelOuterLoops : Pass<"bt-parallel-outer-loops"> {
   let summary = "Keep one scf.parallel per loop nest, the innermost dim a loop";
   let description = [{

@@ -46,6 +46,7 @@ void bt::buildCPULinalgToLLVMPipeline(OpPassManager &pm,
     pm.addPass(createBTParallelOuterLoops());
     pm.addPass(createConvertSCFToOpenMPPass());
     pm.addPass(createBTParallelWorkThreshold());
+    pm.addPass(createBTOmpStaticPartition());
     // Inlines the memref.alloca_scope convert-scf-to-openmp wraps each body
     // in (none allocates), which convert-scf-to-cf could not lower.
     pm.addPass(createCanonicalizerPass());
