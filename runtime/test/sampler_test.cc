@@ -53,6 +53,43 @@ TEST(Sampler, ArgMaxTakesTheLowestIdOnTies) {
   EXPECT_EQ(ArgMax(strided.data(), 4, 2), 1);
 }
 
+// The contiguous path (16 lanes, then the first id at the maximum) against
+// the documented rule as a sequential scan: the first strict maximum in id
+// order from -inf (lowest id among equal maxima, +0 == -0, all -inf -> 0),
+// -1 for a NaN; lengths around the lane count, values from a tiny set so
+// that ties, signed zeros, infinities and NaNs land in every lane.
+TEST(Sampler, ArgMaxOfContiguousRowsIsTheSequentialScan) {
+  auto scan = [](const std::vector<float> &l) -> int64_t {
+    int64_t best = 0;
+    float value = -INFINITY;
+    for (size_t v = 0; v < l.size(); ++v) {
+      if (std::isnan(l[v]))
+        return -1;
+      if (l[v] > value) {
+        value = l[v];
+        best = static_cast<int64_t>(v);
+      }
+    }
+    return best;
+  };
+  const float pool[] = {-INFINITY, -1.0f, -0.0f, 0.0f, 2.0f, INFINITY, NAN};
+  uint64_t state = 12345;
+  auto next = [&]() {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  for (int64_t n : {0, 1, 15, 16, 17, 31, 32, 33, 100, 257}) {
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<float> l(static_cast<size_t>(n));
+      // Pools without NaN or +inf most of the time, so maxima vary.
+      const size_t kinds = trial % 4 == 0 ? 7 : trial % 4 == 1 ? 6 : 5;
+      for (float &x : l)
+        x = pool[next() % kinds];
+      ASSERT_EQ(ArgMax(l.data(), n), scan(l)) << "n " << n << " trial " << trial;
+    }
+  }
+}
+
 TEST(Sampler, GreedyIsOneHotAndDrawsNothing) {
   std::vector<float> l = {0.1f, 0.7f, 0.7f};
   auto p = SamplingDistribution(SamplingOptions(), l);

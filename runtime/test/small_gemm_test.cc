@@ -126,6 +126,21 @@ TEST(SmallGemmTest, ConstantWeightPackedPanels) {
   Check({9, 40, 21, false, true, 1.0f, 0.0f, true}); // cblas: never packed
 }
 
+// Tiny products outside the small-M path (M x N x K <= kTinyGemmWork):
+// plain loops, every transposition, alpha / beta,
+// leading dimensions padded; the padding of C stays untouched.
+TEST(SmallGemmTest, TinyProductsEveryTransposition) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Check({1, 32, 5, ta, tb, 1.0f, 0.0f});   // decode attention: P x V
+      Check({1, 35, 32, ta, tb, 0.125f, 0.0f}); // q x K^T
+      Check({32, 32, 32, ta, tb, 1.0f, 0.0f}); // at the bound
+      Check({9, 7, 3, ta, tb, -2.0f, 0.25f});
+      Check({16, 8, 1, ta, tb, 0.5f, 1.0f});
+    }
+  Check({33, 32, 32, false, false, 1.0f, 0.0f}); // above: cblas_sgemm
+}
+
 // A weight is packed once per span; one outside every registered range
 // (a KV cache, an activation) never is; after ReleaseConstantWeights a
 // changed weight is read again, not the stale panels.

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -481,6 +482,49 @@ void RunShare(void *data) {
 } // namespace
 } // namespace bt::rt
 
+namespace bt::rt {
+namespace {
+
+/// C = alpha * op(A) * op(B) + beta * C for a tiny row-major product, as
+/// axpy rows (C[i, :] += alpha A[i, p] B[p, :], vectorizable over N); a
+/// transposed B is first copied to [K, N]. beta == 0 does not read C (BLAS
+/// semantics).
+void TinyGemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+              const float *a, int lda, const float *b, int ldb, float beta,
+              float *c, int ldc) {
+  thread_local std::vector<float> bt_scratch;
+  const float *rows = b;
+  int ld = ldb;
+  if (trans_b) {
+    bt_scratch.resize(static_cast<size_t>(k) * n);
+    for (int j = 0; j < n; ++j)
+      for (int p = 0; p < k; ++p)
+        bt_scratch[static_cast<size_t>(p) * n + j] =
+            b[static_cast<size_t>(j) * ldb + p];
+    rows = bt_scratch.data();
+    ld = n;
+  }
+  for (int i = 0; i < m; ++i) {
+    float *ci = c + static_cast<size_t>(i) * ldc;
+    if (beta == 0.0f)
+      std::fill_n(ci, n, 0.0f);
+    else if (beta != 1.0f)
+      for (int j = 0; j < n; ++j)
+        ci[j] *= beta;
+    for (int p = 0; p < k; ++p) {
+      const float aip =
+          alpha * (trans_a ? a[static_cast<size_t>(p) * lda + i]
+                           : a[static_cast<size_t>(i) * lda + p]);
+      const float *bp = rows + static_cast<size_t>(p) * ld;
+      for (int j = 0; j < n; ++j)
+        ci[j] += aip * bp[j];
+    }
+  }
+}
+
+} // namespace
+} // namespace bt::rt
+
 extern "C" void bt_cpu_sgemm(int order, int trans_a, int trans_b, int m, int n,
                              int k, float alpha, const float *a, int lda,
                              const float *b, int ldb, float beta, float *c,
@@ -497,6 +541,12 @@ extern "C" void bt_cpu_sgemm(int order, int trans_a, int trans_b, int m, int n,
   const bool small = mode > 0 && order == CblasRowMajor &&
                      trans_a == CblasNoTrans && trans_b == CblasTrans &&
                      m >= 1 && m <= kSmallGemmMaxM && n >= 1 && k >= 1;
+  if (!small && mode > 0 && order == CblasRowMajor && m >= 1 && n >= 1 &&
+      k >= 1 && static_cast<long>(m) * n * k <= kTinyGemmWork) {
+    TinyGemm(trans_a == CblasTrans, trans_b == CblasTrans, m, n, k, alpha, a,
+             lda, b, ldb, beta, c, ldc);
+    return;
+  }
   if (!small) {
     cblas_sgemm(static_cast<CBLAS_ORDER>(order),
                 static_cast<CBLAS_TRANSPOSE>(trans_a),

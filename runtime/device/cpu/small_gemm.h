@@ -18,7 +18,11 @@
 //  - any other B (activations, KV caches) is read row by row: M dot
 //    products per weight row.
 // Both split the columns over the process' OpenMP pool when B has at least
-// 128 Ki elements. Everything else goes to cblas_sgemm unchanged, and so
+// 128 Ki elements. Other tiny products (M x N x K <= kTinyGemmWork,
+// row-major, any transposition: the per-head attention products of a decode
+// step, e.g. [1, K<=35] x [K, 32]) run as plain loops on the calling thread, without
+// cblas_sgemm's per-call dispatch and packing. Everything else goes to
+// cblas_sgemm unchanged, and so
 // does every product when the environment has BT_CPU_SGEMM=cblas (for A/B
 // measurements); BT_CPU_SGEMM=rows keeps the small path but never packs.
 //
@@ -42,6 +46,8 @@ namespace bt::rt {
 
 /// The largest M bt_cpu_sgemm computes itself (larger ones: cblas_sgemm).
 inline constexpr int kSmallGemmMaxM = 8;
+/// The largest M x N x K that bt_cpu_sgemm multiplies with plain loops.
+inline constexpr long kTinyGemmWork = 32 * 32 * 32;
 
 /// Output columns per panel of a packed weight.
 inline constexpr int kPackedPanel = 32;
