@@ -60,7 +60,7 @@ namespace {
 /// equal values (== also for +0 and -0, as ArgMax's strict >), and ORs the
 /// NaN flags: the same id as ArgMax's sequential scan. A row's V logits are
 /// read once, coalesced (consecutive threads read consecutive ids).
-constexpr const char *kGreedyKernel = R"mlir(
+constexpr const char *kGreedyHead = R"mlir(
   gpu.func @bt_sample_greedy(
       %logits: memref<?x?xf32, strided<[?, ?], offset: ?>>,
       %tokens: memref<?xi64, strided<[?], offset: ?>>,
@@ -87,9 +87,16 @@ constexpr const char *kGreedyKernel = R"mlir(
     %sv = memref.view %raw[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<256xf32, #gpu.address_space<workgroup>>
     %si = memref.view %raw[%c1024][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<256xi32, #gpu.address_space<workgroup>>
     %sn = memref.view %raw[%c2048][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<256xi32, #gpu.address_space<workgroup>>
+    %lead = arith.cmpi eq, %t, %c0 : index
+)mlir";
+
+/// The row's EOS rule, shared by both kernels (%r, %rows, %lead, %state,
+/// %step, %first, %eos, %pad, %tokens defined before it): a row that emitted
+/// EOS earlier in this block gets `pad` (thread 0 writes it) and nothing
+/// else; the other rows go on in the `else` region it leaves open.
+constexpr const char *kEosPrologue = R"mlir(
     %live = arith.cmpi ult, %r, %rows : index
     scf.if %live {
-      %lead = arith.cmpi eq, %t, %c0 : index
       %is_first = arith.cmpi ne, %first, %zero : i64
       %at0 = arith.cmpi eq, %step, %zero : i64
       %fin = scf.if %at0 -> (i64) {
@@ -110,6 +117,10 @@ constexpr const char *kGreedyKernel = R"mlir(
           memref.store %pad, %tokens[%r] : memref<?xi64, strided<[?], offset: ?>>
         }
       } else {
+)mlir";
+
+/// bt_sample_greedy after kEosPrologue: the argmax of the row.
+constexpr const char *kGreedyBody = R"mlir(
         %best:3 = scf.for %v = %t to %vocab step %c256
             iter_args(%bi = %none, %bv = %ninf, %nan = %z32) -> (i32, f32, i32) {
           %l = memref.load %logits[%r, %v] : memref<?x?xf32, strided<[?, ?], offset: ?>>
@@ -315,48 +326,7 @@ constexpr const char *kKeep = R"(
             {P}q = arith.divf {P}p, %kept : f64
 )";
 
-/// `bt_sample(logits, tokens, state, rng, step, first, eos, pad, inv_t,
-/// top_k, top_p)`: one token per row drawn from the CPU sampler's
-/// distribution (runtime/generate/sampler.cc Distribution / SampleToken),
-/// one thread block of 256 threads per row r (grid B', 4096 bytes of dynamic
-/// shared memory: an f64 and an i64 slot per thread):
-///
-/// - logits F32 [B', V] (any strides), tokens I64 [B'] (any stride);
-/// - state I64 [B'', 2] as bt_sample_greedy's, except that [r, 1] holds an
-///   error code: 1 a NaN logit, 2 a +inf logit kept by top-k, 3 no finite
-///   logit (all -inf); the row then gets `pad` and draws nothing;
-/// - rng I64 [B'']: row r's SplitMix64 state (sampler.h Rng), advanced by
-///   one draw per sampled token and by nothing else;
-/// - step, first, eos, pad: as bt_sample_greedy's;
-/// - inv_t: 1 / temperature (f64, as the CPU computes it); top_k: 0 or >= V
-///   is off; top_p: 1 is off.
-///
-/// Thread t owns the ids [t C, (t + 1) C), C = ceil(V / 256), visited in
-/// ascending order. With x = logit * inv_t in f64:
-/// 1. NaN check.
-/// 2. top-k: the k-th largest logit by bisection over the 32-bit keys (the
-///    largest key with at least k keys >= it, 32 counting passes); x is
-///    monotone in the logit, so the threshold is that logit * inv_t, and
-///    x < threshold is masked as on the CPU (ties at the threshold kept).
-/// 3. m = max of the kept x (+inf or -inf: error codes 2 / 3); z = sum of
-///    exp(x - m); p = exp(x - m) / z.
-/// 4. top-p (the CPU's order: p descending, id ascending; keep while the
-///    mass before the token is < top_p): K*, the largest key whose tokens
-///    and those above carry >= top_p (32 passes), is the key of the token
-///    that crosses top_p; every token above it is kept, and of the tokens
-///    with key K* (equal logits, equal p) the first n in id order, n counted
-///    as the CPU accumulates them; p is divided by the kept mass. When even
-///    the total is < top_p (rounding) every token is kept.
-/// 5. The draw: u = Uniform() of the row's stream, and the first kept id
-///    in ascending order whose cumulative probability exceeds u (the last
-///    kept id when none does). Thread t's cumulative starts at the sum of
-///    the chunk sums before it.
-///
-/// The same comparisons and the same f64 values per token as the CPU; the
-/// sums (z, the kept mass, the cumulative) are added in another order, so
-/// a token can differ from the CPU's only when u, or the top-p boundary,
-/// falls within a few ulps of a cumulative sum (docs/generation.md).
-/// bt_sample, The kernel's signature, constants, the row's chunk, the EOS skip and the NaN scan (pass 1).
+/// bt_sample, the kernel's signature, constants and the row's chunk of ids.
 constexpr const char *kHead = R"(
   gpu.func @bt_sample(
       %logits: memref<?x?xf32, strided<[?, ?], offset: ?>>,
@@ -398,28 +368,10 @@ constexpr const char *kHead = R"(
     %lo = arith.minui %lo0, %vocab : index
     %hi0 = arith.addi %lo, %chunk : index
     %hi = arith.minui %hi0, %vocab : index
-    %live = arith.cmpi ult, %r, %rows : index
-    scf.if %live {
-      %is_first = arith.cmpi ne, %first, %zero : i64
-      %at0 = arith.cmpi eq, %step, %zero : i64
-      %fin = scf.if %at0 -> (i64) {
-        scf.yield %zero : i64
-      } else {
-        %old = memref.load %state[%r, %c0] : memref<?x2xi64>
-        scf.yield %old : i64
-      }
-      %eos_on = arith.cmpi sge, %eos, %zero : i64
-      %done = arith.cmpi ne, %fin, %zero : i64
-      %skip = arith.andi %eos_on, %done : i1
-      scf.if %skip {
-        scf.if %lead {
-          scf.if %is_first {
-            memref.store %zero, %state[%r, %c1] : memref<?x2xi64>
-          }
-          memref.store %fin, %state[%r, %c0] : memref<?x2xi64>
-          memref.store %pad, %tokens[%r] : memref<?xi64, strided<[?], offset: ?>>
-        }
-      } else {
+)";
+
+/// bt_sample after kEosPrologue: the NaN scan (pass 1).
+constexpr const char *kNanScan = R"(
         %nan_t = scf.for %nv = %lo to %hi step %c1 iter_args(%na = %zero) -> (i64) {
           %nl = memref.load %logits[%r, %nv] : memref<?x?xf32, strided<[?, ?], offset: ?>>
           %nu = arith.cmpf uno, %nl, %nl : f32
@@ -645,6 +597,47 @@ constexpr const char *kTail = R"(
   }
 )";
 
+/// `bt_sample(logits, tokens, state, rng, step, first, eos, pad, inv_t,
+/// top_k, top_p)`: one token per row drawn from the CPU sampler's
+/// distribution (runtime/generate/sampler.cc Distribution / SampleToken),
+/// one thread block of 256 threads per row r (grid B', 4096 bytes of dynamic
+/// shared memory: an f64 and an i64 slot per thread):
+///
+/// - logits F32 [B', V] (any strides), tokens I64 [B'] (any stride);
+/// - state I64 [B'', 2] as bt_sample_greedy's, except that [r, 1] holds an
+///   error code: 1 a NaN logit, 2 a +inf logit kept by top-k, 3 no finite
+///   logit (all -inf); the row then gets `pad` and draws nothing;
+/// - rng I64 [B'']: row r's SplitMix64 state (sampler.h Rng), advanced by
+///   one draw per sampled token and by nothing else;
+/// - step, first, eos, pad: as bt_sample_greedy's;
+/// - inv_t: 1 / temperature (f64, as the CPU computes it); top_k: 0 or >= V
+///   is off; top_p: 1 is off.
+///
+/// Thread t owns the ids [t C, (t + 1) C), C = ceil(V / 256), visited in
+/// ascending order. With x = logit * inv_t in f64:
+/// 1. NaN check.
+/// 2. top-k: the k-th largest logit by bisection over the 32-bit keys (the
+///    largest key with at least k keys >= it, 32 counting passes); x is
+///    monotone in the logit, so the threshold is that logit * inv_t, and
+///    x < threshold is masked as on the CPU (ties at the threshold kept).
+/// 3. m = max of the kept x (+inf or -inf: error codes 2 / 3); z = sum of
+///    exp(x - m); p = exp(x - m) / z.
+/// 4. top-p (the CPU's order: p descending, id ascending; keep while the
+///    mass before the token is < top_p): K*, the largest key whose tokens
+///    and those above carry >= top_p (32 passes), is the key of the token
+///    that crosses top_p; every token above it is kept, and of the tokens
+///    with key K* (equal logits, equal p) the first n in id order, n counted
+///    as the CPU accumulates them; p is divided by the kept mass. When even
+///    the total is < top_p (rounding) every token is kept.
+/// 5. The draw: u = Uniform() of the row's stream, and the first kept id
+///    in ascending order whose cumulative probability exceeds u (the last
+///    kept id when none does). Thread t's cumulative starts at the sum of
+///    the chunk sums before it.
+///
+/// The same comparisons and the same f64 values per token as the CPU; the
+/// sums (z, the kept mass, the cumulative) are added in another order, so
+/// a token can differ from the CPU's only when u, or the top-p boundary,
+/// falls within a few ulps of a cumulative sum (docs/generation.md).
 std::string sampleKernelText() {
   SampleKernelWriter w;
   std::string &o = w.out;
@@ -656,6 +649,8 @@ std::string sampleKernelText() {
   };
   auto prob = [&](const std::string &p) { o += subst(kProbability, {{"P", p}}); };
   o += kHead;
+  o += kEosPrologue;
+  o += kNanScan;
   std::string nan = w.reduce("%nan_t", false, "arith.maxsi");
   o += subst(kTopKBisection,
              {{"NAN", nan}});
@@ -740,7 +735,8 @@ struct GPUSamplerKernelsPass
       return;
     ParserConfig config(&getContext());
     const std::string text = std::string("gpu.module @bt_sampler_kernels {") +
-                             kGreedyKernel + sampleKernelText() + "}\n";
+                             kGreedyHead + kEosPrologue + kGreedyBody +
+                             sampleKernelText() + "}\n";
     OwningOpRef<ModuleOp> parsed =
         parseSourceString<ModuleOp>(text, config, "bt-sampler");
     if (!parsed) {

@@ -76,18 +76,19 @@ void release(void *device) {
   check(backend()->pool().Free(reinterpret_cast<uint64_t>(device)), "Free");
 }
 
-bool sampleGreedy(int64_t handle, const void *logits, int64_t rows,
-                  int64_t vocab, int64_t rowStride, void *tokens, int64_t step,
-                  int64_t eos, int64_t pad, std::string &error) {
+namespace {
+
+/// rt::SampleOnDevice of `step` on logits [rows, vocab] (row stride
+/// `rowStride`) and tokens [rows], then a synchronization.
+bool sampleStep(int64_t handle, const void *logits, int64_t rows,
+                int64_t vocab, int64_t rowStride, void *tokens,
+                const rt::SamplerCallbackTarget::DeviceStep &step,
+                std::string &error) {
   float *l = const_cast<float *>(static_cast<const float *>(logits));
   int64_t *t = static_cast<int64_t *>(tokens);
   rt::StridedMemRef<float, 2> lm{l, l, 0, {rows, vocab}, {rowStride, 1}};
   rt::StridedMemRef<int64_t, 1> tm{t, t, 0, {rows}, {1}};
-  rt::SamplerCallbackTarget::DeviceStep s;
-  s.step_in_block = step;
-  s.eos_token_id = eos;
-  s.pad_token_id = pad;
-  absl::Status st = rt::SampleOnDevice(*backend(), handle, lm, tm, s);
+  absl::Status st = rt::SampleOnDevice(*backend(), handle, lm, tm, step);
   if (!st.ok()) {
     error = st.ToString();
     return false;
@@ -96,14 +97,22 @@ bool sampleGreedy(int64_t handle, const void *logits, int64_t rows,
   return true;
 }
 
+} // namespace
+
+bool sampleGreedy(int64_t handle, const void *logits, int64_t rows,
+                  int64_t vocab, int64_t rowStride, void *tokens, int64_t step,
+                  int64_t eos, int64_t pad, std::string &error) {
+  rt::SamplerCallbackTarget::DeviceStep s;
+  s.step_in_block = step;
+  s.eos_token_id = eos;
+  s.pad_token_id = pad;
+  return sampleStep(handle, logits, rows, vocab, rowStride, tokens, s, error);
+}
+
 bool sampleDraw(int64_t handle, const void *logits, int64_t rows,
                 int64_t vocab, int64_t rowStride, void *tokens, int64_t step,
                 int64_t eos, int64_t pad, double temperature, int64_t topK,
                 double topP, const uint64_t *rngStates, std::string &error) {
-  float *l = const_cast<float *>(static_cast<const float *>(logits));
-  int64_t *t = static_cast<int64_t *>(tokens);
-  rt::StridedMemRef<float, 2> lm{l, l, 0, {rows, vocab}, {rowStride, 1}};
-  rt::StridedMemRef<int64_t, 1> tm{t, t, 0, {rows}, {1}};
   rt::SamplerCallbackTarget::DeviceStep s;
   s.step_in_block = step;
   s.eos_token_id = eos;
@@ -113,13 +122,7 @@ bool sampleDraw(int64_t handle, const void *logits, int64_t rows,
   s.top_k = topK;
   s.top_p = topP;
   s.rng_states = rngStates;
-  absl::Status st = rt::SampleOnDevice(*backend(), handle, lm, tm, s);
-  if (!st.ok()) {
-    error = st.ToString();
-    return false;
-  }
-  check(backend()->Synchronize(), "Synchronize");
-  return true;
+  return sampleStep(handle, logits, rows, vocab, rowStride, tokens, s, error);
 }
 
 int64_t hostSample(const float *logits, int64_t vocab, double temperature,
