@@ -109,7 +109,6 @@ TEST(SmallGemmTest, LargeWeightSplitOverThreads) {
   openblas_set_num_threads(2);
   Check({1, 4099, 300, false, true, 1.0f, 0.0f}); // 1.2 M elements
   Check({8, 2050, 520, false, true, 1.0f, 0.5f});
-  Check({13, 2050, 520, false, true, 1.0f, 0.5f});
 }
 
 TEST(SmallGemmTest, ConstantWeightPackedPanels) {
@@ -124,9 +123,7 @@ TEST(SmallGemmTest, ConstantWeightPackedPanels) {
   openblas_set_num_threads(2);
   Check({1, 4099, 300, false, true, 1.0f, 0.0f, true}); // split over threads
   Check({8, 2050, 520, false, true, 1.0f, 0.5f, true});
-  Check({16, 2050, 520, false, true, 1.0f, 0.5f, true}); // two row chunks
-  Check({11, 1030, 260, false, true, -1.0f, 0.0f, true});
-  Check({17, 40, 21, false, true, 1.0f, 0.0f, true}); // cblas: never packed
+  Check({9, 40, 21, false, true, 1.0f, 0.0f, true}); // cblas: never packed
 }
 
 // Tiny products outside the small-M path (M x N x K <= kTinyGemmWork):

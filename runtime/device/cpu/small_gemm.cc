@@ -29,7 +29,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -218,37 +217,11 @@ void RowsGeneric(const SmallGemm &g, int j0, int j1) {
 
 using RowsFn = void (*)(const SmallGemm &, int, int);
 
-// The register-blocked kernels take up to this many rows; a product of 9..16
-// rows runs as two (rows [0, 8) and [8, M)), interleaved per panel or column
-// range so that the second reads the weight from cache.
-constexpr int kKernelRows = 8;
-static_assert(kSmallGemmMaxM <= 2 * kKernelRows, "two row chunks at most");
-
-/// Rows [0, 8) and [8, M) of a product of M > 8 rows.
-std::pair<SmallGemm, SmallGemm> SplitRows(const SmallGemm &g) {
-  SmallGemm top = g, bottom = g;
-  top.m = kKernelRows;
-  bottom.m = g.m - kKernelRows;
-  bottom.a = g.a + static_cast<long>(kKernelRows) * g.lda;
-  bottom.c = g.c + static_cast<long>(kKernelRows) * g.ldc;
-  return {top, bottom};
-}
-
-RowsFn SelectRows(int m);
-
-void RowsChunked(const SmallGemm &g, int j0, int j1) {
-  const auto [top, bottom] = SplitRows(g);
-  SelectRows(top.m)(top, j0, j1);
-  SelectRows(bottom.m)(bottom, j0, j1);
-}
-
 RowsFn SelectRows(int m) {
-  if (m > kKernelRows)
-    return Isa() == 0 ? RowsGeneric : RowsChunked;
-  static constexpr RowsFn kAvx512[kKernelRows] = {
+  static constexpr RowsFn kAvx512[kSmallGemmMaxM] = {
       RowsAvx512<1>, RowsAvx512<2>, RowsAvx512<3>, RowsAvx512<4>,
       RowsAvx512<5>, RowsAvx512<6>, RowsAvx512<7>, RowsAvx512<8>};
-  static constexpr RowsFn kAvx2[kKernelRows] = {
+  static constexpr RowsFn kAvx2[kSmallGemmMaxM] = {
       RowsAvx2<1>, RowsAvx2<2>, RowsAvx2<3>, RowsAvx2<4>,
       RowsAvx2<5>, RowsAvx2<6>, RowsAvx2<7>, RowsAvx2<8>};
   switch (Isa()) {
@@ -347,22 +320,8 @@ void PanelsAvx2(const SmallGemm &g, const float *packed, int n, int q0,
 
 using PanelsFn = void (*)(const SmallGemm &, const float *, int, int, int);
 
-PanelsFn SelectPanels(int m);
-
-void PanelsChunked(const SmallGemm &g, const float *packed, int n, int q0,
-                   int q1) {
-  const auto [top, bottom] = SplitRows(g);
-  const PanelsFn first = SelectPanels(top.m), second = SelectPanels(bottom.m);
-  for (int q = q0; q < q1; ++q) {
-    first(top, packed, n, q, q + 1);
-    second(bottom, packed, n, q, q + 1);
-  }
-}
-
 PanelsFn SelectPanels(int m) {
-  if (m > kKernelRows && Isa() == 2)
-    return PanelsChunked;
-  static constexpr PanelsFn kAvx512[kKernelRows] = {
+  static constexpr PanelsFn kAvx512[kSmallGemmMaxM] = {
       PanelsAvx512<1>, PanelsAvx512<2>, PanelsAvx512<3>, PanelsAvx512<4>,
       PanelsAvx512<5>, PanelsAvx512<6>, PanelsAvx512<7>, PanelsAvx512<8>};
   switch (Isa()) {

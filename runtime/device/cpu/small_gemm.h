@@ -6,8 +6,7 @@
 // op(A) [M, K], op(B) [K, N], C [M, N], f32, leading dimensions in elements.
 //
 // Small-M products against a weight in PyTorch's Linear layout (row-major,
-// transB: B is [N, K]) — every decode step's GEMMs (M = batch rows <= 16;
-// register-blocked kernels of up to 8 rows, two of them for M > 8) —
+// transB: B is [N, K]) — every decode step's GEMMs (M = batch rows <= 8) —
 // never go through OpenBLAS' per-call packing of B (29 % of decode time at
 // batch 8 for the 50304 x 256 LM head, issue 15):
 //  - B inside a range declared constant (RegisterConstantWeights: the model
@@ -46,7 +45,7 @@ void bt_cpu_sgemm(int order, int trans_a, int trans_b, int m, int n, int k,
 namespace bt::rt {
 
 /// The largest M bt_cpu_sgemm computes itself (larger ones: cblas_sgemm).
-inline constexpr int kSmallGemmMaxM = 16;
+inline constexpr int kSmallGemmMaxM = 8;
 /// The largest M x N x K that bt_cpu_sgemm multiplies with plain loops.
 inline constexpr long kTinyGemmWork = 32 * 32 * 32;
 
