@@ -1,7 +1,8 @@
 //===- small_gemm_test.cc -------------------------------------------------===//
 //
 // bt_cpu_sgemm (device/cpu/small_gemm.h) against a plain double-precision
-// triple loop: the small-M path (every M up to kSmallGemmMaxM, K not a
+// triple loop: the small-M path (every M up to kSmallGemmMaxM, up to
+// kPackedGemmMaxM against a packed weight, K not a
 // multiple of the vector width, padded leading dimensions, alpha and beta, a
 // weight large enough to be split over threads) and the shapes it hands to
 // cblas_sgemm.
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include <cblas.h>
 
 extern "C" void openblas_set_num_threads(int num_threads);
 
@@ -59,7 +61,7 @@ void Check(const Case &c) {
                c.trans_b ? kTrans : kNoTrans, c.m, c.n, c.k, c.alpha, a.data(),
                lda, b.data(), ldb, c.beta, out.data(), ldc);
   if (c.constant_b) {
-    const bool small = c.m <= kSmallGemmMaxM && !c.trans_a && c.trans_b;
+    const bool small = c.m <= kPackedGemmMaxM && !c.trans_a && c.trans_b;
     const bool avx2 =
         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     // Panels of 32 columns, K rows each.
@@ -109,12 +111,33 @@ TEST(SmallGemmTest, LargeWeightSplitOverThreads) {
   openblas_set_num_threads(2);
   Check({1, 4099, 300, false, true, 1.0f, 0.0f}); // 1.2 M elements
   Check({8, 2050, 520, false, true, 1.0f, 0.5f});
+  Check({13, 2050, 520, false, true, 1.0f, 0.5f}); // cblas_sgemm
+}
+
+// Unpacked products of kSmallGemmMaxM < M <= kPackedGemmMaxM rows (training's
+// 9..16-row products) are cblas_sgemm's, bit for bit: their summation order
+// is what the train-step checks were calibrated on.
+TEST(SmallGemmTest, UnpackedRowsAboveTheSmallPathAreCblas) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int n = 300, k = 257;
+  std::vector<float> a(kPackedGemmMaxM * k), b(n * k);
+  for (float &x : a) x = u(rng);
+  for (float &x : b) x = u(rng);
+  for (int m = kSmallGemmMaxM + 1; m <= kPackedGemmMaxM; ++m) {
+    std::vector<float> got(m * n), want(m * n);
+    bt_cpu_sgemm(kRowMajor, kNoTrans, kTrans, m, n, k, 1.0f, a.data(), k,
+                 b.data(), k, 0.0f, got.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f,
+                a.data(), k, b.data(), k, 0.0f, want.data(), n);
+    ASSERT_EQ(got, want) << "M=" << m;
+  }
 }
 
 TEST(SmallGemmTest, ConstantWeightPackedPanels) {
   // Every M, N around the 32-column panels (tails of 1..31 columns, one
   // partial panel only), K not a multiple of the vector width.
-  for (int m = 1; m <= kSmallGemmMaxM; ++m)
+  for (int m = 1; m <= kPackedGemmMaxM; ++m)
     for (int n : {1, 31, 32, 33, 95})
       for (int k : {1, 13, 256})
         Check({m, n, k, false, true, 1.0f, 0.0f, /*constant_b=*/true});
@@ -123,7 +146,9 @@ TEST(SmallGemmTest, ConstantWeightPackedPanels) {
   openblas_set_num_threads(2);
   Check({1, 4099, 300, false, true, 1.0f, 0.0f, true}); // split over threads
   Check({8, 2050, 520, false, true, 1.0f, 0.5f, true});
-  Check({9, 40, 21, false, true, 1.0f, 0.0f, true}); // cblas: never packed
+  Check({16, 2050, 520, false, true, 1.0f, 0.5f, true}); // two row chunks
+  Check({11, 1030, 260, false, true, -1.0f, 0.0f, true});
+  Check({17, 40, 21, false, true, 1.0f, 0.0f, true}); // cblas: never packed
 }
 
 // Tiny products outside the small-M path (M x N x K <= kTinyGemmWork):

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -217,11 +218,27 @@ void RowsGeneric(const SmallGemm &g, int j0, int j1) {
 
 using RowsFn = void (*)(const SmallGemm &, int, int);
 
+// The register-blocked kernels take up to this many rows; a product of 9..16
+// rows against a packed weight runs as two (rows [0, 8) and [8, M)),
+// interleaved per panel so that the second reads the panel from cache.
+constexpr int kKernelRows = kSmallGemmMaxM;
+static_assert(kPackedGemmMaxM <= 2 * kKernelRows, "two row chunks at most");
+
+/// Rows [0, 8) and [8, M) of a product of M > 8 rows.
+std::pair<SmallGemm, SmallGemm> SplitRows(const SmallGemm &g) {
+  SmallGemm top = g, bottom = g;
+  top.m = kKernelRows;
+  bottom.m = g.m - kKernelRows;
+  bottom.a = g.a + static_cast<long>(kKernelRows) * g.lda;
+  bottom.c = g.c + static_cast<long>(kKernelRows) * g.ldc;
+  return {top, bottom};
+}
+
 RowsFn SelectRows(int m) {
-  static constexpr RowsFn kAvx512[kSmallGemmMaxM] = {
+  static constexpr RowsFn kAvx512[kKernelRows] = {
       RowsAvx512<1>, RowsAvx512<2>, RowsAvx512<3>, RowsAvx512<4>,
       RowsAvx512<5>, RowsAvx512<6>, RowsAvx512<7>, RowsAvx512<8>};
-  static constexpr RowsFn kAvx2[kSmallGemmMaxM] = {
+  static constexpr RowsFn kAvx2[kKernelRows] = {
       RowsAvx2<1>, RowsAvx2<2>, RowsAvx2<3>, RowsAvx2<4>,
       RowsAvx2<5>, RowsAvx2<6>, RowsAvx2<7>, RowsAvx2<8>};
   switch (Isa()) {
@@ -320,8 +337,22 @@ void PanelsAvx2(const SmallGemm &g, const float *packed, int n, int q0,
 
 using PanelsFn = void (*)(const SmallGemm &, const float *, int, int, int);
 
+PanelsFn SelectPanels(int m);
+
+void PanelsChunked(const SmallGemm &g, const float *packed, int n, int q0,
+                   int q1) {
+  const auto [top, bottom] = SplitRows(g);
+  const PanelsFn first = SelectPanels(top.m), second = SelectPanels(bottom.m);
+  for (int q = q0; q < q1; ++q) {
+    first(top, packed, n, q, q + 1);
+    second(bottom, packed, n, q, q + 1);
+  }
+}
+
 PanelsFn SelectPanels(int m) {
-  static constexpr PanelsFn kAvx512[kSmallGemmMaxM] = {
+  if (m > kKernelRows && Isa() == 2)
+    return PanelsChunked;
+  static constexpr PanelsFn kAvx512[kKernelRows] = {
       PanelsAvx512<1>, PanelsAvx512<2>, PanelsAvx512<3>, PanelsAvx512<4>,
       PanelsAvx512<5>, PanelsAvx512<6>, PanelsAvx512<7>, PanelsAvx512<8>};
   switch (Isa()) {
@@ -538,9 +569,17 @@ extern "C" void bt_cpu_sgemm(int order, int trans_a, int trans_b, int m, int n,
     const std::string s = v == nullptr ? "" : v;
     return s == "cblas" ? 0 : s == "rows" ? 1 : 2;
   }();
-  const bool small = mode > 0 && order == CblasRowMajor &&
-                     trans_a == CblasNoTrans && trans_b == CblasTrans &&
-                     m >= 1 && m <= kSmallGemmMaxM && n >= 1 && k >= 1;
+  // Linear-layout products of up to kPackedGemmMaxM rows; those of more than
+  // kSmallGemmMaxM rows only against a packed (constant) weight, so that
+  // the products of training (never packed) keep cblas_sgemm's summation.
+  const bool linear = mode > 0 && order == CblasRowMajor &&
+                      trans_a == CblasNoTrans && trans_b == CblasTrans &&
+                      m >= 1 && m <= kPackedGemmMaxM && n >= 1 && k >= 1;
+  const PanelsFn panels = linear ? SelectPanels(m) : nullptr;
+  std::shared_ptr<const float> packed; // alive until the product is done
+  if (mode == 2 && panels != nullptr)
+    packed = PackedFor(b, n, k, ldb);
+  const bool small = linear && (m <= kSmallGemmMaxM || packed != nullptr);
   if (!small && mode > 0 && order == CblasRowMajor && m >= 1 && n >= 1 &&
       k >= 1 && static_cast<long>(m) * n * k <= kTinyGemmWork) {
     TinyGemm(trans_a == CblasTrans, trans_b == CblasTrans, m, n, k, alpha, a,
@@ -555,12 +594,8 @@ extern "C" void bt_cpu_sgemm(int order, int trans_a, int trans_b, int m, int n,
     return;
   }
   const SmallGemm gemm{m, k, alpha, a, lda, b, ldb, beta, c, ldc};
-  ParallelWork work{&gemm, n, SelectRows(m), SelectPanels(m), nullptr};
-  std::shared_ptr<const float> packed; // alive until the product is done
-  if (mode == 2 && work.panels != nullptr) {
-    packed = PackedFor(b, n, k, ldb);
-    work.packed = packed.get();
-  }
+  ParallelWork work{&gemm, n, packed != nullptr ? nullptr : SelectRows(m),
+                    panels, packed.get()};
   const long elements = static_cast<long>(n) * k;
   const int threads =
       elements >= kParallelElements && Omp().parallel != nullptr

@@ -6,8 +6,9 @@
 // op(A) [M, K], op(B) [K, N], C [M, N], f32, leading dimensions in elements.
 //
 // Small-M products against a weight in PyTorch's Linear layout (row-major,
-// transB: B is [N, K]) — every decode step's GEMMs (M = batch rows <= 8) —
-// never go through OpenBLAS' per-call packing of B (29 % of decode time at
+// transB: B is [N, K]) — every decode step's GEMMs (M = batch rows <= 8, or
+// <= 16 against a packed weight: register-blocked kernels of up to 8 rows,
+// two of them for M > 8) — never go through OpenBLAS' per-call packing of B (29 % of decode time at
 // batch 8 for the 50304 x 256 LM head, issue 15):
 //  - B inside a range declared constant (RegisterConstantWeights: the model
 //    parameters while a generation runs, CpuDevice::BeginConstantParams) is
@@ -44,8 +45,14 @@ void bt_cpu_sgemm(int order, int trans_a, int trans_b, int m, int n, int k,
 
 namespace bt::rt {
 
-/// The largest M bt_cpu_sgemm computes itself (larger ones: cblas_sgemm).
+/// The largest M bt_cpu_sgemm computes itself against any Linear-layout
+/// weight (larger ones: cblas_sgemm).
 inline constexpr int kSmallGemmMaxM = 8;
+/// The largest M it computes itself against a packed weight (a registered
+/// constant range: generation). Training's products of 9..16 rows stay with
+/// cblas_sgemm, whose summation order its checks were tuned to
+/// (bt-run/train-step-executable.test).
+inline constexpr int kPackedGemmMaxM = 16;
 /// The largest M x N x K that bt_cpu_sgemm multiplies with plain loops.
 inline constexpr long kTinyGemmWork = 32 * 32 * 32;
 
