@@ -15,6 +15,8 @@ DeviceTraffic DeviceTraffic::Since(const DeviceTraffic &since) const {
   d.sampler_bytes = sampler_bytes - since.sampler_bytes;
   d.kernel_launches = kernel_launches - since.kernel_launches;
   d.gemm_calls = gemm_calls - since.gemm_calls;
+  d.graph_launches = graph_launches - since.graph_launches;
+  d.graph_nodes = graph_nodes - since.graph_nodes;
   d.global_bytes_read = global_bytes_read - since.global_bytes_read;
   d.global_bytes_written = global_bytes_written - since.global_bytes_written;
   d.global_access_bytes = global_access_bytes - since.global_access_bytes;

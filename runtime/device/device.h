@@ -58,6 +58,10 @@ struct DeviceTraffic {
   /// down, its tokens down and up).
   int64_t sampler_bytes = 0;
   int64_t kernel_launches = 0, gemm_calls = 0;
+  /// CUDA graph replays (cuGraphLaunch) and the nodes they ran (kernels,
+  /// GEMMs, memsets). kernel_launches and gemm_calls count the host's own
+  /// launches only: a capture records its launches without running them.
+  int64_t graph_launches = 0, graph_nodes = 0;
   /// Device-memory traffic, counted only by the emulated device (0
   /// elsewhere; docs/cuda-emulator.md "Traffic counters"): bytes of the
   /// distinct 32-byte sectors each launch read / wrote (kernels; cuBLAS

@@ -19,7 +19,8 @@
 //
 // and adds, per kernel K, the entry `void K(void **params)` (the kernel
 // body becomes the internal function `K.bt_emu_body`), the constant
-// `K__bt_emu_flags`, and the site table that names the IR location of every
+// `K__bt_emu_flags`, `K__bt_emu_param_bytes` (the parameters' sizes, for a
+// stream capture), and the site table that names the IR location of every
 // checked access, barrier, shuffle and trap.
 //
 //===----------------------------------------------------------------------===//
@@ -55,7 +56,16 @@ enum Sreg : int64_t {
 constexpr int64_t kSmemOffset = 64;
 constexpr uint32_t kShflBfly = 0, kShflIdx = 1, kShflUp = 2, kShflDown = 3;
 constexpr uint32_t kKernelSync = 1;
-constexpr uint32_t kAbiVersion = 1;
+constexpr uint32_t kAbiVersion = 2;
+
+/// The bytes a kernel parameter of `type` occupies in cuLaunchKernel's
+/// kernelParams: pointers 8, integers and floats their width (the NVVM
+/// lowering passes nothing else: memref descriptors arrive unpacked).
+int32_t paramByteSize(Type type) {
+  if (isa<LLVM::LLVMPointerType>(type))
+    return 8;
+  return static_cast<int32_t>((type.getIntOrFloatBitWidth() + 7) / 8);
+}
 
 /// libdevice functions and the libm function that computes the same
 /// (the emulator cannot give libdevice's exact rounding,
@@ -445,6 +455,18 @@ void NVVMToHostPass::addEntry(LLVM::LLVMFuncOp kernel, bool sync) {
       loc, i32, /*isConstant=*/true, LLVM::Linkage::External,
       name + "__bt_emu_flags", b.getI32IntegerAttr(sync ? kKernelSync : 0));
   symbols->insert(flags);
+  // {count, bytes of parameter 0, ...}: what the emulator copies when a
+  // stream capture records a launch (cuLaunchKernel's kernelParams point to
+  // values of these sizes).
+  SmallVector<int32_t> paramBytes{
+      static_cast<int32_t>(kernel.getFunctionType().getNumParams())};
+  for (Type type : kernel.getFunctionType().getParams())
+    paramBytes.push_back(paramByteSize(type));
+  auto table = b.create<LLVM::GlobalOp>(
+      loc, LLVM::LLVMArrayType::get(i32, paramBytes.size()),
+      /*isConstant=*/true, LLVM::Linkage::External,
+      name + "__bt_emu_param_bytes", b.getI32TensorAttr(paramBytes));
+  symbols->insert(table);
 }
 
 void NVVMToHostPass::runOnOperation() {
@@ -548,7 +570,17 @@ void NVVMToHostPass::runOnOperation() {
     if (g.getAddrSpace() != 0)
       g.setAddrSpace(0);
 
-  // Entries, flags, the site table; no NVVM/GPU attributes left.
+  // Entries, flags, parameter sizes, the site table; no NVVM/GPU attributes
+  // left.
+  for (LLVM::LLVMFuncOp k : kernels)
+    for (auto [i, type] : llvm::enumerate(k.getFunctionType().getParams()))
+      if (!isa<LLVM::LLVMPointerType>(type) && !type.isIntOrFloat()) {
+        k.emitOpError("parameter ")
+            << i << " has type " << type
+            << ", which the emulator cannot copy into a captured launch "
+               "(expected a pointer, integer or float)";
+        return signalPassFailure();
+      }
   for (LLVM::LLVMFuncOp k : kernels)
     addEntry(k, syncFunctions.contains(k));
   module.walk([](Operation *op) {

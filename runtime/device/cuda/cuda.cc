@@ -9,6 +9,7 @@
 
 #include "bt/runtime/device/cuda/cuda.h"
 
+#include <algorithm>
 #include <atomic>
 #include <csetjmp>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <dlfcn.h>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -62,6 +64,21 @@ struct CudaDriver {
   CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, void *);
   CUresult (*cuGetErrorName)(CUresult, const char **);
+  // The graph API (CudaBackend::CaptureGraph): optional, null when the
+  // driver lacks it.
+  CUresult (*cuStreamBeginCapture_v2)(void *, int) = nullptr;
+  CUresult (*cuStreamEndCapture)(void *, void **) = nullptr;
+  CUresult (*cuGraphGetNodes)(void *, void **, size_t *) = nullptr;
+  CUresult (*cuGraphInstantiateWithFlags)(void **, void *,
+                                          unsigned long long) = nullptr;
+  CUresult (*cuGraphLaunch)(void *, void *) = nullptr;
+  CUresult (*cuGraphExecDestroy)(void *) = nullptr;
+  CUresult (*cuGraphDestroy)(void *) = nullptr;
+  bool has_graphs() const {
+    return cuStreamBeginCapture_v2 && cuStreamEndCapture && cuGraphGetNodes &&
+           cuGraphInstantiateWithFlags && cuGraphLaunch &&
+           cuGraphExecDestroy && cuGraphDestroy;
+  }
 
   std::string ErrorName(CUresult r) const {
     const char *name = nullptr;
@@ -157,6 +174,13 @@ std::vector<std::string> ResolveDriver(const SymbolLookup &lookup,
   BT_RESOLVE(cuMemsetD8Async)
   BT_RESOLVE(cuGetErrorName)
 #undef BT_RESOLVE
+  Resolve(lookup, "cuStreamBeginCapture_v2", d.cuStreamBeginCapture_v2);
+  Resolve(lookup, "cuStreamEndCapture", d.cuStreamEndCapture);
+  Resolve(lookup, "cuGraphGetNodes", d.cuGraphGetNodes);
+  Resolve(lookup, "cuGraphInstantiateWithFlags", d.cuGraphInstantiateWithFlags);
+  Resolve(lookup, "cuGraphLaunch", d.cuGraphLaunch);
+  Resolve(lookup, "cuGraphExecDestroy", d.cuGraphExecDestroy);
+  Resolve(lookup, "cuGraphDestroy", d.cuGraphDestroy);
   return missing;
 }
 
@@ -499,7 +523,8 @@ absl::Status CudaBackend::Launch(const char *name, int64_t gx, int64_t gy,
           "launch of kernel '%s': grid (%d, %d, %d) block (%d, %d, %d) out of "
           "range",
           name, gx, gy, gz, bx, by, bz));
-  ++launches_;
+  if (!capturing())
+    ++launches_;
   return Check(driver_->cuLaunchKernel(
                    function, static_cast<unsigned>(gx),
                    static_cast<unsigned>(gy), static_cast<unsigned>(gz),
@@ -567,7 +592,8 @@ absl::Status CudaBackend::Sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
     BT_RETURN_IF_ERROR(LoadCublas());
   // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, and a
   // row-major matrix is its transpose in column-major order.
-  ++gemms_;
+  if (!capturing())
+    ++gemms_;
   int s = cublas_->cublasSgemm_v2(
       cublas_->handle, isTrans(trans_b) ? kCublasOpT : kCublasOpN,
       isTrans(trans_a) ? kCublasOpT : kCublasOpN, n, m, k, &alpha, b, ldb, a,
@@ -600,8 +626,11 @@ absl::Status CudaBackend::RunHostCode(KernelEntryFn fn, void **argv) {
   (void)Synchronize();
   const int64_t before = pool_->bytes_in_use();
   const size_t blocks = call.blocks.size();
-  for (uint64_t address : call.blocks)
-    (void)pool_->Free(address);
+  // During a capture the blocks are the capture's (CaptureGraph releases
+  // them when `work` fails).
+  if (!capturing())
+    for (uint64_t address : call.blocks)
+      (void)pool_->Free(address);
   call.blocks.clear();
   absl::Status failure = absl::Status(
       call.failure.code(),
@@ -654,6 +683,8 @@ DeviceTraffic CudaBackend::traffic() const {
   t.sampler_bytes = sampler_bytes_.load();
   t.kernel_launches = launches_.load();
   t.gemm_calls = gemms_.load();
+  t.graph_launches = graph_launches_.load();
+  t.graph_nodes = graph_nodes_launched_.load();
   // The emulator counts device-memory traffic (cuda_emu/profile.cc).
   if (emulated_ && symbols_) {
     using Query = void (*)(int64_t *);
@@ -667,6 +698,108 @@ DeviceTraffic CudaBackend::traffic() const {
     }
   }
   return t;
+}
+
+//===----------------------------------------------------------------------===//
+// CUDA graphs
+//===----------------------------------------------------------------------===//
+
+constexpr int kCaptureModeRelaxed = 2; // CU_STREAM_CAPTURE_MODE_RELAXED
+
+absl::StatusOr<std::unique_ptr<CudaGraph>>
+CudaBackend::CaptureGraph(const std::function<absl::Status()> &work) {
+  if (!driver_->has_graphs())
+    return absl::UnimplementedError(absl::StrCat(
+        "CUDA driver ", driver_->path,
+        " lacks the graph API (cuStreamBeginCapture_v2, cuGraphLaunch, ...)"));
+  if (capturing())
+    return absl::FailedPreconditionError(
+        "CaptureGraph: a capture is already in progress on this backend");
+  // Relaxed: the pool may call cuMemAlloc while the stream captures.
+  BT_RETURN_IF_ERROR(
+      Check(driver_->cuStreamBeginCapture_v2(stream_, kCaptureModeRelaxed),
+            "cuStreamBeginCapture"));
+  capture_ = std::make_unique<Capture>();
+  absl::Status worked = work();
+  std::unique_ptr<Capture> captured = std::move(capture_);
+  void *graph = nullptr;
+  const CUresult ended = driver_->cuStreamEndCapture(stream_, &graph);
+  auto graph_closer = absl::MakeCleanup([&] {
+    if (graph != nullptr)
+      driver_->cuGraphDestroy(graph);
+  });
+  std::sort(captured->blocks.begin(), captured->blocks.end());
+  captured->blocks.erase(
+      std::unique(captured->blocks.begin(), captured->blocks.end()),
+      captured->blocks.end());
+  auto release = [&] {
+    for (uint64_t block : captured->blocks)
+      (void)pool_->Free(block);
+  };
+  if (!worked.ok() || ended != kCudaSuccess) {
+    release();
+    return worked.ok() ? Check(ended, "cuStreamEndCapture") : worked;
+  }
+  auto g = std::unique_ptr<CudaGraph>(new CudaGraph());
+  g->backend_ = this;
+  size_t nodes = 0;
+  absl::Status s = Check(driver_->cuGraphGetNodes(graph, nullptr, &nodes),
+                         "cuGraphGetNodes");
+  if (s.ok())
+    s = Check(driver_->cuGraphInstantiateWithFlags(&g->exec_, graph, 0),
+              "cuGraphInstantiate");
+  if (!s.ok()) {
+    release();
+    return s;
+  }
+  g->nodes_ = static_cast<int64_t>(nodes);
+  g->blocks_ = std::move(captured->blocks);
+  std::lock_guard<std::mutex> lock(graph_blocks_mu_);
+  for (uint64_t block : g->blocks_)
+    ++graph_blocks_[block];
+  return g;
+}
+
+absl::Status CudaBackend::LaunchGraph(const CudaGraph &graph) {
+  if (graph.backend_ != this)
+    return absl::InvalidArgumentError(
+        "LaunchGraph: the graph was captured on another backend");
+  ++graph_launches_;
+  graph_nodes_launched_ += graph.nodes_;
+  return Check(driver_->cuGraphLaunch(graph.exec_, stream_), "cuGraphLaunch");
+}
+
+void CudaBackend::NoteCapturedAllocation(uint64_t block) {
+  if (capture_ != nullptr && block != 0)
+    capture_->blocks.push_back(block);
+}
+
+bool CudaBackend::DeferCapturedFree(uint64_t block) {
+  if (capture_ == nullptr)
+    return false;
+  capture_->blocks.push_back(block);
+  return true;
+}
+
+bool CudaBackend::OwnedByGraph(uint64_t block) const {
+  std::lock_guard<std::mutex> lock(graph_blocks_mu_);
+  return graph_blocks_.count(block) != 0;
+}
+
+CudaGraph::~CudaGraph() {
+  if (backend_ == nullptr)
+    return;
+  CudaBackend &b = *backend_;
+  (void)b.Synchronize(); // a replay may still write the blocks
+  if (exec_ != nullptr)
+    b.driver_->cuGraphExecDestroy(exec_);
+  std::lock_guard<std::mutex> lock(b.graph_blocks_mu_);
+  for (uint64_t block : blocks_) {
+    auto it = b.graph_blocks_.find(block);
+    if (it != b.graph_blocks_.end() && --it->second == 0)
+      b.graph_blocks_.erase(it);
+    (void)b.pool_->Free(block);
+  }
 }
 
 void CudaBackend::CountSamplerBytes(int64_t bytes) { sampler_bytes_ += bytes; }
@@ -709,6 +842,7 @@ bool AllocateForHostCode(CudaBackend &b, int64_t bytes, uint64_t &address) {
     address = *a;
     if (call.active && address != 0)
       call.blocks.insert(address);
+    b.NoteCapturedAllocation(address);
     return true;
   }
   if (!call.active)
@@ -739,7 +873,16 @@ extern "C" void bt_gpu_free(void *ptr) {
   if (bt::rt::t_host_call.active)
     bt::rt::t_host_call.blocks.erase(reinterpret_cast<uintptr_t>(ptr));
   CudaBackend &b = bt::rt::CurrentOrDie("bt_gpu_free");
-  absl::Status s = b.pool().Free(reinterpret_cast<uintptr_t>(ptr));
+  const uint64_t block = reinterpret_cast<uintptr_t>(ptr);
+  if (b.DeferCapturedFree(block))
+    return; // replays of the graph being captured use the block
+  if (b.OwnedByGraph(block))
+    bt::rt::Die("bt_gpu_free",
+                absl::FailedPreconditionError(absl::StrCat(
+                    "block 0x", absl::Hex(block),
+                    " belongs to a CUDA graph (an output of a captured call: "
+                    "the graph releases it)")));
+  absl::Status s = b.pool().Free(block);
   if (!s.ok())
     bt::rt::Die("bt_gpu_free", s);
 }

@@ -126,6 +126,37 @@ private:
 
 struct CudaDriver; // the dlopen'ed entry points (cuda.cc)
 struct Cublas;
+class CudaBackend;
+
+/// A CUDA graph: the work a CudaBackend::CaptureGraph call issued on the
+/// backend's stream (kernel launches, cuBLAS GEMMs, memsets, in stream
+/// order), instantiated; CudaBackend::LaunchGraph replays it with the
+/// captured arguments (device addresses, sizes, scalars) on the device
+/// memory as it is at the replay. The graph owns every device block that
+/// the host code allocated during the capture (bt_gpu_alloc; its
+/// bt_gpu_free calls during the capture are deferred), since each replay
+/// writes them again: the captured call's outputs are among them, readable
+/// after each replay and released with the graph, never by the caller
+/// (bt_gpu_free of one ends the process). Destroy it before its backend.
+class CudaGraph {
+public:
+  ~CudaGraph(); // synchronizes the stream, releases the blocks to the pool
+  CudaGraph(const CudaGraph &) = delete;
+  CudaGraph &operator=(const CudaGraph &) = delete;
+
+  /// Nodes of the graph (kernels, GEMMs and memsets captured).
+  int64_t nodes() const { return nodes_; }
+  /// The blocks the graph owns (device addresses), ascending.
+  const std::vector<uint64_t> &blocks() const { return blocks_; }
+
+private:
+  friend class CudaBackend;
+  CudaGraph() = default;
+  CudaBackend *backend_ = nullptr;
+  void *exec_ = nullptr; // CUgraphExec
+  int64_t nodes_ = 0;
+  std::vector<uint64_t> blocks_;
+};
 
 class CudaBackend {
 public:
@@ -174,6 +205,33 @@ public:
   /// Errors: the driver's.
   absl::Status Memset(uint64_t dst, uint8_t value, int64_t bytes);
   absl::Status Synchronize();
+
+  /// Captures what `work` issues on the stream into a CUDA graph
+  /// (cuStreamBeginCapture in relaxed mode, cuStreamEndCapture,
+  /// cuGraphInstantiate): nothing runs during the capture. `work` must not
+  /// synchronize or copy between host and device (the capture fails with
+  /// the driver's CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED). Errors:
+  /// Unimplemented for a driver without the graph API; FailedPrecondition
+  /// when a capture is in progress; `work`'s own error (the capture is ended
+  /// and discarded); Internal for the driver's errors (naming the call).
+  /// Not reentrant; one capture per backend at a time.
+  absl::StatusOr<std::unique_ptr<CudaGraph>>
+  CaptureGraph(const std::function<absl::Status()> &work);
+  /// Replays `graph` (a graph of this backend) on the stream
+  /// (cuGraphLaunch; does not wait). Errors: InvalidArgument for another
+  /// backend's graph; the driver's (Internal).
+  absl::Status LaunchGraph(const CudaGraph &graph);
+  /// Whether a CaptureGraph is in progress (the host code's allocations then
+  /// go to the graph).
+  bool capturing() const { return capture_ != nullptr; }
+  /// bt_gpu_alloc / bt_gpu_free during a capture: the block becomes the
+  /// graph's / the release is deferred to the graph's destruction. False
+  /// (for the free) when no capture is in progress.
+  void NoteCapturedAllocation(uint64_t block);
+  bool DeferCapturedFree(uint64_t block);
+  /// Whether `block` belongs to a live CudaGraph of this backend.
+  bool OwnedByGraph(uint64_t block) const;
+
   /// Runs the host code of a CUDA-target entry point, `fn(argv)` (argv as
   /// entry_call::Invoke builds it). A device allocation the host code cannot
   /// get (bt_gpu_alloc: the pool's ResourceExhausted, e.g. a batch whose
@@ -197,6 +255,7 @@ public:
   static CudaBackend *Current();
 
 private:
+  friend class CudaGraph; // its destructor releases its blocks
   CudaBackend() = default;
   absl::Status Check(int result, absl::string_view what) const;
 
@@ -216,6 +275,13 @@ private:
   std::mutex functions_mu_;
   std::map<std::string, void *> functions_; // kernel name → CUfunction
   std::unique_ptr<DevicePool> pool_;
+  struct Capture {
+    std::vector<uint64_t> blocks; // allocated or freed during the capture
+  };
+  std::unique_ptr<Capture> capture_;
+  mutable std::mutex graph_blocks_mu_;
+  std::map<uint64_t, int> graph_blocks_; // block → owning graphs (1)
+  std::atomic<int64_t> graph_launches_{0}, graph_nodes_launched_{0};
   std::atomic<int64_t> to_device_copies_{0}, to_device_bytes_{0},
       to_host_copies_{0}, to_host_bytes_{0}, sampler_bytes_{0}, launches_{0},
       gemms_{0};

@@ -17,6 +17,10 @@
  *                               barrier or a shuffle (it then runs one fiber
  *                               per thread; otherwise threads run one after
  *                               the other as plain calls);
+ *   const int32_t K__bt_emu_param_bytes[1 + n];  n, then the size in bytes of
+ *                               each of K's n parameters (what a stream
+ *                               capture copies out of kernelParams; since
+ *                               ABI version 2);
  * and once:
  *   const uint32_t bt_emu_abi_version;          BT_EMU_ABI_VERSION
  *   const uint32_t bt_emu_num_sites;
@@ -36,7 +40,7 @@
 extern "C" {
 #endif
 
-#define BT_EMU_ABI_VERSION 1u
+#define BT_EMU_ABI_VERSION 2u
 
 /* K__bt_emu_flags */
 #define BT_EMU_KERNEL_SYNC 1u

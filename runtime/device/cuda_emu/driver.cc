@@ -29,8 +29,11 @@ namespace {
 using CUresult = int;
 using CUdeviceptr = unsigned long long;
 constexpr CUresult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2,
-                   kInvalidImage = 200, kNotFound = 500,
-                   kIllegalAddress = 700, kLaunchFailed = 719;
+                   kInvalidImage = 200, kInvalidHandle = 400,
+                   kIllegalState = 401, kNotFound = 500,
+                   kIllegalAddress = 700, kLaunchFailed = 719,
+                   kCaptureUnsupported = 900, kCaptureInvalidated = 901,
+                   kCaptureUnmatched = 903;
 constexpr int kCublasSuccess = 0, kCublasInvalidValue = 7,
               kCublasExecutionFailed = 13;
 
@@ -44,6 +47,54 @@ constexpr unsigned kDefaultMaxDynamicShared = 48 * 1024;
 std::recursive_mutex g_mu;
 int g_context, g_stream, g_cublas;
 long g_reports_at_sync = 0;
+
+//===----------------------------------------------------------------------===//
+// Stream capture and graphs
+//===----------------------------------------------------------------------===//
+
+/// A cublasSgemm_v2 call by value (alpha and beta read at the call, as
+/// cuBLAS's host pointer mode does when a capture records it).
+struct GemmCall {
+  int ta, tb, m, n, k;
+  float alpha, beta;
+  const float *a, *b;
+  float *c;
+  int lda, ldb, ldc;
+};
+int RunGemm(const GemmCall &g); // below, with cuBLAS
+
+/// One node of a captured graph: a kernel launch (its parameter values
+/// copied), a memset or a GEMM, in stream order (the graph is a chain).
+struct GraphNode {
+  enum Kind { kKernel, kMemset, kGemm } kind = kKernel;
+  const Function *function = nullptr;
+  LaunchConfig config{};
+  std::vector<std::vector<char>> params; // kKernel: one value per parameter
+  uint64_t dst = 0, bytes = 0;           // kMemset
+  unsigned char value = 0;
+  GemmCall gemm{};                       // kGemm
+};
+
+/// A CUgraph (cuStreamEndCapture) or CUgraphExec (cuGraphInstantiate).
+struct Graph {
+  std::vector<GraphNode> nodes;
+};
+
+/// The capture in progress on the stream (one stream: one capture).
+struct Capture {
+  bool active = false;
+  bool invalidated = false;
+  int mode = 0; // CU_STREAM_CAPTURE_MODE_*: 0 global, 1 thread-local, 2 relaxed
+  std::unique_ptr<Graph> graph;
+};
+Capture g_capture;
+
+/// A call that cannot be captured, made while the stream captures:
+/// invalidates the capture (cuStreamEndCapture then fails).
+CUresult Unsupported() {
+  g_capture.invalidated = true;
+  return kCaptureUnsupported;
+}
 
 std::string Hex(uint64_t v) {
   char b[32];
@@ -175,6 +226,8 @@ CUresult emu_cuStreamSynchronize(void *s) {
   std::lock_guard<std::recursive_mutex> lock(g_mu);
   if (s != &g_stream)
     return kInvalidValue;
+  if (g_capture.active)
+    return Unsupported();
   const long now = ReportCount();
   const bool clean = now == g_reports_at_sync;
   g_reports_at_sync = now;
@@ -205,6 +258,10 @@ CUresult emu_cuModuleGetFunction(void **fn, void *module, const char *name) {
   if (f->entry == nullptr || flags == nullptr)
     return kNotFound;
   f->sync = (*flags & BT_EMU_KERNEL_SYNC) != 0;
+  f->param_bytes = static_cast<const int32_t *>(
+      ::dlsym(m->handle, (std::string(name) + "__bt_emu_param_bytes").c_str()));
+  if (f->param_bytes == nullptr)
+    return kNotFound;
   *fn = f.release(); // lives as long as the process (like a CUfunction)
   return kSuccess;
 }
@@ -244,11 +301,32 @@ CUresult emu_cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz,
     return kInvalidValue;
   }
   LaunchConfig config{{gx, gy, gz}, {bx, by, bz}, smem};
+  if (g_capture.active) {
+    if (f.param_bytes == nullptr) {
+      Report("stream capture of kernel " + f.name +
+                 ", which has no parameter sizes (K__bt_emu_param_bytes)",
+             {dims});
+      return Unsupported();
+    }
+    GraphNode node;
+    node.function = &f;
+    node.config = config;
+    for (int32_t i = 0; i < f.param_bytes[0]; ++i) {
+      const char *value = static_cast<const char *>(params[i]);
+      node.params.emplace_back(value, value + f.param_bytes[1 + i]);
+    }
+    g_capture.graph->nodes.push_back(std::move(node));
+    return kSuccess;
+  }
   return RunKernel(f, config, params) ? kSuccess : kLaunchFailed;
 }
 
 CUresult emu_cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
   std::lock_guard<std::recursive_mutex> lock(g_mu);
+  // Unsafe during a capture unless it is relaxed (CUDA's rule for global
+  // and thread-local modes).
+  if (g_capture.active && g_capture.mode != 2)
+    return Unsupported();
   const uint64_t a = DeviceMemory::Get().Allocate(bytes);
   if (a == 0)
     return kOutOfMemory;
@@ -257,6 +335,8 @@ CUresult emu_cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
 }
 CUresult emu_cuMemFree_v2(CUdeviceptr p) {
   std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (g_capture.active && g_capture.mode != 2)
+    return Unsupported();
   if (!DeviceMemory::Get().Free(p)) {
     Report("cuMemFree of " + Hex(p) + ", which is not a live allocation",
            {DeviceMemory::Get().Describe(p, 1)});
@@ -280,6 +360,8 @@ bool CheckCopy(const char *what, uint64_t device, size_t bytes, bool read) {
 
 CUresult emu_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes) {
   std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (g_capture.active) // synchronous: never part of a capture
+    return Unsupported();
   if (bytes == 0)
     return kSuccess;
   if (!CheckCopy("cuMemcpyDtoH", src, bytes, true))
@@ -289,11 +371,20 @@ CUresult emu_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes) {
 }
 CUresult emu_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes) {
   std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (g_capture.active)
+    return Unsupported();
   if (bytes == 0)
     return kSuccess;
   if (!CheckCopy("cuMemcpyHtoD", dst, bytes, false))
     return kIllegalAddress;
   std::memcpy(DeviceMemory::Get().Host(dst), src, bytes);
+  DeviceMemory::Get().SetInitialized(dst, bytes);
+  return kSuccess;
+}
+CUresult Memset(CUdeviceptr dst, unsigned char value, size_t bytes) {
+  if (!CheckCopy("cuMemsetD8Async", dst, bytes, false))
+    return kIllegalAddress;
+  std::memset(DeviceMemory::Get().Host(dst), value, bytes);
   DeviceMemory::Get().SetInitialized(dst, bytes);
   return kSuccess;
 }
@@ -304,11 +395,16 @@ CUresult emu_cuMemsetD8Async(CUdeviceptr dst, unsigned char value,
     return kInvalidValue;
   if (bytes == 0)
     return kSuccess;
-  if (!CheckCopy("cuMemsetD8Async", dst, bytes, false))
-    return kIllegalAddress;
-  std::memset(DeviceMemory::Get().Host(dst), value, bytes);
-  DeviceMemory::Get().SetInitialized(dst, bytes);
-  return kSuccess;
+  if (g_capture.active) {
+    GraphNode node;
+    node.kind = GraphNode::kMemset;
+    node.dst = dst;
+    node.bytes = bytes;
+    node.value = value;
+    g_capture.graph->nodes.push_back(std::move(node));
+    return kSuccess;
+  }
+  return Memset(dst, value, bytes);
 }
 CUresult emu_cuGetErrorName(CUresult r, const char **name) {
   switch (r) {
@@ -319,8 +415,115 @@ CUresult emu_cuGetErrorName(CUresult r, const char **name) {
   case kNotFound: *name = "CUDA_ERROR_NOT_FOUND"; return kSuccess;
   case kIllegalAddress: *name = "CUDA_ERROR_ILLEGAL_ADDRESS"; return kSuccess;
   case kLaunchFailed: *name = "CUDA_ERROR_LAUNCH_FAILED"; return kSuccess;
+  case kInvalidHandle: *name = "CUDA_ERROR_INVALID_HANDLE"; return kSuccess;
+  case kIllegalState: *name = "CUDA_ERROR_ILLEGAL_STATE"; return kSuccess;
+  case kCaptureUnsupported:
+    *name = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+    return kSuccess;
+  case kCaptureInvalidated:
+    *name = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED";
+    return kSuccess;
+  case kCaptureUnmatched:
+    *name = "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED";
+    return kSuccess;
   default: return kInvalidValue;
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Stream capture and graphs (the calls the runtime uses: a capture on the
+// one stream becomes a chain of nodes; an instantiated graph replays them in
+// order with the parameter values of the capture and the memory contents of
+// the replay)
+//===----------------------------------------------------------------------===//
+
+CUresult emu_cuStreamBeginCapture_v2(void *s, int mode) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (s != &g_stream || mode < 0 || mode > 2)
+    return kInvalidValue;
+  if (g_capture.active)
+    return kIllegalState;
+  g_capture = Capture{true, false, mode, std::make_unique<Graph>()};
+  return kSuccess;
+}
+CUresult emu_cuStreamEndCapture(void *s, void **graph) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (s != &g_stream)
+    return kInvalidValue;
+  if (!g_capture.active)
+    return kCaptureUnmatched;
+  Capture done = std::move(g_capture);
+  g_capture = Capture{};
+  *graph = nullptr;
+  if (done.invalidated)
+    return kCaptureInvalidated;
+  *graph = done.graph.release();
+  return kSuccess;
+}
+CUresult emu_cuStreamIsCapturing(void *s, int *status) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (s != &g_stream)
+    return kInvalidValue;
+  *status = !g_capture.active ? 0 : g_capture.invalidated ? 2 : 1;
+  return kSuccess;
+}
+/// `nodes` null: the count only (the node handles are not used by bt).
+CUresult emu_cuGraphGetNodes(void *graph, void **nodes, size_t *count) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (graph == nullptr || count == nullptr)
+    return kInvalidValue;
+  const auto &all = static_cast<Graph *>(graph)->nodes;
+  if (nodes != nullptr)
+    for (size_t i = 0; i < std::min(*count, all.size()); ++i)
+      nodes[i] = const_cast<GraphNode *>(&all[i]);
+  *count = all.size();
+  return kSuccess;
+}
+CUresult emu_cuGraphInstantiateWithFlags(void **exec, void *graph,
+                                         unsigned long long) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (graph == nullptr)
+    return kInvalidValue;
+  *exec = new Graph(*static_cast<Graph *>(graph)); // independent of `graph`
+  return kSuccess;
+}
+CUresult emu_cuGraphLaunch(void *exec, void *s) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (exec == nullptr || s != &g_stream)
+    return kInvalidValue;
+  if (g_capture.active)
+    return Unsupported(); // bt never nests graphs
+  for (const GraphNode &node : static_cast<Graph *>(exec)->nodes) {
+    switch (node.kind) {
+    case GraphNode::kKernel: {
+      std::vector<void *> params;
+      for (const std::vector<char> &value : node.params)
+        params.push_back(const_cast<char *>(value.data()));
+      if (!RunKernel(*node.function, node.config, params.data()))
+        return kLaunchFailed;
+      break;
+    }
+    case GraphNode::kMemset:
+      if (CUresult r = Memset(node.dst, node.value, node.bytes); r != kSuccess)
+        return r;
+      break;
+    case GraphNode::kGemm:
+      if (RunGemm(node.gemm) != kCublasSuccess)
+        return kLaunchFailed;
+      break;
+    }
+  }
+  return kSuccess;
+}
+CUresult emu_cuGraphExecDestroy(void *exec) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  delete static_cast<Graph *>(exec);
+  return kSuccess;
+}
+CUresult emu_cuGraphDestroy(void *graph) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  delete static_cast<Graph *>(graph);
+  return kSuccess;
 }
 
 //===----------------------------------------------------------------------===//
@@ -339,36 +542,27 @@ int emu_cublasSetMathMode(void *, int) { return kCublasSuccess; }
 
 /// Column-major C = alpha·op(A)·op(B) + beta·C (cuBLAS's semantics; C m×n,
 /// op(A) m×k, op(B) k×n, op: 0 = N, 1 = T), computed in double.
-int emu_cublasSgemm_v2(void *handle, int ta, int tb, int m, int n, int k,
-                       const float *alpha, const float *a, int lda,
-                       const float *b, int ldb, const float *beta, float *c,
-                       int ldc) {
-  std::lock_guard<std::recursive_mutex> lock(g_mu);
+std::string GemmDims(const GemmCall &g) {
   char dims[160];
   std::snprintf(dims, sizeof dims,
                 "cublasSgemm(%c, %c, m=%d, n=%d, k=%d, lda=%d, ldb=%d, ldc=%d)",
-                ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, lda, ldb, ldc);
+                g.ta ? 'T' : 'N', g.tb ? 'T' : 'N', g.m, g.n, g.k, g.lda,
+                g.ldb, g.ldc);
+  return dims;
+}
+
+/// Runs a GEMM whose arguments passed cublasSgemm_v2's checks: the operands'
+/// bounds and initialization, then the product (at the call, or when a
+/// graph that captured it runs).
+int RunGemm(const GemmCall &g) {
+  const int ta = g.ta, tb = g.tb, m = g.m, n = g.n, k = g.k;
+  const int lda = g.lda, ldb = g.ldb, ldc = g.ldc;
+  const float *a = g.a, *b = g.b;
+  float *c = g.c;
+  const float *alpha = &g.alpha, *beta = &g.beta;
+  const std::string dims = GemmDims(g);
   const int rows_a = ta ? k : m, cols_a = ta ? m : k;
   const int rows_b = tb ? n : k, cols_b = tb ? k : n;
-  auto bad = [&](const std::string &what) {
-    Report("cuBLAS argument error: " + what, {dims});
-    return kCublasInvalidValue;
-  };
-  if (handle != &g_cublas)
-    return bad("not a handle of cublasCreate");
-  if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1))
-    return bad("transpose must be CUBLAS_OP_N or CUBLAS_OP_T");
-  if (m < 0 || n < 0 || k < 0)
-    return bad("negative dimension");
-  if (lda < std::max(1, rows_a))
-    return bad("lda " + std::to_string(lda) + " < max(1, " +
-               std::to_string(rows_a) + ")");
-  if (ldb < std::max(1, rows_b))
-    return bad("ldb " + std::to_string(ldb) + " < max(1, " +
-               std::to_string(rows_b) + ")");
-  if (ldc < std::max(1, m))
-    return bad("ldc " + std::to_string(ldc) + " < max(1, " +
-               std::to_string(m) + ")");
   if (m == 0 || n == 0)
     return kCublasSuccess;
   DeviceMemory &mem = DeviceMemory::Get();
@@ -453,6 +647,43 @@ int emu_cublasSgemm_v2(void *handle, int ta, int tb, int m, int n, int k,
   return kCublasSuccess;
 }
 
+int emu_cublasSgemm_v2(void *handle, int ta, int tb, int m, int n, int k,
+                       const float *alpha, const float *a, int lda,
+                       const float *b, int ldb, const float *beta, float *c,
+                       int ldc) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  const GemmCall call{ta, tb, m, n, k, *alpha, *beta, a, b, c, lda, ldb, ldc};
+  const std::string dims = GemmDims(call);
+  const int rows_a = ta ? k : m, rows_b = tb ? n : k;
+  auto bad = [&](const std::string &what) {
+    Report("cuBLAS argument error: " + what, {dims});
+    return kCublasInvalidValue;
+  };
+  if (handle != &g_cublas)
+    return bad("not a handle of cublasCreate");
+  if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1))
+    return bad("transpose must be CUBLAS_OP_N or CUBLAS_OP_T");
+  if (m < 0 || n < 0 || k < 0)
+    return bad("negative dimension");
+  if (lda < std::max(1, rows_a))
+    return bad("lda " + std::to_string(lda) + " < max(1, " +
+               std::to_string(rows_a) + ")");
+  if (ldb < std::max(1, rows_b))
+    return bad("ldb " + std::to_string(ldb) + " < max(1, " +
+               std::to_string(rows_b) + ")");
+  if (ldc < std::max(1, m))
+    return bad("ldc " + std::to_string(ldc) + " < max(1, " +
+               std::to_string(m) + ")");
+  if (g_capture.active) {
+    GraphNode node;
+    node.kind = GraphNode::kGemm;
+    node.gemm = call;
+    g_capture.graph->nodes.push_back(std::move(node));
+    return kCublasSuccess;
+  }
+  return RunGemm(call);
+}
+
 /// The runtime's traffic query (CudaBackend::traffic on the emulated
 /// device): out[0..4] = bytes read and written in global memory (distinct
 /// sectors per launch, kernels and cuBLAS operands), bytes accessed by
@@ -496,6 +727,14 @@ void *LookupSymbol(const char *name) {
   BT_EMU_SYMBOL(cuMemcpyHtoD_v2)
   BT_EMU_SYMBOL(cuMemsetD8Async)
   BT_EMU_SYMBOL(cuGetErrorName)
+  BT_EMU_SYMBOL(cuStreamBeginCapture_v2)
+  BT_EMU_SYMBOL(cuStreamEndCapture)
+  BT_EMU_SYMBOL(cuStreamIsCapturing)
+  BT_EMU_SYMBOL(cuGraphGetNodes)
+  BT_EMU_SYMBOL(cuGraphInstantiateWithFlags)
+  BT_EMU_SYMBOL(cuGraphLaunch)
+  BT_EMU_SYMBOL(cuGraphExecDestroy)
+  BT_EMU_SYMBOL(cuGraphDestroy)
   BT_EMU_SYMBOL(cublasCreate_v2)
   BT_EMU_SYMBOL(cublasDestroy_v2)
   BT_EMU_SYMBOL(cublasSetStream_v2)

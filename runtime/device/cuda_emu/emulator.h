@@ -120,6 +120,10 @@ struct Function {
   std::string name;
   KernelEntry entry = nullptr;
   bool sync = false; // K__bt_emu_flags & BT_EMU_KERNEL_SYNC
+  /// K__bt_emu_param_bytes: {n, bytes of parameter 0, ...}; null for a
+  /// kernel written against the ABI by hand (tests), which a stream capture
+  /// cannot record.
+  const int32_t *param_bytes = nullptr;
 };
 
 struct LaunchConfig {

@@ -69,3 +69,12 @@ gpu.module @kernels {
     llvm.return
   }
 }
+
+// -----
+
+gpu.module @kernels {
+  // expected-error@+1 {{'llvm.func' op parameter 1 has type 'vector<4xf32>', which the emulator cannot copy into a captured launch (expected a pointer, integer or float)}}
+  llvm.func @k(%arg0: !llvm.ptr<1>, %arg1: vector<4xf32>) attributes {gpu.kernel, nvvm.kernel} {
+    llvm.return
+  }
+}

@@ -62,9 +62,11 @@
 
 // The kernel synchronizes (flags 1); five sites, named by location and op.
 // CHECK: llvm.mlir.global external constant @k__bt_emu_flags(1 : i32)
+// Three parameters of 8, 8 and 4 bytes (ptr, i64, f32).
+// CHECK: llvm.mlir.global external constant @k__bt_emu_param_bytes(dense<[3, 8, 8, 4]> : tensor<4xi32>)
 // CHECK: llvm.mlir.global external constant @bt_emu_site_table("k: store loc({{.*}}:[[@LINE+13]]:5){{.*}}\00k: barrier loc({{.*}}:[[@LINE+14]]:5) `nvvm.barrier0`\00k: load {{.*}}\00k: shuffle {{.*}}nvvm.shfl.sync bfly{{.*}}\00k: store {{.*}}!llvm.ptr<1>`\00\00")
 // CHECK: llvm.mlir.global external constant @bt_emu_num_sites(5 : i32)
-// CHECK: llvm.mlir.global external constant @bt_emu_abi_version(1 : i32)
+// CHECK: llvm.mlir.global external constant @bt_emu_abi_version(2 : i32)
 gpu.module @kernels {
   llvm.mlir.global internal @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
   llvm.func @__nv_expf(f32) -> f32
@@ -99,6 +101,7 @@ gpu.module @kernels {
 // CHECK-NEXT: llvm.store %{{.*}}, %[[AL]] : i32, !llvm.ptr
 // CHECK: llvm.call @bt_emu_load
 // CHECK: llvm.mlir.global external constant @e__bt_emu_flags(0 : i32)
+// CHECK: llvm.mlir.global external constant @e__bt_emu_param_bytes(dense<[2, 8, 4]> : tensor<3xi32>)
 gpu.module @plain {
   llvm.func @e(%arg0: !llvm.ptr<1>, %arg1: i32) attributes {gpu.kernel, nvvm.kernel} {
     %one = llvm.mlir.constant(1 : i64) : i64

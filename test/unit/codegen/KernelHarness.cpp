@@ -361,7 +361,10 @@ std::vector<Result> Kernels::call(const std::string &name,
   }
   for (auto &d : descs)
     argv.push_back(d.data());
-  entry(argv.data());
+  if (device && device->invoke)
+    device->invoke(entry, argv.data());
+  else
+    entry(argv.data());
   if (device)
     for (void *p : uploaded)
       if (p)
@@ -415,10 +418,10 @@ std::vector<Result> Kernels::call(const std::string &name,
         res.value.i[lin] = *reinterpret_cast<const uint8_t *>(p);
       }
     }
-    if (device)
-      device->release(reinterpret_cast<void *>(res.allocated));
-    else
+    if (!device)
       std::free(reinterpret_cast<void *>(res.allocated));
+    else if (!device->invoke)
+      device->release(reinterpret_cast<void *>(res.allocated));
     out.push_back(std::move(res));
   }
   return out;

@@ -66,7 +66,7 @@ struct Result {
 
 /// Device memory for Kernels::call on a CUDA-target kernel library (the
 /// host code's descriptors point to device memory, docs/abi.md "Kernel
-/// library (CUDA target)"): null members are not allowed.
+/// library (CUDA target)"): null members are not allowed, except invoke.
 struct DeviceMemory {
   /// A device buffer of `bytes` (> 0) holding a copy of `host`.
   void *(*upload)(const void *host, int64_t bytes);
@@ -74,6 +74,10 @@ struct DeviceMemory {
   void (*download)(void *host, const void *device, int64_t bytes);
   /// Releases an uploaded argument or an output (bt_gpu_free).
   void (*release)(void *device);
+  /// When set, runs the host code instead of calling it directly (e.g.
+  /// captured into a CUDA graph and replayed); the outputs are then the
+  /// invoker's, and Kernels::call does not release them.
+  void (*invoke)(void (*entry)(void **), void **argv) = nullptr;
 };
 
 /// A compiled and loaded kernel library.

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -74,6 +75,44 @@ void download(void *host, const void *device, int64_t bytes) {
 
 void release(void *device) {
   check(backend()->pool().Free(reinterpret_cast<uint64_t>(device)), "Free");
+}
+
+namespace {
+std::map<int64_t, std::unique_ptr<rt::CudaGraph>> &graphs() {
+  static std::map<int64_t, std::unique_ptr<rt::CudaGraph>> g;
+  return g;
+}
+} // namespace
+
+int64_t captureGraph(void (*entry)(void **), void **argv, std::string &error) {
+  rt::CudaBackend &b = *backend();
+  absl::StatusOr<std::unique_ptr<rt::CudaGraph>> g =
+      b.CaptureGraph([&] { return b.RunHostCode(entry, argv); });
+  if (!g.ok()) {
+    error = g.status().ToString();
+    return 0;
+  }
+  const int64_t id = static_cast<int64_t>(graphs().size()) + 1;
+  graphs()[id] = std::move(*g);
+  return id;
+}
+
+bool launchGraph(int64_t id, std::string &error) {
+  absl::Status s = backend()->LaunchGraph(*graphs().at(id));
+  if (s.ok())
+    s = backend()->Synchronize();
+  if (!s.ok())
+    error = s.ToString();
+  return s.ok();
+}
+
+int64_t graphNodes(int64_t id) { return graphs().at(id)->nodes(); }
+
+void destroyGraph(int64_t id) { graphs().at(id).reset(); }
+
+Counters counters() {
+  const rt::DeviceTraffic t = backend()->traffic();
+  return {t.kernel_launches, t.gemm_calls, t.graph_launches, t.graph_nodes};
 }
 
 namespace {

@@ -64,6 +64,23 @@ int64_t hostSample(const float *logits, int64_t vocab, double temperature,
 uint64_t rngState(uint64_t seed, uint64_t stream);
 /// rt::EndDeviceSampling for `handle`: "" or its error (a row with a NaN).
 std::string endSampling(int64_t handle);
+/// Captures the host code call `entry(argv)` (bt_entry_<name> and its argv)
+/// into a CUDA graph on the emulated device (rt::CudaBackend::CaptureGraph:
+/// nothing runs; the blocks it allocates become the graph's). Returns the
+/// graph's id (> 0), or 0 with `error` set.
+int64_t captureGraph(void (*entry)(void **), void **argv, std::string &error);
+/// Replays graph `id` and synchronizes. False with `error` set on failure.
+bool launchGraph(int64_t id, std::string &error);
+/// The number of nodes of graph `id`.
+int64_t graphNodes(int64_t id);
+/// Destroys graph `id` (its blocks, outputs included, go back to the pool).
+void destroyGraph(int64_t id);
+/// The backend's launch counters (rt::DeviceTraffic): kernels and GEMMs the
+/// host launched itself, graph replays and the nodes they ran.
+struct Counters {
+  int64_t kernels = 0, gemms = 0, graphLaunches = 0, graphNodes = 0;
+};
+Counters counters();
 /// Reports of the emulator's checks so far in this process.
 long reports();
 /// The schedule seed of the launches that follow (as BT_CUDA_EMU_SEED: 0

@@ -343,7 +343,11 @@ def BTNVVMToHost : Pass<"bt-nvvm-to-host", "::mlir::gpu::GPUModuleOp"> {
     function `K.bt_emu_body`, called by a new external entry
     `void K(void **params)` that loads every parameter from `params[i]` (the
     `kernelParams` of `cuLaunchKernel`, in the NVVM kernel order); the
-    constant `K__bt_emu_flags` is 1 when K may reach a barrier or a shuffle.
+    constant `K__bt_emu_flags` is 1 when K may reach a barrier or a shuffle,
+    and `K__bt_emu_param_bytes` (i32 array) holds the parameter count and
+    each parameter's size in bytes (pointers 8, integers and floats their
+    width), which a stream capture copies out of `kernelParams`
+    (emulator ABI version 2).
     `bt_emu_site_table` (NUL-separated strings) and `bt_emu_num_sites` name
     every site: the kernel, the kind of site, the location and the op as it
     reads in the input (value names numbered per function).
@@ -355,7 +359,8 @@ def BTNVVMToHost : Pass<"bt-nvvm-to-host", "::mlir::gpu::GPUModuleOp"> {
     lowering, a call of another external function, an indirect call,
     atomics, inline assembly, `llvm.call_intrinsic`, static shared memory,
     and a load or store of a type other than integers, floats, pointers and
-    their vectors.
+    their vectors; a kernel parameter of another type than a pointer,
+    integer or float (no size for a captured launch).
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

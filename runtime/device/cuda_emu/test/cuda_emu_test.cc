@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -305,6 +306,134 @@ TEST(CudaEmu, TrafficCountersCountAccessesAndDistinctSectors) {
   EXPECT_EQ(after[1] - before[1], 256);
   EXPECT_EQ(after[2] - before[2], 64 * 16 * 4 + 64 * 4);
   EXPECT_EQ(after[3] - before[3], 0);
+}
+
+/// out[tid] = in[tid] + x (params: out, in, f32 x).
+void AddScalar(void **params) {
+  BtEmuThread *t = bt_emu_thread();
+  auto *out = *static_cast<float **>(params[0]);
+  auto *in = *static_cast<float **>(params[1]);
+  const float x = *static_cast<float *>(params[2]);
+  const int i = t->sreg[BT_EMU_SREG_TID_X];
+  const float v = *static_cast<float *>(bt_emu_load(t, in + i, 4, 4));
+  *static_cast<float *>(bt_emu_store(t, out + i, 4, 3)) = v + x;
+}
+const int32_t kAddScalarParams[] = {3, 8, 8, 4};
+
+using CopyToHost = CUresult (*)(void *, CUdeviceptr, size_t);
+using CopyToDevice = CUresult (*)(CUdeviceptr, const void *, size_t);
+
+// A capture records launches, memsets and GEMMs without running them; the
+// instantiated graph replays them with the captured parameter values on the
+// memory as it is at the replay.
+TEST(CudaEmu, StreamCaptureRecordsAndGraphReplays) {
+  Device d;
+  Function f = MakeFunction("add_scalar", AddScalar, false);
+  f.param_bytes = kAddScalarParams;
+  CUdeviceptr in = d.Alloc(4 * 4), out = d.Alloc(4 * 4), c = d.Alloc(4);
+  const float in0[4] = {1, 2, 3, 4};
+  ASSERT_EQ(Sym<CopyToDevice>("cuMemcpyHtoD_v2")(in, in0, sizeof in0), 0);
+  void *blas = nullptr;
+  ASSERT_EQ(Sym<int (*)(void **)>("cublasCreate_v2")(&blas), 0);
+
+  ASSERT_EQ(Sym<CUresult (*)(void *, int)>("cuStreamBeginCapture_v2")(d.stream, 2), 0);
+  int status = -1;
+  ASSERT_EQ(Sym<CUresult (*)(void *, int *)>("cuStreamIsCapturing")(d.stream, &status), 0);
+  EXPECT_EQ(status, 1);
+  float x = 0.5f;
+  void *params[] = {&out, &in, &x};
+  ASSERT_EQ(d.Launch(f, 1, 1, 1, 4, 1, 1, 0, params), 0);
+  x = 100.0f; // the capture copied 0.5
+  ASSERT_EQ(Sym<CUresult (*)(CUdeviceptr, unsigned char, size_t, void *)>(
+                "cuMemsetD8Async")(c, 0, 4, d.stream),
+            0);
+  // c[0] = 2 * in[1] * out[0] + 0 * c (1 x 1 x 1, column-major).
+  const float alpha = 2.0f, beta = 0.0f;
+  using Sgemm = int (*)(void *, int, int, int, int, int, const float *,
+                        const float *, int, const float *, int, const float *,
+                        float *, int);
+  ASSERT_EQ(Sym<Sgemm>("cublasSgemm_v2")(
+                blas, 0, 0, 1, 1, 1, &alpha,
+                reinterpret_cast<const float *>(in + 4), 1,
+                reinterpret_cast<const float *>(out), 1, &beta,
+                reinterpret_cast<float *>(c), 1),
+            0);
+  void *graph = nullptr;
+  ASSERT_EQ(Sym<CUresult (*)(void *, void **)>("cuStreamEndCapture")(d.stream, &graph), 0);
+  size_t nodes = 0;
+  ASSERT_EQ(Sym<CUresult (*)(void *, void **, size_t *)>("cuGraphGetNodes")(graph, nullptr, &nodes), 0);
+  EXPECT_EQ(nodes, 3u);
+  // Nothing ran: out is still the allocation's NaN fill.
+  float got[4];
+  ASSERT_EQ(Sym<CopyToHost>("cuMemcpyDtoH_v2")(got, out, sizeof got), 0);
+  EXPECT_TRUE(std::isnan(got[0]));
+
+  void *exec = nullptr;
+  ASSERT_EQ(Sym<CUresult (*)(void **, void *, unsigned long long)>(
+                "cuGraphInstantiateWithFlags")(&exec, graph, 0),
+            0);
+  ASSERT_EQ(Sym<CUresult (*)(void *)>("cuGraphDestroy")(graph), 0);
+  auto replay = Sym<CUresult (*)(void *, void *)>("cuGraphLaunch");
+  ASSERT_EQ(replay(exec, d.stream), 0);
+  ASSERT_EQ(Sym<CopyToHost>("cuMemcpyDtoH_v2")(got, out, sizeof got), 0);
+  EXPECT_THAT(got, testing::ElementsAre(1.5f, 2.5f, 3.5f, 4.5f));
+  float gemm = 0;
+  ASSERT_EQ(Sym<CopyToHost>("cuMemcpyDtoH_v2")(&gemm, c, 4), 0);
+  EXPECT_EQ(gemm, 2.0f * 2.0f * 1.5f);
+  // A replay reads the memory as it is then.
+  const float in1[4] = {10, 20, 30, 40};
+  ASSERT_EQ(Sym<CopyToDevice>("cuMemcpyHtoD_v2")(in, in1, sizeof in1), 0);
+  ASSERT_EQ(replay(exec, d.stream), 0);
+  ASSERT_EQ(Sym<CopyToHost>("cuMemcpyDtoH_v2")(got, out, sizeof got), 0);
+  EXPECT_THAT(got, testing::ElementsAre(10.5f, 20.5f, 30.5f, 40.5f));
+  ASSERT_EQ(Sym<CopyToHost>("cuMemcpyDtoH_v2")(&gemm, c, 4), 0);
+  EXPECT_EQ(gemm, 2.0f * 20.0f * 10.5f);
+  EXPECT_EQ(Sym<CUresult (*)(void *)>("cuGraphExecDestroy")(exec), 0);
+}
+
+// What a capture refuses: synchronous copies and synchronization
+// (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the capture is invalidated),
+// allocations outside the relaxed mode, a kernel without parameter sizes,
+// a nested or unmatched capture.
+TEST(CudaEmu, StreamCaptureRefusesWhatCannotBeCaptured) {
+  Device d;
+  auto begin = Sym<CUresult (*)(void *, int)>("cuStreamBeginCapture_v2");
+  auto end = Sym<CUresult (*)(void *, void **)>("cuStreamEndCapture");
+  CUdeviceptr p = d.Alloc(16);
+  float host[4] = {};
+  void *graph = &host; // overwritten with null on failure
+
+  ASSERT_EQ(begin(d.stream, 2), 0);
+  EXPECT_EQ(begin(d.stream, 2), 401); // CUDA_ERROR_ILLEGAL_STATE
+  EXPECT_EQ(Sym<CopyToHost>("cuMemcpyDtoH_v2")(host, p, 16), 900);
+  int status = -1;
+  ASSERT_EQ(Sym<CUresult (*)(void *, int *)>("cuStreamIsCapturing")(d.stream, &status), 0);
+  EXPECT_EQ(status, 2); // invalidated
+  EXPECT_EQ(end(d.stream, &graph), 901);
+  EXPECT_EQ(graph, nullptr);
+  EXPECT_EQ(end(d.stream, &graph), 903); // no capture to end
+
+  ASSERT_EQ(begin(d.stream, 2), 0);
+  EXPECT_EQ(Sym<CUresult (*)(void *)>("cuStreamSynchronize")(d.stream), 900);
+  EXPECT_EQ(end(d.stream, &graph), 901);
+
+  ASSERT_EQ(begin(d.stream, 0), 0); // global mode: no cuMemAlloc
+  CUdeviceptr q = 0;
+  EXPECT_EQ(Sym<CUresult (*)(CUdeviceptr *, size_t)>("cuMemAlloc_v2")(&q, 16), 900);
+  EXPECT_EQ(end(d.stream, &graph), 901);
+  ASSERT_EQ(begin(d.stream, 2), 0); // relaxed: allowed
+  EXPECT_EQ(Sym<CUresult (*)(CUdeviceptr *, size_t)>("cuMemAlloc_v2")(&q, 16), 0);
+  EXPECT_EQ(Sym<CUresult (*)(CUdeviceptr)>("cuMemFree_v2")(q), 0);
+
+  Function f = MakeFunction("empty", Empty, false); // no param_bytes
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(d.Launch(f, 1, 1, 1, 1, 1, 1, 0, nullptr), 900);
+  EXPECT_THAT(testing::internal::GetCapturedStderr(),
+              HasSubstr("stream capture of kernel empty, which has no "
+                        "parameter sizes"));
+  EXPECT_EQ(end(d.stream, &graph), 901);
+  // The stream works as before.
+  EXPECT_EQ(Sym<CopyToHost>("cuMemcpyDtoH_v2")(host, p, 0), 0);
 }
 
 /// The (block, thread) pairs in the order the emulator ran them.
