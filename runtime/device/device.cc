@@ -24,6 +24,15 @@ DeviceTraffic DeviceTraffic::Since(const DeviceTraffic &since) const {
   return d;
 }
 
+absl::StatusOr<std::unique_ptr<RecordedCall>>
+Device::RecordResident(KernelEntryFn, const proto::EntryPoint &ep,
+                       absl::Span<const DeviceTensor *const>,
+                       absl::Span<const DeviceArg>) {
+  return absl::UnimplementedError(absl::StrCat(
+      "device ", name(), " cannot record entry point '", ep.name(),
+      "' for replays"));
+}
+
 absl::StatusOr<std::vector<DeviceTensor>>
 Device::CallResident(KernelEntryFn, const proto::EntryPoint &ep,
                      absl::Span<const DeviceTensor *const>,

@@ -96,6 +96,30 @@ struct DeviceArg {
   const DeviceTensor *device = nullptr;
 };
 
+/// A resident call recorded once and replayed for each later call with the
+/// same shapes (Device::RecordResident; cuda: a CUDA graph, one launch per
+/// replay). The recording fixes how each input is bound: a host scalar
+/// (host_scalar) is part of the recording and must keep its value; an in-out
+/// resident tensor is updated in place and must be the same tensor; any other
+/// input is copied into the recording's own memory by each Replay. The
+/// outputs are the recording's tensors: every replay rewrites them, they stay
+/// valid until the recording is destroyed, and the caller never releases
+/// them. Not thread-safe; destroy it before its device.
+class RecordedCall {
+public:
+  virtual ~RecordedCall() = default;
+  /// Runs the recorded work on `args` (ep.inputs() order, DeviceArg as for
+  /// CallResident; same dtypes and shapes as at the recording), without
+  /// waiting. Errors (InvalidArgument naming the input): a host scalar with
+  /// another value, an in-out input that is another tensor, another dtype or
+  /// shape; the device's.
+  virtual absl::Status Replay(absl::Span<const DeviceArg> args) = 0;
+  /// The outputs, dense, in ep.outputs() order.
+  virtual const std::vector<DeviceTensor> &outputs() const = 0;
+  /// The work items of a replay (cuda: graph nodes: kernels, GEMMs, copies).
+  virtual int64_t nodes() const = 0;
+};
+
 class Device {
 public:
   virtual ~Device() = default;
@@ -165,6 +189,21 @@ public:
   CallResident(KernelEntryFn fn, const proto::EntryPoint &ep,
                absl::Span<const DeviceTensor *const> params,
                absl::Span<const DeviceArg> args);
+
+  /// Whether RecordResident is implemented (cuda, cuda-emu: CUDA graphs).
+  virtual bool recorded_calls() const { return false; }
+  /// Records a call of `fn` with the arguments of CallResident, to be run
+  /// by RecordedCall::Replay (nothing is computed by the recording itself:
+  /// call Replay for this call too). The host code runs once, so anything
+  /// it does on the host (a sampler callback) happens once. Errors: those
+  /// of CallResident's checks; Unimplemented on a device without
+  /// recorded_calls(), for a host in-out input or a non-dense output; the
+  /// device's when the host code does what a recording cannot hold (cuda: a
+  /// synchronous copy, e.g. a host-sampled step).
+  virtual absl::StatusOr<std::unique_ptr<RecordedCall>>
+  RecordResident(KernelEntryFn fn, const proto::EntryPoint &ep,
+                 absl::Span<const DeviceTensor *const> params,
+                 absl::Span<const DeviceArg> args);
 
   /// The traffic counted since the device was opened (DeviceTraffic).
   virtual DeviceTraffic traffic() const { return {}; }

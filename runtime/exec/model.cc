@@ -350,25 +350,27 @@ absl::StatusOr<TensorMap> Model::Run(const std::string &entry,
   return result;
 }
 
-absl::StatusOr<std::map<std::string, DeviceTensor>>
-Model::RunResident(const std::string &entry, const TensorMap &inputs,
-                   const std::map<std::string, const DeviceTensor *> &resident) const {
+absl::StatusOr<const proto::EntryPoint *>
+Model::Entry(const std::string &entry) const {
   const proto::EntryPoint *ep = FindEntryPoint(entry);
   if (ep == nullptr)
     return absl::NotFoundError(absl::StrCat(
         artifact_->path(), ": no entry point '", entry, "' (available: ",
         absl::StrJoin(EntryPointNames(), ", "), ")"));
-  std::vector<const DeviceTensor *> params;
-  for (const std::string &p : ep->params())
-    params.push_back(&resident_.at(p));
+  return ep;
+}
+
+absl::StatusOr<std::vector<DeviceArg>> Model::ResidentArgs(
+    const proto::EntryPoint &ep, const TensorMap &inputs,
+    const std::map<std::string, const DeviceTensor *> &resident) const {
   std::vector<DeviceArg> args;
-  for (const proto::TensorSpec &s : ep->inputs()) {
+  for (const proto::TensorSpec &s : ep.inputs()) {
     auto h = inputs.find(s.name());
     auto d = resident.find(s.name());
     const bool on_host = h != inputs.end(), on_device = d != resident.end();
     if (on_host == on_device)
       return absl::InvalidArgumentError(absl::StrCat(
-          "entry point '", entry, "': input '", s.name(), "' is ",
+          "entry point '", ep.name(), "': input '", s.name(), "' is ",
           on_host ? "both a host and a resident argument" : "missing"));
     DeviceArg a;
     if (on_host)
@@ -377,11 +379,55 @@ Model::RunResident(const std::string &entry, const TensorMap &inputs,
       a.device = d->second;
     args.push_back(a);
   }
+  return args;
+}
+
+absl::StatusOr<std::map<std::string, DeviceTensor>>
+Model::RunResident(const std::string &entry, const TensorMap &inputs,
+                   const std::map<std::string, const DeviceTensor *> &resident) const {
+  BT_ASSIGN_OR_RETURN(const proto::EntryPoint *ep, Entry(entry));
+  std::vector<const DeviceTensor *> params;
+  for (const std::string &p : ep->params())
+    params.push_back(&resident_.at(p));
+  BT_ASSIGN_OR_RETURN(std::vector<DeviceArg> args,
+                      ResidentArgs(*ep, inputs, resident));
   BT_ASSIGN_OR_RETURN(std::vector<DeviceTensor> outs,
                       device_->CallResident(entries_.at(entry), *ep, params, args));
   std::map<std::string, DeviceTensor> result;
   for (int i = 0; i < ep->outputs_size(); ++i)
     result.emplace(ep->outputs(i).name(), std::move(outs[i]));
+  return result;
+}
+
+absl::StatusOr<std::unique_ptr<Model::RecordedEntry>>
+Model::RecordResident(const std::string &entry, const TensorMap &inputs,
+                      const std::map<std::string, const DeviceTensor *> &resident) const {
+  BT_ASSIGN_OR_RETURN(const proto::EntryPoint *ep, Entry(entry));
+  std::vector<const DeviceTensor *> params;
+  for (const std::string &p : ep->params())
+    params.push_back(&resident_.at(p));
+  BT_ASSIGN_OR_RETURN(std::vector<DeviceArg> args,
+                      ResidentArgs(*ep, inputs, resident));
+  auto rec = std::unique_ptr<RecordedEntry>(new RecordedEntry());
+  rec->model_ = this;
+  rec->ep_ = ep;
+  BT_ASSIGN_OR_RETURN(rec->call_, device_->RecordResident(entries_.at(entry),
+                                                          *ep, params, args));
+  return rec;
+}
+
+absl::Status Model::RecordedEntry::Replay(
+    const TensorMap &inputs,
+    const std::map<std::string, const DeviceTensor *> &resident) {
+  BT_ASSIGN_OR_RETURN(std::vector<DeviceArg> args,
+                      model_->ResidentArgs(*ep_, inputs, resident));
+  return call_->Replay(args);
+}
+
+std::map<std::string, DeviceTensor> Model::RecordedEntry::outputs() const {
+  std::map<std::string, DeviceTensor> result;
+  for (int i = 0; i < ep_->outputs_size(); ++i)
+    result.emplace(ep_->outputs(i).name(), call_->outputs()[i]);
   return result;
 }
 

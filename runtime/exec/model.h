@@ -140,6 +140,18 @@ public:
   RunResident(const std::string &entry, const TensorMap &inputs,
               const std::map<std::string, const DeviceTensor *> &resident) const;
 
+  /// RunResident recorded for replays (Device::RecordResident: on cuda a
+  /// CUDA graph; the generation loop's decode_tokens): the host code runs
+  /// once, under the recording, with `inputs` and `resident` as RunResident
+  /// takes them, and nothing is computed until RecordedEntry::Replay. The
+  /// recording must not outlive the model. Errors: those of RunResident's
+  /// argument mapping and of Device::RecordResident (Unimplemented on a
+  /// device without recorded calls).
+  class RecordedEntry;
+  absl::StatusOr<std::unique_ptr<RecordedEntry>>
+  RecordResident(const std::string &entry, const TensorMap &inputs,
+                 const std::map<std::string, const DeviceTensor *> &resident) const;
+
   /// Releases the resident params.
   ~Model();
   Model(const Model &) = delete;
@@ -147,6 +159,11 @@ public:
 
 private:
   Model() = default;
+  /// The entry's inputs as DeviceArgs (ep.inputs() order) from the two maps.
+  absl::StatusOr<std::vector<DeviceArg>>
+  ResidentArgs(const proto::EntryPoint &ep, const TensorMap &inputs,
+               const std::map<std::string, const DeviceTensor *> &resident) const;
+  absl::StatusOr<const proto::EntryPoint *> Entry(const std::string &entry) const;
   std::shared_ptr<const Artifact> artifact_;
   // Declared before what lives on it, so that it is destroyed last.
   std::unique_ptr<Device> device_;
@@ -154,6 +171,26 @@ private:
   std::map<std::string, KernelEntryFn> entries_;
   std::map<std::string, Tensor> weights_; // host views into the artifact
   std::map<std::string, DeviceTensor> resident_; // weights_ on device_
+};
+
+/// A recording of Model::RecordResident: Replay runs the entry again on
+/// inputs named as for RunResident (same dtypes and shapes; host scalars
+/// with the recorded values; in-out inputs the same tensors), and the
+/// outputs are the recording's (RecordedCall: rewritten by each replay,
+/// never released by the caller).
+class Model::RecordedEntry {
+public:
+  absl::Status Replay(const TensorMap &inputs,
+                      const std::map<std::string, const DeviceTensor *> &resident);
+  /// The outputs by name (views of the recording's tensors).
+  std::map<std::string, DeviceTensor> outputs() const;
+  int64_t nodes() const { return call_->nodes(); }
+
+private:
+  friend class Model;
+  const Model *model_ = nullptr;
+  const proto::EntryPoint *ep_ = nullptr;
+  std::unique_ptr<RecordedCall> call_;
 };
 
 } // namespace bt::rt

@@ -25,6 +25,13 @@ std::string FormatCounters(const GenerateCounters &c) {
         "decode_block: %d call(s), %d rows\n",
         c.decode_tokens_calls, c.token_decoder_steps, c.token_decoder_rows,
         c.decode_block_calls, c.decode_block_rows);
+  if (c.decode_tokens_recordings > 0)
+    absl::StrAppendFormat(
+        &s,
+        "decode_tokens as a CUDA graph: %d recording(s), %d of the calls "
+        "replayed, %d nodes per replay\n",
+        c.decode_tokens_recordings, c.decode_tokens_replays,
+        c.decode_tokens_graph_nodes);
   if (c.decode_step_calls > 0 || c.tokens_sampled > 0)
     absl::StrAppendFormat(&s, "decode_step: %d call(s), %d rows; %d tokens sampled\n",
                           c.decode_step_calls, c.decode_step_rows,
@@ -42,13 +49,15 @@ std::string FormatCounters(const GenerateCounters &c) {
         &s,
         "device traffic in the decode loop (%s state): host->device %d bytes in %d "
         "copies, device->host %d bytes in %d copies (%d bytes of these for host "
-        "sampling: logits down, tokens up); %d kernel launches, %d GEMMs\n"
+        "sampling: logits down, tokens up); %d kernel launches, %d GEMMs, %d "
+        "graph launches (%d nodes)\n"
         "per decode step (%d steps): %.1f bytes host<->device, %.1f without the "
-        "host sampler's; %.1f kernel launches\n",
+        "host sampler's; %.1f kernel launches, %.2f graph launches\n",
         c.resident_state ? "resident" : "host", t.to_device_bytes, t.to_device_copies,
         t.to_host_bytes, t.to_host_copies, t.sampler_bytes, t.kernel_launches,
-        t.gemm_calls, c.decode_token_steps, t.bytes() / steps,
-        (t.bytes() - t.sampler_bytes) / steps, t.kernel_launches / steps);
+        t.gemm_calls, t.graph_launches, t.graph_nodes, c.decode_token_steps,
+        t.bytes() / steps, (t.bytes() - t.sampler_bytes) / steps,
+        t.kernel_launches / steps, t.graph_launches / steps);
   }
   if (t.global_bytes_read + t.global_bytes_written > 0) {
     // Counted by the emulator; the H100 time is a roofline model (H100Model in
@@ -58,8 +67,10 @@ std::string FormatCounters(const GenerateCounters &c) {
     const double flops = static_cast<double>(t.gemm_flops);
     const double roofline =
         std::max(bytes / H100Model::kBandwidth, flops / H100Model::kPeakFlops);
+    // A graph launch costs the host about one kernel launch.
     const double launch =
-        H100Model::kLaunchSeconds * static_cast<double>(t.kernel_launches + t.gemm_calls);
+        H100Model::kLaunchSeconds *
+        static_cast<double>(t.kernel_launches + t.gemm_calls + t.graph_launches);
     absl::StrAppendFormat(
         &s,
         "device memory per decode step (counted by the emulator, distinct 32-byte "
@@ -67,7 +78,7 @@ std::string FormatCounters(const GenerateCounters &c) {
         "threads; %.0f GEMM FLOPs\n"
         "modelled H100 time per decode step (a model, not a measurement): roofline "
         "%.3f us at 3.35 TB/s and 989 TFLOP/s; launch overhead %.3f us at 2 us per "
-        "kernel or GEMM (%.0f%% of both)\n",
+        "kernel, GEMM or graph launch (%.0f%% of both)\n",
         t.global_bytes_read / steps, t.global_bytes_written / steps,
         t.global_access_bytes / steps, flops / steps, 1e6 * roofline / steps,
         1e6 * launch / steps, 100.0 * launch / std::max(roofline + launch, 1e-30));

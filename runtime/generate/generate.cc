@@ -59,6 +59,14 @@ public:
         });
     return v;
   }
+  /// A view of device memory that something else owns and releases (a
+  /// recording's output, RecordedCall::outputs): never released by a Value.
+  static Value Borrowed(DeviceTensor t) {
+    Value v;
+    v.view_ = t;
+    v.owner_ = std::make_shared<const DeviceTensor>(std::move(t));
+    return v;
+  }
   /// Uploads `t` when `device` is set (resident), else keeps it.
   static absl::StatusOr<Value> Make(Device *device, Tensor t) {
     if (device == nullptr)
@@ -414,17 +422,62 @@ struct Rows {
   int64_t produced = 0;
 };
 
+/// decode_tokens recorded for replays (GenerateOptions::cuda_graphs): the
+/// recording of the current batch size, if any. Declared before the Values
+/// that borrow its outputs, so that it outlives them.
+struct TokenRecording {
+  bool enabled = false;
+  int64_t rows = 0;
+  std::unique_ptr<Model::RecordedEntry> entry;
+};
+
+/// decode_tokens as a replay of `rec` (recorded first when it holds another
+/// batch size): the sampler counts the block's device steps, the outputs
+/// are views of the recording's.
+absl::StatusOr<ValueMap> ReplayDecodeTokens(const Model &model,
+                                            TokenRecording &rec, TensorMap tin,
+                                            const ValueMap &tkept,
+                                            Sampler &sampler,
+                                            GenerateCounters &c) {
+  const int64_t rows = static_cast<int64_t>(sampler.rows().size());
+  std::map<std::string, const DeviceTensor *> resident;
+  for (const auto &[name, v] : tkept)
+    resident.emplace(name, v.device());
+  if (rec.entry == nullptr || rec.rows != rows) {
+    rec.entry.reset(); // rows only shrink: the old size does not come back
+    BT_RETURN_IF_ERROR(sampler.BeginRecording());
+    absl::StatusOr<std::unique_ptr<Model::RecordedEntry>> made =
+        model.RecordResident("decode_tokens", tin, resident);
+    sampler.EndRecording();
+    BT_RETURN_IF_ERROR(made.status());
+    rec.entry = std::move(*made);
+    rec.rows = rows;
+    ++c.decode_tokens_recordings;
+    c.decode_tokens_graph_nodes = rec.entry->nodes();
+  }
+  BT_RETURN_IF_ERROR(rec.entry->Replay(tin, resident));
+  sampler.ReplayedSteps(model.config().block_length());
+  ++c.decode_tokens_replays;
+  ValueMap out;
+  for (auto &[name, t] : rec.entry->outputs())
+    out.emplace(name, Value::Borrowed(std::move(t)));
+  return out;
+}
+
 /// Runs decode_tokens for the rows `r` and copies the first `take` tokens
 /// of each row (and their step logits when kept) into `res`; marks the rows
 /// that sampled EOS among them finished. Returns the entry's outputs
 /// (tokens I64 [B', L_B], step_logits F32 [B', L_B, V]) and the tokens on
-/// the host in `host_tok`.
+/// the host in `host_tok`. With `rec` enabled and a block that samples
+/// wholly on the device after the first, the call is a replay of a
+/// recording.
 absl::StatusOr<ValueMap> DecodeTokens(const Model &model, Device *device,
                                       const Value &context,
                                       const Value &positions, const Rows &r,
                                       int64_t take, Sampler &sampler,
                                       const std::string &where,
-                                      GenerateResult &res, Tensor &host_tok) {
+                                      GenerateResult &res, Tensor &host_tok,
+                                      TokenRecording &rec) {
   const proto::ModelConfig &cfg = model.config();
   const int64_t L = cfg.block_length(), V = cfg.vocab_size();
   const int64_t rows = static_cast<int64_t>(r.active.size());
@@ -435,8 +488,14 @@ absl::StatusOr<ValueMap> DecodeTokens(const Model &model, Device *device,
   ValueMap tkept;
   tkept.emplace("context", context);
   tkept.emplace("positions", positions);
+  // Not the first block: its calls allocate the device sampler's state.
+  const bool replay = rec.enabled && device != nullptr && r.produced > 0 &&
+                      sampler.BlockReplayable();
   absl::StatusOr<ValueMap> tout =
-      RunEntry(model, device, "decode_tokens", std::move(tin), tkept, nullptr);
+      replay ? ReplayDecodeTokens(model, rec, std::move(tin), tkept, sampler,
+                                  res.counters)
+             : RunEntry(model, device, "decode_tokens", std::move(tin), tkept,
+                        nullptr);
   BT_RETURN_IF_ERROR(Annotate(tout.status(), where));
   BT_RETURN_IF_ERROR(Annotate(sampler.status(),
                               absl::StrCat(where, ", decode_tokens")));
@@ -542,6 +601,11 @@ absl::Status GenerateBlock(const Model &model, Device *device,
   Rows r;
   for (int64_t b = 0; b < B; ++b)
     r.active.push_back(b);
+  const char *graphs_env = std::getenv("BT_CUDA_GRAPHS");
+  TokenRecording rec;
+  rec.enabled = o.cuda_graphs && device != nullptr &&
+                device->recorded_calls() &&
+                !(graphs_env != nullptr && std::string(graphs_env) == "0");
   for (int64_t g = 0; g < gen_blocks; ++g) {
     const int64_t rows = static_cast<int64_t>(r.active.size());
     const std::string where = absl::StrCat("generated block ", g);
@@ -549,7 +613,7 @@ absl::Status GenerateBlock(const Model &model, Device *device,
     Tensor host_tok;
     BT_ASSIGN_OR_RETURN(ValueMap tout,
                         DecodeTokens(model, device, context, positions, r, take,
-                                     sampler, where, res, host_tok));
+                                     sampler, where, res, host_tok, rec));
     ++c.decode_tokens_calls;
     c.token_decoder_steps += L;
     c.token_decoder_rows += rows * L;

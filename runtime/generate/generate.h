@@ -74,6 +74,14 @@ struct GenerateOptions {
   /// environment variable BT_DEVICE_SAMPLING=0, samples every step on the
   /// host (the logits are copied down, the tokens up).
   bool device_sampling = true;
+  /// On a device with recorded calls (Device::recorded_calls: cuda,
+  /// cuda-emu) and the resident state, run decode_tokens as a recording
+  /// (a CUDA graph: one launch per call) once its block samples wholly on
+  /// the device (Sampler::BlockReplayable): recorded on the first such call
+  /// of each batch size after the first block, replayed from then on. The
+  /// tokens are those of direct calls. False, or the environment variable
+  /// BT_CUDA_GRAPHS=0, calls it directly every block.
+  bool cuda_graphs = true;
 };
 
 /// Work done by one generation (what the kernels were asked to compute).
@@ -86,6 +94,12 @@ struct GenerateCounters {
   /// the rows of the batch (B x N).
   int64_t blocks_prefilled = 0;
   int64_t decode_tokens_calls = 0;
+  /// Of these: calls run as a replay of a recording (GenerateOptions::
+  /// cuda_graphs), the recordings made, and the nodes (kernels, GEMMs,
+  /// copies) of the last recording.
+  int64_t decode_tokens_replays = 0;
+  int64_t decode_tokens_recordings = 0;
+  int64_t decode_tokens_graph_nodes = 0;
   /// Token-decoder steps: sampler calls made by decode_tokens (L_B each).
   int64_t token_decoder_steps = 0;
   /// Rows computed by the token decoder: sum over its steps of the batch.

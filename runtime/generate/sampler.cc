@@ -235,7 +235,8 @@ bool Sampler::StepOnDevice(int64_t rows, int64_t vocab, int64_t token_rows,
   if (!block_on_device_ || device_steps_in_block_ != steps_in_block_ ||
       rows != batch || token_rows != batch || vocab != options_.vocab_size)
     return false;
-  step.step_in_block = steps_in_block_;
+  const int64_t index = recording_ ? recorded_steps_ : steps_in_block_;
+  step.step_in_block = index;
   step.eos_token_id = options_.eos_token_id;
   step.pad_token_id = options_.generation_pad_token_id;
   const SamplingOptions &so = options_.sampling;
@@ -245,8 +246,7 @@ bool Sampler::StepOnDevice(int64_t rows, int64_t vocab, int64_t token_rows,
     step.top_k = so.top_k;
     step.top_p = so.top_p;
     step.rng_states = nullptr;
-    if (steps_in_block_ == 0 &&
-        !(device_rng_valid_ && device_rng_rows_ == rows_)) {
+    if (index == 0 && !(device_rng_valid_ && device_rng_rows_ == rows_)) {
       rng_upload_.resize(rows_.size());
       for (size_t r = 0; r < rows_.size(); ++r)
         rng_upload_[r] = rngs_[rows_[r]].state();
@@ -255,11 +255,40 @@ bool Sampler::StepOnDevice(int64_t rows, int64_t vocab, int64_t token_rows,
       device_rng_valid_ = true;
     }
   }
+  if (recording_) {
+    ++recorded_steps_;
+    return true;
+  }
   ++device_steps_in_block_;
   ++steps_in_block_;
   ++total_steps_;
   total_rows_ += rows;
   return true;
+}
+
+bool Sampler::BlockReplayable() const {
+  if (!block_on_device_ || steps_in_block_ != 0)
+    return false;
+  return options_.sampling.greedy ||
+         (device_rng_valid_ && device_rng_rows_ == rows_);
+}
+
+absl::Status Sampler::BeginRecording() {
+  if (!BlockReplayable())
+    return absl::FailedPreconditionError(
+        "sampler: recording a block that does not run wholly on the device "
+        "(host steps, a stream handover, or steps already taken)");
+  recording_ = true;
+  recorded_steps_ = 0;
+  return absl::OkStatus();
+}
+
+void Sampler::ReplayedSteps(int64_t steps) {
+  const int64_t rows = static_cast<int64_t>(rows_.size());
+  device_steps_in_block_ += steps;
+  steps_in_block_ += steps;
+  total_steps_ += steps;
+  total_rows_ += rows * steps;
 }
 
 void Sampler::EndBlock(const Tensor &tokens) {

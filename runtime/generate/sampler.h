@@ -169,6 +169,24 @@ public:
   void EndBlock(const Tensor &tokens);
   /// Steps of the current block that ran on the device.
   int64_t device_steps_in_block() const { return device_steps_in_block_; }
+
+  /// Replays of a recorded block (decode_tokens recorded as a CUDA graph,
+  /// generate.cc): whether every step of the current block runs on the
+  /// device with nothing handed over — StepOnDevice's conditions for all
+  /// rows, and when sampling, the device already holding these rows'
+  /// streams — so that a recording of it holds no host step and no copy.
+  bool BlockReplayable() const;
+  /// Between BeginRecording and EndRecording (the host code running once
+  /// under a recording, which computes nothing), StepOnDevice describes the
+  /// steps 0, 1, ... of a replayable block without counting them. Errors of
+  /// BeginRecording: FailedPrecondition when the block is not replayable
+  /// or has begun.
+  absl::Status BeginRecording();
+  void EndRecording() { recording_ = false; }
+  /// Counts `steps` steps of the current block run on the device by a
+  /// replay, as StepOnDevice counts each step the host code runs (the
+  /// block must be replayable).
+  void ReplayedSteps(int64_t steps);
   /// Step over dense tensors: logits F32 [B', V] -> tokens I64 [B'].
   absl::Status StepTensors(const Tensor &logits, Tensor &tokens);
 
@@ -203,6 +221,8 @@ private:
   int64_t steps_in_block_ = 0, total_steps_ = 0, total_rows_ = 0;
   int64_t device_steps_in_block_ = 0;
   bool block_on_device_ = false; // every row live at BeginBlock
+  bool recording_ = false;
+  int64_t recorded_steps_ = 0;
   // The rows whose stream states the device holds, in its row order (valid
   // while device_rng_valid_), and the states handed over by StepOnDevice.
   std::vector<int64_t> device_rng_rows_;

@@ -436,6 +436,73 @@ TEST(Sampler, SampledBlocksHandTheStreamsToTheDevice) {
   EXPECT_EQ(d.rng_states[1], advanced(2, 4 + 4 + 4 + 1));
 }
 
+// Recording a block for replays (decode_tokens as a CUDA graph): only a
+// block that runs wholly on the device with no stream handover; while
+// recording, the steps are described (0, 1, ...) but not counted; each
+// replay counts them with ReplayedSteps, and EndBlock does the usual
+// bookkeeping from the replay's tokens.
+TEST(Sampler, RecordedBlocksCountTheirStepsAtEachReplay) {
+  Sampler::Options o = EosOptions(Sampling(0.7, 3, 0.9, 42));
+  o.device = true;
+  auto s = Sampler::Create(o, 2);
+  ASSERT_THAT(s.status(), IsOk());
+  Sampler &sm = **s;
+  SamplerCallbackTarget::DeviceStep d;
+  // The first block hands the streams over: not replayable.
+  ASSERT_THAT(sm.BeginBlock({0, 1}), IsOk());
+  EXPECT_FALSE(sm.BlockReplayable());
+  EXPECT_THAT(sm.BeginRecording(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "wholly on the device"));
+  for (int k = 0; k < 4; ++k)
+    ASSERT_TRUE(sm.StepOnDevice(2, 4, 2, d));
+  EXPECT_FALSE(sm.BlockReplayable()); // steps taken
+  Tensor tok = *Tensor::Allocate(proto::I64, {2, 4});
+  std::fill_n(tok.data_as<int64_t>(), 8, 2);
+  sm.EndBlock(tok);
+  // The same rows: the device holds their streams.
+  ASSERT_THAT(sm.BeginBlock({0, 1}), IsOk());
+  ASSERT_TRUE(sm.BlockReplayable());
+  ASSERT_THAT(sm.BeginRecording(), IsOk());
+  for (int64_t k = 0; k < 4; ++k) {
+    ASSERT_TRUE(sm.StepOnDevice(2, 4, 2, d));
+    EXPECT_EQ(d.step_in_block, k);
+    EXPECT_EQ(d.rng_states, nullptr);
+  }
+  sm.EndRecording();
+  EXPECT_EQ(sm.steps_in_block(), 0);
+  EXPECT_EQ(sm.total_steps(), 4);
+  sm.ReplayedSteps(4);
+  EXPECT_EQ(sm.steps_in_block(), 4);
+  EXPECT_EQ(sm.device_steps_in_block(), 4);
+  EXPECT_EQ(sm.total_steps(), 8);
+  EXPECT_EQ(sm.total_rows(), 16);
+  // Row 1 emits EOS at step 2 in this replay: its stream advanced by 3.
+  const int64_t t[] = {2, 2, 2, 2, 2, 2, 0, 1};
+  std::copy(std::begin(t), std::end(t), tok.data_as<int64_t>());
+  sm.EndBlock(tok);
+  EXPECT_EQ(sm.eos_step_in_block(1), 2);
+  // Without every row live (a finished row) the block is not replayable.
+  ASSERT_THAT(sm.BeginBlock({0, 1}), IsOk());
+  EXPECT_FALSE(sm.BlockReplayable());
+  // Row 0 alone: handed over again, its stream advanced by both blocks'
+  // 4 + 4 draws (the replayed ones counted by EndBlock).
+  ASSERT_THAT(sm.BeginBlock({0}), IsOk());
+  EXPECT_FALSE(sm.BlockReplayable());
+  ASSERT_TRUE(sm.StepOnDevice(1, 4, 1, d));
+  ASSERT_NE(d.rng_states, nullptr);
+  Rng r0(42, 0);
+  for (int i = 0; i < 8; ++i)
+    r0.Next();
+  EXPECT_EQ(d.rng_states[0], r0.state());
+  // Greedy blocks need no streams: replayable from the first block.
+  Sampler::Options g = EosOptions(); // greedy
+  g.device = true;
+  auto gs = Sampler::Create(g, 2);
+  ASSERT_THAT(gs.status(), IsOk());
+  ASSERT_THAT((*gs)->BeginBlock({0, 1}), IsOk());
+  EXPECT_TRUE((*gs)->BlockReplayable());
+}
+
 TEST(Sampler, RngAdvanceSkipsDraws) {
   Rng a(9, 3), b(9, 3);
   for (int i = 0; i < 37; ++i)

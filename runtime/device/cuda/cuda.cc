@@ -74,6 +74,8 @@ struct CudaDriver {
   CUresult (*cuGraphLaunch)(void *, void *) = nullptr;
   CUresult (*cuGraphExecDestroy)(void *) = nullptr;
   CUresult (*cuGraphDestroy)(void *) = nullptr;
+  CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr, CUdeviceptr, size_t,
+                                   void *) = nullptr; // optional too
   bool has_graphs() const {
     return cuStreamBeginCapture_v2 && cuStreamEndCapture && cuGraphGetNodes &&
            cuGraphInstantiateWithFlags && cuGraphLaunch &&
@@ -181,6 +183,7 @@ std::vector<std::string> ResolveDriver(const SymbolLookup &lookup,
   Resolve(lookup, "cuGraphLaunch", d.cuGraphLaunch);
   Resolve(lookup, "cuGraphExecDestroy", d.cuGraphExecDestroy);
   Resolve(lookup, "cuGraphDestroy", d.cuGraphDestroy);
+  Resolve(lookup, "cuMemcpyDtoDAsync_v2", d.cuMemcpyDtoDAsync_v2);
   return missing;
 }
 
@@ -664,6 +667,18 @@ absl::Status CudaBackend::CopyToDevice(uint64_t dst, const void *src,
   to_device_bytes_ += bytes;
   return Check(driver_->cuMemcpyHtoD_v2(dst, src, static_cast<size_t>(bytes)),
                "cuMemcpyHtoD");
+}
+
+absl::Status CudaBackend::CopyOnDevice(uint64_t dst, uint64_t src,
+                                       int64_t bytes) {
+  if (bytes <= 0)
+    return absl::OkStatus();
+  if (driver_->cuMemcpyDtoDAsync_v2 == nullptr)
+    return absl::UnimplementedError(absl::StrCat(
+        "CUDA driver ", driver_->path, " lacks cuMemcpyDtoDAsync_v2"));
+  return Check(driver_->cuMemcpyDtoDAsync_v2(dst, src,
+                                             static_cast<size_t>(bytes), stream_),
+               "cuMemcpyDtoDAsync");
 }
 
 absl::Status CudaBackend::Memset(uint64_t dst, uint8_t value, int64_t bytes) {

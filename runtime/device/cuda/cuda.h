@@ -200,6 +200,10 @@ public:
   /// Synchronous copies (after all work queued on the stream).
   absl::Status CopyToHost(void *dst, uint64_t src, int64_t bytes);
   absl::Status CopyToDevice(uint64_t dst, const void *src, int64_t bytes);
+  /// Copies `bytes` of device memory from `src` to `dst` in stream order
+  /// (cuMemcpyDtoDAsync: no synchronization; recorded by a capture).
+  /// Errors: Unimplemented for a driver without it; the driver's.
+  absl::Status CopyOnDevice(uint64_t dst, uint64_t src, int64_t bytes);
   /// Sets `bytes` bytes of device memory at `dst` to `value`, in stream
   /// order (cuMemsetD8Async: no synchronization, no host<->device traffic).
   /// Errors: the driver's.
@@ -331,6 +335,66 @@ CallDeviceEntryPointResident(CudaBackend &gpu, KernelEntryFn fn,
                              const proto::EntryPoint &ep,
                              absl::Span<const DeviceTensor *const> params,
                              absl::Span<const DeviceArg> args);
+
+/// A resident call of a CUDA-target entry point recorded as a CUDA graph
+/// (RecordDeviceEntryPointResident), replayed once per call. Each input has
+/// its own binding, fixed at the recording: a host scalar (host_scalar) is
+/// baked into the graph and must have the same value at each replay; an
+/// in-out resident tensor (a KV cache) is used in place and must be the same
+/// tensor (address) at each replay; any other input gets a block of the
+/// recording (a slot) that Replay fills from the call's argument (a device
+/// copy for a resident tensor, an upload for a host one; same dtype and
+/// shape as at the recording). The outputs are the graph's blocks: each
+/// replay rewrites them, and they stay valid until the recording is
+/// destroyed (never released by the caller). Destroy it before the backend.
+class DeviceRecording {
+public:
+  ~DeviceRecording(); // the graph first (it synchronizes), then the slots
+  /// Fills the slots from `args` (ep.inputs() order, as at the recording)
+  /// and launches the graph (no synchronization). Errors (InvalidArgument,
+  /// naming the entry and input): a host scalar with another value, an
+  /// in-out tensor at another address, another dtype or shape; the device's.
+  absl::Status Replay(absl::Span<const DeviceArg> args);
+  /// Dense outputs in ep.outputs() order (the graph's blocks).
+  const std::vector<DeviceTensor> &outputs() const { return outputs_; }
+  /// Nodes of the graph (kernels, GEMMs, memsets, copies).
+  int64_t nodes() const { return graph_->nodes(); }
+
+private:
+  friend absl::StatusOr<std::unique_ptr<DeviceRecording>>
+  RecordDeviceEntryPointResident(CudaBackend &, KernelEntryFn,
+                                 const proto::EntryPoint &,
+                                 absl::Span<const DeviceTensor *const>,
+                                 absl::Span<const DeviceArg>);
+  DeviceRecording() = default;
+  CudaBackend *gpu_ = nullptr;
+  const proto::EntryPoint *ep_ = nullptr;
+  std::unique_ptr<CudaGraph> graph_;
+  struct Binding {
+    enum Kind { kScalar, kInPlace, kSlot } kind = kSlot;
+    std::string scalar; // kScalar: the value's bytes
+    uint64_t address = 0; // kInPlace: the tensor; kSlot: the slot
+    DType dtype = proto::F32;
+    std::vector<int64_t> shape;
+    int64_t bytes = 0;
+  };
+  std::vector<Binding> bindings_; // ep.inputs() order
+  std::vector<DeviceTensor> outputs_;
+};
+
+/// Records entry point `ep` (params and args as CallDeviceEntryPointResident)
+/// as a CUDA graph: the slots are allocated and filled from `args`, the host
+/// code runs once under a stream capture (CudaBackend::CaptureGraph), so
+/// nothing is computed until the first Replay. Errors: those of
+/// CallDeviceEntryPointResident's checks; Unimplemented for a host in-out
+/// input, an output that is not dense, or a driver without graphs; the
+/// capture's (e.g. a synchronous copy in the host code, such as a host
+/// sampler step).
+absl::StatusOr<std::unique_ptr<DeviceRecording>>
+RecordDeviceEntryPointResident(CudaBackend &gpu, KernelEntryFn fn,
+                               const proto::EntryPoint &ep,
+                               absl::Span<const DeviceTensor *const> params,
+                               absl::Span<const DeviceArg> args);
 
 /// A greedy sampler step on the device (docs/generation.md, "Sampling on
 /// the device"): launches the artifact's kernel `bt_sample_greedy`

@@ -86,10 +86,13 @@ namespace {
 // place, the host `args` copied into blocks owned by `buffers`. After the
 // stream synchronization the host in-out args are copied back. Returns the
 // result descriptor words; the outputs' blocks are owned by `buffers`.
+// `captured`: the call runs under a stream capture, which forbids the
+// synchronization (the args are all resident or host scalars then).
 absl::StatusOr<std::vector<int64_t>>
 InvokeOnDevice(CudaBackend &gpu, KernelEntryFn fn, const proto::EntryPoint &ep,
                absl::Span<const DeviceTensor *const> params,
-               absl::Span<const DeviceArg> args, CallBuffers &buffers) {
+               absl::Span<const DeviceArg> args, CallBuffers &buffers,
+               bool captured = false) {
   const std::string what = absl::StrCat("entry point '", ep.name(), "'");
   BT_RETURN_IF_ERROR(
       entry_call::CheckArity(what, fn, ep, params.size(), args.size()));
@@ -146,6 +149,8 @@ InvokeOnDevice(CudaBackend &gpu, KernelEntryFn fn, const proto::EntryPoint &ep,
   // once, even when outputs share one).
   for (const int64_t *w : entry_call::OutputDescriptors(ep, result))
     buffers.Own(static_cast<uint64_t>(w[0]));
+  if (captured)
+    return result;
   BT_RETURN_IF_ERROR(gpu.Synchronize());
 
   // Host in-out args: the kernel updated the device copy.
@@ -246,6 +251,151 @@ CallDeviceEntryPointResident(CudaBackend &gpu, KernelEntryFn fn,
     outputs.push_back(std::move(r));
   }
   return outputs;
+}
+
+absl::StatusOr<std::unique_ptr<DeviceRecording>>
+RecordDeviceEntryPointResident(CudaBackend &gpu, KernelEntryFn fn,
+                               const proto::EntryPoint &ep,
+                               absl::Span<const DeviceTensor *const> params,
+                               absl::Span<const DeviceArg> args) {
+  const std::string what = absl::StrCat("entry point '", ep.name(), "'");
+  BT_RETURN_IF_ERROR(
+      entry_call::CheckArity(what, fn, ep, params.size(), args.size()));
+  auto rec = std::unique_ptr<DeviceRecording>(new DeviceRecording());
+  rec->gpu_ = &gpu;
+  rec->ep_ = &ep;
+  // The bindings; the capture sees every non-scalar input as resident.
+  std::vector<DeviceTensor> slots(args.size());
+  std::vector<DeviceArg> bound(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const proto::TensorSpec &spec = ep.inputs(i);
+    DeviceRecording::Binding b;
+    const Tensor *host = args[i].host;
+    const DeviceTensor *dev = args[i].device;
+    if (host != nullptr && spec.host_scalar()) {
+      BT_RETURN_IF_ERROR(entry_call::CheckInput(what, spec, host));
+      b.kind = DeviceRecording::Binding::kScalar;
+      b.scalar.assign(static_cast<const char *>(host->data()), host->nbytes());
+      bound[i].host = args[i].host;
+      rec->bindings_.push_back(std::move(b));
+      continue;
+    }
+    if (host != nullptr && spec.inout())
+      return absl::UnimplementedError(absl::StrCat(
+          what, ": in-out input '", spec.name(),
+          "' is a host tensor; a recorded call takes in-out inputs resident"));
+    if (dev != nullptr && spec.inout()) {
+      b.kind = DeviceRecording::Binding::kInPlace;
+      b.address = dev->address;
+      b.dtype = dev->dtype;
+      b.shape = dev->shape;
+      bound[i].device = dev;
+      rec->bindings_.push_back(std::move(b));
+      continue;
+    }
+    if (host != nullptr)
+      BT_RETURN_IF_ERROR(entry_call::CheckInput(what, spec, host));
+    b.kind = DeviceRecording::Binding::kSlot;
+    b.dtype = host != nullptr ? host->dtype() : dev->dtype;
+    b.shape = host != nullptr ? host->shape() : dev->shape;
+    b.bytes = static_cast<int64_t>(DTypeSize(b.dtype));
+    for (int64_t d : b.shape)
+      b.bytes *= d;
+    if (b.bytes > 0) {
+      BT_ASSIGN_OR_RETURN(b.address, gpu.pool().Allocate(b.bytes));
+    }
+    slots[i] = DeviceTensor{b.address, b.dtype, b.shape};
+    bound[i].device = &slots[i];
+    rec->bindings_.push_back(std::move(b));
+  }
+  // From here the recording owns the slots (its destructor frees them).
+  CallBuffers buffers(gpu);
+  absl::StatusOr<std::vector<int64_t>> result;
+  absl::StatusOr<std::unique_ptr<CudaGraph>> graph =
+      gpu.CaptureGraph([&]() -> absl::Status {
+        result = InvokeOnDevice(gpu, fn, ep, params, bound, buffers,
+                                /*captured=*/true);
+        return result.status();
+      });
+  // The outputs' blocks were allocated during the capture: the graph's, or
+  // released by a failed capture.
+  if (result.ok())
+    for (const int64_t *w : entry_call::OutputDescriptors(ep, *result))
+      buffers.Disown(static_cast<uint64_t>(w[0]));
+  BT_RETURN_IF_ERROR(graph.status());
+  rec->graph_ = std::move(*graph);
+  const std::vector<const int64_t *> words =
+      entry_call::OutputDescriptors(ep, *result);
+  for (int o = 0; o < ep.outputs_size(); ++o) {
+    BT_ASSIGN_OR_RETURN(entry_call::OutputView v,
+                        entry_call::ReadOutput(what, ep.outputs(o), words[o]));
+    if (v.numel > 0 && !v.dense)
+      return absl::UnimplementedError(absl::StrCat(
+          what, ": output '", ep.outputs(o).name(),
+          "' is a strided view; a recorded call needs dense outputs"));
+    DeviceTensor t;
+    t.dtype = ep.outputs(o).dtype();
+    t.shape = v.sizes;
+    if (v.numel > 0)
+      t.address = static_cast<uint64_t>(v.aligned) + v.offset * v.itemsize;
+    rec->outputs_.push_back(std::move(t));
+  }
+  return rec;
+}
+
+DeviceRecording::~DeviceRecording() {
+  graph_.reset();
+  for (const Binding &b : bindings_)
+    if (b.kind == Binding::kSlot && b.address != 0)
+      (void)gpu_->pool().Free(b.address);
+}
+
+absl::Status DeviceRecording::Replay(absl::Span<const DeviceArg> args) {
+  const std::string what =
+      absl::StrCat("recorded entry point '", ep_->name(), "'");
+  if (args.size() != bindings_.size())
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", args.size(), " inputs, recorded with ", bindings_.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Binding &b = bindings_[i];
+    const std::string &name = ep_->inputs(i).name();
+    const Tensor *host = args[i].host;
+    const DeviceTensor *dev = args[i].device;
+    const DType dtype = host != nullptr ? host->dtype()
+                        : dev != nullptr ? dev->dtype
+                                         : b.dtype;
+    if (host == nullptr && dev == nullptr)
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": input '", name, "' is missing"));
+    if (b.kind == Binding::kScalar) {
+      if (host == nullptr || host->nbytes() != b.scalar.size() ||
+          std::memcmp(host->data(), b.scalar.data(), b.scalar.size()) != 0)
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": host scalar '", name,
+            "' differs from its value at the recording (it is part of the "
+            "graph)"));
+      continue;
+    }
+    const std::vector<int64_t> &shape = host != nullptr ? host->shape()
+                                                        : dev->shape;
+    if (dtype != b.dtype || shape != b.shape)
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": input '", name, "' is ", DTypeName(dtype),
+          ShapeToString(shape), ", recorded as ", DTypeName(b.dtype),
+          ShapeToString(b.shape)));
+    if (b.kind == Binding::kInPlace) {
+      if (dev == nullptr || dev->address != b.address)
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": in-out input '", name,
+            "' is not the tensor of the recording (updated in place)"));
+      continue;
+    }
+    if (host != nullptr)
+      BT_RETURN_IF_ERROR(gpu_->CopyToDevice(b.address, host->data(), b.bytes));
+    else if (dev->address != b.address)
+      BT_RETURN_IF_ERROR(gpu_->CopyOnDevice(b.address, dev->address, b.bytes));
+  }
+  return gpu_->LaunchGraph(*graph_);
 }
 
 namespace {

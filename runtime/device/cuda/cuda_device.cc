@@ -125,6 +125,44 @@ CudaDevice::Call(KernelEntryFn fn, const proto::EntryPoint &ep,
   return CallDeviceEntryPoint(*gpu_, fn, ep, params, args);
 }
 
+namespace {
+
+// A DeviceRecording behind the device's lock.
+class CudaRecordedCall : public RecordedCall {
+public:
+  CudaRecordedCall(std::mutex &mu, std::unique_ptr<DeviceRecording> rec)
+      : mu_(mu), rec_(std::move(rec)) {}
+  ~CudaRecordedCall() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    rec_.reset();
+  }
+  absl::Status Replay(absl::Span<const DeviceArg> args) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return rec_->Replay(args);
+  }
+  const std::vector<DeviceTensor> &outputs() const override {
+    return rec_->outputs();
+  }
+  int64_t nodes() const override { return rec_->nodes(); }
+
+private:
+  std::mutex &mu_;
+  std::unique_ptr<DeviceRecording> rec_;
+};
+
+} // namespace
+
+absl::StatusOr<std::unique_ptr<RecordedCall>>
+CudaDevice::RecordResident(KernelEntryFn fn, const proto::EntryPoint &ep,
+                           absl::Span<const DeviceTensor *const> params,
+                           absl::Span<const DeviceArg> args) {
+  std::lock_guard<std::mutex> lock(mu_);
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceRecording> rec,
+                      RecordDeviceEntryPointResident(*gpu_, fn, ep, params, args));
+  return std::unique_ptr<RecordedCall>(
+      std::make_unique<CudaRecordedCall>(mu_, std::move(rec)));
+}
+
 absl::Status CudaDevice::Synchronize() { return gpu_->Synchronize(); }
 
 absl::Status CudaDevice::EndSampling(int64_t handle) {

@@ -76,6 +76,13 @@ public:
   CallResident(KernelEntryFn fn, const proto::EntryPoint &ep,
                absl::Span<const DeviceTensor *const> params,
                absl::Span<const DeviceArg> args) override;
+  bool recorded_calls() const override { return true; }
+  /// RecordDeviceEntryPointResident (a CUDA graph), serialized; replays are
+  /// serialized with the other calls.
+  absl::StatusOr<std::unique_ptr<RecordedCall>>
+  RecordResident(KernelEntryFn fn, const proto::EntryPoint &ep,
+                 absl::Span<const DeviceTensor *const> params,
+                 absl::Span<const DeviceArg> args) override;
   /// CudaBackend::traffic.
   DeviceTraffic traffic() const override { return gpu_->traffic(); }
   /// EndDeviceSampling.

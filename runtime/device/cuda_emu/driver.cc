@@ -66,11 +66,12 @@ int RunGemm(const GemmCall &g); // below, with cuBLAS
 /// One node of a captured graph: a kernel launch (its parameter values
 /// copied), a memset or a GEMM, in stream order (the graph is a chain).
 struct GraphNode {
-  enum Kind { kKernel, kMemset, kGemm } kind = kKernel;
+  enum Kind { kKernel, kMemset, kGemm, kCopy } kind = kKernel;
   const Function *function = nullptr;
   LaunchConfig config{};
   std::vector<std::vector<char>> params; // kKernel: one value per parameter
-  uint64_t dst = 0, bytes = 0;           // kMemset
+  uint64_t dst = 0, bytes = 0;           // kMemset, kCopy
+  uint64_t src = 0;                      // kCopy
   unsigned char value = 0;
   GemmCall gemm{};                       // kGemm
 };
@@ -406,6 +407,39 @@ CUresult emu_cuMemsetD8Async(CUdeviceptr dst, unsigned char value,
   }
   return Memset(dst, value, bytes);
 }
+CUresult CopyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  if (!CheckCopy("cuMemcpyDtoDAsync source", src, bytes, true) ||
+      !CheckCopy("cuMemcpyDtoDAsync destination", dst, bytes, false))
+    return kIllegalAddress;
+  DeviceMemory &m = DeviceMemory::Get();
+  const uint64_t u = m.FirstUninitialized(src, bytes);
+  if (u != UINT64_MAX) {
+    Report("cuMemcpyDtoDAsync reads uninitialized device memory",
+           {"byte " + Hex(u) + " of " + m.Describe(u, 1)});
+    return kIllegalAddress;
+  }
+  std::memmove(m.Host(dst), m.Host(src), bytes);
+  m.SetInitialized(dst, bytes);
+  return kSuccess;
+}
+CUresult emu_cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src,
+                                  size_t bytes, void *s) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (s != &g_stream)
+    return kInvalidValue;
+  if (bytes == 0)
+    return kSuccess;
+  if (g_capture.active) {
+    GraphNode node;
+    node.kind = GraphNode::kCopy;
+    node.dst = dst;
+    node.src = src;
+    node.bytes = bytes;
+    g_capture.graph->nodes.push_back(std::move(node));
+    return kSuccess;
+  }
+  return CopyDtoD(dst, src, bytes);
+}
 CUresult emu_cuGetErrorName(CUresult r, const char **name) {
   switch (r) {
   case kSuccess: *name = "CUDA_SUCCESS"; return kSuccess;
@@ -510,6 +544,10 @@ CUresult emu_cuGraphLaunch(void *exec, void *s) {
     case GraphNode::kGemm:
       if (RunGemm(node.gemm) != kCublasSuccess)
         return kLaunchFailed;
+      break;
+    case GraphNode::kCopy:
+      if (CUresult r = CopyDtoD(node.dst, node.src, node.bytes); r != kSuccess)
+        return r;
       break;
     }
   }
@@ -726,6 +764,7 @@ void *LookupSymbol(const char *name) {
   BT_EMU_SYMBOL(cuMemcpyDtoH_v2)
   BT_EMU_SYMBOL(cuMemcpyHtoD_v2)
   BT_EMU_SYMBOL(cuMemsetD8Async)
+  BT_EMU_SYMBOL(cuMemcpyDtoDAsync_v2)
   BT_EMU_SYMBOL(cuGetErrorName)
   BT_EMU_SYMBOL(cuStreamBeginCapture_v2)
   BT_EMU_SYMBOL(cuStreamEndCapture)

@@ -5,7 +5,10 @@
 # context and token ids kept in device memory (the default) and once with
 # BT_RESIDENT_STATE=0 (every call copies its state in and out), and once
 # resident with BT_DEVICE_SAMPLING=0 (the greedy steps sampled on the host
-# instead of by the device's sampling kernel): the outputs must be
+# instead of by the device's sampling kernel), and once resident with
+# BT_CUDA_GRAPHS=0 (decode_tokens called directly every block instead of
+# replayed as a CUDA graph once the block samples wholly on the device):
+# the outputs must be
 # byte-identical, and the host<->device traffic of the decode loop
 # (DeviceTraffic, printed by FormatCounters) is printed for FileCheck.
 #   check-resident-state.sh FIXTURES_DIR WORK_DIR CASE PROMPT MAX_NEW_TOKENS [--sample] [generate flags]
@@ -28,11 +31,13 @@ fi
 mkdir -p "$work"
 art="$work/$case.cuda.btart"
 bt-run compile "$fixtures/$case" --target cuda --emit artifact -o "$art" 2> "$work/$case.compile.log"
-for state in resident host host-sampler; do
-  env_state=1 env_sampling=1
+for state in resident host host-sampler no-graphs; do
+  env_state=1 env_sampling=1 env_graphs=1
   [ "$state" = host ] && env_state=0
   [ "$state" = host-sampler ] && env_sampling=0
-  if ! BT_RESIDENT_STATE=$env_state BT_DEVICE_SAMPLING=$env_sampling bt-launcher --artifact "$art" generate --device cuda-emu \
+  [ "$state" = no-graphs ] && env_graphs=0
+  if ! BT_RESIDENT_STATE=$env_state BT_DEVICE_SAMPLING=$env_sampling BT_CUDA_GRAPHS=$env_graphs \
+      bt-launcher --artifact "$art" generate --device cuda-emu \
       --inputs "$fixtures/$case/$prompt" --max-new-tokens "$tokens" "${mode[@]}" "$@" \
       -o "$work/$case.$state.safetensors" 2> "$work/$case.$state.log"; then
     cat "$work/$case.$state.log" >&2
@@ -51,3 +56,5 @@ cmp "$work/$case.resident.safetensors" "$work/$case.host.safetensors"
 echo "$case: resident and host state give identical outputs"
 cmp "$work/$case.resident.safetensors" "$work/$case.host-sampler.safetensors"
 echo "$case: sampling on the device and on the host give identical outputs"
+cmp "$work/$case.resident.safetensors" "$work/$case.no-graphs.safetensors"
+echo "$case: decode_tokens replayed as a CUDA graph and called directly give identical outputs"

@@ -358,11 +358,16 @@ TEST(CudaEmu, StreamCaptureRecordsAndGraphReplays) {
                 reinterpret_cast<const float *>(out), 1, &beta,
                 reinterpret_cast<float *>(c), 1),
             0);
+  // copy = out, device to device.
+  CUdeviceptr copy = d.Alloc(4 * 4);
+  auto dtod = Sym<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, void *)>(
+      "cuMemcpyDtoDAsync_v2");
+  ASSERT_EQ(dtod(copy, out, 16, d.stream), 0);
   void *graph = nullptr;
   ASSERT_EQ(Sym<CUresult (*)(void *, void **)>("cuStreamEndCapture")(d.stream, &graph), 0);
   size_t nodes = 0;
   ASSERT_EQ(Sym<CUresult (*)(void *, void **, size_t *)>("cuGraphGetNodes")(graph, nullptr, &nodes), 0);
-  EXPECT_EQ(nodes, 3u);
+  EXPECT_EQ(nodes, 4u);
   // Nothing ran: out is still the allocation's NaN fill.
   float got[4];
   ASSERT_EQ(Sym<CopyToHost>("cuMemcpyDtoH_v2")(got, out, sizeof got), 0);
@@ -388,6 +393,14 @@ TEST(CudaEmu, StreamCaptureRecordsAndGraphReplays) {
   EXPECT_THAT(got, testing::ElementsAre(10.5f, 20.5f, 30.5f, 40.5f));
   ASSERT_EQ(Sym<CopyToHost>("cuMemcpyDtoH_v2")(&gemm, c, 4), 0);
   EXPECT_EQ(gemm, 2.0f * 20.0f * 10.5f);
+  ASSERT_EQ(Sym<CopyToHost>("cuMemcpyDtoH_v2")(got, copy, sizeof got), 0);
+  EXPECT_THAT(got, testing::ElementsAre(10.5f, 20.5f, 30.5f, 40.5f));
+  // Outside a capture the copy runs at once; its source must be written.
+  CUdeviceptr fresh = d.Alloc(16);
+  testing::internal::CaptureStderr();
+  EXPECT_NE(dtod(copy, fresh, 16, d.stream), 0);
+  EXPECT_THAT(testing::internal::GetCapturedStderr(),
+              HasSubstr("cuMemcpyDtoDAsync reads uninitialized device memory"));
   EXPECT_EQ(Sym<CUresult (*)(void *)>("cuGraphExecDestroy")(exec), 0);
 }
 
