@@ -360,6 +360,14 @@ Model::Entry(const std::string &entry) const {
   return ep;
 }
 
+std::vector<const DeviceTensor *>
+Model::ResidentParams(const proto::EntryPoint &ep) const {
+  std::vector<const DeviceTensor *> params;
+  for (const std::string &p : ep.params())
+    params.push_back(&resident_.at(p));
+  return params;
+}
+
 absl::StatusOr<std::vector<DeviceArg>> Model::ResidentArgs(
     const proto::EntryPoint &ep, const TensorMap &inputs,
     const std::map<std::string, const DeviceTensor *> &resident) const {
@@ -386,9 +394,7 @@ absl::StatusOr<std::map<std::string, DeviceTensor>>
 Model::RunResident(const std::string &entry, const TensorMap &inputs,
                    const std::map<std::string, const DeviceTensor *> &resident) const {
   BT_ASSIGN_OR_RETURN(const proto::EntryPoint *ep, Entry(entry));
-  std::vector<const DeviceTensor *> params;
-  for (const std::string &p : ep->params())
-    params.push_back(&resident_.at(p));
+  const std::vector<const DeviceTensor *> params = ResidentParams(*ep);
   BT_ASSIGN_OR_RETURN(std::vector<DeviceArg> args,
                       ResidentArgs(*ep, inputs, resident));
   BT_ASSIGN_OR_RETURN(std::vector<DeviceTensor> outs,
@@ -403,9 +409,7 @@ absl::StatusOr<std::unique_ptr<Model::RecordedEntry>>
 Model::RecordResident(const std::string &entry, const TensorMap &inputs,
                       const std::map<std::string, const DeviceTensor *> &resident) const {
   BT_ASSIGN_OR_RETURN(const proto::EntryPoint *ep, Entry(entry));
-  std::vector<const DeviceTensor *> params;
-  for (const std::string &p : ep->params())
-    params.push_back(&resident_.at(p));
+  const std::vector<const DeviceTensor *> params = ResidentParams(*ep);
   BT_ASSIGN_OR_RETURN(std::vector<DeviceArg> args,
                       ResidentArgs(*ep, inputs, resident));
   auto rec = std::unique_ptr<RecordedEntry>(new RecordedEntry());

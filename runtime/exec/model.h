@@ -164,6 +164,8 @@ private:
   ResidentArgs(const proto::EntryPoint &ep, const TensorMap &inputs,
                const std::map<std::string, const DeviceTensor *> &resident) const;
   absl::StatusOr<const proto::EntryPoint *> Entry(const std::string &entry) const;
+  /// The entry's params on the device (ep.params() order).
+  std::vector<const DeviceTensor *> ResidentParams(const proto::EntryPoint &ep) const;
   std::shared_ptr<const Artifact> artifact_;
   // Declared before what lives on it, so that it is destroyed last.
   std::unique_ptr<Device> device_;

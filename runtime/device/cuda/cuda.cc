@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bt/runtime/device/cuda/cuda.h"
+#include "bt/runtime/device/cuda/cuda_driver.h"
 
 #include <algorithm>
 #include <atomic>
@@ -17,7 +18,6 @@
 #include <cstring>
 #include <dlfcn.h>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -25,98 +25,6 @@
 #include "bt/runtime/base/status_macros.h"
 
 namespace bt::rt {
-
-using CUresult = int;
-using CUdevice = int;
-using CUdeviceptr = unsigned long long;
-constexpr CUresult kCudaSuccess = 0;
-constexpr int kAttrComputeCapabilityMajor = 75;
-constexpr int kAttrComputeCapabilityMinor = 76;
-constexpr int kJitErrorLogBuffer = 5;
-constexpr int kJitErrorLogBufferSizeBytes = 6;
-
-struct CudaDriver {
-  void *library = nullptr;
-  std::string path;
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuDriverGetVersion)(int *);
-  CUresult (*cuDeviceGetCount)(int *);
-  CUresult (*cuDeviceGet)(CUdevice *, int);
-  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
-  CUresult (*cuDeviceTotalMem_v2)(size_t *, CUdevice);
-  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRetain)(void **, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice);
-  CUresult (*cuCtxSetCurrent)(void *);
-  CUresult (*cuStreamCreate)(void **, unsigned);
-  CUresult (*cuStreamDestroy_v2)(void *);
-  CUresult (*cuStreamSynchronize)(void *);
-  CUresult (*cuModuleLoadDataEx)(void **, const void *, unsigned, int *,
-                                 void **);
-  CUresult (*cuModuleUnload)(void *);
-  CUresult (*cuModuleGetFunction)(void **, void *, const char *);
-  CUresult (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, unsigned, void *, void **,
-                             void **);
-  CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
-  CUresult (*cuMemFree_v2)(CUdeviceptr);
-  CUresult (*cuMemcpyDtoH_v2)(void *, CUdeviceptr, size_t);
-  CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
-  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, void *);
-  CUresult (*cuGetErrorName)(CUresult, const char **);
-  // The graph API (CudaBackend::CaptureGraph): optional, null when the
-  // driver lacks it.
-  CUresult (*cuStreamBeginCapture_v2)(void *, int) = nullptr;
-  CUresult (*cuStreamEndCapture)(void *, void **) = nullptr;
-  CUresult (*cuGraphGetNodes)(void *, void **, size_t *) = nullptr;
-  CUresult (*cuGraphInstantiateWithFlags)(void **, void *,
-                                          unsigned long long) = nullptr;
-  CUresult (*cuGraphLaunch)(void *, void *) = nullptr;
-  CUresult (*cuGraphExecDestroy)(void *) = nullptr;
-  CUresult (*cuGraphDestroy)(void *) = nullptr;
-  CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr, CUdeviceptr, size_t,
-                                   void *) = nullptr; // optional too
-  bool has_graphs() const {
-    return cuStreamBeginCapture_v2 && cuStreamEndCapture && cuGraphGetNodes &&
-           cuGraphInstantiateWithFlags && cuGraphLaunch &&
-           cuGraphExecDestroy && cuGraphDestroy;
-  }
-
-  std::string ErrorName(CUresult r) const {
-    const char *name = nullptr;
-    if (cuGetErrorName && cuGetErrorName(r, &name) == kCudaSuccess && name)
-      return name;
-    // The stub driver (and a failed driver) cannot name its errors: the
-    // common ones from cuda.h.
-    switch (r) {
-    case 1: return "CUDA_ERROR_INVALID_VALUE";
-    case 2: return "CUDA_ERROR_OUT_OF_MEMORY";
-    case 3: return "CUDA_ERROR_NOT_INITIALIZED";
-    case 34: return "CUDA_ERROR_STUB_LIBRARY";
-    case 35: return "CUDA_ERROR_INSUFFICIENT_DRIVER";
-    case 100: return "CUDA_ERROR_NO_DEVICE";
-    case 101: return "CUDA_ERROR_INVALID_DEVICE";
-    case 218: return "CUDA_ERROR_INVALID_PTX";
-    case 500: return "CUDA_ERROR_NOT_FOUND";
-    case 700: return "CUDA_ERROR_ILLEGAL_ADDRESS";
-    case 719: return "CUDA_ERROR_LAUNCH_FAILED";
-    default: return absl::StrCat("CUresult ", r);
-    }
-  }
-};
-
-struct Cublas {
-  void *library = nullptr;
-  std::string path;
-  void *handle = nullptr;
-  int (*cublasCreate_v2)(void **);
-  int (*cublasDestroy_v2)(void *);
-  int (*cublasSetStream_v2)(void *, void *);
-  int (*cublasSetMathMode)(void *, int);
-  int (*cublasSgemm_v2)(void *, int, int, int, int, int, const float *,
-                        const float *, int, const float *, int, const float *,
-                        float *, int);
-};
 
 namespace {
 
@@ -713,108 +621,6 @@ DeviceTraffic CudaBackend::traffic() const {
     }
   }
   return t;
-}
-
-//===----------------------------------------------------------------------===//
-// CUDA graphs
-//===----------------------------------------------------------------------===//
-
-constexpr int kCaptureModeRelaxed = 2; // CU_STREAM_CAPTURE_MODE_RELAXED
-
-absl::StatusOr<std::unique_ptr<CudaGraph>>
-CudaBackend::CaptureGraph(const std::function<absl::Status()> &work) {
-  if (!driver_->has_graphs())
-    return absl::UnimplementedError(absl::StrCat(
-        "CUDA driver ", driver_->path,
-        " lacks the graph API (cuStreamBeginCapture_v2, cuGraphLaunch, ...)"));
-  if (capturing())
-    return absl::FailedPreconditionError(
-        "CaptureGraph: a capture is already in progress on this backend");
-  // Relaxed: the pool may call cuMemAlloc while the stream captures.
-  BT_RETURN_IF_ERROR(
-      Check(driver_->cuStreamBeginCapture_v2(stream_, kCaptureModeRelaxed),
-            "cuStreamBeginCapture"));
-  capture_ = std::make_unique<Capture>();
-  absl::Status worked = work();
-  std::unique_ptr<Capture> captured = std::move(capture_);
-  void *graph = nullptr;
-  const CUresult ended = driver_->cuStreamEndCapture(stream_, &graph);
-  auto graph_closer = absl::MakeCleanup([&] {
-    if (graph != nullptr)
-      driver_->cuGraphDestroy(graph);
-  });
-  std::sort(captured->blocks.begin(), captured->blocks.end());
-  captured->blocks.erase(
-      std::unique(captured->blocks.begin(), captured->blocks.end()),
-      captured->blocks.end());
-  auto release = [&] {
-    for (uint64_t block : captured->blocks)
-      (void)pool_->Free(block);
-  };
-  if (!worked.ok() || ended != kCudaSuccess) {
-    release();
-    return worked.ok() ? Check(ended, "cuStreamEndCapture") : worked;
-  }
-  auto g = std::unique_ptr<CudaGraph>(new CudaGraph());
-  g->backend_ = this;
-  size_t nodes = 0;
-  absl::Status s = Check(driver_->cuGraphGetNodes(graph, nullptr, &nodes),
-                         "cuGraphGetNodes");
-  if (s.ok())
-    s = Check(driver_->cuGraphInstantiateWithFlags(&g->exec_, graph, 0),
-              "cuGraphInstantiate");
-  if (!s.ok()) {
-    release();
-    return s;
-  }
-  g->nodes_ = static_cast<int64_t>(nodes);
-  g->blocks_ = std::move(captured->blocks);
-  std::lock_guard<std::mutex> lock(graph_blocks_mu_);
-  for (uint64_t block : g->blocks_)
-    ++graph_blocks_[block];
-  return g;
-}
-
-absl::Status CudaBackend::LaunchGraph(const CudaGraph &graph) {
-  if (graph.backend_ != this)
-    return absl::InvalidArgumentError(
-        "LaunchGraph: the graph was captured on another backend");
-  ++graph_launches_;
-  graph_nodes_launched_ += graph.nodes_;
-  return Check(driver_->cuGraphLaunch(graph.exec_, stream_), "cuGraphLaunch");
-}
-
-void CudaBackend::NoteCapturedAllocation(uint64_t block) {
-  if (capture_ != nullptr && block != 0)
-    capture_->blocks.push_back(block);
-}
-
-bool CudaBackend::DeferCapturedFree(uint64_t block) {
-  if (capture_ == nullptr)
-    return false;
-  capture_->blocks.push_back(block);
-  return true;
-}
-
-bool CudaBackend::OwnedByGraph(uint64_t block) const {
-  std::lock_guard<std::mutex> lock(graph_blocks_mu_);
-  return graph_blocks_.count(block) != 0;
-}
-
-CudaGraph::~CudaGraph() {
-  if (backend_ == nullptr)
-    return;
-  CudaBackend &b = *backend_;
-  (void)b.Synchronize(); // a replay may still write the blocks
-  if (exec_ != nullptr)
-    b.driver_->cuGraphExecDestroy(exec_);
-  std::lock_guard<std::mutex> lock(b.graph_blocks_mu_);
-  for (uint64_t block : blocks_) {
-    auto it = b.graph_blocks_.find(block);
-    if (it != b.graph_blocks_.end() && --it->second == 0)
-      b.graph_blocks_.erase(it);
-    (void)b.pool_->Free(block);
-  }
 }
 
 void CudaBackend::CountSamplerBytes(int64_t bytes) { sampler_bytes_ += bytes; }

@@ -382,6 +382,18 @@ CUresult emu_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes) {
   DeviceMemory::Get().SetInitialized(dst, bytes);
   return kSuccess;
 }
+/// Appends a memset or copy node to the capture in progress.
+CUresult Record(GraphNode::Kind kind, uint64_t dst, uint64_t src,
+                uint64_t bytes, unsigned char value) {
+  GraphNode node;
+  node.kind = kind;
+  node.dst = dst;
+  node.src = src;
+  node.bytes = bytes;
+  node.value = value;
+  g_capture.graph->nodes.push_back(std::move(node));
+  return kSuccess;
+}
 CUresult Memset(CUdeviceptr dst, unsigned char value, size_t bytes) {
   if (!CheckCopy("cuMemsetD8Async", dst, bytes, false))
     return kIllegalAddress;
@@ -396,15 +408,8 @@ CUresult emu_cuMemsetD8Async(CUdeviceptr dst, unsigned char value,
     return kInvalidValue;
   if (bytes == 0)
     return kSuccess;
-  if (g_capture.active) {
-    GraphNode node;
-    node.kind = GraphNode::kMemset;
-    node.dst = dst;
-    node.bytes = bytes;
-    node.value = value;
-    g_capture.graph->nodes.push_back(std::move(node));
-    return kSuccess;
-  }
+  if (g_capture.active)
+    return Record(GraphNode::kMemset, dst, 0, bytes, value);
   return Memset(dst, value, bytes);
 }
 CUresult CopyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
@@ -429,15 +434,8 @@ CUresult emu_cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src,
     return kInvalidValue;
   if (bytes == 0)
     return kSuccess;
-  if (g_capture.active) {
-    GraphNode node;
-    node.kind = GraphNode::kCopy;
-    node.dst = dst;
-    node.src = src;
-    node.bytes = bytes;
-    g_capture.graph->nodes.push_back(std::move(node));
-    return kSuccess;
-  }
+  if (g_capture.active)
+    return Record(GraphNode::kCopy, dst, src, bytes, 0);
   return CopyDtoD(dst, src, bytes);
 }
 CUresult emu_cuGetErrorName(CUresult r, const char **name) {

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <vector>
@@ -109,6 +110,92 @@ bool launchGraph(int64_t id, std::string &error) {
 int64_t graphNodes(int64_t id) { return graphs().at(id)->nodes(); }
 
 void destroyGraph(int64_t id) { graphs().at(id).reset(); }
+
+namespace {
+struct Recorded {
+  proto::EntryPoint ep;
+  std::unique_ptr<rt::DeviceRecording> rec;
+};
+std::map<int64_t, std::unique_ptr<Recorded>> &recordings() {
+  static std::map<int64_t, std::unique_ptr<Recorded>> r;
+  return r;
+}
+
+/// Host F32 tensors of `shapes` (zero-filled, or copies of `data`).
+std::vector<rt::Tensor> hostTensors(const std::vector<std::vector<int64_t>> &shapes,
+                                    const std::vector<const float *> &data) {
+  std::vector<rt::Tensor> t;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    absl::StatusOr<rt::Tensor> a = rt::Tensor::Allocate(proto::F32, shapes[i]);
+    check(a.status(), "Tensor::Allocate");
+    if (i < data.size())
+      std::memcpy(a->data(), data[i], a->nbytes());
+    else
+      std::memset(a->data(), 0, a->nbytes());
+    t.push_back(std::move(*a));
+  }
+  return t;
+}
+} // namespace
+
+int64_t recordEntry(void (*entry)(void **), const std::string &name,
+                    const std::vector<std::vector<int64_t>> &shapes,
+                    unsigned outRank, std::string &error) {
+  auto r = std::make_unique<Recorded>();
+  r->ep.set_name(name);
+  r->ep.set_symbol("bt_entry_" + name);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    proto::TensorSpec *in = r->ep.add_inputs();
+    in->set_name("in" + std::to_string(i));
+    in->set_dtype(proto::F32);
+    for (int64_t d : shapes[i])
+      in->add_shape(d);
+  }
+  proto::TensorSpec *out = r->ep.add_outputs();
+  out->set_name("out");
+  out->set_dtype(proto::F32);
+  for (unsigned i = 0; i < outRank; ++i)
+    out->add_shape(-1);
+  std::vector<rt::Tensor> host = hostTensors(shapes, {});
+  std::vector<rt::DeviceArg> args(host.size());
+  for (size_t i = 0; i < host.size(); ++i)
+    args[i].host = &host[i];
+  absl::StatusOr<std::unique_ptr<rt::DeviceRecording>> rec =
+      rt::RecordDeviceEntryPointResident(*backend(), entry, r->ep, {}, args);
+  if (!rec.ok()) {
+    error = rec.status().ToString();
+    return 0;
+  }
+  r->rec = std::move(*rec);
+  const int64_t id = static_cast<int64_t>(recordings().size()) + 1;
+  recordings()[id] = std::move(r);
+  return id;
+}
+
+std::string replayEntry(int64_t id,
+                        const std::vector<std::vector<int64_t>> &shapes,
+                        const std::vector<const float *> &data,
+                        std::vector<float> &out) {
+  Recorded &r = *recordings().at(id);
+  std::vector<rt::Tensor> host = hostTensors(shapes, data);
+  std::vector<rt::DeviceArg> args(host.size());
+  for (size_t i = 0; i < host.size(); ++i)
+    args[i].host = &host[i];
+  absl::Status s = r.rec->Replay(args);
+  if (s.ok())
+    s = backend()->Synchronize();
+  if (!s.ok())
+    return s.ToString();
+  const rt::DeviceTensor &o = r.rec->outputs().at(0);
+  int64_t n = 1;
+  for (int64_t d : o.shape)
+    n *= d;
+  out.resize(static_cast<size_t>(n));
+  check(backend()->CopyToHost(out.data(), o.address, n * 4), "CopyToHost");
+  return "";
+}
+
+void destroyEntry(int64_t id) { recordings().at(id).reset(); }
 
 Counters counters() {
   const rt::DeviceTraffic t = backend()->traffic();

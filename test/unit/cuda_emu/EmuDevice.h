@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace bt::test::emu {
 
@@ -75,6 +76,22 @@ bool launchGraph(int64_t id, std::string &error);
 int64_t graphNodes(int64_t id);
 /// Destroys graph `id` (its blocks, outputs included, go back to the pool).
 void destroyGraph(int64_t id);
+/// rt::RecordDeviceEntryPointResident of `entry` (bt_entry_<name>) as an
+/// entry point `name` whose inputs are host F32 tensors of `shapes` (every
+/// input gets a slot of the recording) and whose one output is F32 of rank
+/// `outRank`. Returns the recording's id (> 0), or 0 with `error` set.
+int64_t recordEntry(void (*entry)(void **), const std::string &name,
+                    const std::vector<std::vector<int64_t>> &shapes,
+                    unsigned outRank, std::string &error);
+/// DeviceRecording::Replay of recording `id` on host F32 tensors of
+/// `shapes` holding `data`, synchronized; the output is copied into `out`.
+/// Returns "" or the error.
+std::string replayEntry(int64_t id,
+                        const std::vector<std::vector<int64_t>> &shapes,
+                        const std::vector<const float *> &data,
+                        std::vector<float> &out);
+/// Destroys recording `id`.
+void destroyEntry(int64_t id);
 /// The backend's launch counters (rt::DeviceTraffic): kernels and GEMMs the
 /// host launched itself, graph replays and the nodes they ran.
 struct Counters {

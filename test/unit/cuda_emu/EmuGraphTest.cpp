@@ -10,6 +10,9 @@
 // MLP (layer_norm → linear → gelu → linear: kernels and GEMMs) and a local
 // KV cache allocated, appended and attended inside the call (blocks
 // allocated and released during the capture, which the graph keeps).
+// RecordedEntryReplaysOnNewInputs: the runtime's recording of an entry point
+// (rt::RecordDeviceEntryPointResident) replayed on new inputs (copied into
+// its slots) against direct calls, and its refusals of other shapes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -88,9 +91,7 @@ void expectReplayed(BothTargets &both, const std::string &name,
   g_graph = 0;
 }
 
-TEST(Graphs, ReplayedCallsMatchDirectCalls) {
-  std::string error;
-  auto both = compileBoth(R"mlir(
+const char *const kModule = R"mlir(
     !l = !bt.kv_cache<local, batch = 2, layers = 1, heads = 2, capacity = 6, head_dim = 8, f32>
     func.func @mlp(%x: tensor<3x2x32xf32>, %lw: tensor<32xf32>, %lb: tensor<32xf32>,
                    %w1: tensor<64x32xf32>, %b1: tensor<64xf32>,
@@ -108,8 +109,11 @@ TEST(Graphs, ReplayedCallsMatchDirectCalls) {
       %o = bt.kv_attend %q, %c2[0] scale 0.35355339059327373 : tensor<2x3x2x8xf32>, !l -> tensor<2x3x2x8xf32>
       bt.kv_release %c2 : !l
       return %o : tensor<2x3x2x8xf32>
-    })mlir",
-                          error);
+    })mlir";
+
+TEST(Graphs, ReplayedCallsMatchDirectCalls) {
+  std::string error;
+  auto both = compileBoth(kModule, error);
   ASSERT_TRUE(both) << error;
   std::mt19937 rng(13);
   Array x = Array::random({3, 2, 32}, rng), lw = Array::random({32}, rng),
@@ -119,6 +123,53 @@ TEST(Graphs, ReplayedCallsMatchDirectCalls) {
   expectReplayed(*both, "mlp", {&x, &lw, &lb, &w1, &b1, &w2, &b2}, {{3}});
   Array kx = Array::random({2, 2, 2, 8}, rng), kq = Array::random({2, 3, 2, 8}, rng);
   expectReplayed(*both, "local_cache", {&kx, &kq}, {{4}});
+}
+
+// The runtime's recording of an entry point (rt::DeviceRecording): every
+// input gets a slot that each Replay fills, so replays on new inputs give
+// the direct call's results on them; a replay on other shapes or another
+// number of inputs is refused, naming the input.
+TEST(Graphs, RecordedEntryReplaysOnNewInputs) {
+  std::string error;
+  auto both = compileBoth(kModule, error);
+  ASSERT_TRUE(both) << error;
+  ASSERT_TRUE(emu::loadModule(both->emulatorImage, error)) << error;
+  const std::vector<std::vector<int64_t>> shapes = {
+      {3, 2, 32}, {32}, {32}, {64, 32}, {64}, {32, 64}, {32}};
+  auto entry = reinterpret_cast<void (*)(void **)>(both->gpu->symbol("bt_entry_mlp"));
+  ASSERT_NE(entry, nullptr);
+  const int64_t id = emu::recordEntry(entry, "mlp", shapes, 3, error);
+  ASSERT_GT(id, 0) << error;
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 2; ++trial) {
+    std::vector<Array> in;
+    for (const auto &shape : shapes)
+      in.push_back(Array::random(shape, rng));
+    std::vector<const Array *> args;
+    std::vector<const float *> data;
+    for (const Array &a : in) {
+      args.push_back(&a);
+      data.push_back(a.f.data());
+    }
+    std::vector<Result> direct = both->gpu->call("mlp", args, {{3}}, &kDirectMemory);
+    ASSERT_EQ(direct.size(), 1u);
+    std::vector<float> out;
+    ASSERT_EQ(emu::replayEntry(id, shapes, data, out), "");
+    ASSERT_EQ(out.size(), direct[0].value.f.size());
+    EXPECT_EQ(std::memcmp(out.data(), direct[0].value.f.data(), out.size() * 4), 0)
+        << "trial " << trial;
+  }
+  std::vector<std::vector<int64_t>> wrong = shapes;
+  wrong[0] = {4, 2, 32};
+  std::vector<float> out;
+  EXPECT_NE(emu::replayEntry(id, wrong, {}, out).find(
+                "input 'in0' is F32[4, 2, 32], recorded as F32[3, 2, 32]"),
+            std::string::npos)
+      << emu::replayEntry(id, wrong, {}, out);
+  wrong.pop_back();
+  EXPECT_NE(emu::replayEntry(id, wrong, {}, out).find("6 inputs, recorded with 7"),
+            std::string::npos);
+  emu::destroyEntry(id);
 }
 
 } // namespace
