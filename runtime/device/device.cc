@@ -17,6 +17,7 @@ DeviceTraffic DeviceTraffic::Since(const DeviceTraffic &since) const {
   d.gemm_calls = gemm_calls - since.gemm_calls;
   d.graph_launches = graph_launches - since.graph_launches;
   d.graph_nodes = graph_nodes - since.graph_nodes;
+  d.device_copies = device_copies - since.device_copies;
   d.global_bytes_read = global_bytes_read - since.global_bytes_read;
   d.global_bytes_written = global_bytes_written - since.global_bytes_written;
   d.global_access_bytes = global_access_bytes - since.global_access_bytes;

@@ -62,6 +62,14 @@ struct DeviceTraffic {
   /// GEMMs, memsets). kernel_launches and gemm_calls count the host's own
   /// launches only: a capture records its launches without running them.
   int64_t graph_launches = 0, graph_nodes = 0;
+  /// Device-to-device copies the host issued (CudaBackend::CopyOnDevice:
+  /// the inputs of a recorded call's replay).
+  int64_t device_copies = 0;
+  /// Everything the host launched on the stream: kernels, GEMMs, graphs and
+  /// device copies (what the H100 model charges a launch cost for).
+  int64_t host_launches() const {
+    return kernel_launches + gemm_calls + graph_launches + device_copies;
+  }
   /// Device-memory traffic, counted only by the emulated device (0
   /// elsewhere; docs/cuda-emulator.md "Traffic counters"): bytes of the
   /// distinct 32-byte sectors each launch read / wrote (kernels; cuBLAS

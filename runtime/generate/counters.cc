@@ -50,12 +50,13 @@ std::string FormatCounters(const GenerateCounters &c) {
         "device traffic in the decode loop (%s state): host->device %d bytes in %d "
         "copies, device->host %d bytes in %d copies (%d bytes of these for host "
         "sampling: logits down, tokens up); %d kernel launches, %d GEMMs, %d "
-        "graph launches (%d nodes)\n"
+        "graph launches (%d nodes), %d device copies\n"
         "per decode step (%d steps): %.1f bytes host<->device, %.1f without the "
         "host sampler's; %.1f kernel launches, %.2f graph launches\n",
         c.resident_state ? "resident" : "host", t.to_device_bytes, t.to_device_copies,
         t.to_host_bytes, t.to_host_copies, t.sampler_bytes, t.kernel_launches,
-        t.gemm_calls, t.graph_launches, t.graph_nodes, c.decode_token_steps,
+        t.gemm_calls, t.graph_launches, t.graph_nodes, t.device_copies,
+        c.decode_token_steps,
         t.bytes() / steps, (t.bytes() - t.sampler_bytes) / steps,
         t.kernel_launches / steps, t.graph_launches / steps);
   }
@@ -69,8 +70,7 @@ std::string FormatCounters(const GenerateCounters &c) {
         std::max(bytes / H100Model::kBandwidth, flops / H100Model::kPeakFlops);
     // A graph launch costs the host about one kernel launch.
     const double launch =
-        H100Model::kLaunchSeconds *
-        static_cast<double>(t.kernel_launches + t.gemm_calls + t.graph_launches);
+        H100Model::kLaunchSeconds * static_cast<double>(t.host_launches());
     absl::StrAppendFormat(
         &s,
         "device memory per decode step (counted by the emulator, distinct 32-byte "
@@ -78,7 +78,7 @@ std::string FormatCounters(const GenerateCounters &c) {
         "threads; %.0f GEMM FLOPs\n"
         "modelled H100 time per decode step (a model, not a measurement): roofline "
         "%.3f us at 3.35 TB/s and 989 TFLOP/s; launch overhead %.3f us at 2 us per "
-        "kernel, GEMM or graph launch (%.0f%% of both)\n",
+        "kernel, GEMM, graph launch or device copy (%.0f%% of both)\n",
         t.global_bytes_read / steps, t.global_bytes_written / steps,
         t.global_access_bytes / steps, flops / steps, 1e6 * roofline / steps,
         1e6 * launch / steps, 100.0 * launch / std::max(roofline + launch, 1e-30));

@@ -21,7 +21,7 @@ TokenEfficiency EfficiencyOf(const proto::ModelConfig &config,
   if (e.tokens <= 0)
     return TokenEfficiency();
   const SettingWork w = WorkOf(config, r.setting, kv_bytes_per_entry);
-  e.launches = static_cast<double>(t.kernel_launches + t.gemm_calls) / e.tokens;
+  e.launches = static_cast<double>(t.host_launches()) / e.tokens;
   e.bytes_read = static_cast<double>(t.global_bytes_read) / e.tokens;
   e.bytes_written = static_cast<double>(t.global_bytes_written) / e.tokens;
   e.gemm_flops = static_cast<double>(t.gemm_flops) / e.tokens;

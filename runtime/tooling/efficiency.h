@@ -3,7 +3,7 @@
 // The efficiency report of `bench --device cuda-emu` (issue 13 item 6;
 // docs/bench.md "Efficiency on the emulated device"): per generated token
 // (generation settings, the decoding phase) or per processed token (forward),
-// the kernel launches and cuBLAS GEMMs, the device-memory bytes read and
+// the host's launches (kernels, cuBLAS GEMMs, CUDA graphs, device copies), the device-memory bytes read and
 // written and the GEMM FLOPs the emulator counted on the last timed call,
 // the analytic minimum bytes of the work model (WorkOf, roofline.h), and the
 // time an H100 would need at its roofline plus a per-launch overhead — a
@@ -28,7 +28,7 @@ namespace bt::rt {
 /// token of the eval call).
 struct TokenEfficiency {
   double tokens = 0;             // the divisor
-  double launches = 0;           // kernel launches + cuBLAS GEMMs
+  double launches = 0;           // host launches: kernels, GEMMs, graphs, copies
   double bytes_read = 0, bytes_written = 0;
   double gemm_flops = 0;         // counted by the emulator (GEMMs only)
   double min_bytes = 0;          // WorkOf's bytes (weights once per step...)

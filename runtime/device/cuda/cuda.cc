@@ -584,6 +584,8 @@ absl::Status CudaBackend::CopyOnDevice(uint64_t dst, uint64_t src,
   if (driver_->cuMemcpyDtoDAsync_v2 == nullptr)
     return absl::UnimplementedError(absl::StrCat(
         "CUDA driver ", driver_->path, " lacks cuMemcpyDtoDAsync_v2"));
+  if (!capturing())
+    ++device_copies_;
   return Check(driver_->cuMemcpyDtoDAsync_v2(dst, src,
                                              static_cast<size_t>(bytes), stream_),
                "cuMemcpyDtoDAsync");
@@ -608,6 +610,7 @@ DeviceTraffic CudaBackend::traffic() const {
   t.gemm_calls = gemms_.load();
   t.graph_launches = graph_launches_.load();
   t.graph_nodes = graph_nodes_launched_.load();
+  t.device_copies = device_copies_.load();
   // The emulator counts device-memory traffic (cuda_emu/profile.cc).
   if (emulated_ && symbols_) {
     using Query = void (*)(int64_t *);

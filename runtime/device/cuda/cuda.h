@@ -285,7 +285,8 @@ private:
   std::unique_ptr<Capture> capture_;
   mutable std::mutex graph_blocks_mu_;
   std::map<uint64_t, int> graph_blocks_; // block → owning graphs (1)
-  std::atomic<int64_t> graph_launches_{0}, graph_nodes_launched_{0};
+  std::atomic<int64_t> graph_launches_{0}, graph_nodes_launched_{0},
+      device_copies_{0};
   std::atomic<int64_t> to_device_copies_{0}, to_device_bytes_{0},
       to_host_copies_{0}, to_host_bytes_{0}, sampler_bytes_{0}, launches_{0},
       gemms_{0};
