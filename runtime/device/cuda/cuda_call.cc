@@ -319,13 +319,13 @@ RecordDeviceEntryPointResident(CudaBackend &gpu, KernelEntryFn fn,
       });
   // The outputs' blocks were allocated during the capture: the graph's, or
   // released by a failed capture.
-  if (result.ok())
-    for (const int64_t *w : entry_call::OutputDescriptors(ep, *result))
-      buffers.Disown(static_cast<uint64_t>(w[0]));
+  const std::vector<const int64_t *> words =
+      result.ok() ? entry_call::OutputDescriptors(ep, *result)
+                  : std::vector<const int64_t *>();
+  for (const int64_t *w : words)
+    buffers.Disown(static_cast<uint64_t>(w[0]));
   BT_RETURN_IF_ERROR(graph.status());
   rec->graph_ = std::move(*graph);
-  const std::vector<const int64_t *> words =
-      entry_call::OutputDescriptors(ep, *result);
   for (int o = 0; o < ep.outputs_size(); ++o) {
     BT_ASSIGN_OR_RETURN(entry_call::OutputView v,
                         entry_call::ReadOutput(what, ep.outputs(o), words[o]));
