@@ -25,6 +25,35 @@ DeviceTraffic DeviceTraffic::Since(const DeviceTraffic &since) const {
   return d;
 }
 
+absl::StatusOr<int64_t> Device::CheckCopy(const DeviceTensor &src,
+                                          const DeviceTensor &dst) const {
+  auto elements = [](const std::vector<int64_t> &shape) -> int64_t {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n = d < 0 ? -1 : n * d;
+    return n;
+  };
+  const int64_t n = elements(src.shape);
+  if (src.dtype != dst.dtype || n < 0 || n != elements(dst.shape))
+    return absl::InvalidArgumentError(absl::StrCat(
+        name(), ": copying ", DTypeName(src.dtype), ShapeToString(src.shape),
+        " into ", DTypeName(dst.dtype), ShapeToString(dst.shape),
+        " on the device (expected the same dtype and element count)"));
+  const int64_t bytes = n * static_cast<int64_t>(DTypeSize(src.dtype));
+  if (bytes > 0 && src.address != dst.address &&
+      src.address < dst.address + static_cast<uint64_t>(bytes) &&
+      dst.address < src.address + static_cast<uint64_t>(bytes))
+    return absl::InvalidArgumentError(absl::StrCat(
+        name(), ": the source and destination of a copy on the device overlap"));
+  return bytes;
+}
+
+absl::Status Device::CopyOnDevice(const DeviceTensor &src,
+                                  const DeviceTensor &dst) {
+  return absl::UnimplementedError(
+      absl::StrCat("device ", name(), " cannot copy within its memory"));
+}
+
 absl::StatusOr<std::unique_ptr<RecordedCall>>
 Device::RecordResident(KernelEntryFn, const proto::EntryPoint &ep,
                        absl::Span<const DeviceTensor *const>,

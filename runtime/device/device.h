@@ -164,6 +164,18 @@ public:
   virtual absl::Status Download(const DeviceTensor &src, Tensor &dst) = 0;
   /// Releases a tensor of Allocate or Upload (address 0: nothing).
   virtual void Release(const DeviceTensor &t) = 0;
+  /// Copies the dense tensor `src` into `dst` (same dtype and element
+  /// count; the shapes may differ), both in this device's memory, without
+  /// going through the host: cuda, one cuMemcpyDtoDAsync on the device's
+  /// stream (ordered with its launches; DeviceTraffic::device_copies);
+  /// cpu, a memmove. The byte ranges must not overlap partially (equal or
+  /// disjoint). Errors: InvalidArgument for a mismatch, Unimplemented where
+  /// the device cannot (the default; a CUDA driver without
+  /// cuMemcpyDtoDAsync_v2), the device's for the copy. Used by generation to
+  /// compact the KV cache's rows when sequences finish
+  /// (docs/generation.md).
+  virtual absl::Status CopyOnDevice(const DeviceTensor &src,
+                                    const DeviceTensor &dst);
 
   /// Calls `fn`, entry point `ep` of the library of LoadCode, with `params`
   /// resident on this device (ep.params() order) and the host tensors
@@ -239,6 +251,12 @@ public:
   /// kernels' GEMMs, docs/codegen.md). The default, for a device that
   /// computes on no host threads of its own, sets nothing and returns 0.
   virtual int SetThreads(int threads) { return 0; }
+
+protected:
+  /// The checks of CopyOnDevice: the bytes to copy, or InvalidArgument
+  /// (dtype or element count differ, partial overlap).
+  absl::StatusOr<int64_t> CheckCopy(const DeviceTensor &src,
+                                    const DeviceTensor &dst) const;
 };
 
 /// Device::BeginConstantParams for the scope's lifetime (e.g. one

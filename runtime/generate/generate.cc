@@ -108,33 +108,20 @@ public:
   /// Keeps the live rows `keep` (ascending indices into the live rows),
   /// moving them down to 0..keep.size()-1; once at most half of the
   /// allocated rows are live, moves them to an exact-size buffer (releasing
-  /// the rest). On the resident path the rows move through the host (only
-  /// after a sequence finished, never in a steady decode step: the device
-  /// has no copy kernel of its own).
+  /// the rest). On the resident path the rows move within device memory
+  /// (Device::CopyOnDevice, a copy per run of rows); through the host only
+  /// where the device cannot copy within its memory.
   absl::Status Keep(const std::vector<int64_t> &keep) {
     live_ = static_cast<int64_t>(keep.size());
     for (Value *v : {&kv_, &valid_}) {
-      Tensor t;
       if (device_ != nullptr) {
-        BT_ASSIGN_OR_RETURN(t, v->ToHost(*device_));
-      } else {
-        t = v->host().Share();
+        absl::Status s = KeepOnDevice(*v, keep);
+        if (s.ok())
+          continue;
+        if (!absl::IsUnimplemented(s))
+          return s;
       }
-      const size_t row = t.nbytes() / static_cast<size_t>(t.dim(0));
-      char *base = static_cast<char *>(t.data());
-      for (size_t j = 0; j < keep.size(); ++j)
-        if (keep[j] != static_cast<int64_t>(j))
-          std::memmove(base + j * row, base + keep[j] * row, row);
-      if (live_ > 0 && 2 * live_ <= t.dim(0)) {
-        std::vector<int64_t> shape = t.shape();
-        shape[0] = live_;
-        BT_ASSIGN_OR_RETURN(Tensor n, Tensor::Allocate(t.dtype(), shape));
-        std::memcpy(n.data(), t.data(), n.nbytes());
-        t = std::move(n);
-      }
-      if (device_ != nullptr || t.data() != v->host().data()) {
-        BT_ASSIGN_OR_RETURN(*v, Value::Make(device_, std::move(t)));
-      }
+      BT_RETURN_IF_ERROR(KeepOnHost(*v, keep));
     }
     return absl::OkStatus();
   }
@@ -144,6 +131,75 @@ public:
   int64_t capacity() const { return capacity_; }
 
 private:
+  /// Keep for a resident `v` [R, ...]: the kept rows copied in runs of
+  /// consecutive rows, in place (a run never overlaps its destination) or
+  /// into a new exact-size buffer. Unimplemented (nothing changed) where the
+  /// device has no copies within its memory.
+  absl::Status KeepOnDevice(Value &v, const std::vector<int64_t> &keep) {
+    const DeviceTensor &t = *v.device();
+    const int64_t rows = t.shape[0];
+    if (rows == 0)
+      return absl::OkStatus();
+    const uint64_t row = static_cast<uint64_t>(v.nbytes() / rows);
+    const bool shrink = live_ > 0 && 2 * live_ <= rows;
+    Value dst = v;
+    if (shrink) {
+      std::vector<int64_t> shape = t.shape;
+      shape[0] = live_;
+      BT_ASSIGN_OR_RETURN(DeviceTensor n, device_->Allocate(t.dtype, shape));
+      dst = Value::Resident(*device_, std::move(n));
+    }
+    auto rowsAt = [&](const DeviceTensor &base, int64_t r, int64_t n) {
+      DeviceTensor d{base.address + static_cast<uint64_t>(r) * row, base.dtype,
+                     base.shape};
+      d.shape[0] = n;
+      return d;
+    };
+    const int64_t kept = live_;
+    for (int64_t j = 0; j < kept;) {
+      const int64_t from = keep[j];
+      int64_t n = 1;
+      // In place, rows [from, from + n) must not reach row j + n.
+      while (j + n < kept && keep[j + n] == from + n &&
+             (shrink || from == j || j + n < from))
+        ++n;
+      if (shrink || from != j) {
+        BT_RETURN_IF_ERROR(device_->CopyOnDevice(
+            rowsAt(t, from, n), rowsAt(*dst.device(), j, n)));
+      }
+      j += n;
+    }
+    v = std::move(dst);
+    return absl::OkStatus();
+  }
+
+  /// Keep for a host `v`, or a resident one through the host (a download,
+  /// memmoves, an upload).
+  absl::Status KeepOnHost(Value &v, const std::vector<int64_t> &keep) {
+    Tensor t;
+    if (device_ != nullptr) {
+      BT_ASSIGN_OR_RETURN(t, v.ToHost(*device_));
+    } else {
+      t = v.host().Share();
+    }
+    const size_t row = t.nbytes() / static_cast<size_t>(t.dim(0));
+    char *base = static_cast<char *>(t.data());
+    for (size_t j = 0; j < keep.size(); ++j)
+      if (keep[j] != static_cast<int64_t>(j))
+        std::memmove(base + j * row, base + keep[j] * row, row);
+    if (live_ > 0 && 2 * live_ <= t.dim(0)) {
+      std::vector<int64_t> shape = t.shape();
+      shape[0] = live_;
+      BT_ASSIGN_OR_RETURN(Tensor n, Tensor::Allocate(t.dtype(), shape));
+      std::memcpy(n.data(), t.data(), n.nbytes());
+      t = std::move(n);
+    }
+    if (device_ != nullptr || t.data() != v.host().data()) {
+      BT_ASSIGN_OR_RETURN(v, Value::Make(device_, std::move(t)));
+    }
+    return absl::OkStatus();
+  }
+
   Value kv_, valid_;
   Device *device_ = nullptr;
   int64_t live_ = 0, capacity_ = 0;

@@ -240,5 +240,37 @@ TEST(Kernels, DescriptorWords) {
   EXPECT_EQ(MemRefDescriptorWords(3), 9);
 }
 
+// Device::CopyOnDevice on the CPU device (the checks are the interface's,
+// shared with cuda): dtype and element count must agree, and the ranges
+// must be equal or disjoint.
+TEST(CpuDevice, CopyOnDeviceChecksDtypeCountAndOverlap) {
+  CpuDevice device;
+  auto t = device.Allocate(DType::F32, {4, 3});
+  ASSERT_THAT(t.status(), IsOk());
+  float *p = reinterpret_cast<float *>(t->address);
+  for (int i = 0; i < 12; ++i)
+    p[i] = static_cast<float>(i);
+  auto rows = [&](int64_t r, int64_t n) {
+    return DeviceTensor{t->address + static_cast<uint64_t>(r) * 12,
+                        DType::F32, {n, 3}};
+  };
+  // Rows 2..3 -> rows 0..1, viewed as [6]: a different shape, same count.
+  DeviceTensor flat{t->address, DType::F32, {6}};
+  ASSERT_THAT(device.CopyOnDevice(rows(2, 2), flat), IsOk());
+  EXPECT_EQ(std::vector<float>(p, p + 6),
+            std::vector<float>({6, 7, 8, 9, 10, 11}));
+  EXPECT_THAT(device.CopyOnDevice(rows(0, 2), rows(0, 2)), IsOk());
+  EXPECT_THAT(device.CopyOnDevice(rows(1, 2), rows(0, 2)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "overlap"));
+  EXPECT_THAT(device.CopyOnDevice(rows(2, 2), rows(0, 1)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "cpu: copying F32[2, 3] into F32[1, 3]"));
+  DeviceTensor ints{t->address, DType::I32, {2, 3}};
+  EXPECT_THAT(device.CopyOnDevice(rows(2, 2), ints),
+              StatusIs(absl::StatusCode::kInvalidArgument, "into I32[2, 3]"));
+  device.Release(*t);
+}
+
 } // namespace
 } // namespace bt::rt

@@ -164,6 +164,16 @@ absl::Status CpuDevice::Download(const DeviceTensor &src, Tensor &dst) {
   return absl::OkStatus();
 }
 
+absl::Status CpuDevice::CopyOnDevice(const DeviceTensor &src,
+                                     const DeviceTensor &dst) {
+  BT_ASSIGN_OR_RETURN(int64_t bytes, CheckCopy(src, dst));
+  if (bytes > 0 && src.address != dst.address)
+    std::memmove(reinterpret_cast<void *>(dst.address),
+                 reinterpret_cast<const void *>(src.address),
+                 static_cast<size_t>(bytes));
+  return absl::OkStatus();
+}
+
 void CpuDevice::Release(const DeviceTensor &t) {
   std::lock_guard<std::mutex> lock(mu_);
   allocations_.erase(t.address);

@@ -52,6 +52,9 @@ public:
   absl::Status Download(const DeviceTensor &src, Tensor &dst) override;
   /// Frees a buffer of Allocate; a view of Upload needs nothing.
   void Release(const DeviceTensor &t) override;
+  /// A memmove within host memory.
+  absl::Status CopyOnDevice(const DeviceTensor &src,
+                            const DeviceTensor &dst) override;
   /// CallEntryPoint on the params' host buffers.
   absl::StatusOr<std::vector<Tensor>>
   Call(KernelEntryFn fn, const proto::EntryPoint &ep,

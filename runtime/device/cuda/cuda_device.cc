@@ -79,6 +79,14 @@ absl::Status CudaDevice::Download(const DeviceTensor &src, Tensor &dst) {
                           static_cast<int64_t>(dst.nbytes()));
 }
 
+absl::Status CudaDevice::CopyOnDevice(const DeviceTensor &src,
+                                      const DeviceTensor &dst) {
+  BT_ASSIGN_OR_RETURN(int64_t bytes, CheckCopy(src, dst));
+  if (src.address == dst.address)
+    return absl::OkStatus();
+  return gpu_->CopyOnDevice(dst.address, src.address, bytes);
+}
+
 void CudaDevice::Release(const DeviceTensor &t) {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t block = t.address;

@@ -63,6 +63,9 @@ public:
   absl::Status Download(const DeviceTensor &src, Tensor &dst) override;
   /// Returns the block to the pool.
   void Release(const DeviceTensor &t) override;
+  /// CudaBackend::CopyOnDevice (cuMemcpyDtoDAsync on the stream).
+  absl::Status CopyOnDevice(const DeviceTensor &src,
+                            const DeviceTensor &dst) override;
   /// CallDeviceEntryPoint, serialized.
   absl::StatusOr<std::vector<Tensor>>
   Call(KernelEntryFn fn, const proto::EntryPoint &ep,

@@ -13,7 +13,7 @@
 # (DeviceTraffic, printed by FormatCounters) is printed for FileCheck.
 #   check-resident-state.sh FIXTURES_DIR WORK_DIR CASE PROMPT MAX_NEW_TOKENS [--sample] [generate flags]
 # (PROMPT: a safetensors file of the case with prompt.input_ids, e.g.
-# generate.safetensors.) Greedy unless --sample: then the generate flags
+# generate.safetensors, or an absolute path.) Greedy unless --sample: then the generate flags
 # choose the sampling (--temperature, --top-k, --top-p, --seed), which the
 # device's kernel bt_sample runs in the first two runs.
 set -euo pipefail
@@ -29,6 +29,10 @@ if [ "${1:-}" = --sample ]; then
   shift
 fi
 mkdir -p "$work"
+case "$prompt" in
+  /*) prompt_path=$prompt ;;
+  *) prompt_path=$fixtures/$case/$prompt ;;
+esac
 art="$work/$case.cuda.btart"
 bt-run compile "$fixtures/$case" --target cuda --emit artifact -o "$art" 2> "$work/$case.compile.log"
 for state in resident host host-sampler no-graphs; do
@@ -38,7 +42,7 @@ for state in resident host host-sampler no-graphs; do
   [ "$state" = no-graphs ] && env_graphs=0
   if ! BT_RESIDENT_STATE=$env_state BT_DEVICE_SAMPLING=$env_sampling BT_CUDA_GRAPHS=$env_graphs \
       bt-launcher --artifact "$art" generate --device cuda-emu \
-      --inputs "$fixtures/$case/$prompt" --max-new-tokens "$tokens" "${mode[@]}" "$@" \
+      --inputs "$prompt_path" --max-new-tokens "$tokens" "${mode[@]}" "$@" \
       -o "$work/$case.$state.safetensors" 2> "$work/$case.$state.log"; then
     cat "$work/$case.$state.log" >&2
     exit 1
