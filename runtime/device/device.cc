@@ -25,6 +25,24 @@ DeviceTraffic DeviceTraffic::Since(const DeviceTraffic &since) const {
   return d;
 }
 
+DeviceTraffic &DeviceTraffic::operator+=(const DeviceTraffic &d) {
+  to_device_copies += d.to_device_copies;
+  to_device_bytes += d.to_device_bytes;
+  to_host_copies += d.to_host_copies;
+  to_host_bytes += d.to_host_bytes;
+  sampler_bytes += d.sampler_bytes;
+  kernel_launches += d.kernel_launches;
+  gemm_calls += d.gemm_calls;
+  graph_launches += d.graph_launches;
+  graph_nodes += d.graph_nodes;
+  device_copies += d.device_copies;
+  global_bytes_read += d.global_bytes_read;
+  global_bytes_written += d.global_bytes_written;
+  global_access_bytes += d.global_access_bytes;
+  gemm_flops += d.gemm_flops;
+  return *this;
+}
+
 absl::StatusOr<int64_t> Device::CheckCopy(const DeviceTensor &src,
                                           const DeviceTensor &dst) const {
   auto elements = [](const std::vector<int64_t> &shape) -> int64_t {

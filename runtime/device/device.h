@@ -82,6 +82,8 @@ struct DeviceTraffic {
   int64_t bytes() const { return to_device_bytes + to_host_bytes; }
   /// The element-wise difference `*this - since`.
   DeviceTraffic Since(const DeviceTraffic &since) const;
+  /// Adds `d` counter by counter (totals over several spans).
+  DeviceTraffic &operator+=(const DeviceTraffic &d);
 };
 
 /// The H100 that bench's efficiency report (tooling/efficiency.h) and

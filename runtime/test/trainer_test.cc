@@ -233,7 +233,7 @@ TEST_F(TrainerTest, SetsParametersAllOrNothing) {
   EXPECT_THAT(tr.SetParameters(only_w, /*require_all=*/false, &ignored), IsOk());
   EXPECT_EQ(ignored, (std::vector<std::string>{"unused"}));
   EXPECT_EQ(F32Values(*tr.parameter("w")), (std::vector<float>{7, 8, 9}));
-  TensorMap views = tr.Parameters();
+  TensorMap views = *tr.Parameters();
   EXPECT_EQ(views.at("w").data(), tr.parameter("w")->data());
 }
 

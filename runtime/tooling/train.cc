@@ -564,7 +564,8 @@ absl::StatusOr<std::map<std::string, Tensor>> UntrainedWeights(const Model &mode
                                                                const Trainer &trainer) {
   std::map<std::string, Tensor> untrained;
   for (const proto::Weight &w : model.artifact().manifest().weights()) {
-    if (trainer.parameter(w.name()) != nullptr)
+    const std::vector<std::string> &trained = trainer.param_names();
+    if (std::find(trained.begin(), trained.end(), w.name()) != trained.end())
       continue;
     BT_ASSIGN_OR_RETURN(Tensor t, model.artifact().GetWeight(w.name()));
     untrained.emplace(w.name(), std::move(t));
@@ -643,6 +644,24 @@ private:
   double sum_ = 0;
 };
 
+/// The host<->device traffic and launches of `steps` training steps (the
+/// Trainer::Step calls), per step: a line for a device that moves or
+/// launches anything (cuda, cuda-emu), else empty. On the resident path
+/// (Trainer::resident_state) a step moves its batch up and the loss,
+/// grad_norm and lr down; otherwise the parameters and both moments go up
+/// and down as well.
+std::string FormatStepTraffic(const DeviceTraffic &t, int64_t steps, bool resident) {
+  if (steps <= 0 || (t.bytes() == 0 && t.kernel_launches == 0))
+    return "";
+  const double n = static_cast<double>(steps);
+  return absl::StrFormat(
+      "device traffic per training step (%s state, %d steps): host->device %.0f bytes in "
+      "%.1f copies, device->host %.0f bytes in %.1f copies; %.1f kernel launches, %.1f "
+      "GEMMs\n",
+      resident ? "resident" : "host", steps, t.to_device_bytes / n, t.to_device_copies / n,
+      t.to_host_bytes / n, t.to_host_copies / n, t.kernel_launches / n, t.gemm_calls / n);
+}
+
 /// The closing lines of a run on `out`: the throughput over this run's
 /// steps (from `start_step`, `elapsed_before` seconds already trained), the
 /// last held-out loss, where the checkpoint and the log are.
@@ -673,8 +692,8 @@ absl::StatusOr<double> EvaluateHeldOut(const Model &model, const Trainer &traine
                                        LossLog &csv, ProgressDisplay &progress,
                                        TrainOptions &o) {
   const auto t0 = std::chrono::steady_clock::now();
-  BT_ASSIGN_OR_RETURN(const double loss,
-                      HeldOutLoss(model, trainer.Parameters(), data.eval_batches));
+  BT_ASSIGN_OR_RETURN(const TensorMap params, trainer.Parameters());
+  BT_ASSIGN_OR_RETURN(const double loss, HeldOutLoss(model, params, data.eval_batches));
   csv.SetEval(step, loss);
   BT_RETURN_IF_ERROR(csv.Write());
   progress.Message(absl::StrFormat(
@@ -798,6 +817,7 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
   SampleOrder order(train.size(), o.seed);
   const int64_t tokens_per_step = o.batch * o.seq_len;
   StepTimes step_times;
+  DeviceTraffic step_traffic; // of the steps only (not eval, not saving)
   double elapsed = elapsed_before;
   auto last_csv_write = std::chrono::steady_clock::now();
   for (int64_t step = start_step + 1; step <= o.steps; ++step) {
@@ -811,7 +831,9 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
       TorchTrainBaseline::Pause();
       t0 = std::chrono::steady_clock::now(); // the batch is built before the pause
     }
+    const DeviceTraffic traffic0 = model.device().traffic();
     absl::StatusOr<TrainerStepResult> r = trainer->Step(batch);
+    step_traffic += model.device().traffic().Since(traffic0);
     if (!r.ok())
       return absl::Status(r.status().code(),
                           absl::StrCat("step ", step, ": ", r.status().message()));
@@ -857,6 +879,7 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
     (void)csv.Plot(absl::StrCat(config.name(), ": loss"));
   PrintTrainingSummary(out, config, o, start_step, elapsed, elapsed_before, last_eval,
                        eval_targets, last_ckpt);
+  out << FormatStepTraffic(step_traffic, o.steps - start_step, trainer->resident_state());
   if (torch != nullptr)
     BT_RETURN_IF_ERROR(
         torch->Finish(dir, o.batch, o.seq_len, o.threads > 0 ? o.threads : 2, out));

@@ -154,7 +154,41 @@ Trainer::Create(const Model &model, const TrainerSchedule &schedule) {
     return absl::InvalidArgumentError(absl::StrCat(
         "entry point '", ep.name(), "': in-out arguments other than ",
         kParamPrefix, "*, ", kAdamMPrefix, "*, ", kAdamVPrefix, "*"));
+  const char *resident_env = std::getenv("BT_RESIDENT_STATE");
+  if (model.device().resident_calls() &&
+      !(resident_env != nullptr && std::string(resident_env) == "0")) {
+    for (const auto &[name, host] : t->state_) {
+      BT_ASSIGN_OR_RETURN(DeviceTensor d, model.device().Upload(host));
+      t->resident_.emplace(name, d);
+    }
+  }
   return t;
+}
+
+Trainer::~Trainer() {
+  for (const auto &[name, d] : resident_)
+    model_.device().Release(d);
+}
+
+absl::Status Trainer::SyncToHost() const {
+  if (!host_stale_)
+    return absl::OkStatus();
+  for (auto &[name, host] : state_)
+    BT_RETURN_IF_ERROR(model_.device().Download(resident_.at(name), host));
+  host_stale_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::SyncToDevice() {
+  if (!device_stale_)
+    return absl::OkStatus();
+  for (auto &[name, host] : state_) {
+    BT_ASSIGN_OR_RETURN(DeviceTensor d, model_.device().Upload(host));
+    model_.device().Release(resident_.at(name));
+    resident_[name] = d;
+  }
+  device_stale_ = false;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<TrainerStepResult> Trainer::Run(const std::string &entry,
@@ -164,7 +198,36 @@ absl::StatusOr<TrainerStepResult> Trainer::Run(const std::string &entry,
   inputs.emplace(kPeakLr, ScalarF32(static_cast<float>(schedule_.peak_lr)));
   inputs.emplace(kWarmupSteps, ScalarI64(schedule_.warmup_steps));
   inputs.emplace(kTotalSteps, ScalarI64(schedule_.total_steps));
-  BT_ASSIGN_OR_RETURN(TensorMap out, model_.Run(entry, inputs, &state_));
+  TensorMap out;
+  if (resident_state()) {
+    // The checks of Model::Run (the batch's dims and token ids; the in-out
+    // state's shapes), then the call with the state in place on the device.
+    const proto::EntryPoint *ep = model_.FindEntryPoint(entry);
+    if (ep == nullptr)
+      return absl::NotFoundError(absl::StrCat("no entry point '", entry, "'"));
+    BT_RETURN_IF_ERROR(model_.CheckInputs(*ep, inputs, &state_));
+    BT_RETURN_IF_ERROR(SyncToDevice());
+    std::map<std::string, const DeviceTensor *> resident;
+    for (const auto &[name, d] : resident_)
+      resident.emplace(name, &d);
+    BT_ASSIGN_OR_RETURN(auto dev_out, model_.RunResident(entry, inputs, resident));
+    host_stale_ = true;
+    absl::Status status;
+    for (auto &[name, d] : dev_out) {
+      if (status.ok()) {
+        absl::StatusOr<Tensor> t = Tensor::Allocate(d.dtype, d.shape);
+        status = t.status();
+        if (status.ok())
+          status = model_.device().Download(d, *t);
+        if (status.ok())
+          out.emplace(name, std::move(*t));
+      }
+      model_.device().Release(d);
+    }
+    BT_RETURN_IF_ERROR(status);
+  } else {
+    BT_ASSIGN_OR_RETURN(out, model_.Run(entry, inputs, &state_));
+  }
   step_ = next;
   TrainerStepResult r;
   r.step = next;
@@ -210,22 +273,29 @@ absl::StatusOr<TrainerStepResult> Trainer::ApplyGradients(const TensorMap &grads
 }
 
 const Tensor *Trainer::parameter(const std::string &name) const {
+  if (!SyncToHost().ok())
+    return nullptr;
   auto it = state_.find(kParamPrefix + name);
   return it == state_.end() ? nullptr : &it->second;
 }
 const Tensor *Trainer::exp_avg(const std::string &name) const {
+  if (!SyncToHost().ok())
+    return nullptr;
   auto it = state_.find(kAdamMPrefix + name);
   return it == state_.end() ? nullptr : &it->second;
 }
 const Tensor *Trainer::exp_avg_sq(const std::string &name) const {
+  if (!SyncToHost().ok())
+    return nullptr;
   auto it = state_.find(kAdamVPrefix + name);
   return it == state_.end() ? nullptr : &it->second;
 }
 
-TensorMap Trainer::Parameters() const {
+absl::StatusOr<TensorMap> Trainer::Parameters() const {
+  BT_RETURN_IF_ERROR(SyncToHost());
   TensorMap out;
   for (const std::string &name : names_)
-    out.emplace(name, parameter(name)->Share());
+    out.emplace(name, state_.at(kParamPrefix + name).Share());
   return out;
 }
 
@@ -252,8 +322,11 @@ absl::Status Trainer::SetParameters(const TensorMap &params, bool require_all,
       if (!params.count(name))
         return absl::NotFoundError(
             absl::StrCat("missing parameter '", name, "'"));
+  // The moments stay as they are: bring the host copies up to date first.
+  BT_RETURN_IF_ERROR(SyncToHost());
   for (auto &[dst, src] : writes)
     std::memcpy(dst->data(), src.data(), src.nbytes());
+  device_stale_ = resident_state();
   return absl::OkStatus();
 }
 
@@ -306,6 +379,7 @@ absl::Status CheckCheckpointOutputDir(const std::string &dir) {
 absl::Status Trainer::SaveCheckpoint(const std::string &dir,
                                      const CheckpointWriteOptions &options) const {
   namespace fs = std::filesystem;
+  BT_RETURN_IF_ERROR(SyncToHost());
   std::vector<NamedTensorRef> tensors;
   for (const std::string &name : names_)
     tensors.emplace_back(name, parameter(name));
@@ -385,6 +459,7 @@ absl::Status Trainer::SaveCheckpoint(const std::string &dir,
 }
 
 absl::Status Trainer::SaveState(const std::string &path) const {
+  BT_RETURN_IF_ERROR(SyncToHost());
   std::vector<NamedTensorRef> tensors;
   for (const auto &[name, t] : state_)
     tensors.emplace_back(name, &t);
@@ -426,6 +501,8 @@ absl::Status Trainer::LoadState(const std::string &path) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": step is negative"));
   for (auto &[name, t] : state_)
     std::memcpy(t.data(), loaded.at(name).data(), t.nbytes());
+  host_stale_ = false;
+  device_stale_ = resident_state();
   step_ = *step.data_as<int64_t>();
   schedule_.peak_lr = *peak.data_as<double>();
   schedule_.warmup_steps = *warmup.data_as<int64_t>();

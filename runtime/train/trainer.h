@@ -124,14 +124,16 @@ public:
   absl::StatusOr<TrainerStepResult> ApplyGradients(const TensorMap &grads);
 
   /// The current value of trained parameter `name` (official name), or
-  /// nullptr.
+  /// nullptr (also when SyncToHost fails).
   const Tensor *parameter(const std::string &name) const;
   /// The AdamW moments of `name` (m = exp_avg, v = exp_avg_sq), or nullptr.
   const Tensor *exp_avg(const std::string &name) const;
   const Tensor *exp_avg_sq(const std::string &name) const;
   /// Views of all trained parameters by official name (sharing the
-  /// trainer's buffers; valid while the trainer lives, updated by steps).
-  TensorMap Parameters() const;
+  /// trainer's host buffers; valid while the trainer lives; updated by
+  /// steps, on the resident path at the next sync: call again).
+  /// Errors: those of SyncToHost.
+  absl::StatusOr<TensorMap> Parameters() const;
 
   /// Overwrites trained parameters with `params` (official names, F32 or
   /// BF16/F16 converted; names that are not trained parameters are
@@ -163,14 +165,43 @@ public:
   /// file and tensor; the trainer is unchanged on error.
   absl::Status LoadState(const std::string &path);
 
+  /// Whether the state lives in device memory across steps: on a device
+  /// with resident calls (Device::resident_calls: cuda, cuda-emu) unless
+  /// BT_RESIDENT_STATE=0 at Create. Each step then moves only its batch
+  /// up and the loss, grad_norm and lr down; the parameters and moments
+  /// are updated in place on the device and come down when read (the
+  /// accessors above, SaveCheckpoint, SaveState: SyncToHost).
+  bool resident_state() const { return !resident_.empty(); }
+  /// Brings the host copies up to date with the device's (a download of
+  /// every state tensor if a step ran since the last sync; nothing when the
+  /// state is not resident). parameter(), exp_avg(), exp_avg_sq() and
+  /// Parameters() call it (the first three return nullptr when it fails).
+  /// Errors: the device's for the copies.
+  absl::Status SyncToHost() const;
+
+  /// Releases the device copies of the state.
+  ~Trainer();
+  Trainer(const Trainer &) = delete;
+  Trainer &operator=(const Trainer &) = delete;
+
 private:
   Trainer(const Model &model) : model_(model) {}
   absl::StatusOr<TrainerStepResult> Run(const std::string &entry, TensorMap inputs);
+  /// Uploads the host copies where they are newer (after SetParameters or
+  /// LoadState) before a resident step.
+  absl::Status SyncToDevice();
 
   const Model &model_;
   std::vector<std::string> names_;
-  /// The in-out arguments: param.*, adam_m.*, adam_v.* (owning, F32).
-  TensorMap state_;
+  /// The in-out arguments: param.*, adam_m.*, adam_v.* (owning, F32). On
+  /// the resident path, the host copies (current after SyncToHost): mutable
+  /// so that the const readers can refresh them.
+  mutable TensorMap state_;
+  /// The device copies of state_ by name (resident_state()), owned.
+  std::map<std::string, DeviceTensor> resident_;
+  /// resident_ newer than state_ (a step ran) / state_ newer than resident_.
+  mutable bool host_stale_ = false;
+  bool device_stale_ = false;
   int64_t step_ = 0;
   TrainerSchedule schedule_;
 };
