@@ -200,6 +200,56 @@ TEST_F(BenchTest, RunSettingsTakesTurnsAndDropsAFailingBaseline) {
               StatusIs(absl::StatusCode::kInternal, "flaky broke"));
 }
 
+/// A runner whose calls all succeed; without "train" when `no_train`.
+class SteadyRunner : public BenchRunner {
+public:
+  explicit SteadyRunner(bool no_train) : no_train_(no_train) {}
+  std::string impl() const override { return no_train_ ? "torch" : "bt"; }
+  absl::Status Prepare(const BenchSetting &s) override {
+    prepared_.push_back(s.name);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<CallStats> Call(const ProgressFn &) override {
+    ++calls_;
+    CallStats s;
+    s.seconds = 0.25;
+    return s;
+  }
+  absl::StatusOr<double> PeakRssMb() override { return 1.0; }
+  bool Runs(const BenchSetting &s) const override {
+    return !(no_train_ && s.name == kTrainSetting);
+  }
+  bool no_train_;
+  int calls_ = 0;
+  std::vector<std::string> prepared_;
+};
+
+TEST(BenchRunSettings, SkipsTheSettingsARunnerDoesNotRun) {
+  BenchOptions opts;
+  BenchSetting forward, train;
+  forward.prompt_tokens = train.prompt_tokens = 8;
+  train.name = kTrainSetting;
+  opts.settings = {train, forward};
+  opts.iters = 2;
+  opts.warmup = 1;
+  opts.switch_pause = 0;
+  SteadyRunner bt(false), torch(true);
+  std::ostringstream progress;
+  absl::Status secondary;
+  auto r = RunSettings({&bt, &torch}, opts, "m", progress, &secondary);
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_THAT(secondary, IsOk());
+  ASSERT_EQ((*r)[0].size(), 2u);
+  ASSERT_EQ((*r)[1].size(), 1u);
+  EXPECT_EQ((*r)[1][0].setting.name, kForwardSetting);
+  EXPECT_EQ(torch.prepared_, std::vector<std::string>({"forward"}));
+  EXPECT_EQ(torch.calls_, 3);
+  EXPECT_EQ(bt.calls_, 6);
+  // The table: the train row has no torch figures.
+  EXPECT_THAT(FormatBenchTable((*r)[0], (*r)[1]),
+              ::testing::ContainsRegex("train +1 +8 +0 +32\\.0 +- +-"));
+}
+
 TEST_F(BenchTest, MissingInterpreterIsUnavailable) {
   BenchOptions opts;
   opts.python = dir_.File("no-python");
@@ -408,6 +458,15 @@ TEST(BenchSettings, ParseList) {
               StatusIs(absl::StatusCode::kInvalidArgument, "NAME=PROMPT/GEN"));
   EXPECT_THAT(ParseBenchSettings("").status(),
               StatusIs(absl::StatusCode::kInvalidArgument, "unknown setting ''"));
+  // train: a sequence setting like forward (its length is --tokens).
+  s = ParseBenchSettings("train,forward", 512, 64);
+  ASSERT_THAT(s.status(), IsOk());
+  EXPECT_EQ((*s)[0].name, "train");
+  EXPECT_EQ((*s)[0].prompt_tokens, 0);
+  EXPECT_EQ((*s)[0].gen_tokens, 0);
+  EXPECT_THAT(ParseBenchSettings("train=8/8").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "'train' takes no lengths"));
 }
 
 TEST(BenchSettings, Generation) {

@@ -72,6 +72,16 @@ TEST(RooflineTest, VanillaForward) {
   EXPECT_DOUBLE_EQ(w.decode_bytes, 0);
 }
 
+TEST(RooflineTest, VanillaTrainStep) {
+  // 3x the forward's FLOPs (backward: input and weight gradients), 10x its
+  // weight bytes (forward and backward reads, gradient written and read,
+  // weight and both moments read and written).
+  const SettingWork w = WorkOf(Vanilla(), Setting("train", 2, 3, 0), 32);
+  EXPECT_DOUBLE_EQ(w.flops, 3 * 2208);
+  EXPECT_DOUBLE_EQ(w.bytes, 10 * 880);
+  EXPECT_EQ(w.decode_steps, 0);
+}
+
 TEST(RooflineTest, VanillaGeneration) {
   // Prefill as the forward, + the cache written: 2 rows * 3 entries * 32 B.
   // Decode: 2 steps of 336 + attention 4*4*(2*3 + 3) = 144 -> 816 per row;

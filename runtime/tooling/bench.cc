@@ -129,7 +129,26 @@ absl::Status BtRunner::Prepare(const BenchSetting &setting) {
   outputs_.clear();
   entry_.clear();
   counters_ = GenerateCounters();
+  trainer_.reset();
   setting_ = setting;
+  if (setting.name == kTrainSetting) {
+    if (model_.FindEntryPoint(train_abi::kTrainStepEntry) == nullptr)
+      return absl::NotFoundError(absl::StrCat(
+          model_.artifact().path(), ": no '", train_abi::kTrainStepEntry,
+          "' entry point for the train setting (it has: ",
+          absl::StrJoin(model_.EntryPointNames(), ", "),
+          "); compile it with the training entry points (bt-run compile "
+          "--train)"));
+    BT_ASSIGN_OR_RETURN(TensorMap all,
+                        ForwardInputs(model_.config(), setting, seed_));
+    Tensor labels = all.at("input_ids").Share();
+    all.emplace("labels", std::move(labels));
+    BT_ASSIGN_OR_RETURN(trainer_, Trainer::Create(model_));
+    inputs_ = std::move(all);
+    entry_ = train_abi::kTrainStepEntry;
+    ResetPeakRss();
+    return absl::OkStatus();
+  }
   if (IsGenerationSetting(setting.name)) {
     const bool vanilla =
         model_.config().kind() == proto::ModelConfig::VANILLA;
@@ -205,6 +224,15 @@ absl::StatusOr<CallStats> BtRunner::Call(const ProgressFn &progress) {
   }
   const DeviceTraffic traffic0 = model_.device().traffic();
   const auto t0 = Clock::now();
+  if (trainer_ != nullptr) {
+    BT_ASSIGN_OR_RETURN(TrainerStepResult r, trainer_->Step(inputs_));
+    stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    stats.traffic = model_.device().traffic().Since(traffic0);
+    if (!std::isfinite(r.loss))
+      return absl::InternalError(absl::StrCat(
+          "bench: train step ", r.step, ": the loss is ", r.loss));
+    return stats;
+  }
   BT_ASSIGN_OR_RETURN(outputs_, model_.Run(entry_, inputs_));
   stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   stats.traffic = model_.device().traffic().Since(traffic0);
@@ -454,11 +482,14 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
   const bool turns = runners.size() > 1;
   for (const BenchSetting &setting : opts.settings) {
     const bool generation = IsGenerationSetting(setting.name);
+    std::vector<bool> runs(runners.size());
+    for (size_t k = 0; k < runners.size(); ++k)
+      runs[k] = alive[k] && runners[k]->Runs(setting);
     std::vector<BenchResult> current(runners.size());
     std::vector<std::vector<double>> prefill(runners.size()),
         decode(runners.size());
     for (size_t k = 0; k < runners.size(); ++k) {
-      if (!alive[k])
+      if (!runs[k] || !alive[k])
         continue;
       BenchResult &r = current[k];
       r.setting = setting;
@@ -490,7 +521,7 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
                       : absl::StrFormat("  call %d/%d:", i - opts.warmup + 1,
                                         opts.iters));
       for (size_t k = 0; k < runners.size(); ++k) {
-        if (!alive[k])
+        if (!runs[k] || !alive[k])
           continue;
         if (turns)
           std::this_thread::sleep_for(
@@ -516,7 +547,7 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
       line.NewLine();
     }
     for (size_t k = 0; k < runners.size(); ++k) {
-      if (!alive[k])
+      if (!runs[k] || !alive[k])
         continue;
       BenchResult &r = current[k];
       absl::StatusOr<double> peak = runners[k]->PeakRssMb();

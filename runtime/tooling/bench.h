@@ -53,6 +53,7 @@
 #include "bt/runtime/generate/generate.h"
 #include "bt/runtime/exec/model.h"
 #include "bt/runtime/tooling/progress.h"
+#include "bt/runtime/train/trainer.h"
 
 namespace bt::rt {
 
@@ -60,6 +61,13 @@ namespace bt::rt {
 inline constexpr char kForwardSetting[] = "forward";
 inline constexpr char kPrefillHeavySetting[] = "prefill-heavy";
 inline constexpr char kDecodeHeavySetting[] = "decode-heavy";
+/// One optimizer step (`train_step`: forward, backward, clipping, AdamW)
+/// on [batch, prompt_tokens] random tokens, the labels = the ids, through a
+/// Trainer (its state resident on a device with resident calls); tokens
+/// per call = batch * prompt_tokens. Needs an artifact compiled with
+/// --train; no PyTorch baseline in bench (`train --baseline torch`
+/// compares training with PyTorch).
+inline constexpr char kTrainSetting[] = "train";
 
 /// What `bench` runs without --setting.
 inline constexpr char kDefaultBenchSettings[] =
@@ -67,6 +75,9 @@ inline constexpr char kDefaultBenchSettings[] =
 
 /// True for "prefill-heavy" and "decode-heavy".
 bool IsGenerationSetting(const std::string &name);
+/// True for "forward" and "train": a call on [batch, prompt_tokens] tokens,
+/// --tokens / --seq-blocks per row.
+bool IsSequenceSetting(const std::string &name);
 
 /// One workload.
 struct BenchSetting {
@@ -276,6 +287,9 @@ public:
   virtual absl::StatusOr<std::vector<int64_t>> GeneratedTokens() {
     return std::vector<int64_t>();
   }
+  /// Whether the runner has `setting` at all (RunSettings skips it for the
+  /// settings it has not, without an error): all, but torch has no "train".
+  virtual bool Runs(const BenchSetting &setting) const { return true; }
 };
 
 /// bt: the model's compiled kernels in this process.
@@ -285,8 +299,11 @@ public:
   std::string impl() const override { return "bt"; }
   /// "forward": the `eval` entry point. Generation settings: Generate
   /// (greedy, EOS ignored, step logits not kept) on GenerationPrompt.
-  /// Errors: InvalidArgument for an unknown setting; NotFound if the model
-  /// lacks `eval` (forward) or the generation entry points (prefill,
+  /// "train": Trainer::Step on ForwardInputs plus labels (= input_ids),
+  /// from a fresh Trainer (the artifact's weights, zero moments; each call,
+  /// warm-up included, takes a step). Errors: InvalidArgument for an
+  /// unknown setting; NotFound if the model lacks `eval` (forward),
+  /// `train_step` (train) or the generation entry points (prefill,
   /// decode_tokens, decode_block; vanilla prefill, decode_step);
   /// InvalidArgument if `eval` takes an input the forward benchmark does
   /// not make.
@@ -309,6 +326,7 @@ private:
   BenchSetting setting_;
   TensorMap inputs_, outputs_;
   GenerateCounters counters_;
+  std::unique_ptr<Trainer> trainer_; // "train"
 };
 
 /// The PyTorch baseline: bench/bt_torch.py --serve in a child process that
@@ -330,6 +348,11 @@ public:
   Start(const Model &model, const BenchOptions &opts, std::ostream &progress);
   ~TorchRunner() override;
   std::string impl() const override { return "torch"; }
+  /// Not "train" (bt_torch.py serves inference; `train --baseline torch`
+  /// measures PyTorch's training).
+  bool Runs(const BenchSetting &setting) const override {
+    return setting.name != kTrainSetting;
+  }
   /// Generation settings: writes GenerationPrompt (the same seed as bt's,
   /// so both generate from the same prompts) for the script to read.
   absl::Status Prepare(const BenchSetting &setting) override;

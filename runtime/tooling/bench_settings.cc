@@ -57,18 +57,22 @@ bool IsGenerationSetting(const std::string &name) {
   return name == kPrefillHeavySetting || name == kDecodeHeavySetting;
 }
 
+bool IsSequenceSetting(const std::string &name) {
+  return name == kForwardSetting || name == kTrainSetting;
+}
+
 absl::StatusOr<std::vector<BenchSettingSpec>>
 ParseBenchSettings(const std::string &list, int64_t prompt_tokens,
                    int64_t gen_tokens) {
   std::vector<BenchSettingSpec> out;
-  const std::string known = absl::StrCat(kForwardSetting, ", ",
-                                         kPrefillHeavySetting, ", ",
-                                         kDecodeHeavySetting);
+  const std::string known =
+      absl::StrCat(kForwardSetting, ", ", kPrefillHeavySetting, ", ",
+                   kDecodeHeavySetting, ", ", kTrainSetting);
   for (absl::string_view item : absl::StrSplit(list, ',')) {
     std::vector<std::string> parts = absl::StrSplit(item, absl::MaxSplits('=', 1));
     BenchSettingSpec spec;
     spec.name = parts[0];
-    if (spec.name != kForwardSetting && !IsGenerationSetting(spec.name))
+    if (!IsSequenceSetting(spec.name) && !IsGenerationSetting(spec.name))
       return absl::InvalidArgumentError(absl::StrCat(
           "--setting ", list, ": unknown setting '", spec.name,
           "' (expected ", known, ")"));
@@ -76,10 +80,10 @@ ParseBenchSettings(const std::string &list, int64_t prompt_tokens,
       if (o.name == spec.name)
         return absl::InvalidArgumentError(absl::StrCat(
             "--setting ", list, ": '", spec.name, "' is given twice"));
-    if (spec.name == kForwardSetting) {
+    if (IsSequenceSetting(spec.name)) {
       if (parts.size() > 1)
         return absl::InvalidArgumentError(absl::StrCat(
-            "--setting ", list, ": '", kForwardSetting,
+            "--setting ", list, ": '", spec.name,
             "' takes no lengths (its length is --tokens / --seq-blocks)"));
       out.push_back(spec);
       continue;
@@ -212,11 +216,13 @@ BenchSettingsFor(const proto::Manifest &manifest,
   std::vector<BenchSetting> out;
   for (const BenchSettingSpec &sp : specs) {
     std::vector<BenchSetting> settings;
-    if (sp.name == kForwardSetting) {
+    if (IsSequenceSetting(sp.name)) {
       if (batches.empty())
         continue; // `--batch max` alone: generation settings only
       BT_ASSIGN_OR_RETURN(settings, ForwardSettings(manifest.config(), batches,
                                                     forward_tokens));
+      for (BenchSetting &s : settings)
+        s.name = sp.name;
     } else {
       int64_t planned = 0, max_batch = 0;
       if (manifest.has_kv_plan() || with_max) {

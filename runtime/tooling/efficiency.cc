@@ -45,7 +45,9 @@ std::string FormatEfficiency(const proto::ModelConfig &config,
         "%-14s %5d %-9s %9.2f %11.3f %11.3f %11.3f %7.3f %10.4f %10.3f %10.3f "
         "%6.1f%%\n",
         r.setting.name + (r.setting.max_batch ? "*" : ""), r.setting.batch,
-        IsGenerationSetting(r.setting.name) ? "generated" : "token",
+        IsGenerationSetting(r.setting.name)  ? "generated"
+        : r.setting.name == kTrainSetting ? "train tok"
+                                           : "token",
         e.launches, e.bytes_read / 1e6, e.bytes_written / 1e6,
         e.min_bytes / 1e6, e.min_bytes > 0 ? bytes / e.min_bytes : 0.0,
         e.gemm_flops / 1e9, 1e6 * e.roofline_s, 1e6 * e.launch_s,
@@ -57,7 +59,7 @@ std::string FormatEfficiency(const proto::ModelConfig &config,
       "\nefficiency per token on the emulated device (counted by the emulator "
       "on the last timed call: launches, distinct 32-byte sectors read / "
       "written, GEMM FLOPs; generation: the decoding phase per generated "
-      "token). Modelled H100 time, a model and not a measurement: roofline "
+      "token; train: a whole optimizer step per training token). Modelled H100 time, a model and not a measurement: roofline "
       "max(bytes / %.2f TB/s, FLOPs / %.0f TFLOP/s) and %.0f us per launch "
       "(docs/bench.md \"Efficiency on the emulated device\")\n",
       H100Model::kBandwidth / 1e12, H100Model::kPeakFlops / 1e12,

@@ -24,8 +24,8 @@
 namespace bt::rt {
 
 /// One line of the report, per token of `r` (generation: per generated
-/// token, the decoding phase's traffic / (batch * gen_tokens); forward: per
-/// token of the eval call).
+/// token, the decoding phase's traffic / (batch * gen_tokens); forward and train: per
+/// token of the eval / train_step call).
 struct TokenEfficiency {
   double tokens = 0;             // the divisor
   double launches = 0;           // host launches: kernels, GEMMs, graphs, copies

@@ -82,7 +82,7 @@ std::string Usage(const std::string &prog) {
       "reference), {} = NAME\n",
       "                                         --absent-as-zero: a tensor missing from "
       "<actual> counts as zeros\n",
-      "  bench [--setting forward|prefill-heavy|decode-heavy[=P/G],...]\n"
+      "  bench [--setting forward|prefill-heavy|decode-heavy[=P/G]|train,...]\n"
       "        [--batch 1,8[,max]] [--memory 8GiB] [--prompt P] [--gen G]\n"
       "        [--seq-blocks N | --tokens N] [--iters K] [--warmup W] [--threads T]\n"
       "        [--csv out.csv] [--baseline torch|none] [--torch-script bt_torch.py]\n"

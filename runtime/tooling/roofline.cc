@@ -109,6 +109,21 @@ MachineBounds MeasureMachineBounds(int threads) {
 
 SettingWork WorkOf(const proto::ModelConfig &config,
                    const BenchSetting &setting, int64_t kv_bytes_per_entry) {
+  if (setting.name == kTrainSetting) {
+    // A training step: the forward's products, and in the backward two per
+    // product (the input gradient and the weight gradient; attention: dP
+    // and dV, dQ and dK), so 3x the forward's FLOPs (the optimizer's
+    // elementwise work is not counted). Bytes, per weight: read by the
+    // forward and by the backward's input gradient, its gradient written
+    // and read back by AdamW, the weight and both moments read and written:
+    // 10x the forward's weight bytes (activations are not counted).
+    BenchSetting forward = setting;
+    forward.name = kForwardSetting;
+    SettingWork w = WorkOf(config, forward, kv_bytes_per_entry);
+    w.flops *= 3;
+    w.bytes *= 10;
+    return w;
+  }
   SettingWork w;
   const double B = setting.batch, V = config.vocab_size();
   const double kv = static_cast<double>(kv_bytes_per_entry);

@@ -46,7 +46,8 @@ MachineBounds MeasureMachineBounds(int threads);
 /// from memory, every read of a weight matrix counted again (caches ignored:
 /// a model whose weights fit in cache can exceed 100 %).
 struct SettingWork {
-  /// forward: the whole `eval` call. Generation: the prefill (prompt through
+  /// forward: the whole `eval` call; train: the whole `train_step` (3x the
+  /// forward's FLOPs, 10x its weight bytes). Generation: the prefill (prompt through
   /// the embedder and the block decoder).
   double flops = 0;
   double bytes = 0;

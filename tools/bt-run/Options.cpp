@@ -208,7 +208,8 @@ cl::opt<std::string, true> benchSettings(
     "setting",
     cl::desc("bench: settings, comma-separated: forward (eval), prefill-heavy "
              "(2048 prompt / 128 generated tokens), decode-heavy (128 / 2048); "
-             "NAME=P/G gives the lengths (default: all three)"), cl::location(S.bench.settings), cl::cat(btCategory));
+             "NAME=P/G gives the lengths; train (one train_step per call, "
+             "no PyTorch baseline) (default: the first three)"), cl::location(S.bench.settings), cl::cat(btCategory));
 cl::opt<std::string, true> progressMode(
     "progress",
     cl::desc("bench: progress of generation calls: auto (a bar on a "
@@ -259,7 +260,7 @@ const char *const bt::run::kUsage =
     " [--gen 128] [--batch N] [--dtype f32|bf16|f16]\n"
     "  bt-run bench [--device cpu|cuda|cuda-emu] <checkpoint|artifact|executable | --config C "
     "--random-init>\n"
-    "               [--setting forward|prefill-heavy|decode-heavy[=P/G],...] "
+    "               [--setting forward|prefill-heavy|decode-heavy[=P/G]|train,...] "
     "[--batch 1,8[,max]] [--memory M]\n"
     "               [--seq-blocks N | --tokens N] [--prompt P] "
     "[--gen G] [--iters K] [--warmup W]\n"

@@ -137,9 +137,15 @@ int bt::run::benchCommand(const Tool &tool, const std::string &input) {
     r.promptTokens = o.prompts[0];
   if (o.genTokensGiven)
     r.genTokens = o.genTokens;
+  // The train setting runs train_step: a checkpoint is compiled with it.
+  TrainingEntries training;
+  llvm::SmallVector<llvm::StringRef> items;
+  llvm::StringRef(r.settings).split(items, ',');
+  for (llvm::StringRef item : items)
+    training.trainStep |= item.trim() == "train";
   std::unique_ptr<bridge::CompiledArtifact> artifact =
       compiledForThisMachine(tool, input, /*withGrad=*/false,
-                             /*progress=*/true);
+                             /*progress=*/true, training);
   if (!artifact)
     return 1;
   return bridge::runBench(*artifact, o.device, r);
