@@ -644,6 +644,18 @@ private:
   double sum_ = 0;
 };
 
+/// The line announcing a run: steps, batch, schedule, eval and save
+/// intervals, output directory.
+std::string TrainingPlanLine(const proto::ModelConfig &config, const TrainOptions &o,
+                             int64_t start_step) {
+  return absl::StrFormat(
+      "training %s: steps %d..%d, batch %d x %d tokens, lr %g (warmup %d, cosine to "
+      "0.1x at step %d), eval every %d, save every %d -> %s",
+      config.name(), start_step + 1, o.steps, o.batch, o.seq_len, o.schedule.peak_lr,
+      o.schedule.warmup_steps, o.schedule.total_steps, o.eval_every, o.save_every,
+      o.output_dir);
+}
+
 /// The host<->device traffic and launches of `steps` training steps (the
 /// Trainer::Step calls), per step: a line for a device that moves or
 /// launches anything (cuda, cuda-emu), else empty. On the resident path
@@ -807,11 +819,7 @@ absl::Status RunTraining(const Model &model, const TrainOptions &opts_in,
                       StartTorchBaseline(o, progress));
 
   // --- The loop. ------------------------------------------------------------
-  progress.Message(absl::StrFormat(
-      "training %s: steps %d..%d, batch %d x %d tokens, lr %g (warmup %d, cosine to "
-      "0.1x at step %d), eval every %d, save every %d -> %s",
-      config.name(), start_step + 1, o.steps, o.batch, o.seq_len, o.schedule.peak_lr,
-      o.schedule.warmup_steps, o.schedule.total_steps, o.eval_every, o.save_every, dir));
+  progress.Message(TrainingPlanLine(config, o, start_step));
   if (start_step == 0 && o.eval_every > 0)
     BT_RETURN_IF_ERROR(evaluate(0));
   SampleOrder order(train.size(), o.seed);
