@@ -507,8 +507,10 @@ absl::StatusOr<ValueMap> DecodeTokens(const Model &model, Device *device,
 
 /// The next block's tokens I64 [kept, 1, L_B]: decode_tokens' output
 /// itself while every row is live (on the resident path it stays on the
-/// device), else the live rows `keep` of the host copy `host_tok` (copied to
-/// the device).
+/// device), else its live rows `keep`: gathered within device memory
+/// (Device::CopyOnDevice, a copy per run of consecutive rows) on the
+/// resident path, else from the host copy `host_tok` (uploaded where the
+/// device cannot copy within its memory).
 absl::StatusOr<Value> NextBlockTokens(Device *device, const Value &tokens,
                                       const Tensor &host_tok,
                                       const std::vector<int64_t> &keep,
@@ -516,6 +518,25 @@ absl::StatusOr<Value> NextBlockTokens(Device *device, const Value &tokens,
   const int64_t kept = static_cast<int64_t>(keep.size());
   if (kept == rows)
     return tokens.Reshaped({kept, 1, L});
+  if (device != nullptr && tokens.resident() && kept > 0) {
+    BT_ASSIGN_OR_RETURN(DeviceTensor d, device->Allocate(proto::I64, {kept, 1, L}));
+    Value next = Value::Resident(*device, std::move(d));
+    const uint64_t row = static_cast<uint64_t>(L) * sizeof(int64_t);
+    absl::Status copied;
+    for (int64_t j = 0; j < kept && copied.ok();) {
+      int64_t n = 1;
+      while (j + n < kept && keep[j + n] == keep[j] + n)
+        ++n;
+      copied = device->CopyOnDevice(
+          DeviceTensor{tokens.device()->address + keep[j] * row, proto::I64, {n, L}},
+          DeviceTensor{next.device()->address + j * row, proto::I64, {n, L}});
+      j += n;
+    }
+    if (copied.ok())
+      return next;
+    if (!absl::IsUnimplemented(copied))
+      return copied;
+  }
   BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(proto::I64, {kept, 1, L}));
   for (int64_t j = 0; j < kept; ++j)
     std::memcpy(t.data_as<int64_t>() + j * L,
