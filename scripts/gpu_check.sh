@@ -136,6 +136,29 @@ if ! grep -q "^$device: device" "$out/devices.txt"; then
 fi
 record all devices OK "$(grep "^$device: device" "$out/devices.txt" | head -1)" 0
 
+# state_check CASE NAME PROMPT TOKENS GENERATE_FLAGS...: the generation of
+# PROMPT (--no-step-logits) with the resident state, then with each of
+# BT_RESIDENT_STATE=0, BT_DEVICE_SAMPLING=0 and BT_CUDA_GRAPHS=0: every output
+# byte-identical to the resident one (cmp).
+state_check() {
+  local case=$1 name=$2 prompt=$3 tokens=$4
+  shift 4
+  local base="$out/$case.$name"
+  run "$case" "$name-resident" "${bt[@]}" generate --inputs "$prompt" \
+    --max-new-tokens "$tokens" --no-step-logits "$@" -o "$base.resident.safetensors" || return 0
+  local mode var
+  for mode in host:BT_RESIDENT_STATE=0 host-sampler:BT_DEVICE_SAMPLING=0 \
+              no-graphs:BT_CUDA_GRAPHS=0; do
+    var=${mode#*:}
+    mode=${mode%%:*}
+    if run "$case" "$name-$mode" env "$var" "${bt[@]}" generate --inputs "$prompt" \
+        --max-new-tokens "$tokens" --no-step-logits "$@" -o "$base.$mode.safetensors"; then
+      run "$case" "$name-$mode-identical" cmp "$base.resident.safetensors" "$base.$mode.safetensors"
+    fi
+  done
+}
+
+repo="$(cd "$(dirname "$0")/.." && pwd)"
 n=0
 for dir in "$fixtures"/*/; do
   dir=${dir%/}
@@ -215,6 +238,30 @@ for dir in "$fixtures"/*/; do
     fi
   fi
 
+  # The resident decode loop against each of its switches (issue 13 items
+  # 1-4; as test/bt-run/cuda-emu-resident-state.test on the emulator): the
+  # same greedy generation with the state copied in and out every call
+  # (BT_RESIDENT_STATE=0), with the host sampler (BT_DEVICE_SAMPLING=0) and
+  # without CUDA graphs (BT_CUDA_GRAPHS=0) must be byte-identical to the
+  # resident one; so must temperature / top-k / top-p sampling on the device
+  # (bt_sample) and on the host from the same seeded streams; and, where the
+  # case has an EOS prompt, eight rows of which three end at once (the KV
+  # rows compacted within device memory) and a sampled EOS generation.
+  if [ -f "$dir/generate.safetensors" ]; then
+    state_check "$case" state "$dir/generate.safetensors" 24 --greedy --ignore-eos
+    state_check "$case" sample "$dir/generate.safetensors" 16 --ignore-eos \
+      --temperature 0.8 --top-k 50 --top-p 0.9 --seed 3
+  fi
+  if [ -f "$dir/generate_eos.safetensors" ]; then
+    eos8="$out/$case.eos8.prompt.safetensors"
+    if run "$case" eos8-prompt python3 "$repo/test/bt-run/Inputs/write_prompt.py" "$eos8" \
+        --rows-of "$dir/generate_eos.safetensors" --rows 1,1,1,0,0,0,0,0; then
+      state_check "$case" eos8 "$eos8" 24 --greedy
+    fi
+    state_check "$case" sample-eos "$dir/generate_eos.safetensors" 24 \
+      --temperature 0.05 --top-k 3 --seed 11
+  fi
+
   # compute-sanitizer memcheck on the eval and one generation.
   if [ -x "$sanitizer" ]; then
     run "$case" memcheck-eval "$sanitizer" --tool memcheck --error-exitcode 99 \
@@ -231,8 +278,32 @@ for dir in "$fixtures"/*/; do
   fi
 done
 
+# The training loop with its state resident on the device (issue 13 items 1
+# and 5; as test/bt-run/cuda-emu-train-loop.test): the bundle's train/
+# artifact (block_train_tiny, compiled by `bt-run train` with its tokenizer)
+# trains 3 steps on Genesis 1-25 with the parameters and AdamW moments kept
+# in device memory and again with BT_RESIDENT_STATE=0: the same log (loss,
+# grad norm, lr) and byte-identical checkpoint and optimizer state; then
+# BT_GPU_TRAIN_STEPS (default 50) steps for the step time.
+if [ -f "$bundle/train/model.btart" ]; then
+  tr=("$launcher" --artifact "$bundle/train/model.btart" train --device "$device"
+      --data "$repo/runtime/test/data/kjv/genesis_1-25.txt" --split heading --holdout 0.08
+      --lr 3e-3 --warmup 2 --eval-every 0 --save-every 0 --progress none)
+  if run train resident "${tr[@]}" --batch 2 --steps 3 -o "$out/train.resident" &&
+     run train host env BT_RESIDENT_STATE=0 "${tr[@]}" --batch 2 --steps 3 -o "$out/train.host"; then
+    run train log-identical diff <(cut -d, -f1-7 "$out/train.resident/log.csv") \
+      <(cut -d, -f1-7 "$out/train.host/log.csv")
+    run train model-identical cmp "$out/train.resident/step-000003/model.safetensors" \
+      "$out/train.host/step-000003/model.safetensors"
+    run train optimizer-identical cmp "$out/train.resident/step-000003/optimizer.safetensors" \
+      "$out/train.host/step-000003/optimizer.safetensors"
+  fi
+  run train steps "${tr[@]}" --steps "${BT_GPU_TRAIN_STEPS:-50}" --batch 8 -o "$out/train.long"
+else
+  record train loop SKIP "no $bundle/train/model.btart (scripts/gpu_prepare.sh)" 0
+fi
+
 # The GPU benchmark of the bundle's bench/ models.
-repo="$(cd "$(dirname "$0")/.." && pwd)"
 size=${BT_GPU_BENCH_SIZE:-paper}
 bench_models=()
 for art in "$bundle"/bench/*.btart; do
@@ -270,6 +341,13 @@ else
     model=$(basename "$art" .btart)
     run "$model" bench "$launcher" --artifact "$art" bench "${bench_flags[@]}" \
       --csv "$out/bench.$model.csv" && csvs+=("$out/bench.$model.csv")
+    # One optimizer step per call (the train setting; no PyTorch baseline),
+    # for the artifacts compiled with the training entry points.
+    if [ "$size" = paper ] && "$launcher" --artifact "$art" info 2> /dev/null | grep -q train_step; then
+      run "$model" bench-train "$launcher" --artifact "$art" bench --setting train \
+        --batch "${BT_GPU_BENCH_TRAIN_BATCHES:-8}" --warmup 1 --iters 2 --device "$device" \
+        --baseline none --progress none --csv "$out/bench.$model.train.csv"
+    fi
   done
   limit=$check_limit
   if [ ${#csvs[@]} -gt 0 ]; then

@@ -53,8 +53,8 @@ cp "$work/summary.csv" "$out/summary.csv" 2>/dev/null
 # The benchmark's tables and plot as files of their own (bench.txt: every
 # model's report, bench.csv: every row): they come back even when the
 # archive does not.
-if compgen -G "$work/*.bench.txt" > /dev/null; then
-  cat "$work"/*.bench.txt > "$out/bench.txt"
+if compgen -G "$work/*.bench*.txt" > /dev/null; then
+  cat "$work"/*.bench*.txt > "$out/bench.txt"
 fi
 if compgen -G "$work/bench.*.csv" > /dev/null; then
   cat "$work"/bench.*.csv > "$out/bench.csv"

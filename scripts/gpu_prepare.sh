@@ -30,6 +30,8 @@
 #                   grad / train_step / apply_gradients;
 #   ptxas.txt       `ptxas -arch=sm_90` of every artifact's kernels, when
 #                   ptxas is installed (the box has no toolkit to check it);
+#   train/model.btart  block_train_tiny (test/bt-run/Inputs) with its tokenizer,
+#                   for gpu_check.sh's training-loop checks;
 #   BUNDLE.txt      the commit, the files and their sizes.
 # The fixtures themselves are tracked files of the repository, so they are
 # not copied. Standalone executables (`bt-run compile --target cuda -o model`,
@@ -90,6 +92,21 @@ if [ "$n" -eq 0 ]; then
   exit 1
 fi
 
+# The training loop's artifact (gpu_check.sh's train checks): block_train_tiny
+# with a 256-piece tokenizer of Genesis 1-25, compiled by `bt-run train` (one
+# step on the emulator) with train_step and eval_loss.
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+echo "== train: block_train_tiny"
+work=$(mktemp -d)
+"$btrun" train --config "$repo/test/bt-run/Inputs/block_train_tiny.yaml" \
+  --data "$repo/runtime/test/data/kjv/genesis_1-25.txt" --split heading --holdout 0.08 \
+  --vocab-size 256 --steps 1 --batch 2 --eval-every 0 --save-every 0 --no-plot \
+  --progress none --target cuda --device cuda-emu -o "$work/run" > "$work/log" 2>&1 ||
+  { cat "$work/log" >&2; rm -rf "$work"; exit 1; }
+mkdir -p "$bundle/train"
+cp "$work/run/model.btart" "$bundle/train/model.btart"
+rm -rf "$work"
+
 # The benchmark's models (BT_GPU_BENCH).
 if [ "$bench" != none ]; then
   mkdir -p "$bundle/bench"
@@ -98,10 +115,13 @@ if [ "$bench" != none ]; then
     "$btrun" compile "$fixtures/block_tiny" --target cuda --emit artifact \
       -o "$bundle/bench/block_tiny.btart"
   else
+    # b4_85 with the training entry points too (gpu_check.sh's bench-train).
     for model in block_main_b4_85 block_main_b4_300; do
       echo "== bench: $model (random init)"
+      train=()
+      [ "$model" = block_main_b4_85 ] && train=(--train)
       "$btrun" compile --config "$configs/$model.yaml" --random-init --seed 0 \
-        --seeded-weights --target cuda --emit artifact \
+        --seeded-weights --target cuda "${train[@]}" --emit artifact \
         -o "$bundle/bench/$model.btart"
     done
     # The prompts of scripts/gpu_profile.sh (the paper models' vocabulary).
