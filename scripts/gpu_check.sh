@@ -343,7 +343,9 @@ else
       --csv "$out/bench.$model.csv" && csvs+=("$out/bench.$model.csv")
     # One optimizer step per call (the train setting; no PyTorch baseline),
     # for the artifacts compiled with the training entry points.
-    if [ "$size" = paper ] && "$launcher" --artifact "$art" info 2> /dev/null | grep -q train_step; then
+    # (grep reads all of info's output: under pipefail, grep -q's early exit
+    # would fail the pipeline with the launcher's SIGPIPE.)
+    if [ "$size" = paper ] && "$launcher" --artifact "$art" info 2> /dev/null | grep -c train_step > /dev/null; then
       run "$model" bench-train "$launcher" --artifact "$art" bench --setting train \
         --batch "${BT_GPU_BENCH_TRAIN_BATCHES:-8}" --warmup 1 --iters 2 --device "$device" \
         --baseline none --progress none --csv "$out/bench.$model.train.csv"

@@ -17,6 +17,10 @@
 extern "C" {
 extern const char bt_spm_shim_begin[] __attribute__((visibility("hidden")));
 extern const char bt_spm_shim_end[] __attribute__((visibility("hidden")));
+extern const char bt_spm_lib_begin[] __attribute__((visibility("hidden")));
+extern const char bt_spm_lib_end[] __attribute__((visibility("hidden")));
+extern const char bt_spm_train_lib_begin[] __attribute__((visibility("hidden")));
+extern const char bt_spm_train_lib_end[] __attribute__((visibility("hidden")));
 }
 #endif
 
@@ -67,14 +71,28 @@ absl::StatusOr<const ShimApi *> Shim() {
     // sanitizer builds (scripts/sanitize.sh) link protobuf statically and
     // export none of its symbols (runtime/CMakeLists.txt), so the shim is
     // loaded there without it.
-    absl::StatusOr<LoadedSharedObject> so = LoadSharedObjectFromMemory(
-        absl::string_view(bt_spm_shim_begin,
-                          static_cast<size_t>(bt_spm_shim_end - bt_spm_shim_begin)),
-        "the SentencePiece shim", RTLD_NOW | RTLD_LOCAL | kShimDeepBind);
+    //
+    // First the embedded libsentencepiece.so.0 and libsentencepiece_train.so.0
+    // (the files the shim was linked against): the dynamic linker then
+    // satisfies the shim's DT_NEEDED entries with these objects, matched by
+    // their SONAME, and never looks for the machine's own copies, which may
+    // be missing or of another version whose C++ ABI differs from the
+    // headers the shim was compiled with.
+    auto load = [](const char *begin, const char *end, const char *name) {
+      return LoadSharedObjectFromMemory(
+          absl::string_view(begin, static_cast<size_t>(end - begin)), name,
+          RTLD_NOW | RTLD_LOCAL | kShimDeepBind);
+    };
+    absl::StatusOr<LoadedSharedObject> so =
+        load(bt_spm_lib_begin, bt_spm_lib_end, "the embedded libsentencepiece.so.0");
+    if (so.ok())
+      so = load(bt_spm_train_lib_begin, bt_spm_train_lib_end,
+                "the embedded libsentencepiece_train.so.0");
+    if (so.ok())
+      so = load(bt_spm_shim_begin, bt_spm_shim_end, "the SentencePiece shim");
     if (!so.ok()) {
       api = absl::FailedPreconditionError(absl::StrCat(
-          "tokenizing text needs libsentencepiece.so.0 (Debian/Ubuntu "
-          "package libsentencepiece0), which cannot be loaded: ",
+          "tokenizing text needs SentencePiece, which cannot be loaded: ",
           so.status().message(), "; pass token ids (--inputs) instead"));
       return;
     }

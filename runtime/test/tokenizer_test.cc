@@ -36,6 +36,19 @@ TEST(Tokenizer, EncodesAndDecodesThroughLibSentencePiece) {
   EXPECT_EQ(*(*other)->Encode("a hat"), *(*t)->Encode("a hat"));
 }
 
+// The shim and the libsentencepiece files it was linked against are
+// embedded in btrt and loaded from memory (memfds): the process never maps
+// the machine's own libsentencepiece*.so (missing on the GPU box, or another
+// build with another C++ ABI), so tokenizing works wherever btrt runs.
+TEST(Tokenizer, NeverMapsTheMachinesLibSentencePiece) {
+  auto t = Tokenizer::LoadSentencePiece(TinyModel());
+  ASSERT_THAT(t.status(), IsOk());
+  ASSERT_THAT((*t)->Encode("the cat").status(), IsOk());
+  const std::string maps = testing::ReadRaw("/proc/self/maps");
+  ASSERT_FALSE(maps.empty());
+  EXPECT_EQ(maps.find("libsentencepiece"), std::string::npos) << maps;
+}
+
 TEST(Tokenizer, RejectsBytesThatAreNotAModel) {
   EXPECT_THAT(Tokenizer::LoadSentencePiece("not a model").status(),
               StatusIs(absl::StatusCode::kInvalidArgument, "not a SentencePiece model"));

@@ -113,7 +113,9 @@ public:
   /// labels; vanilla: input_ids, attention_mask, labels; other tensors are
   /// an error) and the schedule scalars; parameters and moments are updated
   /// in place and step() advances. Errors: NotFound without `train_step`,
-  /// and those of Model::Run (the state is untouched then).
+  /// and those of Model::Run. Input errors (Model::CheckInputs) leave the
+  /// state untouched; a device call that fails midway may leave the resident
+  /// state (resident_state()) partly updated, and step() does not advance.
   absl::StatusOr<TrainerStepResult> Step(const TensorMap &batch);
 
   /// One optimizer step with given gradients: runs `apply_gradients` with
