@@ -284,7 +284,7 @@ done
 # trains 3 steps on Genesis 1-25 with the parameters and AdamW moments kept
 # in device memory and again with BT_RESIDENT_STATE=0: the same log (loss,
 # grad norm, lr) and byte-identical checkpoint and optimizer state; then
-# BT_GPU_TRAIN_STEPS (default 50) steps for the step time.
+# BT_GPU_TRAIN_STEPS (default 50; 0: none) steps at batch 8 for the step time.
 if [ -f "$bundle/train/model.btart" ]; then
   tr=("$launcher" --artifact "$bundle/train/model.btart" train --device "$device"
       --data "$repo/runtime/test/data/kjv/genesis_1-25.txt" --split heading --holdout 0.08
@@ -298,7 +298,9 @@ if [ -f "$bundle/train/model.btart" ]; then
     run train optimizer-identical cmp "$out/train.resident/step-000003/optimizer.safetensors" \
       "$out/train.host/step-000003/optimizer.safetensors"
   fi
-  run train steps "${tr[@]}" --steps "${BT_GPU_TRAIN_STEPS:-50}" --batch 8 -o "$out/train.long"
+  if [ "${BT_GPU_TRAIN_STEPS:-50}" != 0 ]; then
+    run train steps "${tr[@]}" --steps "${BT_GPU_TRAIN_STEPS:-50}" --batch 8 -o "$out/train.long"
+  fi
 else
   record train loop SKIP "no $bundle/train/model.btart (scripts/gpu_prepare.sh)" 0
 fi
