@@ -18,6 +18,8 @@ DeviceTraffic DeviceTraffic::Since(const DeviceTraffic &since) const {
   d.graph_launches = graph_launches - since.graph_launches;
   d.graph_nodes = graph_nodes - since.graph_nodes;
   d.device_copies = device_copies - since.device_copies;
+  d.driver_allocations = driver_allocations - since.driver_allocations;
+  d.driver_frees = driver_frees - since.driver_frees;
   d.global_bytes_read = global_bytes_read - since.global_bytes_read;
   d.global_bytes_written = global_bytes_written - since.global_bytes_written;
   d.global_access_bytes = global_access_bytes - since.global_access_bytes;
@@ -36,6 +38,8 @@ DeviceTraffic &DeviceTraffic::operator+=(const DeviceTraffic &d) {
   graph_launches += d.graph_launches;
   graph_nodes += d.graph_nodes;
   device_copies += d.device_copies;
+  driver_allocations += d.driver_allocations;
+  driver_frees += d.driver_frees;
   global_bytes_read += d.global_bytes_read;
   global_bytes_written += d.global_bytes_written;
   global_access_bytes += d.global_access_bytes;

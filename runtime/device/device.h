@@ -65,6 +65,11 @@ struct DeviceTraffic {
   /// Device-to-device copies the host issued (CudaBackend::CopyOnDevice:
   /// the inputs of a recorded call's replay).
   int64_t device_copies = 0;
+  /// Device-memory allocations and frees that reached the driver
+  /// (cuMemAlloc / cuMemFree: misses of the CUDA pool's cache, and the cache
+  /// released when an allocation failed); cuMemFree synchronizes the device,
+  /// so frees inside a decode loop or a training step stall it. 0 on the CPU.
+  int64_t driver_allocations = 0, driver_frees = 0;
   /// Everything the host launched on the stream: kernels, GEMMs, graphs and
   /// device copies (what the H100 model charges a launch cost for).
   int64_t host_launches() const {

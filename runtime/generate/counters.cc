@@ -52,13 +52,15 @@ std::string FormatCounters(const GenerateCounters &c) {
         "sampling: logits down, tokens up); %d kernel launches, %d GEMMs, %d "
         "graph launches (%d nodes), %d device copies\n"
         "per decode step (%d steps): %.1f bytes host<->device, %.1f without the "
-        "host sampler's; %.1f kernel launches, %.2f graph launches\n",
+        "host sampler's; %.1f kernel launches, %.2f graph launches; %d device "
+        "allocations and %d frees by the driver\n",
         c.resident_state ? "resident" : "host", t.to_device_bytes, t.to_device_copies,
         t.to_host_bytes, t.to_host_copies, t.sampler_bytes, t.kernel_launches,
         t.gemm_calls, t.graph_launches, t.graph_nodes, t.device_copies,
         c.decode_token_steps,
         t.bytes() / steps, (t.bytes() - t.sampler_bytes) / steps,
-        t.kernel_launches / steps, t.graph_launches / steps);
+        t.kernel_launches / steps, t.graph_launches / steps, t.driver_allocations,
+        t.driver_frees);
   }
   if (t.global_bytes_read + t.global_bytes_written > 0) {
     // Counted by the emulator; the H100 time is a roofline model (H100Model in

@@ -270,12 +270,34 @@ TEST(DevicePool, RoundsAndReusesBySizeClass) {
     EXPECT_EQ(twice.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(Msg(twice), HasSubstr("not a block of the device memory pool"));
     EXPECT_EQ(pool.Free(12345).code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(pool.device_frees(), 0); // cached, not freed
     pool.Trim();
     EXPECT_EQ(pool.bytes_cached(), 0);
     EXPECT_EQ(c.frees, 1);
+    EXPECT_EQ(pool.device_frees(), 1);
   }
   // The destructor releases the block still in use.
   EXPECT_EQ(c.frees, 2);
+}
+
+TEST(DeviceTraffic, SinceAndSumCoverTheDriverAllocations) {
+  DeviceTraffic a, b;
+  a.driver_allocations = 7;
+  a.driver_frees = 3;
+  a.device_copies = 5;
+  b.driver_allocations = 2;
+  b.driver_frees = 1;
+  b.device_copies = 4;
+  const DeviceTraffic d = a.Since(b);
+  EXPECT_EQ(d.driver_allocations, 5);
+  EXPECT_EQ(d.driver_frees, 2);
+  EXPECT_EQ(d.device_copies, 1);
+  DeviceTraffic sum = d;
+  sum += b;
+  EXPECT_EQ(sum.driver_allocations, 7);
+  EXPECT_EQ(sum.driver_frees, 3);
+  // Not launches: the H100 launch model does not charge them.
+  EXPECT_EQ(sum.host_launches(), 5);
 }
 
 TEST(DevicePool, ReleasesTheCacheAndRetriesWhenTheDeviceIsFull) {
@@ -288,6 +310,7 @@ TEST(DevicePool, ReleasesTheCacheAndRetriesWhenTheDeviceIsFull) {
   auto b = pool.Allocate(5000); // fails once, cache released, retried
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ(c.frees, 1);
+  EXPECT_EQ(pool.device_frees(), 1);
   EXPECT_EQ(pool.bytes_cached(), 0);
   c.fail_next = 2;
   auto d = pool.Allocate(7000);

@@ -577,7 +577,15 @@ RunSettings(const std::vector<BenchRunner *> &runners, const BenchOptions &opts,
             "decode %.4g s = %.1f tok/s), KV %s per sample",
             r.impl, r.tokens_per_s, r.seconds, r.prefill_seconds,
             r.decode_seconds, r.decode_tokens_per_s,
-            FormatBytes(r.kv_bytes_per_sample)));
+            FormatBytes(r.kv_bytes_per_sample)) +
+            // Cache misses of the CUDA pool in the timed call's decoding
+            // (cuMemFree synchronizes the device; the emulator caches none).
+            (r.traffic.driver_allocations + r.traffic.driver_frees > 0
+                 ? absl::StrFormat("; decode: %d device allocations, %d frees "
+                                   "by the driver",
+                                   r.traffic.driver_allocations,
+                                   r.traffic.driver_frees)
+                 : std::string()));
       else
         line.Print(absl::StrFormat("  %-6s %.1f tok/s (median %.4g s)", r.impl,
                                    r.tokens_per_s, r.seconds));

@@ -211,6 +211,7 @@ absl::StatusOr<uint64_t> DevicePool::Allocate(int64_t bytes) {
     // Release the cache and retry once.
     for (auto &[s, a] : cached_)
       free_(a);
+    device_frees_ += static_cast<int64_t>(cached_.size());
     cached_.clear();
     bytes_cached_ = 0;
     address = alloc_(size);
@@ -241,6 +242,7 @@ absl::Status DevicePool::Free(uint64_t address) {
   bytes_in_use_ -= size;
   if (!caching_) {
     free_(address);
+    ++device_frees_;
     return absl::OkStatus();
   }
   cached_.emplace(size, address);
@@ -252,6 +254,7 @@ void DevicePool::Trim() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto &[size, address] : cached_)
     free_(address);
+  device_frees_ += static_cast<int64_t>(cached_.size());
   cached_.clear();
   bytes_cached_ = 0;
 }
@@ -267,6 +270,10 @@ int64_t DevicePool::bytes_cached() const {
 int64_t DevicePool::device_allocations() const {
   std::lock_guard<std::mutex> lock(mu_);
   return device_allocations_;
+}
+int64_t DevicePool::device_frees() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return device_frees_;
 }
 
 //===----------------------------------------------------------------------===//
@@ -611,6 +618,10 @@ DeviceTraffic CudaBackend::traffic() const {
   t.graph_launches = graph_launches_.load();
   t.graph_nodes = graph_nodes_launched_.load();
   t.device_copies = device_copies_.load();
+  if (pool_) {
+    t.driver_allocations = pool_->device_allocations();
+    t.driver_frees = pool_->device_frees();
+  }
   // The emulator counts device-memory traffic (cuda_emu/profile.cc).
   if (emulated_ && symbols_) {
     using Query = void (*)(int64_t *);

@@ -113,6 +113,9 @@ public:
   int64_t bytes_in_use() const;
   int64_t bytes_cached() const;
   int64_t device_allocations() const; // cumulative calls of AllocFn
+  /// Cumulative calls of FreeFn before the destructor (cache flushes, Trim,
+  /// an uncached pool's Free); cuMemFree synchronizes the device.
+  int64_t device_frees() const;
 
 private:
   AllocFn alloc_;
@@ -121,6 +124,7 @@ private:
   std::map<uint64_t, uint64_t> in_use_;                  // address → size
   std::multimap<uint64_t, uint64_t> cached_;             // size → address
   int64_t bytes_in_use_ = 0, bytes_cached_ = 0, device_allocations_ = 0;
+  int64_t device_frees_ = 0;
   bool caching_ = true;
 };
 
