@@ -81,6 +81,7 @@ void fillCUDAOptions(CUDAPipelineOptions &p, const Options &options) {
   p.chip = options.gpuChip;
   p.cudaPath = options.cudaPath;
   p.binary = options.gpuBinary;
+  p.dtype = options.dtype;
 }
 
 /// Runs the passes `build` adds on `module`, with the MLIR pass-manager and

@@ -58,8 +58,11 @@ KernelInterface bt::compiler::readKernelInterface(ModuleOp module) {
       e.params.push_back(p.str());
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
       // The weights, in bt.params order.
-      if (BTDialect::getArgParam(fn, i))
+      if (BTDialect::getArgParam(fn, i)) {
+        e.paramDTypes.push_back(
+            tensorSpec(fn.getArgumentTypes()[i], {}, {}).dtype);
         continue;
+      }
       TensorSpec spec =
           tensorSpec(fn.getArgumentTypes()[i], BTDialect::getArgName(fn, i),
                      BTDialect::getArgDims(fn, i));

@@ -303,4 +303,18 @@ absl::StatusOr<Tensor> ConvertToF32(const Tensor &t, absl::string_view what) {
   return out;
 }
 
+absl::StatusOr<Tensor> ConvertToBf16(const Tensor &t, absl::string_view what) {
+  absl::StatusOr<Tensor> f32 = ConvertToF32(t, what);
+  if (!f32.ok())
+    return f32.status();
+  absl::StatusOr<Tensor> out = Tensor::Allocate(proto::BF16, t.shape());
+  if (!out.ok())
+    return out.status();
+  const float *src = f32->data_as<float>();
+  uint16_t *dst = out->data_as<uint16_t>();
+  for (int64_t i = 0, n = t.num_elements(); i < n; ++i)
+    dst[i] = F32ToBf16(src[i]);
+  return out;
+}
+
 } // namespace bt::rt

@@ -21,6 +21,22 @@ std::string SpecShape(const proto::TensorSpec &s) {
 
 namespace {
 
+/// Weight `w` as entry point `ep` takes parameter `i`: as stored, or rounded
+/// to bf16 where the manifest's `param_dtypes` says BF16 (a CUDA artifact
+/// of `--dtype bf16`; bt-bf16-gemms). Errors: InvalidArgument for another
+/// dtype or a weight that is not floating point.
+absl::StatusOr<Tensor> AsParamDType(const Tensor &w, const proto::EntryPoint &ep,
+                                    int i) {
+  if (i >= ep.param_dtypes_size() || ep.param_dtypes(i) == w.dtype())
+    return Tensor::Borrow(w.dtype(), w.shape(), const_cast<void *>(w.data()));
+  if (ep.param_dtypes(i) == proto::BF16)
+    return ConvertToBf16(w, ep.params(i));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "entry point '", ep.name(), "': parameter '", ep.params(i), "' is ",
+      DTypeName(w.dtype()), ", the kernels take ",
+      DTypeName(ep.param_dtypes(i)), " (expected the same or BF16)"));
+}
+
 /// Kernels malloc their temporaries and outputs (docs/abi.md) and free them
 /// before returning; with glibc's defaults every large buffer is a fresh
 /// mmap (page faults on each call, ~1.6x slower forwards measured on a
@@ -64,11 +80,13 @@ Model::Open(std::shared_ptr<const Artifact> artifact,
   for (const proto::EntryPoint &ep : a.manifest().entry_points()) {
     BT_ASSIGN_OR_RETURN(KernelEntryFn fn, m->kernels_->Resolve(ep.symbol()));
     m->entries_[ep.name()] = fn;
-    for (const std::string &p : ep.params()) {
+    for (int i = 0; i < ep.params_size(); ++i) {
+      const std::string &p = ep.params(i);
       if (m->weights_.count(p))
         continue;
       BT_ASSIGN_OR_RETURN(Tensor t, a.GetWeight(p));
-      absl::StatusOr<DeviceTensor> d = m->device_->Upload(t);
+      BT_ASSIGN_OR_RETURN(Tensor passed, AsParamDType(t, ep, i));
+      absl::StatusOr<DeviceTensor> d = m->device_->Upload(passed);
       if (!d.ok())
         return absl::Status(
             d.status().code(),
@@ -315,7 +333,8 @@ absl::StatusOr<TensorMap> Model::Run(const std::string &entry,
     }
   } release_replaced{*device_, replaced};
   std::vector<const DeviceTensor *> params;
-  for (const std::string &p : ep->params()) {
+  for (int i = 0; i < ep->params_size(); ++i) {
+    const std::string &p = ep->params(i);
     auto it = overrides ? overrides->find(p) : TensorMap::const_iterator();
     if (overrides == nullptr || it == overrides->end()) {
       params.push_back(&resident_.at(p));
@@ -326,7 +345,8 @@ absl::StatusOr<TensorMap> Model::Run(const std::string &entry,
       return absl::InvalidArgumentError(absl::StrCat(
           "entry point '", entry, "': parameter '", p, "' replaced by ",
           it->second.DebugString(), ", expected ", w.DebugString()));
-    BT_ASSIGN_OR_RETURN(DeviceTensor d, device_->Upload(it->second));
+    BT_ASSIGN_OR_RETURN(Tensor passed, AsParamDType(it->second, *ep, i));
+    BT_ASSIGN_OR_RETURN(DeviceTensor d, device_->Upload(passed));
     replaced.push_back(std::move(d));
     params.push_back(&replaced.back());
   }

@@ -199,5 +199,27 @@ TEST(Conversions, ConvertToF32) {
               StatusIs(absl::StatusCode::kInvalidArgument, "input_ids"));
 }
 
+// f32 -> bf16 rounds to nearest, ties to even (the CUDA target's --dtype bf16
+// weights): 1 + 2^-8 is a tie between 1 and 1 + 2^-7 and goes to 1 (even),
+// 1 + 3·2^-8 a tie that goes up to 1 + 2^-6 (even), 1 + 2^-8 + 2^-20 above
+// the tie goes up; NaN stays NaN.
+TEST(Conversions, ConvertToBf16RoundsToNearestEven) {
+  Tensor f = testing::MakeF32(
+      {5}, {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-20f,
+            -3.0f, std::numeric_limits<float>::quiet_NaN()});
+  auto b = ConvertToBf16(f, "w");
+  ASSERT_THAT(b.status(), IsOk());
+  ASSERT_EQ(b->dtype(), proto::BF16);
+  const uint16_t *p = b->data_as<uint16_t>();
+  EXPECT_EQ(p[0], 0x3f80);
+  EXPECT_EQ(p[1], 0x3f82);
+  EXPECT_EQ(p[2], 0x3f81);
+  EXPECT_EQ(p[3], 0xc040);
+  EXPECT_TRUE(std::isnan(Bf16ToF32(p[4])));
+  Tensor ids = testing::MakeI64({1}, {3});
+  EXPECT_THAT(ConvertToBf16(ids, "input_ids").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "input_ids"));
+}
+
 } // namespace
 } // namespace bt::rt

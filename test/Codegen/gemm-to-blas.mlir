@@ -135,3 +135,19 @@ func.func @matmul_transpose_a(%a: memref<?x29xf32>, %b: memref<?x37xf32>, %c: me
   linalg.matmul_transpose_a ins(%a, %b : memref<?x29xf32>, memref<?x37xf32>) outs(%c : memref<29x37xf32>)
   return
 }
+
+// -----
+
+// With bf16-callee (the CUDA pipeline's bt_gpu_gemm_bf16), a GEMM with bf16
+// inputs and an f32 output calls it; its A and B offsets are in 2-byte
+// elements. Without it, such a GEMM stays a loop.
+// RUN: bt-opt %s --split-input-file --bt-gemm-to-blas="min-mnk=0 callee=bt_gpu_sgemm bf16-callee=bt_gpu_gemm_bf16" | FileCheck %s --check-prefix=BF16
+// BF16-LABEL: func.func @bf16_inputs
+//   BF16-DAG:   %[[TWO:.*]] = arith.constant 2 : index
+//   BF16-DAG:   %[[FOUR:.*]] = arith.constant 4 : index
+//       BF16:   call @bt_gpu_gemm_bf16(
+//   BF16-NOT:   call @bt_gpu_sgemm
+func.func @bf16_inputs(%a: memref<?x16xbf16>, %b: memref<8x16xbf16>, %c: memref<?x8xf32>) {
+  linalg.matmul_transpose_b ins(%a, %b : memref<?x16xbf16>, memref<8x16xbf16>) outs(%c : memref<?x8xf32>)
+  return
+}

@@ -187,7 +187,10 @@ cl::opt<int64_t, true> genTokens("gen", cl::desc("plan, bench: tokens to generat
 cl::opt<std::string, true> planDType(
     "dtype",
     cl::desc("plan: element type of weights and caches: f32 (the compiled "
-             "IR's, default), bf16, f16"), cl::location(S.planDType), cl::cat(btCategory));
+             "IR's, default), bf16, f16. Commands that compile for --target "
+             "cuda: f32 (default) or bf16 (GEMM weights in bf16, f32 "
+             "accumulation; docs/codegen-cuda.md, \"bf16\")"),
+    cl::location(S.planDType), cl::cat(btCategory));
 
 // bench (options of the runtime's bench command, bt/runtime/bench.h).
 cl::opt<std::string, true> device(

@@ -287,6 +287,11 @@ std::unique_ptr<rt::ArtifactWriter> makeWriter(const Model &model,
     ep->set_symbol(e.symbol);
     for (const std::string &p : e.params)
       ep->add_params(p);
+    // Recorded only where a parameter is not passed as stored (F32).
+    if (absl::c_any_of(e.paramDTypes,
+                     [](const std::string &d) { return d != "F32"; }))
+      for (const std::string &d : e.paramDTypes)
+        ep->add_param_dtypes(parseDType(d));
     auto fill = [](proto::TensorSpec *spec, const TensorSpec &t) {
       spec->set_name(t.name);
       spec->set_dtype(parseDType(t.dtype));

@@ -91,6 +91,20 @@ bt::run::compileOptions(const Tool &tool, bool withGrad, bool thisMachine,
     fail("--nvvm-kernels needs --target cuda");
     return failure();
   }
+  if (o.planDType != "f32") {
+    if (o.planDType != "bf16" || *target != compiler::Target::CUDA) {
+      fail("--dtype " + o.planDType +
+           ": code is compiled in f32, or in bf16 with --target cuda");
+      return failure();
+    }
+    if (withGrad || training.trainStep || training.applyGradients) {
+      fail("--dtype bf16: gradients and training steps are compiled in f32 "
+           "only (fp32 weights; bf16 training is not implemented): use "
+           "--dtype f32");
+      return failure();
+    }
+    options.dtype = "bf16";
+  }
   return options;
 }
 

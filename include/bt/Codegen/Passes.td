@@ -309,13 +309,20 @@ def BTGemmToBlas : Pass<"bt-gemm-to-blas", "::mlir::ModuleOp"> {
     `callee` names the function called (default `cblas_sgemm`). The CUDA
     pipeline uses `bt_gpu_sgemm`, the runtime's cuBLAS wrapper with the
     same signature and semantics on device pointers (docs/abi.md, "Kernel
-    library (CUDA target)").
+    library (CUDA target)"). With `bf16-callee` set, a GEMM whose inputs
+    are bf16 memrefs and whose output is f32 (made by `bt-bf16-gemms`)
+    calls that function instead, with the same signature and A, B pointing
+    to bf16 elements (`bt_gpu_gemm_bf16`: bf16 inputs, f32 accumulation).
   }];
   let options = [
     Option<"minMNK", "min-mnk", "int64_t", /*default=*/"4096",
            "Static GEMMs with M*N*K below this stay loops (0: all to BLAS)">,
     Option<"callee", "callee", "std::string", /*default=*/"\"cblas_sgemm\"",
            "The function called, with cblas_sgemm's signature">,
+    Option<"bf16Callee", "bf16-callee", "std::string", /*default=*/"\"\"",
+           "The function called for GEMMs with bf16 inputs and an f32 "
+           "output, with cblas_sgemm's signature (A and B point to bf16); "
+           "empty: those GEMMs stay loops">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

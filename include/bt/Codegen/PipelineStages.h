@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <functional>
 
 namespace mlir {
 class DialectRegistry;
@@ -42,13 +43,18 @@ struct LayerToLinalgStageOptions {
   const CodegenTarget *target = nullptr;
   /// Run bt-lower-backward (the CPU pipeline lowers the training ops).
   bool lowerBackward = false;
+  /// The target's passes on linalg on tensors once the weights are
+  /// arguments, before the elementwise fusion (may be null; the CUDA
+  /// target's bt-bf16-gemms under `dtype=bf16`).
+  std::function<void(mlir::OpPassManager &)> addBeforeFusion;
 };
 
 /// Layer-level bt IR → linalg on tensors: [bt-fuse-local-attention],
 /// bt-lower-kv-caches, [bt-lower-backward], bt-lower-to-linalg,
 /// bt-params-to-arguments (weights become leading arguments),
 /// bt-mark-entry-points, convert-elementwise-to-linalg, canonicalize, cse,
-/// [bt-fuse-elementwise, canonicalize, cse].
+/// [the target's `addBeforeFusion`], [bt-fuse-elementwise, canonicalize,
+/// cse].
 void addLayerToLinalgStage(mlir::OpPassManager &pm,
                            const LayerToLinalgStageOptions &options);
 
@@ -67,7 +73,8 @@ void addBufferizationStage(
 /// With `enabled`: bt-gemm-to-blas (f32 GEMMs with M*N*K >= `minMNK` become
 /// calls of `callee`, a cblas_sgemm-compatible function).
 void addGemmToBlasStage(mlir::OpPassManager &pm, bool enabled, int64_t minMNK,
-                        llvm::StringRef callee);
+                        llvm::StringRef callee,
+                        llvm::StringRef bf16Callee = "");
 
 /// Host loops → LLVM dialect: loop-invariant code motion, lower-affine,
 /// scf-to-cf, expand-strided-metadata, lower-affine, then the target's own

@@ -88,6 +88,9 @@ struct Options {
   /// resolves the kernels' math functions (empty: defaultCUDAPath()).
   std::string gpuChip = "sm_90";
   std::string cudaPath;
+  /// CUDA target: "f32" or "bf16" (bt-cuda-pipeline's `dtype`: the GEMM
+  /// weights in bf16, f32 accumulation; docs/codegen-cuda.md, "bf16").
+  std::string dtype = "f32";
   /// CUDA target: compile the kernels to PTX (false: keep the NVVM-dialect
   /// gpu.module in the module, for bt-opt and tests).
   bool gpuBinary = true;

@@ -41,6 +41,9 @@ struct EntryPoint {
   std::string symbol; ///< bt_entry_<name>
   /// The parameters the leading arguments take, in order (bt.params).
   std::vector<std::string> params;
+  /// Each parameter's dtype as the kernels take it ("F32", or "BF16" after
+  /// bt-bf16-gemms), parallel to `params`.
+  std::vector<std::string> paramDTypes;
   /// The other arguments, and the results that are not in-out arguments.
   std::vector<TensorSpec> inputs, outputs;
 };

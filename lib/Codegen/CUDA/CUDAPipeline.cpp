@@ -56,6 +56,11 @@ void bt::buildCUDALayerToLinalgPipeline(OpPassManager &pm,
   front.fuseElementwise = options.fuse;
   front.lowerBackward = true;
   front.target = &getCUDACodegenTarget();
+  if (options.dtype == "bf16")
+    front.addBeforeFusion = [](OpPassManager &pm) {
+      pm.addPass(createBTBF16Gemms());
+      pm.addPass(createCanonicalizerPass());
+    };
   codegen::addLayerToLinalgStage(pm, front);
   // The optimizer's scalars (train_step) in kernels, not on the host.
   pm.addPass(createBTScalarsToKernels());
@@ -70,7 +75,7 @@ void bt::buildCUDALinalgToLLVMPipeline(OpPassManager &pm,
   // GEMMs → cuBLAS through the runtime; copies and every other linalg op →
   // one kernel each; allocations → the runtime's device pool.
   codegen::addGemmToBlasStage(pm, options.blas, options.blasMinMNK,
-                              "bt_gpu_sgemm");
+                              "bt_gpu_sgemm", "bt_gpu_gemm_bf16");
   pm.addPass(createBTGPUDeviceAllocs());
   BTStridedCopiesToLinalgOptions copies;
   copies.contiguous = true;

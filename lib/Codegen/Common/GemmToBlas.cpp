@@ -1,6 +1,7 @@
 //===- GemmToBlas.cpp - f32 GEMMs on memrefs → cblas_sgemm -----------------===//
 //
 // bt-gemm-to-blas: after bufferization, linalg matmul variants on f32 memrefs
+// (or bf16 inputs with an f32 output, when a bf16 callee is given)
 // with unit innermost strides become row-major cblas_sgemm calls
 // (beta = 1: the output holds the init, e.g. the bias of bt.linear).
 // linalg.matmul_transpose_a (the weight gradients of the backward sweep,
@@ -43,9 +44,18 @@ struct Gemm {
   bool transB;
   bool batched;
   bool transA = false;
+  /// A and B are bf16 (C f32): the bf16 callee.
+  bool bf16 = false;
 };
 
-std::optional<Gemm> matchGemm(Operation *op) {
+/// Bytes of one element of a GEMM operand (f32 4, bf16 2).
+int64_t elementBytes(Value v) {
+  return cast<MemRefType>(v.getType()).getElementType().isBF16() ? 2 : 4;
+}
+
+/// A GEMM of linalg `op` on memrefs with unit innermost strides: all f32,
+/// or (with `bf16`) bf16 inputs and an f32 output.
+std::optional<Gemm> matchGemm(Operation *op, bool bf16) {
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
   if (!linalgOp || !linalgOp.hasPureBufferSemantics())
     return std::nullopt;
@@ -65,10 +75,18 @@ std::optional<Gemm> matchGemm(Operation *op) {
   g.a = linalgOp.getDpsInputOperand(0)->get();
   g.b = linalgOp.getDpsInputOperand(1)->get();
   g.c = linalgOp.getDpsInitOperand(0)->get();
-  for (Value v : {g.a, g.b, g.c}) {
+  auto elementOf = [](Value v) {
     auto t = dyn_cast<MemRefType>(v.getType());
-    if (!t || !t.getElementType().isF32())
-      return std::nullopt;
+    return t ? t.getElementType() : Type();
+  };
+  Type ta = elementOf(g.a), tb = elementOf(g.b), tc = elementOf(g.c);
+  if (!ta || !tb || !tc || !tc.isF32())
+    return std::nullopt;
+  g.bf16 = ta.isBF16() && tb.isBF16();
+  if (!(ta.isF32() && tb.isF32()) && !(bf16 && g.bf16))
+    return std::nullopt;
+  for (Value v : {g.a, g.b, g.c}) {
+    auto t = cast<MemRefType>(v.getType());
     SmallVector<int64_t> strides;
     int64_t offset;
     if (failed(getStridesAndOffset(t, strides, offset)) || strides.empty() ||
@@ -113,7 +131,7 @@ linalg::FillOp zeroFillBefore(Operation *gemm, const Gemm &g) {
 struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
   using BTGemmToBlasBase::BTGemmToBlasBase;
 
-  func::FuncOp getOrDeclareSgemm(ModuleOp module) {
+  func::FuncOp getOrDeclareSgemm(ModuleOp module, StringRef callee) {
     if (auto f = module.lookupSymbol<func::FuncOp>(callee))
       return f;
     MLIRContext *ctx = module.getContext();
@@ -160,8 +178,8 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
     auto describe = [&](Value m) {
       auto md = b.create<memref::ExtractStridedMetadataOp>(loc, m);
       Value aligned = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, m);
-      Value four = b.create<arith::ConstantIndexOp>(loc, 4);
-      Value off = b.create<arith::MulIOp>(loc, md.getOffset(), four);
+      Value size = b.create<arith::ConstantIndexOp>(loc, elementBytes(m));
+      Value off = b.create<arith::MulIOp>(loc, md.getOffset(), size);
       return Operand{b.create<arith::AddIOp>(loc, aligned, off), md.getSizes(),
                      md.getStrides()};
     };
@@ -210,11 +228,12 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
       emitCall(b, A.base, B.base, C.base);
     } else {
       Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
-      Value four = b.create<arith::ConstantIndexOp>(loc, 4);
-      auto byteStride = [&](const Operand &o) -> Value {
-        return b.create<arith::MulIOp>(loc, o.strides[0], four);
+      auto byteStride = [&](const Operand &o, Value m) -> Value {
+        Value size = b.create<arith::ConstantIndexOp>(loc, elementBytes(m));
+        return b.create<arith::MulIOp>(loc, o.strides[0], size);
       };
-      Value sa = byteStride(A), sb = byteStride(B), sc = byteStride(C);
+      Value sa = byteStride(A, g.a), sb = byteStride(B, g.b),
+            sc = byteStride(C, g.c);
       b.create<scf::ForOp>(
           loc, zero, C.sizes[0], one, ValueRange{},
           [&](OpBuilder &lb, Location l, Value i, ValueRange) {
@@ -237,14 +256,14 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
     }
     SmallVector<std::pair<Operation *, Gemm>> work;
     module.walk([&](Operation *op) {
-      if (std::optional<Gemm> g = matchGemm(op); g && worthIt(*g))
+      if (std::optional<Gemm> g = matchGemm(op, !bf16Callee.empty());
+          g && worthIt(*g))
         work.push_back({op, *g});
     });
-    if (work.empty())
-      return;
-    func::FuncOp sgemm = getOrDeclareSgemm(module);
     for (auto &[op, g] : work)
-      rewrite(op, g, sgemm);
+      rewrite(op, g,
+              getOrDeclareSgemm(module, g.bf16 ? StringRef(bf16Callee)
+                                               : StringRef(callee)));
   }
 };
 

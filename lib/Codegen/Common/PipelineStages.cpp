@@ -78,6 +78,8 @@ void bt::codegen::addLayerToLinalgStage(
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  if (options.addBeforeFusion)
+    options.addBeforeFusion(pm);
   if (options.fuseElementwise) {
     pm.addPass(createBTFuseElementwise());
     pm.addPass(createCanonicalizerPass());
@@ -111,12 +113,14 @@ void bt::codegen::addBufferizationStage(
 }
 
 void bt::codegen::addGemmToBlasStage(OpPassManager &pm, bool enabled,
-                                     int64_t minMNK, StringRef callee) {
+                                     int64_t minMNK, StringRef callee,
+                                     StringRef bf16Callee) {
   if (!enabled)
     return;
   BTGemmToBlasOptions blas;
   blas.minMNK = minMNK;
   blas.callee = callee.str();
+  blas.bf16Callee = bf16Callee.str();
   pm.addPass(createBTGemmToBlas(blas));
 }
 

@@ -481,6 +481,7 @@ absl::Status CudaBackend::LoadCublas() {
       !Resolve(lookup, "cublasSgemm_v2", cb->cublasSgemm_v2))
     return absl::NotFoundError(
         absl::StrCat(cb->path, " lacks a cuBLAS entry point"));
+  (void)Resolve(lookup, "cublasGemmEx", cb->cublasGemmEx); // optional
   if (int s = cb->cublasCreate_v2(&cb->handle); s != 0)
     return absl::InternalError(
         absl::StrCat("cublasCreate failed: cublasStatus ", s));
@@ -519,6 +520,40 @@ absl::Status CudaBackend::Sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
   if (s != 0)
     return absl::InternalError(absl::StrCat(
         "cublasSgemm (m=", m, " n=", n, " k=", k, ") failed: cublasStatus ", s));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::GemmBf16(int32_t order, int32_t trans_a,
+                                   int32_t trans_b, int32_t m, int32_t n,
+                                   int32_t k, float alpha, const void *a,
+                                   int32_t lda, const void *b, int32_t ldb,
+                                   float beta, float *c, int32_t ldc) {
+  auto isTrans = [](int32_t t) { return t == kCblasTrans; };
+  if (order != kCblasRowMajor ||
+      (trans_a != kCblasNoTrans && trans_a != kCblasTrans) ||
+      (trans_b != kCblasNoTrans && trans_b != kCblasTrans))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bt_gpu_gemm_bf16: order ", order, ", transpose ", trans_a, "/",
+        trans_b, " (expected row-major 101 and 111/112)"));
+  if (!cublas_)
+    BT_RETURN_IF_ERROR(LoadCublas());
+  if (cublas_->cublasGemmEx == nullptr)
+    return absl::NotFoundError(absl::StrCat(
+        cublas_->path, " lacks cublasGemmEx (needed by the bf16 GEMMs)"));
+  // cudaDataType_t / cublasComputeType_t / cublasGemmAlgo_t values
+  // (library_types.h, cublas_api.h).
+  constexpr int kR16BF = 14, kR32F = 0, kCompute32F = 68, kGemmDefault = -1;
+  if (!capturing())
+    ++gemms_;
+  // Row-major C = op(A)·op(B) as column-major Cᵀ = op(B)ᵀ·op(A)ᵀ (Sgemm).
+  int s = cublas_->cublasGemmEx(
+      cublas_->handle, isTrans(trans_b) ? kCublasOpT : kCublasOpN,
+      isTrans(trans_a) ? kCublasOpT : kCublasOpN, n, m, k, &alpha, b, kR16BF,
+      ldb, a, kR16BF, lda, &beta, c, kR32F, ldc, kCompute32F, kGemmDefault);
+  if (s != 0)
+    return absl::InternalError(absl::StrCat("cublasGemmEx bf16 (m=", m,
+                                            " n=", n, " k=", k,
+                                            ") failed: cublasStatus ", s));
   return absl::OkStatus();
 }
 
@@ -741,6 +776,18 @@ extern "C" void bt_gpu_sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
                            ldb, beta, c, ldc);
   if (!s.ok())
     bt::rt::Die("bt_gpu_sgemm", s);
+}
+
+extern "C" void bt_gpu_gemm_bf16(int32_t order, int32_t trans_a,
+                                 int32_t trans_b, int32_t m, int32_t n,
+                                 int32_t k, float alpha, const void *a,
+                                 int32_t lda, const void *b, int32_t ldb,
+                                 float beta, float *c, int32_t ldc) {
+  CudaBackend &g = bt::rt::CurrentOrDie("bt_gpu_gemm_bf16");
+  absl::Status s = g.GemmBf16(order, trans_a, trans_b, m, n, k, alpha, a, lda,
+                              b, ldb, beta, c, ldc);
+  if (!s.ok())
+    bt::rt::Die("bt_gpu_gemm_bf16", s);
 }
 
 extern "C" void bt_gpu_memcpy_dtoh(void *dst_host, const void *src_device,

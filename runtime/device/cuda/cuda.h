@@ -201,6 +201,15 @@ public:
                      int32_t m, int32_t n, int32_t k, float alpha,
                      const float *a, int32_t lda, const float *b, int32_t ldb,
                      float beta, float *c, int32_t ldc);
+  /// Sgemm with bf16 A and B (`lda`, `ldb` in elements) and an f32 C:
+  /// cublasGemmEx with CUDA_R_16BF inputs, a CUDA_R_32F output and
+  /// CUBLAS_COMPUTE_32F (f32 accumulation; tensor cores on sm_80+). The
+  /// `--dtype bf16` GEMMs (bt-bf16-gemms). Errors: Sgemm's, and NotFound
+  /// for a cuBLAS without cublasGemmEx.
+  absl::Status GemmBf16(int32_t order, int32_t trans_a, int32_t trans_b,
+                        int32_t m, int32_t n, int32_t k, float alpha,
+                        const void *a, int32_t lda, const void *b, int32_t ldb,
+                        float beta, float *c, int32_t ldc);
   /// Synchronous copies (after all work queued on the stream).
   absl::Status CopyToHost(void *dst, uint64_t src, int64_t bytes);
   absl::Status CopyToDevice(uint64_t dst, const void *src, int64_t bytes);
@@ -437,6 +446,11 @@ void bt_gpu_sgemm(int32_t order, int32_t trans_a, int32_t trans_b, int32_t m,
                   int32_t n, int32_t k, float alpha, const float *a,
                   int32_t lda, const float *b, int32_t ldb, float beta,
                   float *c, int32_t ldc);
+// bt_gpu_sgemm with bf16 `a` and `b` (CudaBackend::GemmBf16).
+void bt_gpu_gemm_bf16(int32_t order, int32_t trans_a, int32_t trans_b,
+                      int32_t m, int32_t n, int32_t k, float alpha,
+                      const void *a, int32_t lda, const void *b, int32_t ldb,
+                      float beta, float *c, int32_t ldc);
 void bt_gpu_memcpy_dtoh(void *dst_host, const void *src_device,
                         int64_t bytes);
 // The sampler callback of `decode_tokens` on this target (same signature as

@@ -107,6 +107,12 @@ struct Cublas {
   int (*cublasSgemm_v2)(void *, int, int, int, int, int, const float *,
                         const float *, int, const float *, int, const float *,
                         float *, int);
+  // cublasGemmEx (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B,
+  // Btype, ldb, beta, C, Ctype, ldc, computeType, algo); null when the
+  // library lacks it (the bf16 GEMMs then fail with NotFound).
+  int (*cublasGemmEx)(void *, int, int, int, int, int, const void *,
+                      const void *, int, int, const void *, int, int,
+                      const void *, void *, int, int, int, int) = nullptr;
 };
 
 } // namespace bt::rt

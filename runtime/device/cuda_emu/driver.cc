@@ -57,9 +57,11 @@ long g_reports_at_sync = 0;
 struct GemmCall {
   int ta, tb, m, n, k;
   float alpha, beta;
-  const float *a, *b;
+  const void *a, *b; // f32, or bf16 with `bf16_ab`
   float *c;
   int lda, ldb, ldc;
+  /// cublasGemmEx with CUDA_R_16BF A and B (C f32, CUBLAS_COMPUTE_32F).
+  bool bf16_ab = false;
 };
 int RunGemm(const GemmCall &g); // below, with cuBLAS
 
@@ -581,7 +583,8 @@ int emu_cublasSetMathMode(void *, int) { return kCublasSuccess; }
 std::string GemmDims(const GemmCall &g) {
   char dims[160];
   std::snprintf(dims, sizeof dims,
-                "cublasSgemm(%c, %c, m=%d, n=%d, k=%d, lda=%d, ldb=%d, ldc=%d)",
+                "%s(%c, %c, m=%d, n=%d, k=%d, lda=%d, ldb=%d, ldc=%d)",
+                g.bf16_ab ? "cublasGemmEx[bf16]" : "cublasSgemm",
                 g.ta ? 'T' : 'N', g.tb ? 'T' : 'N', g.m, g.n, g.k, g.lda,
                 g.ldb, g.ldc);
   return dims;
@@ -593,7 +596,7 @@ std::string GemmDims(const GemmCall &g) {
 int RunGemm(const GemmCall &g) {
   const int ta = g.ta, tb = g.tb, m = g.m, n = g.n, k = g.k;
   const int lda = g.lda, ldb = g.ldb, ldc = g.ldc;
-  const float *a = g.a, *b = g.b;
+  const void *a = g.a, *b = g.b;
   float *c = g.c;
   const float *alpha = &g.alpha, *beta = &g.beta;
   const std::string dims = GemmDims(g);
@@ -604,20 +607,22 @@ int RunGemm(const GemmCall &g) {
   DeviceMemory &mem = DeviceMemory::Get();
   const bool read_c = *beta != 0.0f;
   // Each operand: inside one live allocation, its elements written.
+  const uint64_t ab_size = g.bf16_ab ? 2 : 4;
   struct Operand {
     const char *name;
-    const float *p;
+    const void *p;
     int rows, cols, ld;
     bool read;
-  } ops[] = {{"A", a, rows_a, cols_a, lda, k > 0},
-             {"B", b, rows_b, cols_b, ldb, k > 0},
-             {"C", c, m, n, ldc, read_c}};
+    uint64_t size; // bytes per element
+  } ops[] = {{"A", a, rows_a, cols_a, lda, k > 0, ab_size},
+             {"B", b, rows_b, cols_b, ldb, k > 0, ab_size},
+             {"C", c, m, n, ldc, read_c, 4}};
   for (const Operand &o : ops) {
     if (o.rows == 0 || o.cols == 0)
       continue;
     const uint64_t base = reinterpret_cast<uint64_t>(o.p);
     const uint64_t bytes =
-        (static_cast<uint64_t>(o.cols - 1) * o.ld + o.rows) * sizeof(float);
+        (static_cast<uint64_t>(o.cols - 1) * o.ld + o.rows) * o.size;
     if (!mem.InLive(base, bytes)) {
       Report(std::string("cuBLAS operand ") + o.name + " [" + Hex(base) +
                  ", +" + std::to_string(bytes) +
@@ -628,8 +633,9 @@ int RunGemm(const GemmCall &g) {
     if (!o.read)
       continue;
     for (int j = 0; j < o.cols; ++j) {
-      const uint64_t col = base + static_cast<uint64_t>(j) * o.ld * 4;
-      const uint64_t u = mem.FirstUninitialized(col, uint64_t(o.rows) * 4);
+      const uint64_t col = base + static_cast<uint64_t>(j) * o.ld * o.size;
+      const uint64_t u =
+          mem.FirstUninitialized(col, uint64_t(o.rows) * o.size);
       if (u != UINT64_MAX) {
         Report(std::string("cuBLAS reads uninitialized device memory in "
                            "operand ") + o.name,
@@ -639,14 +645,26 @@ int RunGemm(const GemmCall &g) {
     }
   }
   // Double precision, then rounded once to float.
+  // (bf16: exact in double, the top 16 bits of an f32.)
   auto widen = [&](const Operand &o) {
     std::vector<double> d(static_cast<size_t>(o.rows) * o.cols);
-    const float *h = reinterpret_cast<const float *>(
+    const char *h = static_cast<const char *>(
         mem.Host(reinterpret_cast<uint64_t>(o.p)));
     for (int j = 0; j < o.cols; ++j)
-      for (int i = 0; i < o.rows; ++i)
-        d[static_cast<size_t>(j) * o.rows + i] =
-            h[static_cast<size_t>(j) * o.ld + i];
+      for (int i = 0; i < o.rows; ++i) {
+        const size_t at = static_cast<size_t>(j) * o.ld + i;
+        float x;
+        if (o.size == 2) {
+          uint32_t bits = 0;
+          uint16_t half;
+          std::memcpy(&half, h + at * 2, 2);
+          bits = static_cast<uint32_t>(half) << 16;
+          std::memcpy(&x, &bits, 4);
+        } else {
+          std::memcpy(&x, h + at * 4, 4);
+        }
+        d[static_cast<size_t>(j) * o.rows + i] = x;
+      }
     return d;
   };
   std::vector<double> da =
@@ -664,14 +682,14 @@ int RunGemm(const GemmCall &g) {
       x *= *beta;
   KernelProfile gemm;
   gemm.launches = 1;
-  gemm.access_read = 4 * (uint64_t(rows_a) * cols_a * (k > 0) +
-                          uint64_t(rows_b) * cols_b * (k > 0) +
-                          (read_c ? uint64_t(m) * n : 0));
+  gemm.access_read = ab_size * (uint64_t(rows_a) * cols_a * (k > 0) +
+                                uint64_t(rows_b) * cols_b * (k > 0)) +
+                     4 * (read_c ? uint64_t(m) * n : 0);
   gemm.access_written = 4 * uint64_t(m) * n;
   gemm.sector_read = gemm.access_read;
   gemm.sector_written = gemm.access_written;
   gemm.flops = 2 * uint64_t(m) * n * k;
-  ProfileAdd("cublasSgemm", gemm);
+  ProfileAdd(g.bf16_ab ? "cublasGemmEx" : "cublasSgemm", gemm);
   float *hc = reinterpret_cast<float *>(mem.Host(reinterpret_cast<uint64_t>(c)));
   for (int j = 0; j < n; ++j) {
     for (int i = 0; i < m; ++i)
@@ -683,12 +701,11 @@ int RunGemm(const GemmCall &g) {
   return kCublasSuccess;
 }
 
-int emu_cublasSgemm_v2(void *handle, int ta, int tb, int m, int n, int k,
-                       const float *alpha, const float *a, int lda,
-                       const float *b, int ldb, const float *beta, float *c,
-                       int ldc) {
-  std::lock_guard<std::recursive_mutex> lock(g_mu);
-  const GemmCall call{ta, tb, m, n, k, *alpha, *beta, a, b, c, lda, ldb, ldc};
+/// cuBLAS's argument checks, then the GEMM at once or recorded by a
+/// capture (cublasSgemm_v2, cublasGemmEx).
+int SubmitGemm(void *handle, const GemmCall &call) {
+  const int ta = call.ta, tb = call.tb, m = call.m, n = call.n, k = call.k;
+  const int lda = call.lda, ldb = call.ldb, ldc = call.ldc;
   const std::string dims = GemmDims(call);
   const int rows_a = ta ? k : m, rows_b = tb ? n : k;
   auto bad = [&](const std::string &what) {
@@ -718,6 +735,44 @@ int emu_cublasSgemm_v2(void *handle, int ta, int tb, int m, int n, int k,
     return kCublasSuccess;
   }
   return RunGemm(call);
+}
+
+int emu_cublasSgemm_v2(void *handle, int ta, int tb, int m, int n, int k,
+                       const float *alpha, const float *a, int lda,
+                       const float *b, int ldb, const float *beta, float *c,
+                       int ldc) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  return SubmitGemm(handle, GemmCall{ta, tb, m, n, k, *alpha, *beta, a, b, c,
+                                     lda, ldb, ldc});
+}
+
+/// cublasGemmEx for the one combination the runtime uses (GemmBf16):
+/// CUDA_R_16BF A and B, CUDA_R_32F C, CUBLAS_COMPUTE_32F, f32 alpha/beta;
+/// computed as cublasSgemm is (in double, rounded once to f32). Any other
+/// combination is reported as unsupported.
+int emu_cublasGemmEx(void *handle, int ta, int tb, int m, int n, int k,
+                     const void *alpha, const void *a, int a_type, int lda,
+                     const void *b, int b_type, int ldb, const void *beta,
+                     void *c, int c_type, int ldc, int compute, int algo) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  constexpr int kR16BF = 14, kR32F = 0, kCompute32F = 68;
+  (void)algo; // every algorithm computes the same product here
+  GemmCall call{ta, tb, m, n, k,
+                *static_cast<const float *>(alpha),
+                *static_cast<const float *>(beta), a, b,
+                static_cast<float *>(c), lda, ldb, ldc, /*bf16_ab=*/true};
+  if (a_type != kR16BF || b_type != kR16BF || c_type != kR32F ||
+      compute != kCompute32F) {
+    Report("cuBLAS argument error: cublasGemmEx types A " +
+               std::to_string(a_type) + ", B " + std::to_string(b_type) +
+               ", C " + std::to_string(c_type) + ", compute " +
+               std::to_string(compute) +
+               " (the emulator implements A, B CUDA_R_16BF (14), C "
+               "CUDA_R_32F (0), CUBLAS_COMPUTE_32F (68))",
+           {GemmDims(call)});
+    return kCublasInvalidValue;
+  }
+  return SubmitGemm(handle, call);
 }
 
 /// The runtime's traffic query (CudaBackend::traffic on the emulated
@@ -777,6 +832,7 @@ void *LookupSymbol(const char *name) {
   BT_EMU_SYMBOL(cublasSetStream_v2)
   BT_EMU_SYMBOL(cublasSetMathMode)
   BT_EMU_SYMBOL(cublasSgemm_v2)
+  BT_EMU_SYMBOL(cublasGemmEx)
 #undef BT_EMU_SYMBOL
   return nullptr;
 }

@@ -71,6 +71,14 @@ struct CUDAPipelineOptions
                      "format=isa, a gpu.binary); false: keep the NVVM-dialect "
                      "gpu.module (for inspection and lit tests)"),
       llvm::cl::init(true)};
+  Option<std::string> dtype{
+      *this, "dtype",
+      llvm::cl::desc("f32 (default): everything in f32; bf16: the weights "
+                     "used only as GEMM operands in bf16 and their GEMMs with "
+                     "bf16 inputs and f32 accumulation (bt-bf16-gemms, "
+                     "bt_gpu_gemm_bf16); activations and KV caches stay f32 "
+                     "(docs/codegen-cuda.md, \"bf16\")"),
+      llvm::cl::init("f32")};
   Option<bool> blas{*this, "blas",
                     llvm::cl::desc("f32 GEMMs call bt_gpu_sgemm (cuBLAS in the "
                                    "runtime); kernels otherwise"),

@@ -88,6 +88,37 @@ def BTScalarsToKernels : Pass<"bt-scalars-to-kernels", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def BTBF16Gemms : Pass<"bt-bf16-gemms", "::mlir::ModuleOp"> {
+  let summary = "Weights used only as GEMM operands become bf16; their GEMMs take bf16 inputs and accumulate in f32";
+  let description = [{
+    The first step of `--dtype bf16` on the CUDA target (issue 13 item 2;
+    docs/codegen-cuda.md, "bf16"). Run on linalg on tensors, after
+    `bt-params-to-arguments` and before `bt-fuse-elementwise`. A parameter
+    (an argument with `bt.param`) of type `tensor<N x K x f32>` whose every
+    use, in every function of the module, is the second input of a
+    `linalg.matmul_transpose_b` or `linalg.matmul` with f32 operands (the
+    weight of `bt.linear`: the projections, the MLP, the LM head) becomes a
+    `tensor<N x K x bf16>` argument in every function. Each such GEMM's first
+    input (the activation `[M, K]`) is rounded to bf16 by a new elementwise
+    `linalg.generic` (f32 → bf16 round-to-nearest-even with integer ops,
+    NaN → quiet NaN: the same rounding as the runtime's weight conversion,
+    `bt::rt::F32ToBf16`), which `bt-fuse-elementwise` can merge into the
+    activation's producer. The GEMM keeps its f32 init and result: linalg's
+    matmul extends both bf16 inputs to f32, i.e. bf16 inputs with f32
+    accumulation, what `bt-gemm-to-blas{bf16-callee=bt_gpu_gemm_bf16}` hands
+    to cuBLAS (`cublasGemmEx`, CUDA_R_16BF inputs, CUBLAS_COMPUTE_32F).
+
+    Parameters with any other use (LayerNorm weights, biases, embedding
+    tables, the expansion layer, anything a training step updates) stay f32.
+    The kernel interface (manifest `EntryPoint.param_dtypes`) records BF16
+    for the converted parameters, and the runtime converts those weights
+    once, when it uploads them (runtime/exec/model.cc).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def BTLinalgToGPU : Pass<"bt-linalg-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Map every linalg op on memrefs in host code to a gpu.launch";
   let description = [{

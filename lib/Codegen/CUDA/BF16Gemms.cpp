@@ -1,0 +1,165 @@
+//===- BF16Gemms.cpp - GEMM weights in bf16, f32 accumulation -------------===//
+//
+// bt-bf16-gemms (CUDA/Passes.td): parameters used only as the weight of
+// f32 GEMMs become bf16 arguments, and the other input of those GEMMs is
+// rounded to bf16 by an elementwise generic; the GEMMs keep f32 results
+// (bf16 inputs, f32 accumulation: cublasGemmEx with CUBLAS_COMPUTE_32F).
+// The first step of `--dtype bf16` (issue 13 item 2, docs/codegen-cuda.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "bt/Codegen/CUDA/Passes.h"
+#include "bt/Dialect/BT/IR/BTDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace bt {
+#define GEN_PASS_DEF_BTBF16GEMMS
+#include "bt/Codegen/CUDA/Passes.h.inc"
+} // namespace bt
+
+using namespace mlir;
+using namespace bt;
+
+namespace {
+
+/// Whether `use` is the weight (second input) of an f32 matmul whose first
+/// input is a plain f32 activation.
+bool isF32GemmWeightUse(OpOperand &use) {
+  Operation *op = use.getOwner();
+  if (!isa<linalg::MatmulTransposeBOp, linalg::MatmulOp>(op))
+    return false;
+  auto gemm = cast<linalg::LinalgOp>(op);
+  if (!gemm.hasPureTensorSemantics() || use.getOperandNumber() != 1)
+    return false;
+  for (OpOperand &o : op->getOpOperands()) {
+    auto t = dyn_cast<RankedTensorType>(o.get().getType());
+    if (!t || !t.getElementType().isF32())
+      return false;
+  }
+  // The same tensor as both inputs (x · xᵀ) is no weight use.
+  return op->getOperand(0) != use.get();
+}
+
+/// f32 → bf16, round to nearest even; NaN → a quiet NaN with its sign
+/// (bt::rt::F32ToBf16's rounding, in integer ops so that every backend,
+/// NVPTX and the emulator's x86, computes the same bits without a libcall).
+Value roundToBF16(OpBuilder &b, Location l, Value x) {
+  Type i32 = b.getI32Type(), i16 = b.getIntegerType(16);
+  auto c = [&](int64_t v) -> Value {
+    return b.create<arith::ConstantOp>(l, b.getI32IntegerAttr(v));
+  };
+  Value bits = b.create<arith::BitcastOp>(l, i32, x);
+  Value high = b.create<arith::ShRUIOp>(l, bits, c(16));
+  Value lsb = b.create<arith::AndIOp>(l, high, c(1));
+  Value bias = b.create<arith::AddIOp>(l, lsb, c(0x7fff));
+  Value rounded = b.create<arith::ShRUIOp>(
+      l, b.create<arith::AddIOp>(l, bits, bias), c(16));
+  Value quiet = b.create<arith::OrIOp>(l, high, c(0x40));
+  Value isNan =
+      b.create<arith::CmpFOp>(l, arith::CmpFPredicate::UNO, x, x);
+  Value r = b.create<arith::SelectOp>(l, isNan, quiet, rounded);
+  Value r16 = b.create<arith::TruncIOp>(l, i16, r);
+  return b.create<arith::BitcastOp>(l, b.getBF16Type(), r16);
+}
+
+/// `x` (tensor<... x f32>) rounded to bf16 by one elementwise generic.
+Value emitRoundToBF16(OpBuilder &b, Location l, Value x) {
+  auto t = cast<RankedTensorType>(x.getType());
+  auto outType = RankedTensorType::get(t.getShape(), b.getBF16Type());
+  SmallVector<Value> dynSizes;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    if (t.isDynamicDim(d))
+      dynSizes.push_back(b.create<tensor::DimOp>(l, x, d));
+  Value init = b.create<tensor::EmptyOp>(l, outType, dynSizes);
+  SmallVector<AffineMap> maps(
+      2, AffineMap::getMultiDimIdentityMap(t.getRank(), b.getContext()));
+  SmallVector<utils::IteratorType> iters(t.getRank(),
+                                         utils::IteratorType::parallel);
+  return b
+      .create<linalg::GenericOp>(
+          l, TypeRange{outType}, ValueRange{x}, ValueRange{init}, maps, iters,
+          [](OpBuilder &nb, Location nl, ValueRange a) {
+            nb.create<linalg::YieldOp>(nl, roundToBF16(nb, nl, a[0]));
+          })
+      .getResult(0);
+}
+
+/// `gemm` (a matmul whose weight input is now the bf16 `weight`) rebuilt
+/// with its activation rounded to bf16; f32 init and result as before.
+void rebuild(Operation *gemm, Value weight) {
+  OpBuilder b(gemm);
+  Location l = gemm->getLoc();
+  Value act = emitRoundToBF16(b, l, gemm->getOperand(0));
+  Value init = gemm->getOperand(2);
+  Operation *next;
+  if (isa<linalg::MatmulTransposeBOp>(gemm))
+    next = b.create<linalg::MatmulTransposeBOp>(
+        l, gemm->getResultTypes(), ValueRange{act, weight}, ValueRange{init});
+  else
+    next = b.create<linalg::MatmulOp>(l, gemm->getResultTypes(),
+                                      ValueRange{act, weight},
+                                      ValueRange{init});
+  gemm->replaceAllUsesWith(next);
+  gemm->erase();
+}
+
+struct BF16GemmsPass : public bt::impl::BTBF16GemmsBase<BF16GemmsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    // Every argument of each parameter, and whether all their uses qualify.
+    struct Uses {
+      SmallVector<BlockArgument> args;
+      bool eligible = true;
+    };
+    llvm::MapVector<StringAttr, Uses> params;
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+        StringAttr name = BTDialect::getArgParam(fn, i);
+        if (!name)
+          continue;
+        Uses &u = params[name];
+        BlockArgument arg = fn.getArgument(i);
+        u.args.push_back(arg);
+        auto t = dyn_cast<RankedTensorType>(arg.getType());
+        if (!t || t.getRank() != 2 || !t.getElementType().isF32())
+          u.eligible = false;
+        for (OpOperand &use : arg.getUses())
+          u.eligible &= isF32GemmWeightUse(use);
+      }
+    }
+    for (auto &[name, u] : params) {
+      if (!u.eligible)
+        continue;
+      for (BlockArgument arg : u.args) {
+        auto t = cast<RankedTensorType>(arg.getType());
+        arg.setType(RankedTensorType::get(t.getShape(),
+                                          Builder(arg.getContext())
+                                              .getBF16Type()));
+        // A named linalg op's region follows its operand types at creation:
+        // each GEMM is built anew on the bf16 operands.
+        SmallVector<Operation *> gemms;
+        for (Operation *user : arg.getUsers())
+          gemms.push_back(user);
+        for (Operation *gemm : gemms)
+          rebuild(gemm, arg);
+      }
+    }
+    // The functions' types follow their arguments.
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      fn.setFunctionType(FunctionType::get(
+          fn.getContext(), fn.getBody().getArgumentTypes(),
+          fn.getFunctionType().getResults()));
+    }
+  }
+};
+
+} // namespace
