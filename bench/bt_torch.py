@@ -625,6 +625,51 @@ def check_bf16_gemms(case_dir, bt_eval, tol):
     return good
 
 
+def check_bf16_generate(case_dir, mode, bt_gen, tol):
+    """Compares bt's greedy generation (bt_gen: new_tokens [B, N], step_logits [N, B, V]) of a
+    `--dtype bf16` CUDA artifact from the case's generate.safetensors prompt (mode: trainpos or
+    official positions) with this implementation under use_bf16_gemms: the tokens must be equal,
+    every step's logits within 2^-7 of the reference's (relative to the fixture's max|logit|) and
+    at least a quarter of them within tol (f32 precision). A rounding flip (check_bf16_gemms) in
+    the block decoder moves the context, hence every step of that row's block: on block_tiny_b8
+    (L_B = 8, 2 rows) one flip moves 8 of 24 steps, so fewer steps than in eval match exactly;
+    a systematic difference would move all of them. Reports the tokens that differ
+    from the f32 fixture's (bf16 rounding may flip an argmax whose f32 margin is small: not an
+    error) and the step logits' max|Δ| / max|logit| against it. Returns True if bt agrees with
+    the reference."""
+    cfg = json.load(open(os.path.join(case_dir, "config.json")))
+    model = model_from_fixture_config(cfg)
+    w, _ = read_safetensors(os.path.join(case_dir, "model.safetensors"))
+    model.load(w)
+    model.eval()
+    use_bf16_gemms(model)
+    g, _ = read_safetensors(os.path.join(case_dir, "generate.safetensors"))
+    got, _ = read_safetensors(bt_gen)
+    pid, pm = torch.from_numpy(g["prompt.input_ids"]), torch.from_numpy(g["prompt.attention_mask"])
+    n = got["new_tokens"].shape[1]
+    with torch.no_grad():
+        if isinstance(model, BlockTransformer):
+            toks, steps = model.generate(pid, pm, n, official_positions=(mode == "official"))
+        else:
+            toks, steps = model.generate(pid, pm, n)
+    f32_toks = g[mode + ".new_tokens"][:, :n]
+    f32_steps = torch.from_numpy(g[mode + ".step_logits"][:n])
+    bt_toks, bt_steps = got["new_tokens"], torch.from_numpy(got["step_logits"])
+    scale = float(f32_steps.abs().max())
+    per_pos = (bt_steps - steps).abs().amax(dim=-1).flatten() / scale
+    exact = float((per_pos <= tol).float().mean())
+    same = bool((bt_toks == toks.numpy()).all())
+    differ = int((bt_toks != f32_toks).sum())
+    d_f32 = float((bt_steps - f32_steps).abs().max()) / scale
+    good = same and exact >= 0.25 and float(per_pos.max()) <= 2.0 ** -7
+    case = os.path.basename(os.path.normpath(case_dir))
+    print(f"{case:16s} bf16 generate {mode:8s}: tokens {'equal to' if same else 'DIFFER from'} the "
+          f"reference; step logits {100 * exact:.1f}% of {per_pos.numel()} <= {tol:g}, max "
+          f"{float(per_pos.max()):.3e}; vs f32 fixture: {differ} of {f32_toks.size} tokens differ, "
+          f"step logits max|Δ|/max|logit| {d_f32:.3e}  {'OK' if good else 'FAIL'}")
+    return good
+
+
 # --------------------------------------------------------------------------
 # Benchmark (the baseline of `bt-run bench`)
 # --------------------------------------------------------------------------
@@ -963,6 +1008,9 @@ def main():
     ap.add_argument("--check", metavar="FIXTURES_DIR", help="compare with every official fixture case")
     ap.add_argument("--check-bf16-gemms", nargs=2, metavar=("CASE_DIR", "BT_EVAL"),
                     help="compare bt's eval logits of a --dtype bf16 artifact with the bf16-GEMM reference")
+    ap.add_argument("--check-bf16-generate", nargs=3, metavar=("CASE_DIR", "MODE", "BT_GENERATE"),
+                    help="compare bt's greedy generation (trainpos|official) of a --dtype bf16 "
+                    "artifact with the bf16-GEMM reference")
     ap.add_argument("--tol", type=float, default=1e-5,
                     help="--check-bf16-gemms: f32 agreement with the reference, per position")
     ap.add_argument("--bench", action="store_true", help="time the forward per batch size")
@@ -998,6 +1046,8 @@ def main():
         sys.exit(0 if check_fixtures(args.check) else 1)
     if args.check_bf16_gemms:
         sys.exit(0 if check_bf16_gemms(*args.check_bf16_gemms, args.tol) else 1)
+    if args.check_bf16_generate:
+        sys.exit(0 if check_bf16_generate(*args.check_bf16_generate, args.tol) else 1)
     if args.train:
         if not (args.model_dir and args.batches and args.lr_from and args.out):
             ap.error("--train needs --model-dir, --batches, --lr-from and --out")

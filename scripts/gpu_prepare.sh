@@ -18,6 +18,8 @@
 #                          --random-init --seed 0 --seeded-weights: the artifacts
 #                          store the seed and the runtime draws the 0.7 and 1.7 GB
 #                          of f32 weights when it loads them, so they travel),
+#                          block_main_b4_85_bf16 (the same b4_85 with --dtype
+#                          bf16: GEMM weights and inputs in bf16),
 #                          and BUNDLE_DIR/prof/ the prompts of gpu_profile.sh
 #                          (p1x128, p256x2048: random ids of the Pythia vocabulary).
 #
@@ -124,6 +126,12 @@ if [ "$bench" != none ]; then
         --seeded-weights --target cuda "${train[@]}" --emit artifact \
         -o "$bundle/bench/$model.btart"
     done
+    # b4_85 with --dtype bf16 (its GEMMs on tensor cores; the PyTorch
+    # baseline runs in bf16 against it: bench.cc).
+    echo "== bench: block_main_b4_85 --dtype bf16 (random init)"
+    "$btrun" compile --config "$configs/block_main_b4_85.yaml" --random-init \
+      --seed 0 --seeded-weights --target cuda --dtype bf16 --emit artifact \
+      -o "$bundle/bench/block_main_b4_85_bf16.btart"
     # The prompts of scripts/gpu_profile.sh (the paper models' vocabulary).
     mkdir -p "$bundle/prof"
     prompt="$(dirname "$0")/../test/bt-run/Inputs/write_prompt.py"

@@ -105,6 +105,27 @@ TEST(RooflineTest, BlockForward) {
   EXPECT_DOUBLE_EQ(w.bytes, 720 + 232 + 80 + 40);
 }
 
+TEST(RooflineTest, BlockForwardWithBf16Matrices) {
+  // matrix_bytes 2 (a --dtype bf16 CUDA artifact): the block decoder's 128
+  // matrix elements at 2 B and its 52 vector elements at 4 B = 464; the
+  // token decoder's 32 + 26 -> 168; the LM head 20 * 2 = 40; the expansion
+  // stays f32 (40). FLOPs do not change.
+  const SettingWork w = WorkOf(Block(), Setting("forward", 1, 4, 0), 16, 2);
+  EXPECT_DOUBLE_EQ(w.flops, 1056);
+  EXPECT_DOUBLE_EQ(w.bytes, 464 + 168 + 40 + 40);
+}
+
+TEST(RooflineTest, MatrixWeightBytesFromTheManifest) {
+  proto::Manifest m;
+  proto::EntryPoint *ep = m.add_entry_points();
+  ep->add_params("w");
+  EXPECT_DOUBLE_EQ(MatrixWeightBytes(m), 4);
+  ep->add_param_dtypes(proto::F32);
+  EXPECT_DOUBLE_EQ(MatrixWeightBytes(m), 4);
+  m.add_entry_points()->add_param_dtypes(proto::BF16);
+  EXPECT_DOUBLE_EQ(MatrixWeightBytes(m), 2);
+}
+
 TEST(RooflineTest, BlockGeneration) {
   // Prefill of 2 blocks: 2*256 + 48 = 560 FLOPs, 720 B + 2 entries * 16 B.
   // Decode of 4 tokens = 2 decode_tokens (2 * 248) + 1 decode_block (256 +

@@ -315,11 +315,14 @@ TorchRunner::Start(const Model &model, const BenchOptions &opts,
                                    r->dir_,       "--threads",
                                    threads,       "--seed",
                                    absl::StrCat(opts.seed)};
-  // On a GPU the baseline runs on the same GPU, in the dtype bt's CUDA
-  // artifacts compute in (f32). The emulated device has no GPU for torch:
-  // there it runs on the CPU.
+  // On a GPU the baseline runs on the same GPU: in f32 against an f32
+  // artifact, in bf16 (weights and activations) against a `--dtype bf16`
+  // one (its GEMMs take bf16; docs/codegen-cuda.md "bf16"). The emulated
+  // device has no GPU for torch: there it runs on the CPU.
   if (opts.device == "cuda")
-    argv.insert(argv.end(), {"--device", "cuda", "--dtype", "f32"});
+    argv.insert(argv.end(),
+                {"--device", "cuda", "--dtype",
+                 MatrixWeightBytes(model.manifest()) == 2 ? "bf16" : "f32"});
   // The first line: {"ready": ...} or {"unavailable": ...}.
   std::string hello;
   absl::StatusOr<std::unique_ptr<JsonLineChild>> child =
@@ -870,7 +873,7 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
                           results[0]);
   out << FormatEfficiency(model.config(),
                           model.manifest().kv_plan().global_bytes_per_entry(),
-                          results[0]);
+                          results[0], MatrixWeightBytes(model.manifest()));
   out << std::flush;
   if (!opts.csv_path.empty()) {
     BT_RETURN_IF_ERROR(WriteBenchCsv(opts.csv_path, results[0], torch_results));

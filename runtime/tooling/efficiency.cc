@@ -10,7 +10,8 @@
 namespace bt::rt {
 
 TokenEfficiency EfficiencyOf(const proto::ModelConfig &config,
-                             int64_t kv_bytes_per_entry, const BenchResult &r) {
+                             int64_t kv_bytes_per_entry, const BenchResult &r,
+                             double matrix_bytes) {
   TokenEfficiency e;
   const DeviceTraffic &t = r.traffic;
   if (t.global_bytes_read + t.global_bytes_written == 0)
@@ -20,7 +21,8 @@ TokenEfficiency EfficiencyOf(const proto::ModelConfig &config,
              (generation ? r.setting.gen_tokens : r.setting.prompt_tokens);
   if (e.tokens <= 0)
     return TokenEfficiency();
-  const SettingWork w = WorkOf(config, r.setting, kv_bytes_per_entry);
+  const SettingWork w =
+      WorkOf(config, r.setting, kv_bytes_per_entry, matrix_bytes);
   e.launches = static_cast<double>(t.host_launches()) / e.tokens;
   e.bytes_read = static_cast<double>(t.global_bytes_read) / e.tokens;
   e.bytes_written = static_cast<double>(t.global_bytes_written) / e.tokens;
@@ -34,10 +36,12 @@ TokenEfficiency EfficiencyOf(const proto::ModelConfig &config,
 
 std::string FormatEfficiency(const proto::ModelConfig &config,
                              int64_t kv_bytes_per_entry,
-                             const std::vector<BenchResult> &bt) {
+                             const std::vector<BenchResult> &bt,
+                             double matrix_bytes) {
   std::string lines;
   for (const BenchResult &r : bt) {
-    const TokenEfficiency e = EfficiencyOf(config, kv_bytes_per_entry, r);
+    const TokenEfficiency e =
+        EfficiencyOf(config, kv_bytes_per_entry, r, matrix_bytes);
     if (e.tokens <= 0)
       continue;
     const double bytes = e.bytes_read + e.bytes_written;
@@ -61,9 +65,12 @@ std::string FormatEfficiency(const proto::ModelConfig &config,
       "written, GEMM FLOPs; generation: the decoding phase per generated "
       "token; train: a whole optimizer step per training token). Modelled H100 time, a model and not a measurement: roofline "
       "max(bytes / %.2f TB/s, FLOPs / %.0f TFLOP/s) and %.0f us per launch "
-      "(docs/bench.md \"Efficiency on the emulated device\")\n",
+      "(docs/bench.md \"Efficiency on the emulated device\")%s\n",
       H100Model::kBandwidth / 1e12, H100Model::kPeakFlops / 1e12,
-      H100Model::kLaunchSeconds * 1e6);
+      H100Model::kLaunchSeconds * 1e6,
+      matrix_bytes == 2 ? "; minimum with the weight matrices in bf16, as "
+                          "this artifact's kernels take them"
+                        : "");
   s += absl::StrFormat(
       "%-14s %5s %-9s %9s %11s %11s %11s %7s %10s %10s %10s %7s\n", "setting",
       "batch", "per", "launches", "MB read", "MB written", "MB minimum",

@@ -38,14 +38,17 @@ struct TokenEfficiency {
 
 /// The per-token figures of `r`; all zero when `r.traffic` holds no
 /// emulator counts (global bytes) or the setting made no tokens.
+/// `matrix_bytes` as WorkOf's (MatrixWeightBytes of the artifact).
 TokenEfficiency EfficiencyOf(const proto::ModelConfig &config,
-                             int64_t kv_bytes_per_entry, const BenchResult &r);
+                             int64_t kv_bytes_per_entry, const BenchResult &r,
+                             double matrix_bytes = 4);
 
 /// The report section: a header naming the model's constants, then one
 /// line per bt result with emulator counts; empty when none has any.
 std::string FormatEfficiency(const proto::ModelConfig &config,
                              int64_t kv_bytes_per_entry,
-                             const std::vector<BenchResult> &bt);
+                             const std::vector<BenchResult> &bt,
+                             double matrix_bytes = 4);
 
 } // namespace bt::rt
 

@@ -62,17 +62,18 @@ double BestGemmSeconds(int64_t n, int reps) {
 
 constexpr double kF32 = 4; // bytes per weight and cache element
 
-// Bytes of a GPT-NeoX stack's parameters (neoxStackParams: the one list).
-double StackBytes(const proto::NeoXConfig &s) {
+// Bytes of a GPT-NeoX stack's parameters (neoxStackParams: the one list):
+// the matrices at `matrix_bytes` per element, the vectors in f32.
+double StackBytes(const proto::NeoXConfig &s, double matrix_bytes) {
   double n = 0;
   for (const ParamSpec &p : neoxStackParams("", s.hidden_size(), s.num_layers(),
                                             s.intermediate_size())) {
     double e = 1;
     for (int64_t d : p.shape)
       e *= static_cast<double>(d);
-    n += e;
+    n += e * (p.shape.size() == 2 ? matrix_bytes : kF32);
   }
-  return n * kF32;
+  return n;
 }
 
 // Multiply-add FLOPs of one position through a stack's weight matrices
@@ -107,8 +108,17 @@ MachineBounds MeasureMachineBounds(int threads) {
   return m;
 }
 
+double MatrixWeightBytes(const proto::Manifest &manifest) {
+  for (const proto::EntryPoint &ep : manifest.entry_points())
+    for (int d : ep.param_dtypes())
+      if (d == proto::BF16)
+        return 2;
+  return kF32;
+}
+
 SettingWork WorkOf(const proto::ModelConfig &config,
-                   const BenchSetting &setting, int64_t kv_bytes_per_entry) {
+                   const BenchSetting &setting, int64_t kv_bytes_per_entry,
+                   double matrix_bytes) {
   if (setting.name == kTrainSetting) {
     // A training step: the forward's products, and in the backward two per
     // product (the input gradient and the weight gradient; attention: dP
@@ -119,7 +129,7 @@ SettingWork WorkOf(const proto::ModelConfig &config,
     // 10x the forward's weight bytes (activations are not counted).
     BenchSetting forward = setting;
     forward.name = kForwardSetting;
-    SettingWork w = WorkOf(config, forward, kv_bytes_per_entry);
+    SettingWork w = WorkOf(config, forward, kv_bytes_per_entry, matrix_bytes);
     w.flops *= 3;
     w.bytes *= 10;
     return w;
@@ -133,7 +143,7 @@ SettingWork WorkOf(const proto::ModelConfig &config,
   if (config.kind() == proto::ModelConfig::VANILLA) {
     // One stack; LM head [V, d] per position; one cache entry per token.
     const double d = bd.hidden_size();
-    const double weights = StackBytes(bd) + V * d * kF32;
+    const double weights = StackBytes(bd, matrix_bytes) + V * d * matrix_bytes;
     const double per_pos = StackMatFlops(bd) + 2 * V * d;
     const double n = setting.prompt_tokens;
     w.flops = B * (n * per_pos + AttentionFlops(bd, 0, n));
@@ -156,8 +166,9 @@ SettingWork WorkOf(const proto::ModelConfig &config,
                T = td.hidden_size(), P = config.prefix_length();
   const double C =
       config.strategy() == proto::ModelConfig::PREFIX ? P + L - 1 : L;
-  const double w_bd = StackBytes(bd), w_td = StackBytes(td),
-               w_lm = V * T * kF32, w_exp = (P * T * D + P * T) * kF32;
+  const double w_bd = StackBytes(bd, matrix_bytes),
+               w_td = StackBytes(td, matrix_bytes), w_lm = V * T * matrix_bytes,
+               w_exp = (P * T * D + P * T) * kF32;
   const double token_decoder_flops = 2 * P * T * D + C * StackMatFlops(td) +
                                      AttentionFlops(td, 0, C) + L * 2 * V * T;
   if (!generation) {

@@ -62,9 +62,18 @@ struct SettingWork {
 /// The work model of `setting` on a model with `config`; `kv_bytes_per_entry`
 /// is the KV-cache plan's global bytes per entry (KVMemoryPlan
 /// .global_bytes_per_entry; 0 when the artifact has no plan: KV reads are
-/// then not counted).
+/// then not counted). `matrix_bytes`: bytes per element of the weight
+/// matrices (the GEMM weights: attention and MLP projections, the LM head;
+/// MatrixWeightBytes); vectors and the expansion layer count 4.
 SettingWork WorkOf(const proto::ModelConfig &config,
-                   const BenchSetting &setting, int64_t kv_bytes_per_entry);
+                   const BenchSetting &setting, int64_t kv_bytes_per_entry,
+                   double matrix_bytes = 4);
+
+/// Bytes per element of the weight matrices as an artifact's kernels take
+/// them: 2 when an entry point takes a parameter in BF16
+/// (EntryPoint.param_dtypes: a `--target cuda --dtype bf16` artifact, whose
+/// GEMM weights are bf16; docs/codegen-cuda.md "bf16"), else 4.
+double MatrixWeightBytes(const proto::Manifest &manifest);
 
 /// The roofline section of the report: the machine line, then one line per
 /// bt result: the work of the call, the bound that applies (time =
