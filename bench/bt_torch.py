@@ -582,6 +582,17 @@ def use_bf16_gemms(model):
             mod.forward = forward.__get__(mod)
 
 
+def bf16_reference(case_dir):
+    """The fixture case's model with its weights, in eval mode, under use_bf16_gemms."""
+    cfg = json.load(open(os.path.join(case_dir, "config.json")))
+    model = model_from_fixture_config(cfg)
+    w, _ = read_safetensors(os.path.join(case_dir, "model.safetensors"))
+    model.load(w)
+    model.eval()
+    use_bf16_gemms(model)
+    return model
+
+
 def check_bf16_gemms(case_dir, bt_eval, tol):
     """Compares bt's eval logits of a `--dtype bf16` CUDA artifact (bt_eval, safetensors) with this
     implementation under use_bf16_gemms, per position (one row of V logits, error relative to the
@@ -594,12 +605,7 @@ def check_bf16_gemms(case_dir, bt_eval, tol):
       - bt is within 2^-6 of the f32 fixture (what bf16 rounding of the GEMM inputs does to these
         models: measured 4.5e-3 to 5.1e-3, i.e. 1.2 to 1.3 bf16 ulps of 2^-8; the bound leaves 3x).
     Returns True if all three hold."""
-    cfg = json.load(open(os.path.join(case_dir, "config.json")))
-    model = model_from_fixture_config(cfg)
-    w, _ = read_safetensors(os.path.join(case_dir, "model.safetensors"))
-    model.load(w)
-    model.eval()
-    use_bf16_gemms(model)
+    model = bf16_reference(case_dir)
     inp, _ = read_safetensors(os.path.join(case_dir, "inputs.safetensors"))
     ref, _ = read_safetensors(os.path.join(case_dir, "outputs.safetensors"))
     got, _ = read_safetensors(bt_eval)
@@ -637,12 +643,7 @@ def check_bf16_generate(case_dir, mode, bt_gen, tol):
     from the f32 fixture's (bf16 rounding may flip an argmax whose f32 margin is small: not an
     error) and the step logits' max|Δ| / max|logit| against it. Returns True if bt agrees with
     the reference."""
-    cfg = json.load(open(os.path.join(case_dir, "config.json")))
-    model = model_from_fixture_config(cfg)
-    w, _ = read_safetensors(os.path.join(case_dir, "model.safetensors"))
-    model.load(w)
-    model.eval()
-    use_bf16_gemms(model)
+    model = bf16_reference(case_dir)
     g, _ = read_safetensors(os.path.join(case_dir, "generate.safetensors"))
     got, _ = read_safetensors(bt_gen)
     pid, pm = torch.from_numpy(g["prompt.input_ids"]), torch.from_numpy(g["prompt.attention_mask"])

@@ -82,8 +82,19 @@ Model::Open(std::shared_ptr<const Artifact> artifact,
     m->entries_[ep.name()] = fn;
     for (int i = 0; i < ep.params_size(); ++i) {
       const std::string &p = ep.params(i);
-      if (m->weights_.count(p))
+      if (auto it = m->resident_.find(p); it != m->resident_.end()) {
+        // One device copy per weight: every entry point takes it alike.
+        const proto::DType want = i < ep.param_dtypes_size()
+                                      ? ep.param_dtypes(i)
+                                      : m->weights_.at(p).dtype();
+        if (it->second.dtype != want)
+          return absl::InvalidArgumentError(absl::StrCat(
+              a.path(), ": entry point '", ep.name(), "' takes parameter '",
+              p, "' as ", DTypeName(want), ", another entry point as ",
+              DTypeName(it->second.dtype),
+              " (one device copy per weight; a compiler bug)"));
         continue;
+      }
       BT_ASSIGN_OR_RETURN(Tensor t, a.GetWeight(p));
       BT_ASSIGN_OR_RETURN(Tensor passed, AsParamDType(t, ep, i));
       absl::StatusOr<DeviceTensor> d = m->device_->Upload(passed);

@@ -105,8 +105,14 @@ absl::Status RunInfoCommand(const Artifact &artifact, std::ostream &out) {
   out << DescribeModelConfig(m.config());
   out << "entry points:\n";
   for (const proto::EntryPoint &ep : m.entry_points()) {
+    const int bf16 = static_cast<int>(
+        std::count(ep.param_dtypes().begin(), ep.param_dtypes().end(),
+                   static_cast<int>(proto::BF16)));
     out << "  " << ep.name() << " (" << ep.symbol() << ", "
-        << ep.params_size() << " params)\n";
+        << ep.params_size() << " params";
+    if (bf16 > 0) // --dtype bf16: rounded to bf16 when uploaded
+      out << ", " << bf16 << " of them in bf16";
+    out << ")\n";
     for (const proto::TensorSpec &s : ep.inputs())
       out << "    in  " << SpecString(s) << "\n";
     for (const proto::TensorSpec &s : ep.outputs())
