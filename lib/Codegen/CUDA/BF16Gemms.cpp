@@ -12,7 +12,10 @@
 #include "bt/Dialect/BT/IR/BTDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/MapVector.h"
@@ -89,6 +92,83 @@ Value emitRoundToBF16(OpBuilder &b, Location l, Value x) {
       .getResult(0);
 }
 
+/// Whether `generic` is a rounding made by emitRoundToBF16.
+bool isRounding(linalg::GenericOp generic) {
+  return generic.getNumDpsInputs() == 1 && generic.getNumDpsInits() == 1 &&
+         generic.getResultTypes().size() == 1 &&
+         cast<RankedTensorType>(generic.getResultTypes()[0])
+             .getElementType()
+             .isBF16() &&
+         cast<RankedTensorType>(generic.getDpsInputs()[0].getType())
+             .getElementType()
+             .isF32();
+}
+
+/// Moves `round` (a rounding generic) into the kernel that produces its
+/// input, where that is one of the dedicated kernels (LayerNorm, attention:
+/// `bufferization.to_tensor` of a `memref.alloc` that gpu.launch bodies only
+/// store into), reached through reshapes with no other use: the buffer
+/// becomes bf16 and each store rounds its value first (roundToBF16: the same
+/// bits), so the rounding costs no launch and the kernel writes half the
+/// bytes. Otherwise (e.g. an elementwise generic, which bt-fuse-elementwise
+/// merges) leaves it. Returns whether it moved.
+bool sinkIntoKernel(linalg::GenericOp round) {
+  // `v` feeds only `user` (and tensor.dim ops, e.g. emitRoundToBF16's
+  // sizes, which do not read the elements).
+  auto feedsOnly = [](Value v, Operation *user) {
+    return llvm::all_of(v.getUsers(), [&](Operation *u) {
+      return u == user || isa<tensor::DimOp>(u);
+    });
+  };
+  SmallVector<Operation *> reshapes; // from the rounding up
+  Operation *user = round;
+  Value v = round.getDpsInputs()[0];
+  while (feedsOnly(v, user) &&
+         isa_and_present<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(
+             v.getDefiningOp())) {
+    user = v.getDefiningOp();
+    reshapes.push_back(user);
+    v = user->getOperand(0);
+  }
+  auto toTensor = v.getDefiningOp<bufferization::ToTensorOp>();
+  if (!toTensor || !feedsOnly(v, user))
+    return false;
+  auto alloc = toTensor.getMemref().getDefiningOp<memref::AllocOp>();
+  if (!alloc)
+    return false;
+  SmallVector<memref::StoreOp> stores;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == toTensor)
+      continue;
+    auto store = dyn_cast<memref::StoreOp>(user);
+    if (!store || store.getMemRef() != alloc.getResult() ||
+        !store->getParentOfType<gpu::LaunchOp>())
+      return false;
+    stores.push_back(store);
+  }
+  if (stores.empty())
+    return false;
+  Type bf16 = Builder(round.getContext()).getBF16Type();
+  MemRefType f32Type = alloc.getType();
+  alloc.getResult().setType(MemRefType::get(
+      f32Type.getShape(), bf16, f32Type.getLayout(), f32Type.getMemorySpace()));
+  for (memref::StoreOp store : stores) {
+    OpBuilder b(store);
+    store.getValueMutable().assign(
+        roundToBF16(b, store.getLoc(), store.getValue()));
+  }
+  auto retype = [&](Value x) {
+    auto t = cast<RankedTensorType>(x.getType());
+    x.setType(RankedTensorType::get(t.getShape(), bf16, t.getEncoding()));
+  };
+  retype(toTensor.getResult());
+  for (auto it = reshapes.rbegin(); it != reshapes.rend(); ++it)
+    retype((*it)->getResult(0));
+  round.getResult(0).replaceAllUsesWith(round.getDpsInputs()[0]);
+  round.erase();
+  return true;
+}
+
 /// `gemm` (a matmul whose weight input is now the bf16 `weight`) rebuilt
 /// with its activation rounded to bf16; f32 init and result as before.
 void rebuild(Operation *gemm, Value weight) {
@@ -151,6 +231,14 @@ struct BF16GemmsPass : public bt::impl::BTBF16GemmsBase<BF16GemmsPass> {
           rebuild(gemm, arg);
       }
     }
+    // Roundings of a dedicated kernel's output move into that kernel.
+    SmallVector<linalg::GenericOp> roundings;
+    module.walk([&](linalg::GenericOp g) {
+      if (isRounding(g))
+        roundings.push_back(g);
+    });
+    for (linalg::GenericOp g : roundings)
+      (void)sinkIntoKernel(g);
     // The functions' types follow their arguments.
     for (auto fn : module.getOps<func::FuncOp>()) {
       if (fn.isExternal())

@@ -56,3 +56,56 @@ func.func @first(%w: tensor<4x4xf32> {bt.param = "w"}, %x: tensor<4x4xf32>, %ini
   %y = linalg.matmul ins(%w, %x : tensor<4x4xf32>, tensor<4x4xf32>) outs(%init : tensor<4x4xf32>) -> tensor<4x4xf32>
   return %y : tensor<4x4xf32>
 }
+
+// -----
+
+// The activation comes from a dedicated kernel (a gpu.launch that only
+// stores into the buffer behind a bufferization.to_tensor, as the LayerNorm
+// and attention kernels are emitted): the rounding moves into the kernel's
+// stores and the buffer becomes bf16, so no rounding kernel remains.
+// CHECK-LABEL: func.func @kernel_output
+//       CHECK:   %[[BUF:.*]] = memref.alloc(%{{.*}}) : memref<?x1x4xbf16>
+//       CHECK:   gpu.launch
+//       CHECK:     arith.cmpf uno
+//       CHECK:     %[[R:.*]] = arith.bitcast %{{.*}} : i16 to bf16
+//       CHECK:     memref.store %[[R]], %[[BUF]]
+//       CHECK:   %[[T:.*]] = bufferization.to_tensor %[[BUF]] restrict writable : memref<?x1x4xbf16>
+//       CHECK:   %[[C:.*]] = tensor.collapse_shape %[[T]] {{.*}} into tensor<?x4xbf16>
+//   CHECK-NOT:   linalg.generic
+//       CHECK:   linalg.matmul_transpose_b ins(%[[C]], %{{.*}} : tensor<?x4xbf16>, tensor<8x4xbf16>)
+func.func @kernel_output(%w: tensor<8x4xf32> {bt.param = "w"}, %n: index, %init: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %c1 = arith.constant 1 : index
+  %buf = memref.alloc(%n) : memref<?x1x4xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %c0 = arith.constant 0 : index
+    %v = arith.constant 1.5 : f32
+    memref.store %v, %buf[%bx, %c0, %c0] : memref<?x1x4xf32>
+    gpu.terminator
+  }
+  %t = bufferization.to_tensor %buf restrict writable : memref<?x1x4xf32>
+  %x = tensor.collapse_shape %t [[0, 1], [2]] : tensor<?x1x4xf32> into tensor<?x4xf32>
+  %y = linalg.matmul_transpose_b ins(%x, %w : tensor<?x4xf32>, tensor<8x4xf32>) outs(%init : tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+// A kernel output with another user (here returned too) keeps its f32
+// buffer; the rounding stays a generic.
+// CHECK-LABEL: func.func @kernel_output_used_twice
+//       CHECK:   memref.alloc(%{{.*}}) : memref<?x4xf32>
+//       CHECK:   linalg.generic
+//       CHECK:   linalg.matmul_transpose_b
+func.func @kernel_output_used_twice(%w: tensor<8x4xf32> {bt.param = "w"}, %n: index, %init: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x4xf32>) {
+  %c1 = arith.constant 1 : index
+  %buf = memref.alloc(%n) : memref<?x4xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %c0 = arith.constant 0 : index
+    %v = arith.constant 1.5 : f32
+    memref.store %v, %buf[%bx, %c0] : memref<?x4xf32>
+    gpu.terminator
+  }
+  %t = bufferization.to_tensor %buf restrict writable : memref<?x4xf32>
+  %y = linalg.matmul_transpose_b ins(%t, %w : tensor<?x4xf32>, tensor<8x4xf32>) outs(%init : tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %y, %t : tensor<?x8xf32>, tensor<?x4xf32>
+}

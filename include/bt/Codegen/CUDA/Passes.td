@@ -102,8 +102,13 @@ def BTBF16Gemms : Pass<"bt-bf16-gemms", "::mlir::ModuleOp"> {
     input (the activation `[M, K]`) is rounded to bf16 by a new elementwise
     `linalg.generic` (f32 → bf16 round-to-nearest-even with integer ops,
     NaN → quiet NaN: the same rounding as the runtime's weight conversion,
-    `bt::rt::F32ToBf16`), which `bt-fuse-elementwise` can merge into the
-    activation's producer. The GEMM keeps its f32 init and result: linalg's
+    `bt::rt::F32ToBf16`). Where the activation is the output of a dedicated
+    kernel (the LayerNorm and attention kernels: a `bufferization.to_tensor`
+    of a `memref.alloc` that `gpu.launch` bodies only store into, reached
+    through reshapes that nothing else reads), the rounding moves into that
+    kernel instead: the buffer becomes bf16 and each store rounds its value,
+    so no extra launch remains; an elementwise producer (the MLP's bias +
+    GELU) is merged with it by `bt-fuse-elementwise`. The GEMM keeps its f32 init and result: linalg's
     matmul extends both bf16 inputs to f32, i.e. bf16 inputs with f32
     accumulation, what `bt-gemm-to-blas{bf16-callee=bt_gpu_gemm_bf16}` hands
     to cuBLAS (`cublasGemmEx`, CUDA_R_16BF inputs, CUBLAS_COMPUTE_32F).
