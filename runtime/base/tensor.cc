@@ -304,16 +304,27 @@ absl::StatusOr<Tensor> ConvertToF32(const Tensor &t, absl::string_view what) {
 }
 
 absl::StatusOr<Tensor> ConvertToBf16(const Tensor &t, absl::string_view what) {
-  absl::StatusOr<Tensor> f32 = ConvertToF32(t, what);
-  if (!f32.ok())
-    return f32.status();
+  // F32 (the stored weights) is rounded in one pass; other dtypes go
+  // through an F32 copy first.
+  Tensor f32;
+  if (t.dtype() != proto::F32) {
+    absl::StatusOr<Tensor> c = ConvertToF32(t, what);
+    if (!c.ok())
+      return c.status();
+    f32 = std::move(*c);
+  }
   absl::StatusOr<Tensor> out = Tensor::Allocate(proto::BF16, t.shape());
   if (!out.ok())
     return out.status();
-  const float *src = f32->data_as<float>();
+  const char *src = static_cast<const char *>(
+      t.dtype() == proto::F32 ? t.data() : f32.data());
   uint16_t *dst = out->data_as<uint16_t>();
-  for (int64_t i = 0, n = t.num_elements(); i < n; ++i)
-    dst[i] = F32ToBf16(src[i]);
+  // memcpy: a mapped weight may lack natural alignment (ConvertToF32).
+  for (int64_t i = 0, n = t.num_elements(); i < n; ++i) {
+    float x;
+    std::memcpy(&x, src + 4 * i, 4);
+    dst[i] = F32ToBf16(x);
+  }
   return out;
 }
 

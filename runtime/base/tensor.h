@@ -151,9 +151,9 @@ private:
 /// `what` (e.g. the tensor name) for non-float dtypes.
 absl::StatusOr<Tensor> ConvertToF32(const Tensor &t, absl::string_view what = "tensor");
 
-/// Converts a floating-point tensor to a new owning BF16 tensor: through
-/// ConvertToF32, then each element rounded to nearest even (F32ToBf16; a
-/// BF16 input is copied exactly). What the CUDA target's `--dtype bf16`
+/// Converts a floating-point tensor to a new owning BF16 tensor: each
+/// element (F32 directly; other dtypes through ConvertToF32) rounded to
+/// nearest even (F32ToBf16; a BF16 input is copied exactly). What the CUDA target's `--dtype bf16`
 /// weights go through at upload (runtime/exec/model.cc). Errors: those of
 /// ConvertToF32.
 absl::StatusOr<Tensor> ConvertToBf16(const Tensor &t, absl::string_view what = "tensor");

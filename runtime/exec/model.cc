@@ -25,9 +25,16 @@ namespace {
 /// to bf16 where the manifest's `param_dtypes` says BF16 (a CUDA artifact
 /// of `--dtype bf16`; bt-bf16-gemms). Errors: InvalidArgument for another
 /// dtype or a weight that is not floating point.
+/// The dtype entry point `ep` takes parameter `i` in, for a weight stored
+/// as `stored` (EntryPoint.param_dtypes; empty: as stored).
+proto::DType ParamDType(const proto::EntryPoint &ep, int i,
+                        proto::DType stored) {
+  return i < ep.param_dtypes_size() ? ep.param_dtypes(i) : stored;
+}
+
 absl::StatusOr<Tensor> AsParamDType(const Tensor &w, const proto::EntryPoint &ep,
                                     int i) {
-  if (i >= ep.param_dtypes_size() || ep.param_dtypes(i) == w.dtype())
+  if (ParamDType(ep, i, w.dtype()) == w.dtype())
     return Tensor::Borrow(w.dtype(), w.shape(), const_cast<void *>(w.data()));
   if (ep.param_dtypes(i) == proto::BF16)
     return ConvertToBf16(w, ep.params(i));
@@ -84,9 +91,8 @@ Model::Open(std::shared_ptr<const Artifact> artifact,
       const std::string &p = ep.params(i);
       if (auto it = m->resident_.find(p); it != m->resident_.end()) {
         // One device copy per weight: every entry point takes it alike.
-        const proto::DType want = i < ep.param_dtypes_size()
-                                      ? ep.param_dtypes(i)
-                                      : m->weights_.at(p).dtype();
+        const proto::DType want =
+            ParamDType(ep, i, m->weights_.at(p).dtype());
         if (it->second.dtype != want)
           return absl::InvalidArgumentError(absl::StrCat(
               a.path(), ": entry point '", ep.name(), "' takes parameter '",
