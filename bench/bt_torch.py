@@ -180,6 +180,7 @@ class NeoXLayer(nn.Module):
         self.dense = nn.Linear(d, d)
         self.dense_h_to_4h = nn.Linear(d, i)
         self.dense_4h_to_h = nn.Linear(i, d)
+        self.bf16_kv_cache = False  # use_bf16_gemms
 
     def attention(self, x, cos, sin, key_mask, cache=None):
         """x [B', S, D]; key_mask [B', S_past + S] (1 attend, 0 pad) or None; cache: dict with
@@ -192,6 +193,10 @@ class NeoXLayer(nn.Module):
         k = apply_rotary(k, cos, sin, c.rotary_dims)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # [B', H, S, hd]
         if cache is not None:
+            if self.bf16_kv_cache:
+                # bt's `--dtype bf16`: the cache stores k and v in bf16 (rounded to nearest even
+                # as they are appended); attention reads them back exactly.
+                k, v = k.to(torch.bfloat16).float(), v.to(torch.bfloat16).float()
             if "k" in cache:
                 k = torch.cat([cache["k"], k], dim=2)
                 v = torch.cat([cache["v"], v], dim=2)
@@ -569,17 +574,23 @@ def check_fixtures(root):
     return ok
 
 
-def use_bf16_gemms(model):
-    """Rounds the inputs of the GEMMs that bt's `--dtype bf16` runs in bf16 (bt-bf16-gemms,
-    docs/codegen-cuda.md "bf16"): every nn.Linear but the token decoder's expansion layer computes
-    x·Wᵀ with x and W rounded to bf16 (round to nearest even), products summed in f32, then + bias
-    in f32. Everything else stays f32. An independent reference for bt's bf16 GEMMs."""
+def use_bf16_gemms(model, kv_caches=True):
+    """Rounds what bt's `--dtype bf16` keeps in bf16 (docs/codegen-cuda.md "bf16"):
+      - the GEMM inputs (bt-bf16-gemms): every nn.Linear but the token decoder's expansion layer
+        computes x·Wᵀ with x and W rounded to bf16 (round to nearest even), products summed in
+        f32, then + bias in f32;
+      - with kv_caches, the KV caches (bt-generate-entry-points kv-dtype=bf16): the keys and
+        values a cached attention appends are rounded to bf16, so generation attends over
+        rounded keys and values (eval has no cache and is unaffected).
+    Everything else stays f32. An independent reference for bt's bf16 path."""
     def forward(self, x):
         out = torch.matmul(x.to(torch.bfloat16).float(), self.weight.to(torch.bfloat16).float().t())
         return out if self.bias is None else out + self.bias
     for name, mod in model.named_modules():
         if isinstance(mod, nn.Linear) and not name.endswith("expansion"):
             mod.forward = forward.__get__(mod)
+        if isinstance(mod, NeoXLayer):
+            mod.bf16_kv_cache = kv_caches
 
 
 def bf16_reference(case_dir):

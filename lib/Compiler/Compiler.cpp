@@ -111,7 +111,11 @@ void bt::compiler::buildPhasePipeline(OpPassManager &pm, Phase phase,
   bool cuda = options.target == Target::CUDA;
   switch (phase) {
   case Phase::Model: {
-    pm.addPass(createBTGenerateEntryPoints());
+    // --dtype bf16 (CUDA): the KV caches in bf16 as well (issue 13 item 2).
+    BTGenerateEntryPointsOptions entries;
+    if (cuda && options.dtype == "bf16")
+      entries.kvDType = "bf16";
+    pm.addPass(createBTGenerateEntryPoints(entries));
     pm.addPass(createBTVerifyKVLifetimes());
     if (options.trainStep || options.applyGradients) {
       BTGenerateTrainStepOptions train;
@@ -170,7 +174,11 @@ FailureOr<Compilation> Compilation::import(MLIRContext &context,
     return failure();
   // The KV-cache plan from the model ops, before the generation functions
   // exist, as `bt-run plan` computes it.
-  FailureOr<KVPlan> plan = computeKVPlan(*module, {});
+  // bf16 KV caches (--dtype bf16 on the CUDA target) at 2 bytes.
+  KVPlanRequest request;
+  if (options.target == Target::CUDA && options.dtype == "bf16")
+    request.cacheEltBytes = 2;
+  FailureOr<KVPlan> plan = computeKVPlan(*module, request);
   if (failed(plan))
     return failure();
   return Compilation(std::move(module), std::move(options), std::move(*plan));

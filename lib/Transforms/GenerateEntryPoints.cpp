@@ -106,10 +106,12 @@ FailureOr<Model> findModel(ModuleOp module) {
 /// Builds the entry functions into the module.
 class Generator {
 public:
-  Generator(ModuleOp module, Model model)
+  /// `cacheElt`: the element type of the KV caches (null: the
+  /// activations').
+  Generator(ModuleOp module, Model model, Type cacheElt)
       : module(module), model(model), b(module.getContext()),
         ctx(module.getContext()), elt(model.elementType()),
-        i64(b.getI64Type()) {}
+        cacheElt(cacheElt ? cacheElt : elt), i64(b.getI64Type()) {}
 
   LogicalResult run();
 
@@ -152,7 +154,7 @@ private:
   KVCacheType globalCacheType() {
     NeoXConfigAttr c = model.blockDecoder.getConfig();
     return KVCacheType::get(ctx, CacheScope::global, kDyn, c.getLayers(),
-                            c.getHeads(), kDyn, c.getHeadDim(), elt);
+                            c.getHeads(), kDyn, c.getHeadDim(), cacheElt);
   }
 
   /// Creates `name(args) -> results` with bt.name / bt.dims on every tensor
@@ -173,7 +175,7 @@ private:
   Model model;
   OpBuilder b;
   MLIRContext *ctx;
-  Type elt, i64;
+  Type elt, cacheElt, i64;
 };
 
 func::FuncOp Generator::beginFunc(StringRef name, ArrayRef<Named> args,
@@ -315,7 +317,7 @@ LogicalResult Generator::buildDecodeTokens() {
 
   auto localType = KVCacheType::get(ctx, CacheScope::local, kDyn,
                                     cfg.getLayers(), cfg.getHeads(), inputs,
-                                    cfg.getHeadDim(), elt);
+                                    cfg.getHeadDim(), cacheElt);
   Location tdLoc = loc(td.getParams());
   Value cache = b.create<KVAllocOp>(tdLoc, localType, batch);
 
@@ -507,12 +509,28 @@ LogicalResult Generator::run() {
 
 struct GenerateEntryPointsPass
     : public bt::impl::BTGenerateEntryPointsBase<GenerateEntryPointsPass> {
+  using BTGenerateEntryPointsBase::BTGenerateEntryPointsBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     FailureOr<Model> model = findModel(module);
     if (failed(model))
       return signalPassFailure();
-    if (failed(Generator(module, *model).run()))
+    Type cacheElt;
+    if (kvDType == "bf16") {
+      cacheElt = Builder(module.getContext()).getBF16Type();
+      if (!model->elementType().isF32()) {
+        module.emitError() << "bt-generate-entry-points: kv-dtype=bf16 needs "
+                              "f32 activations, the model's are "
+                           << model->elementType();
+        return signalPassFailure();
+      }
+    } else if (!kvDType.empty()) {
+      module.emitError() << "bt-generate-entry-points: kv-dtype must be "
+                            "'bf16' or empty (the activations' type), got '"
+                         << kvDType << "'";
+      return signalPassFailure();
+    }
+    if (failed(Generator(module, *model, cacheElt).run()))
       return signalPassFailure();
   }
 };

@@ -209,6 +209,11 @@ FailureOr<KVPlan> bt::computeKVPlan(ModuleOp module,
     plan.global.eltBytes = request.eltBytes;
     plan.local.eltBytes = request.eltBytes;
   }
+  if (request.cacheEltBytes > 0) {
+    plan.global.eltBytes = request.cacheEltBytes;
+    if (!plan.local.empty())
+      plan.local.eltBytes = request.cacheEltBytes;
+  }
 
   // Weights.
   for (ParamOp p : module.getOps<ParamOp>()) {

@@ -22,3 +22,17 @@ func.func @branch(%p: i1, %x: tensor<2x1x2x4xf32>) {
 !g = !bt.kv_cache<global, batch = 2, layers = 1, heads = 2, capacity = 5, head_dim = 4, f32>
 // expected-error @+1 {{'func.func' op declares KV cache arguments or results; bt-lower-kv-caches does not lower calls}}
 func.func private @callee(!g) -> !g
+
+// -----
+
+// A bf16 cache of f32 activations needs a target's mixed-precision attention
+// (the CUDA target's kernels); the head loop computes in one type.
+!g = !bt.kv_cache<global, batch = 2, layers = 1, heads = 2, capacity = 5, head_dim = 4, bf16>
+func.func @bf16_cache(%x: tensor<2x1x2x4xf32>) -> tensor<2x1x2x4xf32> {
+  %c = bt.kv_alloc : !g
+  %c1 = bt.kv_append %c[0], %x, %x : !g, tensor<2x1x2x4xf32>
+  // expected-error @+1 {{'bt.kv_attend' op attention over a 'bf16' KV cache of 'f32' queries is not supported by the target-neutral lowering (the CUDA target's attention kernels read bf16 caches, up to head dim 128; --dtype bf16 is for --target cuda)}}
+  %o = bt.kv_attend %x, %c1[0] scale 5.000000e-01 : tensor<2x1x2x4xf32>, !g -> tensor<2x1x2x4xf32>
+  bt.kv_release %c1 : !g
+  return %o : tensor<2x1x2x4xf32>
+}

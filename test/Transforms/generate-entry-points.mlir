@@ -1,5 +1,7 @@
 // RUN: bt-opt %s --bt-generate-entry-points --bt-verify-kv-lifetimes | FileCheck %s
 // RUN: bt-opt %s --bt-generate-entry-points --bt-decompose --bt-verify-kv-lifetimes | FileCheck %s --check-prefix=LAYER
+// RUN: bt-opt %s --bt-generate-entry-points="kv-dtype=bf16" --bt-decompose --bt-verify-kv-lifetimes | FileCheck %s --check-prefix=BF16
+// RUN: not bt-opt %s --bt-generate-entry-points="kv-dtype=f16" 2>&1 | FileCheck %s --check-prefix=BADDTYPE
 
 // bt-generate-entry-points on a block_tiny-like model (L_B = 4, prefix of
 // P = 2, D = T = 8, V = 16, block decoder 2 layers, token decoder 1 layer):
@@ -135,6 +137,17 @@ module {
 
 // After bt-decompose the block decoder's cache appends the block mask, the
 // token decoder's local cache the prefix, then one token per loop iteration.
+// kv-dtype=bf16 (the CUDA target's --dtype bf16): both caches store bf16;
+// the activations and the appended keys / values stay f32 (the append rounds).
+// BF16-LABEL: func.func @prefill(
+// BF16-SAME:    !bt.kv_cache<global, batch = ?, layers = 2, heads = 2, capacity = ?, head_dim = 4, bf16>
+// BF16:         bt.kv_append %{{.*}}[0], {{.*}} : !bt.kv_cache<global, {{.*}}, bf16>, tensor<?x?x2x4xf32>
+// BF16-LABEL: func.func @decode_tokens(
+// BF16:         bt.kv_alloc {{.*}} : !bt.kv_cache<local, {{.*}}, bf16>
+// BF16:         bt.kv_attend %{{.*}} : tensor<?x2x2x4xf32>, !bt.kv_cache<local, {{.*}}, bf16> -> tensor<?x2x2x4xf32>
+
+// BADDTYPE: error: bt-generate-entry-points: kv-dtype must be 'bf16' or empty (the activations' type), got 'f16'
+
 // LAYER-LABEL: func.func @prefill(
 // LAYER:         bt.kv_length %{{.*}}[0]
 // LAYER:         bt.kv_append %{{.*}}[0], {{.*}} key_mask

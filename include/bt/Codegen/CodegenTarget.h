@@ -20,6 +20,7 @@
 #ifndef BT_CODEGEN_CODEGENTARGET_H
 #define BT_CODEGEN_CODEGENTARGET_H
 
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -73,6 +74,16 @@ public:
   virtual void
   populateKVCacheToTensorPatterns(mlir::RewritePatternSet &patterns,
                                   KVCacheLowering &lowering) const {}
+
+  /// Whether this target's patterns lower a bt.kv_attend whose cache element
+  /// type differs from its queries' (a bf16 cache of f32 activations,
+  /// `!bt.kv_cache`) with `query` of this type [B, S, H, hd]. The
+  /// target-neutral head loop computes in one type and cannot;
+  /// bt-lower-kv-caches reports such an op, located, before it converts.
+  virtual bool
+  attendsMixedPrecisionCache(mlir::RankedTensorType query) const {
+    return false;
+  }
 };
 
 /// Makes the target that `factory` builds available to the `target=<name>`

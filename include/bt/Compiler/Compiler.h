@@ -89,7 +89,9 @@ struct Options {
   std::string gpuChip = "sm_90";
   std::string cudaPath;
   /// CUDA target: "f32" or "bf16" (bt-cuda-pipeline's `dtype`: the GEMM
-  /// weights in bf16, f32 accumulation; docs/codegen-cuda.md, "bf16").
+  /// weights and inputs in bf16, f32 accumulation; and the KV caches in
+  /// bf16, bt-generate-entry-points `kv-dtype`; docs/codegen-cuda.md,
+  /// "bf16").
   std::string dtype = "f32";
   /// CUDA target: compile the kernels to PTX (false: keep the NVVM-dialect
   /// gpu.module in the module, for bt-opt and tests).

@@ -45,6 +45,10 @@ struct KVPlanRequest {
   /// Element size of weights and caches; 0: the IR's (f32 → 4). E.g. 2 to
   /// plan a bf16 deployment of an f32 module.
   int64_t eltBytes = 0;
+  /// Element size of the caches alone (weights as `eltBytes` says); 0: as
+  /// `eltBytes`. E.g. 2 for the bf16 KV caches of an f32 module
+  /// (bt-generate-entry-points kv-dtype=bf16, before it has run).
+  int64_t cacheEltBytes = 0;
 };
 
 /// The plan. All sizes in bytes; `-1` where not applicable.

@@ -109,9 +109,19 @@ def BTGenerateEntryPoints : Pass<"bt-generate-entry-points", "::mlir::ModuleOp">
     and symbolic dims of docs/generation.md, as the importer sets them). The
     result passes `bt-verify-kv-lifetimes`.
 
+    The caches hold the activations' element type, or with `kv-dtype=bf16`
+    (f32 models; the CUDA target's `--dtype bf16`) bf16: the keys and values
+    are rounded to nearest even as they are appended and read back exactly
+    (half the cache bytes; `!bt.kv_cache`).
+
     Errors: no forward found, a model-level op missing from it, an entry
-    point name already defined.
+    point name already defined, `kv-dtype` other than `bf16` or empty, or
+    `bf16` for a model whose activations are not f32.
   }];
+  let options = [
+    Option<"kvDType", "kv-dtype", "std::string", /*default=*/"\"\"",
+           "Element type of the KV caches: empty (the activations') or bf16">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::scf::SCFDialect",

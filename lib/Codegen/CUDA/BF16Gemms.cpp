@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bt/Codegen/BF16.h"
 #include "bt/Codegen/CUDA/Passes.h"
 #include "bt/Dialect/BT/IR/BTDialect.h"
 
@@ -27,6 +28,7 @@ namespace bt {
 
 using namespace mlir;
 using namespace bt;
+using bt::codegen::roundToBF16;
 
 namespace {
 
@@ -46,28 +48,6 @@ bool isF32GemmWeightUse(OpOperand &use) {
   }
   // The same tensor as both inputs (x · xᵀ) is no weight use.
   return op->getOperand(0) != use.get();
-}
-
-/// f32 → bf16, round to nearest even; NaN → a quiet NaN with its sign
-/// (bt::rt::F32ToBf16's rounding, in integer ops so that every backend,
-/// NVPTX and the emulator's x86, computes the same bits without a libcall).
-Value roundToBF16(OpBuilder &b, Location l, Value x) {
-  Type i32 = b.getI32Type(), i16 = b.getIntegerType(16);
-  auto c = [&](int64_t v) -> Value {
-    return b.create<arith::ConstantOp>(l, b.getI32IntegerAttr(v));
-  };
-  Value bits = b.create<arith::BitcastOp>(l, i32, x);
-  Value high = b.create<arith::ShRUIOp>(l, bits, c(16));
-  Value lsb = b.create<arith::AndIOp>(l, high, c(1));
-  Value bias = b.create<arith::AddIOp>(l, lsb, c(0x7fff));
-  Value rounded = b.create<arith::ShRUIOp>(
-      l, b.create<arith::AddIOp>(l, bits, bias), c(16));
-  Value quiet = b.create<arith::OrIOp>(l, high, c(0x40));
-  Value isNan =
-      b.create<arith::CmpFOp>(l, arith::CmpFPredicate::UNO, x, x);
-  Value r = b.create<arith::SelectOp>(l, isNan, quiet, rounded);
-  Value r16 = b.create<arith::TruncIOp>(l, i16, r);
-  return b.create<arith::BitcastOp>(l, b.getBF16Type(), r16);
 }
 
 /// `x` (tensor<... x f32>) rounded to bf16 by one elementwise generic.

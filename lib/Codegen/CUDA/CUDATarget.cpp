@@ -239,6 +239,11 @@ public:
                                   KVCacheLowering &lowering) const override {
     patterns.add<GPUKVAttendLowering>(patterns.getContext(), lowering);
   }
+
+  /// The attention kernels extend what they load (GPUKernelBuilder::loadF).
+  bool attendsMixedPrecisionCache(RankedTensorType query) const override {
+    return gpuAttentionSupports(query);
+  }
 };
 
 } // namespace

@@ -10,6 +10,8 @@
 #ifndef BT_LIB_CODEGEN_GPUKERNELBUILDER_H
 #define BT_LIB_CODEGEN_GPUKERNELBUILDER_H
 
+#include "bt/Codegen/BF16.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -71,9 +73,12 @@ struct KB {
   Value oeq(Value x, Value y) {
     return b.create<mlir::arith::CmpFOp>(loc, mlir::arith::CmpFPredicate::OEQ, x, y);
   }
-  /// Loads an element as f32.
+  /// Loads an element as f32 (bf16 extended exactly in integer ops,
+  /// bt/Codegen/BF16.h: the same code on NVPTX and the emulator).
   Value loadF(Value mem, ValueRange indices) {
     Value v = b.create<mlir::memref::LoadOp>(loc, mem, indices);
+    if (v.getType().isBF16())
+      return bt::codegen::extendBF16(b, loc, v);
     if (!v.getType().isF32())
       v = b.create<mlir::arith::ExtFOp>(loc, b.getF32Type(), v);
     return v;

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bt/Dialect/BT/IR/BTDialect.h"
+#include "bt/Codegen/BF16.h"
 #include "bt/Codegen/KVCachesToTensors.h"
 #include "bt/Codegen/LayerToLinalg.h"
 
@@ -127,7 +128,9 @@ struct EntrySlice {
   }
 };
 
-/// Writes `x` [B, S, H, hd] into kv[:, layer, which, :, len : len+S, :].
+/// Writes `x` [B, S, H, hd] into kv[:, layer, which, :, len : len+S, :],
+/// rounded to nearest even where the cache is bf16 and `x` f32
+/// (codegen::roundToBF16).
 Value writeEntries(OpBuilder &b, Location l, const Cache &c, Value kv, Value x,
                    int64_t layer, int64_t which, OpFoldResult len,
                    OpFoldResult s) {
@@ -145,7 +148,10 @@ Value writeEntries(OpBuilder &b, Location l, const Cache &c, Value kv, Value x,
       b.create<linalg::GenericOp>(
            l, TypeRange{dstType}, ValueRange{x}, ValueRange{dst}, maps, iters,
            [](OpBuilder &nb, Location nl, ValueRange a) {
-             nb.create<linalg::YieldOp>(nl, a[0]);
+             Value v = a[0];
+             if (a[1].getType().isBF16() && v.getType().isF32())
+               v = codegen::roundToBF16(nb, nl, v);
+             nb.create<linalg::YieldOp>(nl, v);
            })
           .getResult(0);
   return b.create<tensor::InsertSliceOp>(l, moved, kv, slice.offsets,
@@ -301,6 +307,12 @@ struct AttendLowering : CachePattern<KVAttendOp> {
   LogicalResult
   matchAndRewrite(KVAttendOp attend, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    // The head loop computes in the activations' type (a bf16 cache of f32
+    // activations is a target's: CodegenTarget::attendsMixedPrecisionCache,
+    // checked by the pass before it converts).
+    if (cast<KVCacheType>(attend.getCache().getType()).getElementType() !=
+        getElementTypeOrSelf(attend.getQuery().getType()))
+      return rewriter.notifyMatchFailure(attend, "mixed-precision cache");
     KVCacheLowering::AttendOperands in =
         lowering.emitAttendOperands(rewriter, attend);
     Value out = codegen::emitAttention(

@@ -105,6 +105,30 @@ ConversionTarget cacheFreeTarget(MLIRContext *ctx) {
   return target;
 }
 
+/// Reports a bt.kv_attend over a cache whose element type differs from its
+/// queries' (a bf16 cache of f32 activations) that `hooks` (null: no target)
+/// does not lower: the target-neutral head loop computes in one type.
+LogicalResult checkMixedPrecision(func::FuncOp fn, const CodegenTarget *hooks) {
+  WalkResult r = fn.walk([&](KVAttendOp attend) {
+    Type cacheElt =
+        cast<KVCacheType>(attend.getCache().getType()).getElementType();
+    auto query = cast<RankedTensorType>(attend.getQuery().getType());
+    if (cacheElt == query.getElementType() ||
+        (hooks && hooks->attendsMixedPrecisionCache(query)))
+      return WalkResult::advance();
+    attend.emitOpError() << "attention over a " << cacheElt
+                         << " KV cache of " << query.getElementType()
+                         << " queries is not supported by "
+                         << (hooks ? "target '" + hooks->getName().str() + "'"
+                                   : std::string("the target-neutral lowering"))
+                         << " (the CUDA target's attention kernels read bf16 "
+                            "caches, up to head dim 128; --dtype bf16 is for "
+                            "--target cuda)";
+    return WalkResult::interrupt();
+  });
+  return failure(r.wasInterrupted());
+}
+
 struct LowerKVCachesPass
     : public codegen::TargetedLoweringPass<LowerKVCachesPass,
                                            bt::impl::BTLowerKVCachesBase> {
@@ -147,7 +171,7 @@ struct LowerKVCachesPass
         return signalPassFailure();
       if (!*any)
         continue;
-      if (failed(checkStructure(fn)))
+      if (failed(checkStructure(fn)) || failed(checkMixedPrecision(fn, hooks)))
         return signalPassFailure();
       lowering.reset();
       lowerKVCacheArguments(fn, lowering);

@@ -157,3 +157,34 @@ func.func @decode(%k: tensor<?x1x2x8xf32>, %v: tensor<?x1x2x8xf32>, %q: tensor<?
   %o = bt.kv_attend %q, %c1[0] scale 0.35355339059327373 : tensor<?x1x2x8xf32>, !g -> tensor<?x1x2x8xf32>
   return %o, %c1 : tensor<?x1x2x8xf32>, !g
 }
+
+// -----
+
+// A bf16 block cache of f32 activations (--dtype bf16): the append rounds
+// each key and value to nearest even in integer ops (the same bits on NVPTX
+// and the emulator), the decode kernels read bf16 and extend it exactly
+// (bits << 16), and attention computes in f32.
+// CHECK-LABEL: func.func @decode_bf16_cache
+//       CHECK:   linalg.generic
+//       CHECK:     arith.bitcast %{{.*}} : f32 to i32
+//       CHECK:     arith.shrui
+//       CHECK:     arith.trunci %{{.*}} : i32 to i16
+//       CHECK:     %[[R:.*]] = arith.bitcast %{{.*}} : i16 to bf16
+//       CHECK:     linalg.yield %[[R]] : bf16
+//       CHECK:   } -> tensor<?x2x1x8xbf16>
+//       CHECK:   %[[K:.*]] = bufferization.to_memref %{{.*}} read_only : memref<?x2x?x8xbf16, strided<[?, ?, ?, ?], offset: ?>>
+//       CHECK:   gpu.launch
+//       CHECK:     %[[L:.*]] = memref.load %[[K]]
+//       CHECK:     %[[B:.*]] = arith.bitcast %[[L]] : bf16 to i16
+//       CHECK:     %[[W:.*]] = arith.extui %[[B]] : i16 to i32
+//       CHECK:     %[[S:.*]] = arith.shli %[[W]], %{{.*}} : i32
+//       CHECK:     arith.bitcast %[[S]] : i32 to f32
+// NVVM-LABEL: llvm.func internal @decode_bf16_cache(
+!g = !bt.kv_cache<global, batch = ?, layers = 1, heads = 2, capacity = ?, head_dim = 8, bf16>
+func.func @decode_bf16_cache(%k: tensor<?x1x2x8xf32>, %v: tensor<?x1x2x8xf32>, %q: tensor<?x1x2x8xf32>,
+                  %c: !g {bt.inout, bt.name = "kv_cache"})
+    -> (tensor<?x1x2x8xf32> {bt.name = "out"}, !g {bt.inout_arg = "kv_cache", bt.name = "kv_cache"}) {
+  %c1 = bt.kv_append %c[0], %k, %v : !g, tensor<?x1x2x8xf32>
+  %o = bt.kv_attend %q, %c1[0] scale 0.35355339059327373 : tensor<?x1x2x8xf32>, !g -> tensor<?x1x2x8xf32>
+  return %o, %c1 : tensor<?x1x2x8xf32>, !g
+}

@@ -99,7 +99,7 @@ func.func @f(%c: !local, %k: tensor<2x7x2x32xf32>) {
 !local = !bt.kv_cache<local, batch = 2, layers = 1, heads = 2, capacity = 6, head_dim = 32, f32>
 
 func.func @f(%c: !local, %k: tensor<2x1x2x32xbf16>) {
-  // expected-error @+1 {{'bt.kv_append' op key element type must be 'f32', got 'bf16'}}
+  // expected-error @+1 {{'bt.kv_append' op key element type 'bf16' does not fit the cache's 'f32' (expected 'f32')}}
   %c1 = bt.kv_append %c[0], %k, %k : !local, tensor<2x1x2x32xbf16>
   return
 }
@@ -188,7 +188,7 @@ func.func @f(%c: !global, %q: tensor<2x17x2x32xf32>) {
 !global = !bt.kv_cache<global, batch = ?, layers = 2, heads = 2, capacity = 16, head_dim = 32, f32>
 
 func.func @f(%c: !global, %q: tensor<2x1x2x32xf16>) {
-  // expected-error @+1 {{'bt.kv_attend' op query element type must be 'f32', got 'f16'}}
+  // expected-error @+1 {{'bt.kv_attend' op query element type 'f16' does not fit the cache's 'f32' (expected 'f32')}}
   %o = bt.kv_attend %q, %c[0] scale 0.17677669529663687 : tensor<2x1x2x32xf16>, !global -> tensor<2x1x2x32xf16>
   return
 }
@@ -233,5 +233,16 @@ func.func @f(%c: !global) {
 func.func @f(%x: tensor<4xf32>) {
   // expected-error @+1 {{'bt.kv_release' op operand #0 must be A key/value cache with an explicit, verified lifetime, but got 'tensor<4xf32>'}}
   "bt.kv_release"(%x) : (tensor<4xf32>) -> ()
+  return
+}
+
+// -----
+
+// A bf16 cache holds f32 keys (appends round), not f16 ones.
+!global = !bt.kv_cache<global, batch = ?, layers = 2, heads = 2, capacity = 16, head_dim = 32, bf16>
+
+func.func @f(%c: !global, %k: tensor<2x1x2x32xf16>) {
+  // expected-error @+1 {{'bt.kv_append' op key element type 'f16' does not fit the cache's 'bf16' (expected 'bf16' or f32)}}
+  %c1 = bt.kv_append %c[0], %k, %k : !global, tensor<2x1x2x32xf16>
   return
 }

@@ -338,13 +338,14 @@ func.func @f(%x: tensor<2x1x64xf32>, %c: !bt.kv_cache<global, batch = 2, layers 
 
 // -----
 
-// Cache type agreement: element type of the activations.
+// Cache type agreement: element type of the activations (or bf16 storage
+// for f32 activations).
 #cfg = #bt.neox<hidden = 64, layers = 1, heads = 2, head_dim = 32, intermediate = 256, rotary_dims = 8, rotary_base = 10000.0, eps = 1.0e-05>
-func.func @f(%x: tensor<2x1x64xf32>, %c: !bt.kv_cache<global, batch = 2, layers = 1, heads = 2, capacity = 16, head_dim = 32, bf16>) {
-  // expected-error @+1 {{'bt.block_decoder' op cache element type 'bf16' does not match the activations' 'f32'}}
+func.func @f(%x: tensor<2x1x64xf32>, %c: !bt.kv_cache<global, batch = 2, layers = 1, heads = 2, capacity = 16, head_dim = 32, f16>) {
+  // expected-error @+1 {{'bt.block_decoder' op cache element type 'f16' does not match the activations' 'f32' (expected 'f32', or bf16 for f32 activations)}}
   %y, %c1 = bt.block_decoder %x cache %c params "block_decoder.gpt_neox" config #cfg
-      : tensor<2x1x64xf32>, !bt.kv_cache<global, batch = 2, layers = 1, heads = 2, capacity = 16, head_dim = 32, bf16>
-      -> tensor<2x1x64xf32>, !bt.kv_cache<global, batch = 2, layers = 1, heads = 2, capacity = 16, head_dim = 32, bf16>
+      : tensor<2x1x64xf32>, !bt.kv_cache<global, batch = 2, layers = 1, heads = 2, capacity = 16, head_dim = 32, f16>
+      -> tensor<2x1x64xf32>, !bt.kv_cache<global, batch = 2, layers = 1, heads = 2, capacity = 16, head_dim = 32, f16>
   return
 }
 

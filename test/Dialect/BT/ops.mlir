@@ -454,6 +454,19 @@ func.func @kv_local(%k: tensor<2x5x2x32xf32>, %v: tensor<2x5x2x32xf32>,
   return %o, %n : tensor<2x1x2x32xf32>, index
 }
 
+// A bf16 cache of f32 activations (--dtype bf16 on the CUDA target): appends
+// round, attention reads extend.
+// CHECK-LABEL: func.func @kv_bf16_storage
+func.func @kv_bf16_storage(%k: tensor<2x1x2x32xf32>) -> tensor<2x1x2x32xf32> {
+  // CHECK: bt.kv_append %{{.+}}[0], %{{.+}}, %{{.+}} : !bt.kv_cache<local, batch = 2, layers = 1, heads = 2, capacity = 6, head_dim = 32, bf16>, tensor<2x1x2x32xf32>
+  // CHECK: bt.kv_attend %{{.+}}, %{{.+}}[0] scale {{.+}} : tensor<2x1x2x32xf32>, !bt.kv_cache<local, batch = 2, layers = 1, heads = 2, capacity = 6, head_dim = 32, bf16> -> tensor<2x1x2x32xf32>
+  %c0 = bt.kv_alloc : !bt.kv_cache<local, batch = 2, layers = 1, heads = 2, capacity = 6, head_dim = 32, bf16>
+  %c1 = bt.kv_append %c0[0], %k, %k : !bt.kv_cache<local, batch = 2, layers = 1, heads = 2, capacity = 6, head_dim = 32, bf16>, tensor<2x1x2x32xf32>
+  %o = bt.kv_attend %k, %c1[0] scale 0.125 : tensor<2x1x2x32xf32>, !bt.kv_cache<local, batch = 2, layers = 1, heads = 2, capacity = 6, head_dim = 32, bf16> -> tensor<2x1x2x32xf32>
+  bt.kv_release %c1 : !bt.kv_cache<local, batch = 2, layers = 1, heads = 2, capacity = 6, head_dim = 32, bf16>
+  return %o : tensor<2x1x2x32xf32>
+}
+
 // A global cache with dynamic batch, two layers, bf16.
 // CHECK-LABEL: func.func @kv_global
 // CHECK-SAME:  (%[[B:[^:]+]]: index, %[[K:[^:]+]]: tensor<?x1x2x32xbf16>, %[[M:[^:]+]]: tensor<?x1xi64>)

@@ -45,6 +45,14 @@ static LogicalResult checkSameElementType(Operation *op, StringRef what, Value v
                            << ", got " << actual;
 }
 
+/// Whether a KV cache of element type `cache` holds the keys and values of
+/// activations of element type `act`: the same type, or bf16 storage for f32
+/// activations (!bt.kv_cache: appends round to nearest even, reads extend
+/// exactly; the CUDA target's `--dtype bf16`).
+static bool cacheHolds(Type cache, Type act) {
+  return cache == act || (cache.isBF16() && act.isF32());
+}
+
 static LogicalResult checkPositive(Operation *op, StringRef what, double v) {
   if (v > 0.0)
     return success();
@@ -279,10 +287,12 @@ static LogicalResult checkCacheAgainstConfig(Operation *op, StringRef what,
            << ") does not match the config (layers = " << config.getLayers()
            << ", heads = " << config.getHeads()
            << ", head_dim = " << config.getHeadDim() << ")";
-  if (cache.getElementType() != eltType)
+  if (!cacheHolds(cache.getElementType(), eltType))
     return op->emitOpError() << what << " element type "
                              << cache.getElementType()
-                             << " does not match the activations' " << eltType;
+                             << " does not match the activations' " << eltType
+                             << " (expected " << eltType
+                             << ", or bf16 for f32 activations)";
   if (!dimsCompatible(cache.getBatch(), batch))
     return op->emitOpError() << what << " batch (" << cache.getBatch()
                              << ") does not match the input batch B (" << batch
@@ -926,7 +936,16 @@ static LogicalResult checkAgainstCache(Operation *op, StringRef what, Value v,
     return op->emitOpError() << what << " has " << s[1]
                              << " positions, more than the cache capacity ("
                              << cache.getCapacity() << ")";
-  return checkSameElementType(op, what, v, cache.getElementType());
+  Type actual = t.getElementType();
+  if (cacheHolds(cache.getElementType(), actual))
+    return success();
+  return op->emitOpError() << what << " element type " << actual
+                           << " does not fit the cache's "
+                           << cache.getElementType() << " (expected "
+                           << cache.getElementType()
+                           << (cache.getElementType().isBF16() ? " or f32"
+                                                               : "")
+                           << ")";
 }
 
 void KVAllocOp::build(OpBuilder &b, OperationState &state, Type cache,

@@ -25,6 +25,13 @@ def BT_KVCacheType : TypeDef<BT_Dialect, "KVCache"> {
       (prefix plus the block's tokens; paper §2.4), lives for the decoding of
       one block and must not escape the region it was allocated in.
 
+    `element_type` is the activations' (f32, bf16 or f16), or bf16 for f32
+    activations: a storage type that halves the cache bytes (the CUDA
+    target's `--dtype bf16`, bt-generate-entry-points `kv-dtype`).
+    `bt.kv_append` then rounds the f32 keys and values to nearest even as it
+    stores them, and `bt.kv_attend` reads them back exactly (attention
+    computes in f32). The ops with a cache check this rule.
+
     `batch` may be dynamic (`?`). `capacity` may be dynamic (`?`) for a
     `global` cache: the runtime sizes the global cache of a generation to
     exactly the prompt plus the generated blocks (docs/generation.md), so the

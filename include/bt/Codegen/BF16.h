@@ -1,0 +1,30 @@
+//===- BF16.h - bf16 rounding and extension as integer ops -------*- C++ -*-===//
+//
+// The conversions between f32 and bf16 that the CUDA target's `--dtype bf16`
+// uses (docs/codegen-cuda.md, "bf16"): bt-bf16-gemms rounds the GEMM inputs,
+// bt-lower-kv-caches rounds the keys and values it appends to a bf16 KV
+// cache, the attention kernels extend what they read. Built from arith
+// integer ops so that every backend (NVPTX, and the x86 code of the CUDA
+// emulator) computes the same bits without a libcall, and identical to the
+// runtime's bt::rt::F32ToBf16 (runtime/base/tensor.h), which rounds weights
+// at upload.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BT_CODEGEN_BF16_H
+#define BT_CODEGEN_BF16_H
+
+#include "mlir/IR/Builders.h"
+
+namespace bt::codegen {
+
+/// f32 scalar `x` → bf16, round to nearest even; NaN → a quiet NaN with its
+/// sign. Overflow rounds to ±inf, as IEEE rounding does.
+mlir::Value roundToBF16(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+
+/// bf16 scalar `x` → f32, exactly (the bf16 bits as the high half).
+mlir::Value extendBF16(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+
+} // namespace bt::codegen
+
+#endif // BT_CODEGEN_BF16_H
