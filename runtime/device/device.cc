@@ -4,6 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace bt::rt {
 
 DeviceTraffic DeviceTraffic::Since(const DeviceTraffic &since) const {
@@ -92,6 +95,12 @@ Device::CallResident(KernelEntryFn, const proto::EntryPoint &ep,
   return absl::UnimplementedError(
       absl::StrCat("entry point '", ep.name(), "': the ", name(),
                    " device keeps no tensors resident across calls"));
+}
+
+bool ResidentStateEnabled(const Device &device) {
+  const char *env = std::getenv("BT_RESIDENT_STATE");
+  return device.resident_calls() &&
+         !(env != nullptr && std::strcmp(env, "0") == 0);
 }
 
 } // namespace bt::rt

@@ -266,6 +266,13 @@ protected:
                                     const DeviceTensor &dst) const;
 };
 
+/// Whether state (generation's KV caches and tokens, training's parameters
+/// and AdamW moments) stays resident on `device` across calls: the device
+/// has resident_calls() and the environment variable BT_RESIDENT_STATE is
+/// not "0" (the switch that copies the state in and out of every call
+/// instead, for comparisons; docs/codegen-cuda.md).
+bool ResidentStateEnabled(const Device &device);
+
 /// Device::BeginConstantParams for the scope's lifetime (e.g. one
 /// generation: its params are the model's weights, which no entry point of
 /// a generation writes).

@@ -735,9 +735,8 @@ absl::StatusOr<GenerateResult> Generate(const Model &model,
                       Sampler::Create(so, p.batch));
   // The resident path: the state stays on a device that can keep it
   // (GenerateOptions::resident_state; BT_RESIDENT_STATE=0 turns it off).
-  const char *env = std::getenv("BT_RESIDENT_STATE");
-  const bool resident = options.resident_state && model.device().resident_calls() &&
-                        !(env != nullptr && std::string(env) == "0");
+  const bool resident =
+      options.resident_state && ResidentStateEnabled(model.device());
   Device *device = resident ? &model.device() : nullptr;
   res.counters.resident_state = resident;
   absl::Status s =

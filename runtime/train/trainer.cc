@@ -154,9 +154,7 @@ Trainer::Create(const Model &model, const TrainerSchedule &schedule) {
     return absl::InvalidArgumentError(absl::StrCat(
         "entry point '", ep.name(), "': in-out arguments other than ",
         kParamPrefix, "*, ", kAdamMPrefix, "*, ", kAdamVPrefix, "*"));
-  const char *resident_env = std::getenv("BT_RESIDENT_STATE");
-  if (model.device().resident_calls() &&
-      !(resident_env != nullptr && std::string(resident_env) == "0")) {
+  if (ResidentStateEnabled(model.device())) {
     for (const auto &[name, host] : t->state_) {
       BT_ASSIGN_OR_RETURN(DeviceTensor d, model.device().Upload(host));
       t->resident_.emplace(name, d);
