@@ -209,11 +209,8 @@ FailureOr<KVPlan> bt::computeKVPlan(ModuleOp module,
     plan.global.eltBytes = request.eltBytes;
     plan.local.eltBytes = request.eltBytes;
   }
-  if (request.cacheEltBytes > 0) {
-    plan.global.eltBytes = request.cacheEltBytes;
-    if (!plan.local.empty())
-      plan.local.eltBytes = request.cacheEltBytes;
-  }
+  if (request.cacheEltBytes > 0)
+    plan.global.eltBytes = plan.local.eltBytes = request.cacheEltBytes;
 
   // Weights.
   for (ParamOp p : module.getOps<ParamOp>()) {
