@@ -282,8 +282,9 @@ TEST_F(KVCacheOpTest, AttendChecksScaleAndElementType) {
   b.create<KVAttendOp>(loc("attend"), key.getType(), key, c.getCache(), 0,
                        llvm::APFloat(0.125));
   EXPECT_TRUE(failed(finishAndVerify()));
-  EXPECT_TRUE(hasErrorAt(diags, "query element type must be 'f32', got 'bf16'",
-                         loc("attend")));
+  EXPECT_TRUE(hasErrorAt(
+      diags, "query element type 'bf16' does not fit the cache's 'f32' (expected 'f32')",
+      loc("attend")));
 }
 
 TEST_F(KVCacheOpTest, BlockDecoderCacheMustBeGlobalAndMatchTheConfig) {
