@@ -100,6 +100,12 @@ LogicalResult runPasses(ModuleOp module,
   return pm.run(module);
 }
 
+/// Whether the KV caches are bf16: `--dtype bf16` on the CUDA target (the
+/// one rule both the entry points and the stored KV plan follow).
+bool bf16KVCaches(const Options &options) {
+  return options.target == Target::CUDA && options.dtype == "bf16";
+}
+
 Phase nextPhase(std::optional<Phase> done) {
   return done ? static_cast<Phase>(static_cast<int>(*done) + 1) : Phase::Model;
 }
@@ -113,7 +119,7 @@ void bt::compiler::buildPhasePipeline(OpPassManager &pm, Phase phase,
   case Phase::Model: {
     // --dtype bf16 (CUDA): the KV caches in bf16 as well (issue 13 item 2).
     BTGenerateEntryPointsOptions entries;
-    if (cuda && options.dtype == "bf16")
+    if (bf16KVCaches(options))
       entries.kvDType = "bf16";
     pm.addPass(createBTGenerateEntryPoints(entries));
     pm.addPass(createBTVerifyKVLifetimes());
@@ -176,7 +182,7 @@ FailureOr<Compilation> Compilation::import(MLIRContext &context,
   // exist, as `bt-run plan` computes it.
   // bf16 KV caches (--dtype bf16 on the CUDA target) at 2 bytes.
   KVPlanRequest request;
-  if (options.target == Target::CUDA && options.dtype == "bf16")
+  if (bf16KVCaches(options))
     request.cacheEltBytes = 2;
   FailureOr<KVPlan> plan = computeKVPlan(*module, request);
   if (failed(plan))
