@@ -252,7 +252,8 @@ LogicalResult Compilation::finishKernels() {
   CUDAPipelineOptions p;
   fillCUDAOptions(p, options);
   return finishCUDAKernels(*module, p,
-                           options.emulatorKernels ? &emulator : nullptr);
+                           options.emulatorKernels ? &emulator : nullptr,
+                           options.cacheDir);
 }
 
 namespace {
@@ -263,6 +264,7 @@ CPUCodegenOptions hostCodegenOptions(const Options &options,
   CPUCodegenOptions codegen;
   codegen.cpu = options.cpu == "native" ? "" : options.cpu;
   cpuName = options.cpu == "native" ? getHostCPUName() : options.cpu;
+  codegen.cacheDir = options.cacheDir;
   return codegen;
 }
 } // namespace

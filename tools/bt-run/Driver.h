@@ -41,6 +41,13 @@ struct TrainingEntries {
 /// Loads the model of `input` (a checkpoint, or the config of --config with
 /// --random-init / --weights) with or without its weights; prints the
 /// loader's notices. Null after a message.
+/// A diagnostic handler for bt-run's MLIRContexts: prints warnings and
+/// remarks (e.g. a compile cache that cannot be used) to stderr as MLIR
+/// prints errors when no handler is installed ("<loc>: warning: <message>",
+/// without the notes); returns failure for errors, which MLIR then prints as
+/// always. Install with mlir::ScopedDiagnosticHandler.
+mlir::LogicalResult printWarning(mlir::Diagnostic &diagnostic);
+
 std::unique_ptr<bridge::Model> loadModel(const Tool &tool,
                                          const std::string &input,
                                          bool withWeights);

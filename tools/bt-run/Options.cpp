@@ -59,6 +59,14 @@ cl::opt<std::string, true> nvvmKernels(
              "CUDA emulator (docs/cuda-emulator.md)"),
     cl::value_desc("nvvm.mlir"), cl::location(S.nvvmKernels),
     cl::cat(btCategory));
+cl::opt<std::string, true> cacheDir(
+    "cache-dir",
+    cl::desc("Commands that compile: keep the compiled kernels (host code, "
+             "PTX, the CUDA emulator's kernels) in this directory, keyed by "
+             "the module, the codegen options and this build of bt, and "
+             "reuse them (default: $BT_CACHE_DIR; none when unset; "
+             "docs/codegen.md, \"Compile cache\")"),
+    cl::value_desc("dir"), cl::location(S.cacheDir), cl::cat(btCategory));
 cl::opt<std::string, true> gpuChip("gpu-chip",
                              cl::desc("--target cuda: the GPU architecture "
                                       "(default sm_90: H100/H200)"), cl::location(S.gpuChip), cl::cat(btCategory));

@@ -37,6 +37,8 @@ struct RunOptions {
   bool noBlas = false;
   bool fuseLocalAttention = true;
   std::string tokenizer;
+  /// --cache-dir; empty: $BT_CACHE_DIR, or no compile cache.
+  std::string cacheDir;
 
   // the model
   std::string config, weights;

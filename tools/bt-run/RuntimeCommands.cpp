@@ -331,6 +331,7 @@ int bt::run::trainCommand(int argc, char **argv) {
   DialectRegistry registry;
   compiler::registerCompilerDialects(registry);
   MLIRContext context(registry);
+  ScopedDiagnosticHandler warnings(&context, printWarning);
   Tool tool{argv[0], context, options};
   FailureOr<compiler::Options> compileOpts =
       compileOptions(tool, /*withGrad=*/false, /*thisMachine=*/true,

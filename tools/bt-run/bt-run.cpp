@@ -36,6 +36,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 
+#include <cstdlib>
+
 using namespace mlir;
 using namespace bt;
 using namespace bt::run;
@@ -66,6 +68,22 @@ std::unique_ptr<bridge::Model> bt::run::loadModel(const Tool &tool,
   return model;
 }
 
+LogicalResult bt::run::printWarning(Diagnostic &diagnostic) {
+  if (diagnostic.getSeverity() == DiagnosticSeverity::Error)
+    return failure();
+  // As MLIR prints an error without a handler: the message alone (its
+  // notes, e.g. the whole module as "see current operation", are not).
+  llvm::raw_ostream &os = llvm::errs();
+  if (!isa<UnknownLoc>(diagnostic.getLocation()))
+    os << diagnostic.getLocation() << ": ";
+  os << (diagnostic.getSeverity() == DiagnosticSeverity::Warning ? "warning: "
+         : diagnostic.getSeverity() == DiagnosticSeverity::Remark
+             ? "remark: "
+             : "note: ")
+     << diagnostic << "\n";
+  return success();
+}
+
 FailureOr<compiler::Options>
 bt::run::compileOptions(const Tool &tool, bool withGrad, bool thisMachine,
                         TrainingEntries training) {
@@ -87,6 +105,10 @@ bt::run::compileOptions(const Tool &tool, bool withGrad, bool thisMachine,
   options.gpuChip = o.gpuChip;
   options.cudaPath = o.cudaPath;
   options.nvvmKernels = o.nvvmKernels;
+  options.cacheDir = o.cacheDir;
+  if (options.cacheDir.empty())
+    if (const char *env = std::getenv("BT_CACHE_DIR"))
+      options.cacheDir = env;
   if (!o.nvvmKernels.empty() && *target != compiler::Target::CUDA) {
     fail("--nvvm-kernels needs --target cuda");
     return failure();
@@ -359,6 +381,7 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   compiler::registerCompilerDialects(registry);
   MLIRContext context(registry);
+  ScopedDiagnosticHandler warnings(&context, printWarning);
   Tool tool{argv[0], context, options};
   using Command = int (*)(const Tool &, const std::string &);
   static const std::pair<const char *, Command> commands[] = {

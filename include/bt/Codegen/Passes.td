@@ -95,6 +95,38 @@ def BTLowerKVCaches : Pass<"bt-lower-kv-caches", "::mlir::ModuleOp"> {
   ];
 }
 
+def BTConstantGlobals : Pass<"bt-constant-globals", "::mlir::ModuleOp"> {
+  let summary = "Create the globals of tensor constants in a reproducible order";
+  let description = [{
+    Creates the `memref.global` of every tensor-typed `arith.constant` in the
+    module's functions, in the order of a walk of the module, as One-Shot
+    Bufferize would (bufferization::getGlobalFor: private, constant,
+    `__constant_<shape>x<type>[_N]`, alignment `alignment`, inserted at the
+    start of the module). The constants themselves are unchanged; One-Shot
+    Bufferize then finds these globals and reuses them.
+
+    Why: MLIR 19's One-Shot Module Bufferize visits the functions in an
+    order that depends on pointer values (getFuncOpsOrderedByCalls iterates
+    a DenseMap keyed by func.func), so it creates the globals, and numbers
+    their names, in an order that changes from run to run. The same model
+    then compiles to different LLVM IR, which breaks reproducible
+    artifacts and the compile cache's keys (bt/Codegen/CompileCache.h).
+
+    Runs right before `one-shot-bufferize`; `alignment` must be its
+    `bufferAlignment` (64 by default), or the globals are not reused.
+
+    Example: two functions with `arith.constant dense<[0, 1]> :
+    tensor<2xi64>` → one `memref.global "private" constant
+    @__constant_2xi64 : memref<2xi64> = dense<[0, 1]> {alignment = 64}`.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "uint64_t", /*default=*/"64",
+           "The globals' alignment in bytes (One-Shot Bufferize's "
+           "bufferAlignment)">,
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def BTDropInOutResults : Pass<"bt-drop-inout-results", "::mlir::ModuleOp"> {
   let summary = "Remove the results of in-out arguments after bufferization";
   let description = [{

@@ -105,6 +105,10 @@ struct Options {
   /// empty: the generated one. Errors: a file that does not parse or does
   /// not hold exactly one gpu.module of the generated one's name.
   std::string nvvmKernels;
+  /// The compile cache's directory (bt/Codegen/CompileCache.h: the kernel
+  /// libraries and the PTX, keyed by the module and the codegen options);
+  /// empty: none.
+  std::string cacheDir;
 };
 
 /// The kernels of a compiled model: what an artifact holds besides the

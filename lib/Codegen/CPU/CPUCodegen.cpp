@@ -1,12 +1,17 @@
 //===- CPUCodegen.cpp - LLVM dialect → optimized object → shared object ---===//
 
 #include "bt/Codegen/CPU/CPUCodegen.h"
+#include "bt/Codegen/CompileCache.h"
 
+#include "bt/Dialect/BT/IR/BTDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Target/LLVMIR/LLVMTranslationInterface.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
@@ -100,6 +105,15 @@ llvm::Expected<Target> createTarget(const bt::CPUCodegenOptions &opts) {
   return t;
 }
 
+/// The translation of the bt dialect's attributes that remain on the LLVM
+/// dialect functions (bt.name, bt.dims, bt.param, bt.inout on the entry
+/// points' arguments): the kernel interface was read from them before
+/// (readKernelInterface), so they have no meaning in LLVM IR. Without an
+/// interface, LLVM IR translation warns about each one.
+struct BTAttributesToLLVMIR : public mlir::LLVMTranslationDialectInterface {
+  using LLVMTranslationDialectInterface::LLVMTranslationDialectInterface;
+};
+
 /// LLVM dialect → optimized llvm::Module for `target`.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateAndOptimize(ModuleOp module, llvm::LLVMContext &llvmCtx, Target &target,
@@ -108,6 +122,9 @@ translateAndOptimize(ModuleOp module, llvm::LLVMContext &llvmCtx, Target &target
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerOpenMPDialectTranslation(registry); // parallel loops (libomp)
+  registry.addExtension(+[](MLIRContext *, bt::BTDialect *dialect) {
+    dialect->addInterfaces<BTAttributesToLLVMIR>();
+  });
   module->getContext()->appendDialectRegistry(registry);
 
   std::unique_ptr<llvm::Module> llvmModule =
@@ -270,15 +287,49 @@ bt::compileToLLVMIR(ModuleOp module, const CPUCodegenOptions &options) {
   return os.str();
 }
 
-llvm::Expected<std::string>
-bt::compileToSharedObject(ModuleOp module, const CPUCodegenOptions &options) {
-  llvm::LLVMContext llvmCtx;
-  Target target;
-  auto llvmModule = translateForCPU(module, options, llvmCtx, target);
-  if (!llvmModule)
-    return llvmModule.takeError();
+namespace {
 
-  // Object code.
+/// What linking the kernel library needs, found before anything is compiled
+/// (the compile cache's key holds it).
+struct LinkInputs {
+  std::string linker, libm, libc;
+  /// LLVM's OpenMP runtime and glibc's libmvec; empty when absent (an error
+  /// only if the kernels turn out to need libomp).
+  std::string libomp, libmvec;
+};
+
+llvm::Expected<LinkInputs> findLinkInputs(const bt::CPUCodegenOptions &opts) {
+  LinkInputs in;
+  llvm::Expected<std::string> linker = findLinker(opts);
+  if (!linker)
+    return linker.takeError();
+  in.linker = *linker;
+  llvm::Expected<std::string> libm = findLibrary(opts, "libm.so.6");
+  if (!libm)
+    return libm.takeError();
+  in.libm = *libm;
+  llvm::Expected<std::string> libc = findLibrary(opts, "libc.so.6");
+  if (!libc)
+    return libc.takeError();
+  in.libc = *libc;
+  if (llvm::Expected<std::string> p = findLibrary(opts, "libomp.so.5"))
+    in.libomp = *p;
+  else
+    llvm::consumeError(p.takeError());
+  if (opts.vectorMath) {
+    if (llvm::Expected<std::string> p = findLibrary(opts, "libmvec.so.1"))
+      in.libmvec = *p;
+    else
+      llvm::consumeError(p.takeError());
+  }
+  return in;
+}
+
+/// Object code of `m` for `target`, linked with ld.lld (in a private
+/// temporary directory) into a shared object; returns its bytes.
+llvm::Expected<std::string> linkSharedObject(llvm::Module &m, Target &target,
+                                             const bt::CPUCodegenOptions &options,
+                                             const LinkInputs &in) {
   llvm::SmallString<0> object;
   {
     llvm::raw_svector_ostream os(object);
@@ -286,19 +337,8 @@ bt::compileToSharedObject(ModuleOp module, const CPUCodegenOptions &options) {
     if (target.machine->addPassesToEmitFile(codegen, os, nullptr,
                                              llvm::CodeGenFileType::ObjectFile))
       return makeError("the target machine cannot emit object files");
-    codegen.run(**llvmModule);
+    codegen.run(m);
   }
-
-  // Link with ld.lld in a private temporary directory.
-  llvm::Expected<std::string> linker = findLinker(options);
-  if (!linker)
-    return linker.takeError();
-  llvm::Expected<std::string> libm = findLibrary(options, "libm.so.6");
-  if (!libm)
-    return libm.takeError();
-  llvm::Expected<std::string> libc = findLibrary(options, "libc.so.6");
-  if (!libc)
-    return libc.takeError();
   TempDir dir;
   if (std::error_code ec =
           llvm::sys::fs::createUniqueDirectory("bt-codegen", dir.path))
@@ -318,35 +358,26 @@ bt::compileToSharedObject(ModuleOp module, const CPUCodegenOptions &options) {
     os << object;
   }
   llvm::SmallVector<llvm::StringRef> args = {
-      *linker, "-shared", "--eh-frame-hdr", "-z", "noexecstack", "-z",
+      in.linker, "-shared", "--eh-frame-hdr", "-z", "noexecstack", "-z",
       "relro", "-z", "now", "--hash-style=gnu", "-O1", "-soname",
-      options.soname, "-o", soPath, objPath, "--no-as-needed", *libm, *libc};
+      options.soname, "-o", soPath, objPath, "--no-as-needed", in.libm,
+      in.libc};
   // LLVM's OpenMP runtime when the parallel loops of bt-cpu-pipeline
   // (convert-scf-to-openmp) call it; the process shares it (one thread pool
   // with OpenBLAS, docs/codegen.md "Threads").
-  std::string libompPath;
-  if (usesOpenMP(**llvmModule)) {
-    llvm::Expected<std::string> p = findLibrary(options, "libomp.so.5");
-    if (!p)
+  if (usesOpenMP(m)) {
+    if (in.libomp.empty())
       return makeError("the kernels use OpenMP (bt-cpu-pipeline parallel=true) "
-                       "but " + llvm::toString(p.takeError()) +
-                       "; install libomp5-19 or compile with parallel=false");
-    libompPath = *p;
-    args.push_back(libompPath);
+                       "but libomp.so.5 was not found; install libomp5-19 or "
+                       "compile with parallel=false");
+    args.push_back(in.libomp);
   }
   // libmvec (part of glibc) only when the vectorizer called into it.
-  std::string libmvecPath;
-  if (options.vectorMath) {
-    if (llvm::Expected<std::string> p = findLibrary(options, "libmvec.so.1")) {
-      libmvecPath = *p;
-      args.append({"--as-needed", libmvecPath});
-    } else {
-      llvm::consumeError(p.takeError());
-    }
-  }
+  if (!in.libmvec.empty())
+    args.append({"--as-needed", in.libmvec});
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, errPath, errPath};
   std::string execError;
-  int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, redirects,
+  int rc = llvm::sys::ExecuteAndWait(in.linker, args, std::nullopt, redirects,
                                      /*SecondsToWait=*/0, /*MemoryLimit=*/0,
                                      &execError);
   if (rc != 0) {
@@ -355,9 +386,85 @@ bt::compileToSharedObject(ModuleOp module, const CPUCodegenOptions &options) {
       log = *l;
     else
       llvm::consumeError(l.takeError());
-    return makeError("linking the kernel library failed (" + *linker +
+    return makeError("linking the kernel library failed (" + in.linker +
                      ", exit code " + llvm::Twine(rc) + ")" +
                      (execError.empty() ? "" : ": " + execError) + "\n" + log);
   }
   return readFile(soPath);
+}
+
+/// The compile cache's key of a shared object: the module and every input
+/// of translateAndOptimize and linkSharedObject.
+bt::codegen::CompileCacheKey sharedObjectKey(ModuleOp module,
+                                             const bt::CPUCodegenOptions &o,
+                                             const Target &target,
+                                             const LinkInputs &in,
+                                             llvm::StringRef identity) {
+  bt::codegen::CompileCacheKey key("so", identity);
+  key.add("triple", target.triple);
+  key.add("cpu", target.cpu);
+  key.add("features", target.features);
+  key.add("opt-level", std::to_string(o.optLevel));
+  key.add("unroll-loops", o.unrollLoops ? "1" : "0");
+  key.add("vector-math", o.vectorMath ? "1" : "0");
+  key.add("soname", o.soname);
+  key.add("linker", in.linker);
+  key.add("libm", in.libm);
+  key.add("libc", in.libc);
+  key.add("libomp", in.libomp);
+  key.add("libmvec", in.libmvec);
+  key.addOperation("module", module);
+  return key;
+}
+
+/// The cache of `options.cacheDir` with this compiler's identity; a cache
+/// that cannot be used is a warning on `module`.
+std::optional<std::pair<bt::codegen::CompileCache, std::string>>
+openCache(ModuleOp module, const bt::CPUCodegenOptions &options) {
+  if (options.cacheDir.empty())
+    return std::nullopt;
+  llvm::Expected<std::string> identity = bt::codegen::compilerIdentity();
+  if (!identity) {
+    module.emitWarning("compile cache off: ")
+        << llvm::toString(identity.takeError());
+    return std::nullopt;
+  }
+  llvm::Expected<bt::codegen::CompileCache> cache =
+      bt::codegen::CompileCache::open(options.cacheDir);
+  if (!cache) {
+    module.emitWarning(llvm::toString(cache.takeError()))
+        << " (compiling without the cache)";
+    return std::nullopt;
+  }
+  return std::make_pair(std::move(*cache), std::move(*identity));
+}
+
+} // namespace
+
+llvm::Expected<std::string>
+bt::compileToSharedObject(ModuleOp module, const CPUCodegenOptions &options) {
+  llvm::Expected<LinkInputs> in = findLinkInputs(options);
+  if (!in)
+    return in.takeError();
+  auto cache = openCache(module, options);
+  std::optional<codegen::CompileCacheKey> key;
+  if (cache) {
+    llvm::Expected<Target> target = createTarget(options);
+    if (!target)
+      return target.takeError();
+    key = sharedObjectKey(module, options, *target, *in, cache->second);
+    if (std::optional<std::string> hit = cache->first.lookup(*key))
+      return std::move(*hit);
+  }
+  llvm::LLVMContext llvmCtx;
+  Target target;
+  auto llvmModule = translateForCPU(module, options, llvmCtx, target);
+  if (!llvmModule)
+    return llvmModule.takeError();
+  llvm::Expected<std::string> so =
+      linkSharedObject(**llvmModule, target, options, *in);
+  if (so && cache)
+    if (llvm::Error e = cache->first.store(*key, *so))
+      module.emitWarning(llvm::toString(std::move(e)));
+  return so;
 }

@@ -8,6 +8,7 @@
 
 #include "bt/Codegen/CUDA/CUDACodegen.h"
 #include "bt/Codegen/CUDA/Passes.h"
+#include "bt/Codegen/CompileCache.h"
 #include "bt/Codegen/Dialects.h"
 #include "bt/Codegen/Passes.h"
 #include "bt/Codegen/PipelineStages.h"
@@ -18,6 +19,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
@@ -29,6 +31,7 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 using namespace mlir;
@@ -206,9 +209,118 @@ LogicalResult bt::runCUDAPipeline(ModuleOp module,
   return finishCUDAKernels(module, options, emulatorKernels);
 }
 
+namespace {
+
+/// gpu-module-to-binary (format isa: PTX) on `module`.
+LogicalResult runModuleToBinary(ModuleOp module,
+                                const bt::CUDAPipelineOptions &options) {
+  return bt::codegen::runPipeline(
+      module, bt::registerCUDACodegenDialects, [&](OpPassManager &pm) {
+        GpuModuleToBinaryPassOptions toBinary;
+        toBinary.toolkitPath = cudaPathOf(options);
+        toBinary.compilationTarget = "isa";
+        pm.addPass(createGpuModuleToBinaryPass(toBinary));
+      });
+}
+
+/// The compile cache's key of the PTX of `kernels`: the gpu.module (its
+/// #nvvm.target holds the chip, features and optimization level) and the
+/// libdevice it links.
+FailureOr<bt::codegen::CompileCacheKey>
+ptxKey(gpu::GPUModuleOp kernels, const bt::CUDAPipelineOptions &options,
+       StringRef identity) {
+  llvm::SmallString<256> libdevice(cudaPathOf(options));
+  llvm::sys::path::append(libdevice, "nvvm", "libdevice", "libdevice.10.bc");
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> bitcode =
+      llvm::MemoryBuffer::getFile(libdevice, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!bitcode)
+    return failure();
+  bt::codegen::CompileCacheKey key("ptx", identity);
+  key.add("libdevice", (*bitcode)->getBuffer());
+  key.addOperation("gpu.module", kernels);
+  return key;
+}
+
+/// gpu-module-to-binary through the compile cache of `cacheDir`: the PTX of
+/// an identical gpu.module from this compiler is reused (a gpu.binary as the
+/// pass builds it); a cache that cannot be used is a warning.
+LogicalResult cachedModuleToBinary(ModuleOp module,
+                                   const bt::CUDAPipelineOptions &options,
+                                   StringRef cacheDir) {
+  SmallVector<gpu::GPUModuleOp> kernels(module.getOps<gpu::GPUModuleOp>());
+  if (cacheDir.empty() || kernels.size() != 1 ||
+      !kernels[0].getTargetsAttr() || kernels[0].getTargetsAttr().size() != 1)
+    return runModuleToBinary(module, options);
+  gpu::GPUModuleOp device = kernels[0];
+  llvm::Expected<std::string> identity = bt::codegen::compilerIdentity();
+  if (!identity) {
+    module.emitWarning("compile cache off: ")
+        << llvm::toString(identity.takeError());
+    return runModuleToBinary(module, options);
+  }
+  llvm::Expected<bt::codegen::CompileCache> cache =
+      bt::codegen::CompileCache::open(cacheDir);
+  if (!cache) {
+    module.emitWarning(llvm::toString(cache.takeError()))
+        << " (compiling without the cache)";
+    return runModuleToBinary(module, options);
+  }
+  FailureOr<bt::codegen::CompileCacheKey> key =
+      ptxKey(device, options, *identity);
+  if (failed(key))
+    return runModuleToBinary(module, options);
+  Attribute target = device.getTargetsAttr()[0];
+  // The entry: the object's properties (printed; e.g. {O = 3 : i32}), a
+  // NUL, and the PTX.
+  if (std::optional<std::string> entry = cache->lookup(*key)) {
+    size_t split = entry->find('\0');
+    Attribute properties;
+    if (split != std::string::npos && split > 0)
+      properties = parseAttribute(StringRef(*entry).take_front(split),
+                                  module.getContext());
+    if (split != std::string::npos &&
+        (split == 0 || isa_and_nonnull<DictionaryAttr>(properties))) {
+      OpBuilder b(device);
+      auto object = gpu::ObjectAttr::get(
+          module.getContext(), target, gpu::CompilationTarget::Assembly,
+          b.getStringAttr(StringRef(*entry).drop_front(split + 1)),
+          cast_or_null<DictionaryAttr>(properties));
+      b.create<gpu::BinaryOp>(device.getLoc(), device.getName(),
+                              /*offloadingHandler=*/nullptr,
+                              b.getArrayAttr({object}));
+      device.erase();
+      return success();
+    }
+  }
+  StringRef name = device.getName();
+  std::string kernelsName = name.str();
+  if (failed(runModuleToBinary(module, options)))
+    return failure();
+  for (auto binary : module.getOps<gpu::BinaryOp>()) {
+    if (binary.getName() != kernelsName || binary.getObjects().size() != 1)
+      continue;
+    auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
+    if (object.getTarget() != target ||
+        object.getFormat() != gpu::CompilationTarget::Assembly)
+      continue;
+    std::string entry;
+    llvm::raw_string_ostream os(entry);
+    if (object.getProperties())
+      object.getProperties().print(os);
+    os << '\0' << object.getObject().getValue();
+    if (llvm::Error e = cache->store(*key, entry))
+      module.emitWarning(llvm::toString(std::move(e)));
+  }
+  return success();
+}
+
+} // namespace
+
 LogicalResult bt::finishCUDAKernels(ModuleOp module,
                                     const CUDAPipelineOptions &options,
-                                    OwningOpRef<ModuleOp> *emulatorKernels) {
+                                    OwningOpRef<ModuleOp> *emulatorKernels,
+                                    StringRef cacheDir) {
   if (emulatorKernels) {
     FailureOr<OwningOpRef<ModuleOp>> host = buildEmulatorKernels(module);
     if (failed(host))
@@ -217,13 +329,7 @@ LogicalResult bt::finishCUDAKernels(ModuleOp module,
   }
   if (!options.binary)
     return success();
-  return codegen::runPipeline(
-      module, registerCUDACodegenDialects, [&](OpPassManager &pm) {
-        GpuModuleToBinaryPassOptions toBinary;
-        toBinary.toolkitPath = cudaPathOf(options);
-        toBinary.compilationTarget = "isa";
-        pm.addPass(createGpuModuleToBinaryPass(toBinary));
-      });
+  return cachedModuleToBinary(module, options, cacheDir);
 }
 
 FailureOr<OwningOpRef<ModuleOp>> bt::buildEmulatorKernels(ModuleOp module) {

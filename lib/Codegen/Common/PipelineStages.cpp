@@ -93,6 +93,11 @@ void bt::codegen::addBufferizationStage(
   // owned by the caller.
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizationOptions bufferization;
+  // The constants' globals in a reproducible order (One-Shot Bufferize's
+  // own order is not).
+  BTConstantGlobalsOptions globals;
+  globals.alignment = bufferization.bufferAlignment;
+  pm.addPass(createBTConstantGlobals(globals));
   bufferization.bufferizeFunctionBoundaries = true;
   bufferization.setFunctionBoundaryTypeConversion(
       bufferization::LayoutMapOption::IdentityLayoutMap);

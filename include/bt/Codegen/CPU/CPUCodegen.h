@@ -134,6 +134,9 @@ struct CPUCodegenOptions {
   /// Directories searched for libm.so.6 / libc.so.6 (DT_NEEDED); empty: the
   /// usual multiarch directories.
   std::vector<std::string> libraryDirs;
+  /// compileToSharedObject: the compile cache's directory
+  /// (bt/Codegen/CompileCache.h); empty: no cache.
+  std::string cacheDir;
 };
 
 /// The CPU that an empty / "native" `CPUCodegenOptions::cpu` stands for.
@@ -156,7 +159,11 @@ llvm::Expected<std::string> compileToLLVMIR(mlir::ModuleOp module,
 /// Translates `module` (LLVM dialect) to LLVM IR, optimizes it at
 /// `options.optLevel` with a TargetMachine for `options.cpu`, emits an object
 /// file and links it with ld.lld into a shared object; returns its bytes.
-/// Errors carry the linker's stderr.
+/// Errors carry the linker's stderr. With `options.cacheDir`, a shared object
+/// that the same compiler built from the same module and options is read
+/// from the compile cache instead, and a new one is stored there; a cache
+/// that cannot be opened, read or written is a warning on `module` (the
+/// compile goes on without it), never an error.
 llvm::Expected<std::string> compileToSharedObject(mlir::ModuleOp module,
                                                   const CPUCodegenOptions &options);
 

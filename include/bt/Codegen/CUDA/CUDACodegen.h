@@ -174,10 +174,14 @@ runCUDAPipeline(mlir::ModuleOp module, const CUDAPipelineOptions &options = {},
 /// gpu.module, which the caller may have replaced, e.g. by an edited copy
 /// of `bt-run compile --emit nvvm`): the emulator's kernels
 /// (buildEmulatorKernels; none when `emulatorKernels` is null), then, with
-/// `options.binary`, gpu-module-to-binary (the PTX).
+/// `options.binary`, gpu-module-to-binary (the PTX). With `cacheDir`, the
+/// PTX of an identical gpu.module (same compiler build, same libdevice) is
+/// taken from the compile cache (bt/Codegen/CompileCache.h) and new PTX is
+/// stored there; a cache that cannot be used is a warning, not an error.
 mlir::LogicalResult
 finishCUDAKernels(mlir::ModuleOp module, const CUDAPipelineOptions &options,
-                  mlir::OwningOpRef<mlir::ModuleOp> *emulatorKernels);
+                  mlir::OwningOpRef<mlir::ModuleOp> *emulatorKernels,
+                  llvm::StringRef cacheDir = {});
 
 /// The kernels of `module` (after bt-cuda-pipeline with binary=false: host
 /// code + one NVVM gpu.module, which is left unchanged) as a host module for
