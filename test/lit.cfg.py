@@ -93,3 +93,33 @@ try:
         config.substitutions.append(("%torch_python", torch_python))
 except (OSError, subprocess.TimeoutExpired):
     pass
+
+# The compile cache (include/bt/Codegen/CompileCache.h, docs/codegen.md
+# "Compile cache"), shared by every test of a run: a model compiled with the
+# same options by several tests (the fixture cases for eval, generation,
+# grad, the emulator, the executables) goes through LLVM once. The keys hold
+# the compiler's build-id, so entries of an older build are never read; the
+# folder is emptied when bt-run changes, so that it does not grow with every
+# rebuild. test/bt-run/compile-cache.test tests the cache itself in a folder
+# of its own. scripts/sanitize.sh --lit (another exec root, the same bt-run)
+# shares the folder.
+import hashlib
+bt_cache_dir = os.path.join(config.bt_obj_root, "test", "compile-cache")
+bt_run = os.path.join(config.bt_tools_dir, "bt-run")
+if os.path.exists(bt_run):
+    digest = hashlib.sha256()
+    with open(bt_run, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    stamp_path = os.path.join(bt_cache_dir, "bt-run.sha256")
+    try:
+        with open(stamp_path) as f:
+            stale = f.read().strip() != digest.hexdigest()
+    except OSError:
+        stale = True
+    if stale:
+        shutil.rmtree(bt_cache_dir, ignore_errors=True)
+        os.makedirs(bt_cache_dir, exist_ok=True)
+        with open(stamp_path, "w") as f:
+            f.write(digest.hexdigest() + "\n")
+config.environment["BT_CACHE_DIR"] = bt_cache_dir
