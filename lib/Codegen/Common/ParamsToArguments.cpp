@@ -43,24 +43,33 @@ struct ParamsToArgumentsPass
     if (params.empty())
       return;
 
-    // Only bt.param_ref may refer to a parameter from here on.
-    for (ParamOp p : params) {
-      std::optional<SymbolTable::UseRange> uses =
-          SymbolTable::getSymbolUses(p.getSymNameAttr(), module);
-      if (!uses)
-        continue;
-      for (const SymbolTable::SymbolUse &use : *uses) {
-        if (isa<ParamRefOp>(use.getUser()))
-          continue;
+    // Only bt.param_ref may refer to a parameter from here on. One walk that
+    // looks at every symbol reference in the module's symbol scope (nested
+    // symbol tables such as gpu.module are separate scopes); a per-parameter
+    // SymbolTable::getSymbolUses would walk the module once per parameter.
+    WalkResult scan = module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (op != module.getOperation() && op->hasTrait<OpTrait::SymbolTable>())
+        return WalkResult::skip();
+      if (isa<ParamRefOp>(op))
+        return WalkResult::advance();
+      WalkResult found = op->getAttrDictionary().walk([&](SymbolRefAttr ref) {
+        auto it = index.find(ref.getRootReference());
+        if (it == index.end())
+          return WalkResult::advance();
+        ParamOp p = params[it->second];
         InFlightDiagnostic diag =
-            use.getUser()->emitOpError()
+            op->emitOpError()
             << "uses parameter " << p.getSymNameAttr()
             << " by symbol; only bt.param_ref can be turned into an argument "
                "(run bt-decompose first)";
         diag.attachNote(p.getLoc()) << "parameter declared here";
-        return signalPassFailure();
-      }
-    }
+        return WalkResult::interrupt();
+      });
+      return found.wasInterrupted() ? WalkResult::interrupt()
+                                    : WalkResult::advance();
+    });
+    if (scan.wasInterrupted())
+      return signalPassFailure();
 
     // Direct needs of every function.
     SymbolTable symbols(module);
