@@ -97,6 +97,21 @@ private:
   std::string dir_;
 };
 
+/// An open compile cache and the identity its keys start from.
+struct OpenCompileCache {
+  CompileCache cache;
+  std::string identity;
+};
+
+/// The compile cache in `dir` with this compiler's identity, for a compile
+/// of `anchor`. std::nullopt when `dir` is empty (no cache asked for), and
+/// when the cache cannot be used: no compiler identity (compilerIdentity's
+/// error) or a directory CompileCache::open rejects; that is a warning on
+/// `anchor` ("... (compiling without the cache)"), never an error, since the
+/// compile goes on without the cache.
+std::optional<OpenCompileCache> openCompileCache(mlir::Operation *anchor,
+                                                 llvm::StringRef dir);
+
 } // namespace bt::codegen
 
 #endif // BT_CODEGEN_COMPILECACHE_H

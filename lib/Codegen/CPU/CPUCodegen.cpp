@@ -417,28 +417,6 @@ bt::codegen::CompileCacheKey sharedObjectKey(ModuleOp module,
   return key;
 }
 
-/// The cache of `options.cacheDir` with this compiler's identity; a cache
-/// that cannot be used is a warning on `module`.
-std::optional<std::pair<bt::codegen::CompileCache, std::string>>
-openCache(ModuleOp module, const bt::CPUCodegenOptions &options) {
-  if (options.cacheDir.empty())
-    return std::nullopt;
-  llvm::Expected<std::string> identity = bt::codegen::compilerIdentity();
-  if (!identity) {
-    module.emitWarning("compile cache off: ")
-        << llvm::toString(identity.takeError());
-    return std::nullopt;
-  }
-  llvm::Expected<bt::codegen::CompileCache> cache =
-      bt::codegen::CompileCache::open(options.cacheDir);
-  if (!cache) {
-    module.emitWarning(llvm::toString(cache.takeError()))
-        << " (compiling without the cache)";
-    return std::nullopt;
-  }
-  return std::make_pair(std::move(*cache), std::move(*identity));
-}
-
 } // namespace
 
 llvm::Expected<std::string>
@@ -446,25 +424,27 @@ bt::compileToSharedObject(ModuleOp module, const CPUCodegenOptions &options) {
   llvm::Expected<LinkInputs> in = findLinkInputs(options);
   if (!in)
     return in.takeError();
-  auto cache = openCache(module, options);
+  std::optional<codegen::OpenCompileCache> cache =
+      codegen::openCompileCache(module, options.cacheDir);
+  llvm::Expected<Target> target = createTarget(options);
+  if (!target)
+    return target.takeError();
   std::optional<codegen::CompileCacheKey> key;
   if (cache) {
-    llvm::Expected<Target> target = createTarget(options);
-    if (!target)
-      return target.takeError();
-    key = sharedObjectKey(module, options, *target, *in, cache->second);
-    if (std::optional<std::string> hit = cache->first.lookup(*key))
+    key = sharedObjectKey(module, options, *target, *in, cache->identity);
+    if (std::optional<std::string> hit = cache->cache.lookup(*key))
       return std::move(*hit);
   }
   llvm::LLVMContext llvmCtx;
-  Target target;
-  auto llvmModule = translateForCPU(module, options, llvmCtx, target);
+  auto llvmModule =
+      translateAndOptimize(module, llvmCtx, *target, options.optLevel,
+                           options.unrollLoops, options.vectorMath);
   if (!llvmModule)
     return llvmModule.takeError();
   llvm::Expected<std::string> so =
-      linkSharedObject(**llvmModule, target, options, *in);
+      linkSharedObject(**llvmModule, *target, options, *in);
   if (so && cache)
-    if (llvm::Error e = cache->first.store(*key, *so))
+    if (llvm::Error e = cache->cache.store(*key, *so))
       module.emitWarning(llvm::toString(std::move(e)));
   return so;
 }

@@ -253,27 +253,18 @@ LogicalResult cachedModuleToBinary(ModuleOp module,
       !kernels[0].getTargetsAttr() || kernels[0].getTargetsAttr().size() != 1)
     return runModuleToBinary(module, options);
   gpu::GPUModuleOp device = kernels[0];
-  llvm::Expected<std::string> identity = bt::codegen::compilerIdentity();
-  if (!identity) {
-    module.emitWarning("compile cache off: ")
-        << llvm::toString(identity.takeError());
+  std::optional<bt::codegen::OpenCompileCache> cache =
+      bt::codegen::openCompileCache(module, cacheDir);
+  if (!cache)
     return runModuleToBinary(module, options);
-  }
-  llvm::Expected<bt::codegen::CompileCache> cache =
-      bt::codegen::CompileCache::open(cacheDir);
-  if (!cache) {
-    module.emitWarning(llvm::toString(cache.takeError()))
-        << " (compiling without the cache)";
-    return runModuleToBinary(module, options);
-  }
   FailureOr<bt::codegen::CompileCacheKey> key =
-      ptxKey(device, options, *identity);
+      ptxKey(device, options, cache->identity);
   if (failed(key))
     return runModuleToBinary(module, options);
   Attribute target = device.getTargetsAttr()[0];
   // The entry: the object's properties (printed; e.g. {O = 3 : i32}), a
   // NUL, and the PTX.
-  if (std::optional<std::string> entry = cache->lookup(*key)) {
+  if (std::optional<std::string> entry = cache->cache.lookup(*key)) {
     size_t split = entry->find('\0');
     Attribute properties;
     if (split != std::string::npos && split > 0)
@@ -309,7 +300,7 @@ LogicalResult cachedModuleToBinary(ModuleOp module,
     if (object.getProperties())
       object.getProperties().print(os);
     os << '\0' << object.getObject().getValue();
-    if (llvm::Error e = cache->store(*key, entry))
+    if (llvm::Error e = cache->cache.store(*key, entry))
       module.emitWarning(llvm::toString(std::move(e)));
   }
   return success();

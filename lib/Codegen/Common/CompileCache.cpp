@@ -6,6 +6,7 @@
 
 #include "bt/Codegen/CompileCache.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/OperationSupport.h"
 #include "llvm/ADT/StringExtras.h"
@@ -167,6 +168,26 @@ llvm::Expected<CompileCache> CompileCache::open(llvm::StringRef dir) {
     return llvm::createStringError("compile cache: " + dir +
                                    " is not a directory");
   return CompileCache(dir.str());
+}
+
+std::optional<OpenCompileCache>
+bt::codegen::openCompileCache(mlir::Operation *anchor, llvm::StringRef dir) {
+  if (dir.empty())
+    return std::nullopt;
+  llvm::Expected<std::string> identity = compilerIdentity();
+  if (!identity) {
+    anchor->emitWarning("compile cache off: ")
+        << llvm::toString(identity.takeError())
+        << " (compiling without the cache)";
+    return std::nullopt;
+  }
+  llvm::Expected<CompileCache> cache = CompileCache::open(dir);
+  if (!cache) {
+    anchor->emitWarning(llvm::toString(cache.takeError()))
+        << " (compiling without the cache)";
+    return std::nullopt;
+  }
+  return OpenCompileCache{std::move(*cache), std::move(*identity)};
 }
 
 std::string CompileCache::entryPath(const CompileCacheKey &key) const {

@@ -171,6 +171,51 @@ TEST_F(CompileCacheTest, AStoreIntoAVanishedDirectoryIsAnError) {
             std::string::npos);
 }
 
+TEST_F(CompileCacheTest, OpenCompileCacheWarnsOnTheAnchorAndGoesOn) {
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::func::FuncDialect>();
+  mlir::OpBuilder b(&ctx);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::ModuleOp::create(mlir::FileLineColLoc::get(&ctx, "m.mlir", 3, 7));
+  std::vector<std::string> warnings;
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << d.getLocation() << ": " << d;
+    warnings.push_back(text);
+    EXPECT_EQ(d.getSeverity(), mlir::DiagnosticSeverity::Warning);
+    return mlir::success();
+  });
+
+  // No directory: no cache, nothing said.
+  EXPECT_FALSE(openCompileCache(*module, "").has_value());
+  EXPECT_TRUE(warnings.empty());
+
+  // A usable directory: the cache there, keyed by this compiler.
+  std::optional<OpenCompileCache> open =
+      openCompileCache(*module, path("cache"));
+  ASSERT_TRUE(open.has_value());
+  EXPECT_EQ(open->cache.directory(), path("cache"));
+  llvm::Expected<std::string> id = compilerIdentity();
+  ASSERT_TRUE(bool(id)) << llvm::toString(id.takeError());
+  EXPECT_EQ(open->identity, *id);
+  EXPECT_TRUE(warnings.empty());
+
+  // A file where the directory should be: a located warning, no cache.
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path("file"), ec);
+    ASSERT_FALSE(ec);
+  }
+  EXPECT_FALSE(openCompileCache(*module, path("file")).has_value());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].rfind("loc(\"m.mlir\":3:7): compile cache: ", 0), 0u)
+      << warnings[0];
+  EXPECT_NE(warnings[0].find("is not a directory (compiling without the cache)"),
+            std::string::npos)
+      << warnings[0];
+}
+
 TEST(CompilerIdentityTest, NamesTheBuildIdAndLLVM) {
   llvm::Expected<std::string> id = compilerIdentity();
   ASSERT_TRUE(bool(id)) << llvm::toString(id.takeError());
