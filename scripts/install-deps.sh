@@ -16,6 +16,9 @@ PACKAGES=(
   # The byte-level BPE tokenizer (runtime/bpe, tokenizer.json): PCRE2 for the
   # pre-tokenizer regex, utf8proc for NFC (static archives in both).
   libpcre2-dev libutf8proc-dev
+  # The CUDA emulator's fibers (runtime/device/cuda_emu/launch.cc): context
+  # switches without glibc swapcontext's signal-mask system call.
+  libboost-context-dev
   # One CPU thread pool (docs/codegen.md, "Threads"): LLVM's OpenMP runtime for
   # the generated kernels' parallel loops, and OpenBLAS's OpenMP build.
   libomp-19-dev libopenblas0-openmp
