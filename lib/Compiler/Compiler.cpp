@@ -10,6 +10,7 @@
 #include "bt/Compiler/Compiler.h"
 
 #include "bt/Codegen/CPU/CPUCodegen.h"
+#include "bt/Codegen/CompileCache.h"
 #include "bt/Codegen/CUDA/CUDACodegen.h"
 #include "bt/Dialect/BT/IR/BTDialect.h"
 #include "bt/Import/Import.h"
@@ -267,9 +268,80 @@ CPUCodegenOptions hostCodegenOptions(const Options &options,
   codegen.cacheDir = options.cacheDir;
   return codegen;
 }
+
+/// The compile cache's key of everything compileKernels returns: the
+/// imported module, every option that changes the kernels, and what the
+/// shared objects (host code; the emulator's kernels) and the PTX depend on
+/// besides their modules. std::nullopt (with a warning on `module`) when
+/// those cannot be determined; the compile then reports the reason itself.
+std::optional<codegen::CompileCacheKey>
+kernelsCacheKey(ModuleOp module, const Options &options,
+                StringRef identity) {
+  codegen::CompileCacheKey key("kernels", identity);
+  key.add("target", options.target == Target::CUDA ? "cuda" : "cpu");
+  key.add("grad-entry", options.gradEntry ? "1" : "0");
+  key.add("train-step", options.trainStep ? "1" : "0");
+  key.add("apply-gradients", options.applyGradients ? "1" : "0");
+  key.add("fuse-local-attention", options.fuseLocalAttention ? "1" : "0");
+  key.add("blas", options.blas ? "1" : "0");
+  key.add("sgemm-function", options.sgemmFunction);
+  key.add("cpu", options.cpu);
+  key.add("gpu-chip", options.gpuChip);
+  key.add("cuda-path", options.cudaPath);
+  key.add("dtype", options.dtype);
+  key.add("gpu-binary", options.gpuBinary ? "1" : "0");
+  key.add("emulator-kernels", options.emulatorKernels ? "1" : "0");
+  std::string cpuName;
+  CPUCodegenOptions host = hostCodegenOptions(options, cpuName);
+  key.add("host-cpu", cpuName);
+  llvm::Error fields = addSharedObjectKeyFields(key, host);
+  if (!fields && options.target == Target::CUDA) {
+    CUDAPipelineOptions p;
+    fillCUDAOptions(p, options);
+    fields = addPTXKeyFields(key, p);
+  }
+  if (fields) {
+    module.emitWarning("compile cache not used: ")
+        << llvm::toString(std::move(fields));
+    return std::nullopt;
+  }
+  key.addOperation("module", module);
+  return key;
+}
 } // namespace
 
 FailureOr<CompiledKernels> Compilation::compileKernels() {
+  std::optional<codegen::OpenCompileCache> cache;
+  std::optional<codegen::CompileCacheKey> key;
+  if (!done && options.nvvmKernels.empty() && options.cacheWholeCompile) {
+    cache = codegen::openCompileCache(*module, options.cacheDir);
+    // Warned once (openCompileCache); the shared objects and the PTX of
+    // this compile do without the cache too.
+    if (!cache)
+      options.cacheDir.clear();
+  }
+  if (cache)
+    key = kernelsCacheKey(*module, options, cache->identity);
+  if (key) {
+    if (std::optional<std::string> hit = cache->cache.lookup(*key)) {
+      llvm::Expected<CompiledKernels> kernels =
+          deserializeCompiledKernels(*hit);
+      if (kernels)
+        return std::move(*kernels);
+      // An entry of an older layout under the same key cannot happen (the
+      // compiler's identity is in the key); recompile and replace it.
+      llvm::consumeError(kernels.takeError());
+    }
+  }
+  FailureOr<CompiledKernels> kernels = compileKernelsUncached();
+  if (succeeded(kernels) && key)
+    if (llvm::Error e =
+            cache->cache.store(*key, serializeCompiledKernels(*kernels)))
+      module->emitWarning(llvm::toString(std::move(e)));
+  return kernels;
+}
+
+FailureOr<CompiledKernels> Compilation::compileKernelsUncached() {
   if (failed(runTo(Phase::LLVM)))
     return failure();
   CompiledKernels kernels;

@@ -384,3 +384,11 @@ bt::run::parseCompilerOptions(const std::vector<std::string> &compilerArgs) {
                               kUsage);
   return S;
 }
+
+bool bt::run::mlirOptionGiven() {
+  for (const auto &entry : llvm::cl::getRegisteredOptions())
+    if (entry.getKey().starts_with("mlir-") &&
+        entry.getValue()->getNumOccurrences() > 0)
+      return true;
+  return false;
+}

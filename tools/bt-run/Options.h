@@ -88,6 +88,12 @@ int usage(const llvm::Twine &message);
 /// its own). Returns false after a message on a bad --threads value.
 bool parseOptions(int &argc, char **argv, RunOptions &options);
 
+/// Whether the parsed command line set one of MLIR's options (--mlir-timing,
+/// --mlir-print-ir-*, --mlir-elide-*, ...: every registered option named
+/// mlir-*), which watch or print the passes; a compile then runs them
+/// instead of taking its whole result from the compile cache.
+bool mlirOptionGiven();
+
 /// Registers MLIR's options as parseOptions does and parses only
 /// `compilerArgs` (bt-run train, whose other arguments are the training
 /// loop's).

@@ -109,6 +109,8 @@ bt::run::compileOptions(const Tool &tool, bool withGrad, bool thisMachine,
   if (options.cacheDir.empty())
     if (const char *env = std::getenv("BT_CACHE_DIR"))
       options.cacheDir = env;
+  // --mlir-timing, --mlir-print-ir-*, ... watch the passes: they must run.
+  options.cacheWholeCompile = !mlirOptionGiven();
   if (!o.nvvmKernels.empty() && *target != compiler::Target::CUDA) {
     fail("--nvvm-kernels needs --target cuda");
     return failure();

@@ -38,6 +38,7 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 #include <optional>
 #include <string>
@@ -109,6 +110,10 @@ struct Options {
   /// libraries and the PTX, keyed by the module and the codegen options);
   /// empty: none.
   std::string cacheDir;
+  /// With cacheDir: also keep the whole result of compileKernels (false:
+  /// only the shared objects and the PTX, so that the passes run, e.g. when
+  /// --mlir-timing or --mlir-print-ir-* watch them).
+  bool cacheWholeCompile = true;
 };
 
 /// The kernels of a compiled model: what an artifact holds besides the
@@ -129,6 +134,14 @@ struct CompiledKernels {
   /// runtime/device/cuda_emu/bt_emu_abi.h (the artifact's cuda_emu section).
   std::string cudaEmu;
 };
+
+/// `kernels` as bytes (the compile cache's "kernels" entries;
+/// lib/Compiler/CompiledKernelsCache.cpp has the layout).
+std::string serializeCompiledKernels(const CompiledKernels &kernels);
+/// The CompiledKernels that serializeCompiledKernels wrote as `bytes`.
+/// Errors: truncated bytes, trailing bytes, malformed JSON or a missing or
+/// mistyped field (named by its JSON path).
+llvm::Expected<CompiledKernels> deserializeCompiledKernels(llvm::StringRef bytes);
 
 /// Registers the dialects, interface models and translations that a compile
 /// for any target needs (the bt dialect, registerCUDACodegenDialects, the
@@ -154,6 +167,11 @@ public:
   mlir::LogicalResult runTo(Phase phase);
 
   /// Runs every phase and compiles the host code to a shared object.
+  /// With Options::cacheDir, called before any phase ran and without
+  /// Options::nvvmKernels, the whole result comes from the compile cache
+  /// when this compiler built it before from the same imported module and
+  /// options (kernelsCacheKey), and is stored there otherwise; the module
+  /// is then left as imported. A cache that cannot be used is a warning.
   mlir::FailureOr<CompiledKernels> compileKernels();
 
   /// The host code as optimized LLVM IR (text), after every phase.
@@ -184,6 +202,8 @@ private:
   /// CUDA, after the LLVM phase's passes: the --nvvm-kernels replacement,
   /// the emulator's kernels and (gpuBinary) the PTX (finishCUDAKernels).
   mlir::LogicalResult finishKernels();
+  /// compileKernels without the whole-result cache.
+  mlir::FailureOr<CompiledKernels> compileKernelsUncached();
 
   mlir::OwningOpRef<mlir::ModuleOp> module;
   Options options;

@@ -393,14 +393,11 @@ llvm::Expected<std::string> linkSharedObject(llvm::Module &m, Target &target,
   return readFile(soPath);
 }
 
-/// The compile cache's key of a shared object: the module and every input
-/// of translateAndOptimize and linkSharedObject.
-bt::codegen::CompileCacheKey sharedObjectKey(ModuleOp module,
-                                             const bt::CPUCodegenOptions &o,
-                                             const Target &target,
-                                             const LinkInputs &in,
-                                             llvm::StringRef identity) {
-  bt::codegen::CompileCacheKey key("so", identity);
+/// Every input of translateAndOptimize and linkSharedObject besides the
+/// module (addSharedObjectKeyFields).
+void addCodegenFields(bt::codegen::CompileCacheKey &key,
+                      const bt::CPUCodegenOptions &o, const Target &target,
+                      const LinkInputs &in) {
   key.add("triple", target.triple);
   key.add("cpu", target.cpu);
   key.add("features", target.features);
@@ -413,6 +410,17 @@ bt::codegen::CompileCacheKey sharedObjectKey(ModuleOp module,
   key.add("libc", in.libc);
   key.add("libomp", in.libomp);
   key.add("libmvec", in.libmvec);
+}
+
+/// The compile cache's key of a shared object: the module and every input
+/// of translateAndOptimize and linkSharedObject.
+bt::codegen::CompileCacheKey sharedObjectKey(ModuleOp module,
+                                             const bt::CPUCodegenOptions &o,
+                                             const Target &target,
+                                             const LinkInputs &in,
+                                             llvm::StringRef identity) {
+  bt::codegen::CompileCacheKey key("so", identity);
+  addCodegenFields(key, o, target, in);
   key.addOperation("module", module);
   return key;
 }
@@ -447,4 +455,16 @@ bt::compileToSharedObject(ModuleOp module, const CPUCodegenOptions &options) {
     if (llvm::Error e = cache->cache.store(*key, *so))
       module.emitWarning(llvm::toString(std::move(e)));
   return so;
+}
+
+llvm::Error bt::addSharedObjectKeyFields(codegen::CompileCacheKey &key,
+                                         const CPUCodegenOptions &options) {
+  llvm::Expected<LinkInputs> in = findLinkInputs(options);
+  if (!in)
+    return in.takeError();
+  llvm::Expected<Target> target = createTarget(options);
+  if (!target)
+    return target.takeError();
+  addCodegenFields(key, options, *target, *in);
+  return llvm::Error::success();
 }

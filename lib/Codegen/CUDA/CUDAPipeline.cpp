@@ -229,15 +229,11 @@ LogicalResult runModuleToBinary(ModuleOp module,
 FailureOr<bt::codegen::CompileCacheKey>
 ptxKey(gpu::GPUModuleOp kernels, const bt::CUDAPipelineOptions &options,
        StringRef identity) {
-  llvm::SmallString<256> libdevice(cudaPathOf(options));
-  llvm::sys::path::append(libdevice, "nvvm", "libdevice", "libdevice.10.bc");
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> bitcode =
-      llvm::MemoryBuffer::getFile(libdevice, /*IsText=*/false,
-                                  /*RequiresNullTerminator=*/false);
-  if (!bitcode)
-    return failure();
   bt::codegen::CompileCacheKey key("ptx", identity);
-  key.add("libdevice", (*bitcode)->getBuffer());
+  if (llvm::Error e = bt::addPTXKeyFields(key, options)) {
+    llvm::consumeError(std::move(e));
+    return failure();
+  }
   key.addOperation("gpu.module", kernels);
   return key;
 }
@@ -378,4 +374,19 @@ FailureOr<std::string> bt::takePTX(ModuleOp module) {
     return failure();
   module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
   return ptx;
+}
+
+llvm::Error bt::addPTXKeyFields(codegen::CompileCacheKey &key,
+                                const CUDAPipelineOptions &options) {
+  llvm::SmallString<256> libdevice(cudaPathOf(options));
+  llvm::sys::path::append(libdevice, "nvvm", "libdevice", "libdevice.10.bc");
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> bitcode =
+      llvm::MemoryBuffer::getFile(libdevice, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!bitcode)
+    return llvm::createStringError(bitcode.getError(),
+                                   "cannot read " + libdevice + ": " +
+                                       bitcode.getError().message());
+  key.add("libdevice", (*bitcode)->getBuffer());
+  return llvm::Error::success();
 }

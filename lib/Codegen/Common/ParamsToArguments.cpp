@@ -27,6 +27,37 @@ using namespace bt;
 
 namespace {
 
+/// Fails (with a located error) when an op other than bt.param_ref refers
+/// to one of `params` by symbol. One walk over every symbol reference in the
+/// module's symbol scope (nested symbol tables such as gpu.module are
+/// separate scopes); a per-parameter SymbolTable::getSymbolUses would walk
+/// the module once per parameter.
+LogicalResult checkOnlyParamRefsUse(ModuleOp module, ArrayRef<ParamOp> params,
+                                    const DenseMap<StringAttr, unsigned> &index) {
+  WalkResult scan = module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op != module.getOperation() && op->hasTrait<OpTrait::SymbolTable>())
+      return WalkResult::skip();
+    if (isa<ParamRefOp>(op))
+      return WalkResult::advance();
+    WalkResult found = op->getAttrDictionary().walk([&](SymbolRefAttr ref) {
+      auto it = index.find(ref.getRootReference());
+      if (it == index.end())
+        return WalkResult::advance();
+      ParamOp p = params[it->second];
+      InFlightDiagnostic diag =
+          op->emitOpError()
+          << "uses parameter " << p.getSymNameAttr()
+          << " by symbol; only bt.param_ref can be turned into an argument "
+             "(run bt-decompose first)";
+      diag.attachNote(p.getLoc()) << "parameter declared here";
+      return WalkResult::interrupt();
+    });
+    return found.wasInterrupted() ? WalkResult::interrupt()
+                                  : WalkResult::advance();
+  });
+  return failure(scan.wasInterrupted());
+}
+
 struct ParamsToArgumentsPass
     : public bt::impl::BTParamsToArgumentsBase<ParamsToArgumentsPass> {
   void runOnOperation() override {
@@ -43,32 +74,8 @@ struct ParamsToArgumentsPass
     if (params.empty())
       return;
 
-    // Only bt.param_ref may refer to a parameter from here on. One walk that
-    // looks at every symbol reference in the module's symbol scope (nested
-    // symbol tables such as gpu.module are separate scopes); a per-parameter
-    // SymbolTable::getSymbolUses would walk the module once per parameter.
-    WalkResult scan = module.walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (op != module.getOperation() && op->hasTrait<OpTrait::SymbolTable>())
-        return WalkResult::skip();
-      if (isa<ParamRefOp>(op))
-        return WalkResult::advance();
-      WalkResult found = op->getAttrDictionary().walk([&](SymbolRefAttr ref) {
-        auto it = index.find(ref.getRootReference());
-        if (it == index.end())
-          return WalkResult::advance();
-        ParamOp p = params[it->second];
-        InFlightDiagnostic diag =
-            op->emitOpError()
-            << "uses parameter " << p.getSymNameAttr()
-            << " by symbol; only bt.param_ref can be turned into an argument "
-               "(run bt-decompose first)";
-        diag.attachNote(p.getLoc()) << "parameter declared here";
-        return WalkResult::interrupt();
-      });
-      return found.wasInterrupted() ? WalkResult::interrupt()
-                                    : WalkResult::advance();
-    });
-    if (scan.wasInterrupted())
+    // Only bt.param_ref may refer to a parameter from here on.
+    if (failed(checkOnlyParamRefsUse(module, params, index)))
       return signalPassFailure();
 
     // Direct needs of every function.

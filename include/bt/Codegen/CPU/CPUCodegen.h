@@ -167,6 +167,21 @@ llvm::Expected<std::string> compileToLLVMIR(mlir::ModuleOp module,
 llvm::Expected<std::string> compileToSharedObject(mlir::ModuleOp module,
                                                   const CPUCodegenOptions &options);
 
+namespace codegen {
+class CompileCacheKey;
+} // namespace codegen
+
+/// Adds to `key` every input of compileToSharedObject other than the module:
+/// the LLVM target (triple, and the CPU and features as resolved for
+/// `options.cpu`, "" = this machine's), the optimization options, the soname,
+/// and the linker and libraries the link would use. The compile cache's key
+/// of a shared object is these and the module; a key of anything that
+/// contains such a compile (Compilation::compileKernels) adds them too.
+/// Errors: those compileToSharedObject reports before it compiles (no LLVM
+/// target for the CPU, no linker or C library found).
+llvm::Error addSharedObjectKeyFields(codegen::CompileCacheKey &key,
+                                     const CPUCodegenOptions &options);
+
 } // namespace bt
 
 #endif // BT_CODEGEN_CPU_CPUCODEGEN_H

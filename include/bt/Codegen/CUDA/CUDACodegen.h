@@ -193,6 +193,18 @@ finishCUDAKernels(mlir::ModuleOp module, const CUDAPipelineOptions &options,
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildEmulatorKernels(mlir::ModuleOp module);
 
+namespace codegen {
+class CompileCacheKey;
+} // namespace codegen
+
+/// Adds to `key` what the PTX depends on besides the gpu.module (whose
+/// #nvvm.target names the chip, features and optimization level): the bytes
+/// of the libdevice that gpu-module-to-binary links, from `options`' CUDA
+/// toolkit (cudaPath; empty: defaultCUDAPath()). Errors: libdevice cannot
+/// be read (named).
+llvm::Error addPTXKeyFields(codegen::CompileCacheKey &key,
+                            const CUDAPipelineOptions &options);
+
 /// The PTX of the module's only `gpu.binary` (an `isa` object), which is
 /// erased so that `module` is plain host code for compileToSharedObject.
 /// Fails with a diagnostic when there is not exactly one gpu.binary with one
