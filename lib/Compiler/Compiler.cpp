@@ -279,18 +279,18 @@ kernelsCacheKey(ModuleOp module, const Options &options,
                 StringRef identity) {
   codegen::CompileCacheKey key("kernels", identity);
   key.add("target", options.target == Target::CUDA ? "cuda" : "cpu");
-  key.add("grad-entry", options.gradEntry ? "1" : "0");
-  key.add("train-step", options.trainStep ? "1" : "0");
-  key.add("apply-gradients", options.applyGradients ? "1" : "0");
-  key.add("fuse-local-attention", options.fuseLocalAttention ? "1" : "0");
-  key.add("blas", options.blas ? "1" : "0");
+  key.addFlag("grad-entry", options.gradEntry);
+  key.addFlag("train-step", options.trainStep);
+  key.addFlag("apply-gradients", options.applyGradients);
+  key.addFlag("fuse-local-attention", options.fuseLocalAttention);
+  key.addFlag("blas", options.blas);
   key.add("sgemm-function", options.sgemmFunction);
   key.add("cpu", options.cpu);
   key.add("gpu-chip", options.gpuChip);
   key.add("cuda-path", options.cudaPath);
   key.add("dtype", options.dtype);
-  key.add("gpu-binary", options.gpuBinary ? "1" : "0");
-  key.add("emulator-kernels", options.emulatorKernels ? "1" : "0");
+  key.addFlag("gpu-binary", options.gpuBinary);
+  key.addFlag("emulator-kernels", options.emulatorKernels);
   std::string cpuName;
   CPUCodegenOptions host = hostCodegenOptions(options, cpuName);
   key.add("host-cpu", cpuName);

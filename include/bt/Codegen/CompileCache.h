@@ -59,6 +59,11 @@ public:
   /// Adds `name` = `value` (any bytes; lengths are hashed too, so fields
   /// never run into each other).
   void add(llvm::StringRef name, llvm::StringRef value);
+  /// Adds a boolean field `name` (hashed as "1" / "0"). A separate name, not
+  /// an `add` overload: a string literal would convert to bool.
+  void addFlag(llvm::StringRef name, bool value) {
+    add(name, value ? "1" : "0");
+  }
   /// Adds `op` printed with its locations, custom form, no attribute
   /// elided (whatever --mlir-elide-* the tool was given).
   void addOperation(llvm::StringRef name, mlir::Operation *op);

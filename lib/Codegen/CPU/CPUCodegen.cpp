@@ -402,8 +402,8 @@ void addCodegenFields(bt::codegen::CompileCacheKey &key,
   key.add("cpu", target.cpu);
   key.add("features", target.features);
   key.add("opt-level", std::to_string(o.optLevel));
-  key.add("unroll-loops", o.unrollLoops ? "1" : "0");
-  key.add("vector-math", o.vectorMath ? "1" : "0");
+  key.addFlag("unroll-loops", o.unrollLoops);
+  key.addFlag("vector-math", o.vectorMath);
   key.add("soname", o.soname);
   key.add("linker", in.linker);
   key.add("libm", in.libm);
