@@ -292,46 +292,97 @@ template <int M>
   }
 }
 
-// AVX2: rows in chunks of MC = 2 (8 accumulators + 4 weight vectors); a
-// panel (K x 128 B) stays in L1/L2 between the chunks.
-template <int MC>
-[[gnu::target("avx2,fma")]] void PanelChunkAvx2(const SmallGemm &g,
-                                                const float *w, int n, int q,
-                                                int i0) {
-  __m256 acc[MC][4];
+// AVX2 (16 ymm registers, too few for M x 32 accumulators): rows in chunks
+// of MC = 2 (8 accumulators + 4 weight vectors), K in blocks of
+// kAvx2BlockK steps. Every chunk reads the block (kAvx2BlockK x 128 B) from
+// L1; without the blocking the chunks after the first read the whole panel
+// (K x 128 B: 32 KiB at K = 256, all of Zen 3's L1d) from L2, and the
+// 50304 x 256 LM head at M = 8 took 4.5 ms (2 threads, 2-core Zen 3, 46
+// GFLOP/s) against 2.0 ms at M = 1. The accumulators wait in `acc` between
+// blocks; each output is still the sum over p in order, as in one pass.
+// For M >= 2 the first chunk also prefetches the panel two ahead (the
+// hardware prefetcher alone let the compute and the DRAM stream take turns
+// rather than overlap). Measured (/tmp microbenchmark, best of 29 calls,
+// 2 threads, noisy shared machine): M = 8 4.2-4.7 ms -> 3.0-3.6 ms, M = 4
+// 3.4 -> 2.4-2.8 ms, M = 1 unchanged (1.8-2.4 ms; no prefetch there: it
+// measured slower).
+constexpr int kAvx2BlockK = 32;
+
+template <int MC, bool Prefetch>
+[[gnu::target("avx2,fma")]] void PanelBlockAvx2(const SmallGemm &g,
+                                                const float *w, int p0, int p1,
+                                                int i0, float *acc) {
+  __m256 c[MC][4];
   for (int i = 0; i < MC; ++i)
     for (int h = 0; h < 4; ++h)
-      acc[i][h] = _mm256_setzero_ps();
-  for (int p = 0; p < g.k; ++p, w += kPackedPanel) {
+      c[i][h] = _mm256_load_ps(acc + i * kPackedPanel + 8 * h);
+  w += static_cast<long>(p0) * kPackedPanel;
+  for (int p = p0; p < p1; ++p, w += kPackedPanel) {
     __m256 wv[4];
+    if constexpr (Prefetch) {
+      // Two panels ahead (a hint: never faults past the end).
+      const char *ahead =
+          reinterpret_cast<const char *>(w + 2L * g.k * kPackedPanel);
+      _mm_prefetch(ahead, _MM_HINT_T0);
+      _mm_prefetch(ahead + 64, _MM_HINT_T0);
+    }
     for (int h = 0; h < 4; ++h)
       wv[h] = _mm256_load_ps(w + 8 * h);
     for (int i = 0; i < MC; ++i) {
       const __m256 x =
           _mm256_broadcast_ss(g.a + static_cast<long>(i0 + i) * g.lda + p);
       for (int h = 0; h < 4; ++h)
-        acc[i][h] = _mm256_fmadd_ps(x, wv[h], acc[i][h]);
+        c[i][h] = _mm256_fmadd_ps(x, wv[h], c[i][h]);
     }
   }
-  for (int i = 0; i < MC; ++i) {
-    alignas(32) float v[kPackedPanel];
+  for (int i = 0; i < MC; ++i)
     for (int h = 0; h < 4; ++h)
-      _mm256_store_ps(v + 8 * h, acc[i][h]);
-    const int j0 = q * kPackedPanel, count = std::min(kPackedPanel, n - j0);
-    for (int l = 0; l < count; ++l)
-      Store(g, i0 + i, j0 + l, v[l]);
+      _mm256_store_ps(acc + i * kPackedPanel + 8 * h, c[i][h]);
+}
+
+// C[0:M, j0 : j0 + count) = alpha * acc + beta * C, 8 columns at a time
+// (a full panel) or one at a time (the last, partial panel).
+[[gnu::target("avx2,fma")]] void StorePanelAvx2(const SmallGemm &g,
+                                                const float *acc, int j0,
+                                                int count) {
+  for (int i = 0; i < g.m; ++i) {
+    const float *v = acc + i * kPackedPanel;
+    if (count < kPackedPanel) {
+      for (int l = 0; l < count; ++l)
+        Store(g, i, j0 + l, v[l]);
+      continue;
+    }
+    float *out = g.c + static_cast<long>(i) * g.ldc + j0;
+    const __m256 alpha = _mm256_set1_ps(g.alpha), beta = _mm256_set1_ps(g.beta);
+    for (int h = 0; h < kPackedPanel / 8; ++h) {
+      __m256 r = _mm256_mul_ps(alpha, _mm256_load_ps(v + 8 * h));
+      if (g.beta != 0.0f)
+        r = _mm256_fmadd_ps(beta, _mm256_loadu_ps(out + 8 * h), r);
+      _mm256_storeu_ps(out + 8 * h, r);
+    }
   }
 }
 
 void PanelsAvx2(const SmallGemm &g, const float *packed, int n, int q0,
                 int q1) {
+  alignas(32) float acc[kPackedGemmMaxM * kPackedPanel];
   for (int q = q0; q < q1; ++q) {
     const float *w = packed + static_cast<long>(q) * g.k * kPackedPanel;
-    int i = 0;
-    for (; i + 2 <= g.m; i += 2)
-      PanelChunkAvx2<2>(g, w, n, q, i);
-    if (i < g.m)
-      PanelChunkAvx2<1>(g, w, n, q, i);
+    std::fill_n(acc, g.m * kPackedPanel, 0.0f);
+    for (int p0 = 0; p0 < g.k; p0 += kAvx2BlockK) {
+      const int p1 = std::min(g.k, p0 + kAvx2BlockK);
+      if (g.m == 1) {
+        PanelBlockAvx2<1, false>(g, w, p0, p1, 0, acc);
+        continue;
+      }
+      PanelBlockAvx2<2, true>(g, w, p0, p1, 0, acc);
+      int i = 2;
+      for (; i + 2 <= g.m; i += 2)
+        PanelBlockAvx2<2, false>(g, w, p0, p1, i, acc + i * kPackedPanel);
+      if (i < g.m)
+        PanelBlockAvx2<1, false>(g, w, p0, p1, i, acc + i * kPackedPanel);
+    }
+    StorePanelAvx2(g, acc, q * kPackedPanel, std::min(kPackedPanel, n - q * kPackedPanel));
   }
 }
 
