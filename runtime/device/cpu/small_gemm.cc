@@ -320,9 +320,10 @@ template <int MC, bool Prefetch>
   for (int p = p0; p < p1; ++p, w += kPackedPanel) {
     __m256 wv[4];
     if constexpr (Prefetch) {
-      // Two panels ahead (a hint: never faults past the end).
-      const char *ahead =
-          reinterpret_cast<const char *>(w + 2L * g.k * kPackedPanel);
+      // Two panels ahead: a hint, which never faults past the end (the
+      // address is formed as an integer: no pointer past the allocation).
+      const auto *ahead = reinterpret_cast<const char *>(
+          reinterpret_cast<uintptr_t>(w) + 2UL * g.k * kPackedPanel * 4);
       _mm_prefetch(ahead, _MM_HINT_T0);
       _mm_prefetch(ahead + 64, _MM_HINT_T0);
     }
