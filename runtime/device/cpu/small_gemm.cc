@@ -9,7 +9,9 @@
 //    M = 8 on a 2-core Zen 4 (-O3, best of 30 calls): packed 1.40 ms with
 //    2 threads (37 GB/s of weight, 147 GFLOP/s) and 2.54 ms with 1; the
 //    dot-product form below 2.05-2.34 ms and 4.4-5.3 ms; cblas_sgemm,
-//    which packs B on every call, 5.1-5.2 ms with 2 threads;
+//    which packs B on every call, 5.1-5.2 ms with 2 threads. AVX2 (16 ymm):
+//    chunks of 2 rows x 32 columns over K blocks of 32 (PanelsAvx2), on a
+//    2-core Zen 3 3.0-3.6 ms at M = 8 and 1.8-2.4 ms at M = 1, 2 threads;
 //  - unpacked: one row of B at a time, M dot products with vector
 //    accumulators and one horizontal sum each.
 // The columns are split over the process' one OpenMP pool (the one the
