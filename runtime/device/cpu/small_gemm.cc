@@ -385,7 +385,8 @@ void PanelsAvx2(const SmallGemm &g, const float *packed, int n, int q0,
       if (i < g.m)
         PanelBlockAvx2<1, false>(g, w, p0, p1, i, acc + i * kPackedPanel);
     }
-    StorePanelAvx2(g, acc, q * kPackedPanel, std::min(kPackedPanel, n - q * kPackedPanel));
+    const int j0 = q * kPackedPanel;
+    StorePanelAvx2(g, acc, j0, std::min(kPackedPanel, n - j0));
   }
 }
 
