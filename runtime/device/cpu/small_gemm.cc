@@ -324,10 +324,13 @@ template <int MC, bool Prefetch>
     if constexpr (Prefetch) {
       // Two panels ahead: a hint, which never faults past the end (the
       // address is formed as an integer: no pointer past the allocation).
+      // Non-temporal: the streamed weight (the 51.5 MB LM head) then evicts
+      // less of the next GEMMs' weights from L2/L3; block_main_b4_5 batch-8
+      // decode, 6 interleaved A/B runs: 1052 -> 1138 tok/s (T0 -> NTA).
       const auto *ahead = reinterpret_cast<const char *>(
           reinterpret_cast<uintptr_t>(w) + 2UL * g.k * kPackedPanel * 4);
-      _mm_prefetch(ahead, _MM_HINT_T0);
-      _mm_prefetch(ahead + 64, _MM_HINT_T0);
+      _mm_prefetch(ahead, _MM_HINT_NTA);
+      _mm_prefetch(ahead + 64, _MM_HINT_NTA);
     }
     for (int h = 0; h < 4; ++h)
       wv[h] = _mm256_load_ps(w + 8 * h);
