@@ -129,6 +129,7 @@ absl::Status BtRunner::Prepare(const BenchSetting &setting) {
   outputs_.clear();
   entry_.clear();
   counters_ = GenerateCounters();
+  constant_params_.reset(); // before a train setting writes the weights
   trainer_.reset();
   setting_ = setting;
   if (setting.name == kTrainSetting) {
@@ -168,6 +169,7 @@ absl::Status BtRunner::Prepare(const BenchSetting &setting) {
                         GenerationPrompt(model_.config(), setting, seed_));
     inputs_.emplace("input_ids", std::move(ids));
     entry_ = "generate";
+    constant_params_ = std::make_unique<ConstantParamsScope>(model_.device());
     ResetPeakRss();
     return absl::OkStatus();
   }

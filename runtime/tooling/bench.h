@@ -306,7 +306,11 @@ public:
   /// `train_step` (train) or the generation entry points (prefill,
   /// decode_tokens, decode_block; vanilla prefill, decode_step);
   /// InvalidArgument if `eval` takes an input the forward benchmark does
-  /// not make.
+  /// not make. A generation setting holds the model's weights constant
+  /// (ConstantParamsScope) from Prepare to the next Prepare: what the
+  /// device derives from them once (cpu: the decode GEMMs' packed panels)
+  /// is made by the first call, the warm-up, as a server that loads the
+  /// model once would, and not again by every timed call.
   absl::Status Prepare(const BenchSetting &setting) override;
   absl::StatusOr<CallStats> Call(const ProgressFn &progress) override;
   absl::StatusOr<double> PeakRssMb() override;
@@ -327,6 +331,9 @@ private:
   TensorMap inputs_, outputs_;
   GenerateCounters counters_;
   std::unique_ptr<Trainer> trainer_; // "train"
+  // Generation settings: the weights' derived forms live until the next
+  // Prepare (declared last: released before the rest).
+  std::unique_ptr<ConstantParamsScope> constant_params_;
 };
 
 /// The PyTorch baseline: bench/bt_torch.py --serve in a child process that
