@@ -88,7 +88,14 @@ SamplerCallbackTarget *LookupSamplerTarget(int64_t handle);
 /// The index of the largest logit (the lowest index among equal maxima; -inf
 /// counts as a value, so an all -inf row gives 0). Returns -1 if a logit is
 /// NaN. `stride` is the element distance between consecutive logits.
+/// Contiguous logits take an AVX2 single pass where the CPU has AVX2, else
+/// ArgMaxContiguousPortable; strided ones a sequential scan.
 int64_t ArgMax(const float *logits, int64_t vocab, int64_t stride = 1);
+
+/// ArgMax of `vocab` contiguous logits with baseline vectors (GCC vector
+/// extensions), the path of CPUs without AVX2; the same result as ArgMax.
+/// Exposed for the tests, which run both paths on every machine.
+int64_t ArgMaxContiguousPortable(const float *logits, int64_t vocab);
 
 } // namespace bt::rt
 

@@ -53,11 +53,13 @@ TEST(Sampler, ArgMaxTakesTheLowestIdOnTies) {
   EXPECT_EQ(ArgMax(strided.data(), 4, 2), 1);
 }
 
-// The contiguous path (16 lanes, then the first id at the maximum) against
-// the documented rule as a sequential scan: the first strict maximum in id
-// order from -inf (lowest id among equal maxima, +0 == -0, all -inf -> 0),
-// -1 for a NaN; lengths around the lane count, values from a tiny set so
-// that ties, signed zeros, infinities and NaNs land in every lane.
+// The contiguous paths (AVX2 where the CPU has it: 2 x 8 lanes with the
+// group of each lane's first maximum; portable: 16 lanes, then the first
+// id at the maximum) against the documented rule as a sequential scan: the
+// first strict maximum in id order from -inf (lowest id among equal maxima,
+// +0 == -0, all -inf -> 0), -1 for a NaN; lengths around the lane count,
+// values from a tiny set so that ties, signed zeros, infinities and NaNs
+// land in every lane.
 TEST(Sampler, ArgMaxOfContiguousRowsIsTheSequentialScan) {
   auto scan = [](const std::vector<float> &l) -> int64_t {
     int64_t best = 0;
@@ -86,6 +88,8 @@ TEST(Sampler, ArgMaxOfContiguousRowsIsTheSequentialScan) {
       for (float &x : l)
         x = pool[next() % kinds];
       ASSERT_EQ(ArgMax(l.data(), n), scan(l)) << "n " << n << " trial " << trial;
+      ASSERT_EQ(ArgMaxContiguousPortable(l.data(), n), scan(l))
+          << "n " << n << " trial " << trial;
     }
   }
 }
