@@ -1,14 +1,14 @@
 // RUN: bt-opt %s --bt-cpu-pipeline | FileCheck %s
-// RUN: bt-opt %s --bt-cpu-pipeline="approximate-math=true" | FileCheck %s --check-prefix=NOERF
-// RUN: bt-opt %s --bt-cpu-pipeline | FileCheck %s --check-prefix=LIBMERF
+// RUN: bt-opt %s --bt-cpu-pipeline | FileCheck %s --check-prefix=NOERF
+// RUN: bt-opt %s --bt-cpu-pipeline="approximate-math=false" | FileCheck %s --check-prefix=LIBMERF
 // RUN: bt-opt %s --bt-cpu-pipeline | FileCheck %s --check-prefix=PARTITION
 // RUN: bt-opt %s --bt-cpu-pipeline="blas=false" | FileCheck %s --check-prefix=LOOPS
 // RUN: bt-opt %s --bt-cpu-pipeline="approximate-math=false parallel=false" | FileCheck %s --check-prefix=SERIAL
 
 // The pipeline from layer-level bt IR (with parameters) to the LLVM dialect
 // with the kernel ABI: parameters are leading arguments (bt.params), the GEMM
-// calls OpenBLAS, erf is libm's erff (a polynomial with approximate-math=true,
-// bt-math-approximation), the loops run
+// calls OpenBLAS, erf is a polynomial (bt-math-approximation; libm's erff with
+// approximate-math=false), the loops run
 // on OpenMP threads (omp.parallel, __kmpc_fork_call in LLVM IR), buffers come from malloc/free, and
 // only bt_entry_<name> / bt_kernel_abi_version are external definitions.
 

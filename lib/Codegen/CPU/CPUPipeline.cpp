@@ -56,8 +56,14 @@ void bt::buildCPULinalgToLLVMPipeline(OpPassManager &pm,
 
   // → LLVM dialect.
   codegen::addLoopsToLLVMStage(pm, [&](OpPassManager &host) {
-    if (options.approximateMath)
-      host.addPass(createBTMathApproximation());
+    if (options.approximateMath) {
+      // The entry points that compute gradients (bt-generate-gradients,
+      // bt-generate-train-step) keep libm's erf / tanh.
+      static const std::string kGradientEntryPoints[] = {"grad", "train_step"};
+      BTMathApproximationOptions approximation;
+      approximation.exclude = kGradientEntryPoints;
+      host.addPass(createBTMathApproximation(approximation));
+    }
     host.addPass(createConvertMathToLLVMPass());
     host.addPass(createConvertMathToLibmPass()); // erf (no LLVM intrinsic)
     if (options.parallel)

@@ -12,6 +12,9 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Rewrite/FrozenRewritePatternSet.h"
+#include "llvm/ADT/StringSet.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace bt {
@@ -31,8 +34,29 @@ struct MathApproximationPass
     RewritePatternSet patterns(&getContext());
     populatePolynomialApproximateErfPattern(patterns);
     populatePolynomialApproximateTanhPattern(patterns);
-    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
-      return signalPassFailure();
+    const FrozenRewritePatternSet frozen(std::move(patterns));
+    llvm::StringSet<> excluded;
+    for (const std::string &name : exclude)
+      excluded.insert(name);
+    if (excluded.empty()) {
+      if (failed(applyPatternsAndFoldGreedily(getOperation(), frozen)))
+        signalPassFailure();
+      return;
+    }
+    // Each function but the excluded ones (the operation itself too, when
+    // it is a function).
+    SmallVector<FunctionOpInterface> functions;
+    getOperation()->walk<WalkOrder::PreOrder>([&](Operation *op) {
+      auto fn = dyn_cast<FunctionOpInterface>(op);
+      if (!fn)
+        return WalkResult::advance();
+      if (!excluded.contains(fn.getName()))
+        functions.push_back(fn);
+      return WalkResult::skip();
+    });
+    for (FunctionOpInterface fn : functions)
+      if (failed(applyPatternsAndFoldGreedily(fn, frozen)))
+        return signalPassFailure();
   }
 };
 
