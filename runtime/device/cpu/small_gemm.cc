@@ -314,10 +314,12 @@ template <int MC, bool Prefetch>
 [[gnu::target("avx2,fma")]] void PanelBlockAvx2(const SmallGemm &g,
                                                 const float *w, int p0, int p1,
                                                 int i0, float *acc) {
+  // The first block starts from zero; the later ones from `acc`.
   __m256 c[MC][4];
   for (int i = 0; i < MC; ++i)
     for (int h = 0; h < 4; ++h)
-      c[i][h] = _mm256_load_ps(acc + i * kPackedPanel + 8 * h);
+      c[i][h] = p0 == 0 ? _mm256_setzero_ps()
+                        : _mm256_load_ps(acc + i * kPackedPanel + 8 * h);
   w += static_cast<long>(p0) * kPackedPanel;
   for (int p = p0; p < p1; ++p, w += kPackedPanel) {
     __m256 wv[4];
@@ -374,7 +376,6 @@ void PanelsAvx2(const SmallGemm &g, const float *packed, int n, int q0,
   alignas(32) float acc[kPackedGemmMaxM * kPackedPanel];
   for (int q = q0; q < q1; ++q) {
     const float *w = packed + static_cast<long>(q) * g.k * kPackedPanel;
-    std::fill_n(acc, g.m * kPackedPanel, 0.0f);
     for (int p0 = 0; p0 < g.k; p0 += kAvx2BlockK) {
       const int p1 = std::min(g.k, p0 + kAvx2BlockK);
       if (g.m == 1) {
