@@ -254,9 +254,11 @@ public:
 
   /// Sets how many host threads the device's computation may use (`threads`
   /// > 0; 0 keeps the current count) and returns the count in effect
-  /// afterwards. cpu: the BLAS threads of this process (OpenBLAS, the
-  /// kernels' GEMMs, docs/codegen.md). The default, for a device that
-  /// computes on no host threads of its own, sets nothing and returns 0.
+  /// afterwards. cpu: the OpenMP threads of the generated kernels' parallel
+  /// loops and OpenBLAS's threads (the kernels' GEMMs), set alike; returns
+  /// the OpenMP count (docs/codegen.md, "Threads"). The default, for a
+  /// device that computes on no host threads of its own, sets nothing and
+  /// returns 0.
   virtual int SetThreads(int threads) { return 0; }
 
 protected:

@@ -773,7 +773,7 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
     return absl::InvalidArgumentError("bench: no setting to run");
   const int threads = model.device().SetThreads(opts.threads);
   out << absl::StrFormat(
-      "bench: model %s, device %s (%s), %d BLAS thread(s), %d warmup + %d "
+      "bench: model %s, device %s (%s), %d thread(s), %d warmup + %d "
       "timed call(s) per setting, median\n",
       model.config().name(), opts.device,
       model.device().Describe(),

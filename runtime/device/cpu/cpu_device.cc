@@ -2,8 +2,10 @@
 
 #include "bt/runtime/device/cpu/cpu_device.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <map>
 #include <memory>
 
@@ -19,10 +21,10 @@ void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
 // The OpenMP runtime (LLVM's libomp) that runs the generated kernels'
 // parallel loops and, with OpenBLAS's OpenMP build, its GEMMs. Weak: a
-// binary linked without libomp (the static bt-launcher) has none, and then
-// kernels compiled with parallel loops load it themselves (OMP_NUM_THREADS).
+// binary linked without libomp (the static bt-launcher) has none; there
+// kernels compiled with parallel loops load it (their DT_NEEDED), and
+// OmpSetNumThreads finds it then.
 void omp_set_num_threads(int num_threads) __attribute__((weak));
-int omp_get_max_threads(void) __attribute__((weak));
 }
 
 namespace bt::rt {
@@ -33,6 +35,37 @@ namespace {
 // DT_NEEDED dependency of every binary that links the CPU device, even with
 // --as-needed, so its symbols are in the global scope.
 auto *volatile kKeepBlasLinked = &cblas_sgemm;
+
+// The thread count of the last SetBlasThreads (0: none), applied again to
+// an OpenMP runtime that a kernel library brings in later (LoadCode).
+std::atomic<int> g_threads{0};
+
+// `name` in the OpenMP runtime of this process: the one linked in (found
+// in the global scope), else one a kernel library loaded (found without
+// loading it); null without one.
+void *OmpSymbol(const char *name) {
+  if (void *f = ::dlsym(RTLD_DEFAULT, name))
+    return f;
+  void *omp = ::dlopen("libomp.so.5", RTLD_LAZY | RTLD_NOLOAD);
+  if (omp == nullptr)
+    return nullptr;
+  void *f = ::dlsym(omp, name);
+  ::dlclose(omp); // drops the reference RTLD_NOLOAD took; libomp stays
+  return f;
+}
+
+// omp_set_num_threads(threads) for the calling thread; false without an
+// OpenMP runtime.
+bool OmpSetNumThreads(int threads) {
+  using SetFn = void (*)(int);
+  SetFn set = omp_set_num_threads != nullptr
+                  ? omp_set_num_threads
+                  : reinterpret_cast<SetFn>(OmpSymbol("omp_set_num_threads"));
+  if (set == nullptr)
+    return false;
+  set(threads);
+  return true;
+}
 
 // Dense row-major descriptor words for `t`.
 std::vector<int64_t> DescriptorFor(const Tensor &t) {
@@ -130,7 +163,15 @@ CpuDevice::LoadCode(const Artifact &artifact) {
   if (kKeepBlasLinked == nullptr)
     return absl::InternalError("OpenBLAS is not linked");
   cpu_ = artifact.manifest().cpu();
-  return KernelLibrary::Load(artifact.kernels(), artifact.path());
+  BT_ASSIGN_OR_RETURN(std::unique_ptr<KernelLibrary> lib,
+                      KernelLibrary::Load(artifact.kernels(), artifact.path()));
+  // A kernel library with parallel loops may have loaded libomp just now
+  // (the static bt-launcher links none): give it the count --threads set,
+  // which otherwise would run the kernels' loops on OMP_NUM_THREADS or
+  // every core while OpenBLAS kept to the count.
+  if (const int threads = g_threads.load(); threads > 0)
+    OmpSetNumThreads(threads);
+  return lib;
 }
 
 absl::StatusOr<DeviceTensor>
@@ -221,13 +262,23 @@ void CpuDevice::EndConstantParams() {
 
 int SetBlasThreads(int threads) {
   if (threads > 0) {
-    if (omp_set_num_threads != nullptr)
-      omp_set_num_threads(threads);
+    g_threads.store(threads);
+    OmpSetNumThreads(threads);
     openblas_set_num_threads(threads);
   }
   return openblas_get_num_threads();
 }
 
-int CpuDevice::SetThreads(int threads) { return SetBlasThreads(threads); }
+int CpuDevice::SetThreads(int threads) {
+  const int blas = SetBlasThreads(threads);
+  const int omp = OmpThreads();
+  return omp > 0 ? omp : blas;
+}
+
+int OmpThreads() {
+  using GetFn = int (*)();
+  auto get = reinterpret_cast<GetFn>(OmpSymbol("omp_get_max_threads"));
+  return get != nullptr ? get() : 0;
+}
 
 } // namespace bt::rt

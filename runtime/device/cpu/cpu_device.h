@@ -35,12 +35,14 @@ public:
   CpuDevice() = default;
 
   std::string name() const override { return "cpu"; }
-  /// SetBlasThreads(threads).
+  /// SetBlasThreads(threads); returns the threads of the kernels' parallel
+  /// loops (OmpThreads()), or OpenBLAS's count without an OpenMP runtime.
   int SetThreads(int threads) override;
   /// The CPU the loaded kernels were compiled for (Manifest.cpu, e.g.
   /// "x86-64-v3"), or "cpu".
   std::string Describe() const override;
-  /// KernelLibrary::Load of the kernels section.
+  /// KernelLibrary::Load of the kernels section; then the thread count of
+  /// the last SetBlasThreads goes to the OpenMP runtime the kernels loaded.
   absl::StatusOr<std::unique_ptr<KernelLibrary>>
   LoadCode(const Artifact &artifact) override;
   /// Host memory, 64-byte aligned (Tensor::Allocate), owned by the device
@@ -99,11 +101,20 @@ CallEntryPoint(KernelEntryFn fn, const proto::EntryPoint &ep,
                absl::Span<const Tensor *const> inputs);
 
 /// Sets the CPU thread count of this process: the OpenMP threads that run
-/// the generated kernels' parallel loops (when the process links libomp) and
-/// OpenBLAS's threads (the kernels' GEMMs). With OpenBLAS's OpenMP build both
-/// are one pool (docs/codegen.md, "Threads"). `threads` <= 0 changes nothing.
-/// Returns the count OpenBLAS reports afterwards.
+/// the generated kernels' parallel loops and OpenBLAS's threads (the
+/// kernels' GEMMs). With OpenBLAS's OpenMP build both are one pool
+/// (docs/codegen.md, "Threads"). The OpenMP count goes to the calling
+/// thread's libomp: the one the process links, or one a kernel library
+/// loads later (the static bt-launcher links none; CpuDevice::LoadCode then
+/// sets the count as soon as the kernels bring libomp in). `threads` <= 0
+/// changes nothing. Returns the count OpenBLAS reports afterwards.
 int SetBlasThreads(int threads);
+
+/// The threads the calling thread's next OpenMP parallel region gets
+/// (omp_get_max_threads) in the OpenMP runtime this process has loaded, or 0
+/// when it has none yet (the static bt-launcher before it loads kernels with
+/// parallel loops).
+int OmpThreads();
 
 } // namespace bt::rt
 
