@@ -11,7 +11,7 @@
 //    dot-product form below 2.05-2.34 ms and 4.4-5.3 ms; cblas_sgemm,
 //    which packs B on every call, 5.1-5.2 ms with 2 threads. AVX2 (16 ymm):
 //    chunks of 2 rows x 32 columns over K blocks of 32 (PanelsAvx2), on a
-//    2-core Zen 3 3.0-3.6 ms at M = 8 and 1.8-2.4 ms at M = 1, 2 threads;
+//    2-core Zen 3 2.6-3.3 ms at M = 8 and 1.8-2.4 ms at M = 1, 2 threads;
 //  - unpacked: one row of B at a time, M dot products with vector
 //    accumulators and one horizontal sum each.
 // The columns are split over the process' one OpenMP pool (the one the
@@ -302,19 +302,34 @@ template <int M>
 // 50304 x 256 LM head at M = 8 took 4.5 ms (2 threads, 2-core Zen 3, 46
 // GFLOP/s) against 2.0 ms at M = 1. The accumulators wait in `acc` between
 // blocks; each output is still the sum over p in order, as in one pass.
-// For M >= 2 the first chunk also prefetches the panel two ahead (the
-// hardware prefetcher alone let the compute and the DRAM stream take turns
-// rather than overlap). Measured (/tmp microbenchmark, best of 29 calls,
-// 2 threads, noisy shared machine): M = 8 4.2-4.7 ms -> 3.0-3.6 ms, M = 4
-// 3.4 -> 2.4-2.8 ms, M = 1 unchanged (1.8-2.4 ms; no prefetch there: it
+// For M >= 2 the chunks also prefetch the panel two ahead (the hardware
+// prefetcher alone let the compute and the DRAM stream take turns rather
+// than overlap): the block's lines of it, spread evenly over all the
+// chunks (kPrefetchRate), so that misses stay in flight through the whole
+// block. Measured (/tmp microbenchmark, best of 29 calls, 2 threads, noisy
+// shared machine): M = 8 4.2-4.7 ms -> 3.0-3.6 ms with the first chunk
+// prefetching the whole block, then 10 interleaved pairs: median 3.44 ->
+// 2.95 ms with the prefetches spread (spread faster in every pair); M = 4
+// 3.4 -> 2.4-2.8 ms; M = 1 unchanged (1.8-2.4 ms; no prefetch there: it
 // measured slower).
 constexpr int kAvx2BlockK = 32;
 
-template <int MC, bool Prefetch>
+// Prefetch rates (PF of PanelBlockAvx2) of the chunks of a block when there
+// are `chunks` of them (index); a block of 32 K steps is 64 lines (128 B per
+// step), chunk c takes lines [16 PF c, 16 PF (c + 1)). With 3 chunks the
+// first two take all 64 lines.
+constexpr int kPrefetchRate[5] = {0, 4, 2, 2, 1};
+
+// Accumulates rows [i0, i0 + MC) of the panel `w` over K steps [p0, p1)
+// into `acc` (MC x 32 floats; the first block, p0 = 0, starts from zero).
+// PF > 0: also prefetches (non-temporal) from the address `pf` on, PF / 2
+// lines of 64 B per step: 2 lines (PF = 4), 1 line (2), 1 line every other
+// step (1).
+template <int MC, int PF>
 [[gnu::target("avx2,fma")]] void PanelBlockAvx2(const SmallGemm &g,
                                                 const float *w, int p0, int p1,
-                                                int i0, float *acc) {
-  // The first block starts from zero; the later ones from `acc`.
+                                                int i0, float *acc,
+                                                uintptr_t pf) {
   __m256 c[MC][4];
   for (int i = 0; i < MC; ++i)
     for (int h = 0; h < 4; ++h)
@@ -322,18 +337,26 @@ template <int MC, bool Prefetch>
                         : _mm256_load_ps(acc + i * kPackedPanel + 8 * h);
   w += static_cast<long>(p0) * kPackedPanel;
   for (int p = p0; p < p1; ++p, w += kPackedPanel) {
-    __m256 wv[4];
-    if constexpr (Prefetch) {
-      // Two panels ahead: a hint, which never faults past the end (the
-      // address is formed as an integer: no pointer past the allocation).
-      // Non-temporal: the streamed weight (the 51.5 MB LM head) then evicts
-      // less of the next GEMMs' weights from L2/L3; block_main_b4_5 batch-8
-      // decode, 6 interleaved A/B runs: 1052 -> 1138 tok/s (T0 -> NTA).
-      const auto *ahead = reinterpret_cast<const char *>(
-          reinterpret_cast<uintptr_t>(w) + 2UL * g.k * kPackedPanel * 4);
-      _mm_prefetch(ahead, _MM_HINT_NTA);
-      _mm_prefetch(ahead + 64, _MM_HINT_NTA);
+    // Hints, which never fault past the end (the addresses are integers:
+    // no pointer past the allocation). Non-temporal: the streamed weight
+    // (the 51.5 MB LM head) then evicts less of the next GEMMs' weights
+    // from L2/L3; block_main_b4_5 batch-8 decode, 6 interleaved A/B runs:
+    // 1052 -> 1138 tok/s (T0 -> NTA).
+    const uintptr_t step = static_cast<uintptr_t>(p - p0);
+    if constexpr (PF == 4) {
+      _mm_prefetch(reinterpret_cast<const char *>(pf + step * 128),
+                   _MM_HINT_NTA);
+      _mm_prefetch(reinterpret_cast<const char *>(pf + step * 128 + 64),
+                   _MM_HINT_NTA);
+    } else if constexpr (PF == 2) {
+      _mm_prefetch(reinterpret_cast<const char *>(pf + step * 64),
+                   _MM_HINT_NTA);
+    } else if constexpr (PF == 1) {
+      if ((step & 1) == 0)
+        _mm_prefetch(reinterpret_cast<const char *>(pf + step * 32),
+                     _MM_HINT_NTA);
     }
+    __m256 wv[4];
     for (int h = 0; h < 4; ++h)
       wv[h] = _mm256_load_ps(w + 8 * h);
     for (int i = 0; i < MC; ++i) {
@@ -346,6 +369,22 @@ template <int MC, bool Prefetch>
   for (int i = 0; i < MC; ++i)
     for (int h = 0; h < 4; ++h)
       _mm256_store_ps(acc + i * kPackedPanel + 8 * h, c[i][h]);
+}
+
+// PanelBlockAvx2<MC, rate>.
+template <int MC>
+void ChunkAvx2(const SmallGemm &g, const float *w, int p0, int p1, int i0,
+               float *acc, int rate, uintptr_t pf) {
+  switch (rate) {
+  case 4:
+    return PanelBlockAvx2<MC, 4>(g, w, p0, p1, i0, acc, pf);
+  case 2:
+    return PanelBlockAvx2<MC, 2>(g, w, p0, p1, i0, acc, pf);
+  case 1:
+    return PanelBlockAvx2<MC, 1>(g, w, p0, p1, i0, acc, pf);
+  default:
+    return PanelBlockAvx2<MC, 0>(g, w, p0, p1, i0, acc, pf);
+  }
 }
 
 // C[0:M, j0 : j0 + count) = alpha * acc + beta * C, 8 columns at a time
@@ -374,20 +413,27 @@ template <int MC, bool Prefetch>
 void PanelsAvx2(const SmallGemm &g, const float *packed, int n, int q0,
                 int q1) {
   alignas(32) float acc[kPackedGemmMaxM * kPackedPanel];
+  const int chunks = (g.m + 1) / 2; // the last one 1 row when M is odd
   for (int q = q0; q < q1; ++q) {
     const float *w = packed + static_cast<long>(q) * g.k * kPackedPanel;
+    const uintptr_t ahead =
+        reinterpret_cast<uintptr_t>(w) + 2UL * g.k * kPackedPanel * 4;
     for (int p0 = 0; p0 < g.k; p0 += kAvx2BlockK) {
       const int p1 = std::min(g.k, p0 + kAvx2BlockK);
       if (g.m == 1) {
-        PanelBlockAvx2<1, false>(g, w, p0, p1, 0, acc);
+        PanelBlockAvx2<1, 0>(g, w, p0, p1, 0, acc, 0);
         continue;
       }
-      PanelBlockAvx2<2, true>(g, w, p0, p1, 0, acc);
-      int i = 2;
-      for (; i + 2 <= g.m; i += 2)
-        PanelBlockAvx2<2, false>(g, w, p0, p1, i, acc + i * kPackedPanel);
-      if (i < g.m)
-        PanelBlockAvx2<1, false>(g, w, p0, p1, i, acc + i * kPackedPanel);
+      const uintptr_t block = ahead + static_cast<uintptr_t>(p0) * 128;
+      for (int c = 0; c < chunks; ++c) {
+        const int rate = c < 2 || chunks == 4 ? kPrefetchRate[chunks] : 0;
+        const uintptr_t pf = block + static_cast<uintptr_t>(c) * 16 * rate * 64;
+        float *out = acc + 2 * c * kPackedPanel;
+        if (2 * c + 2 <= g.m)
+          ChunkAvx2<2>(g, w, p0, p1, 2 * c, out, rate, pf);
+        else
+          ChunkAvx2<1>(g, w, p0, p1, 2 * c, out, rate, pf);
+      }
     }
     const int j0 = q * kPackedPanel;
     StorePanelAvx2(g, acc, j0, std::min(kPackedPanel, n - j0));
