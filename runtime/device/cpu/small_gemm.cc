@@ -305,7 +305,7 @@ template <int M>
 // For M >= 2 the chunks also prefetch the panel two ahead (the hardware
 // prefetcher alone let the compute and the DRAM stream take turns rather
 // than overlap): the block's lines of it, spread evenly over all the
-// chunks (kPrefetchRate), so that misses stay in flight through the whole
+// chunks (PrefetchRate), so that misses stay in flight through the whole
 // block. Measured (/tmp microbenchmark, best of 29 calls, 2 threads, noisy
 // shared machine): M = 8 4.2-4.7 ms -> 3.0-3.6 ms with the first chunk
 // prefetching the whole block, then 10 interleaved pairs: median 3.44 ->
@@ -314,11 +314,18 @@ template <int M>
 // measured slower).
 constexpr int kAvx2BlockK = 32;
 
-// Prefetch rates (PF of PanelBlockAvx2) of the chunks of a block when there
-// are `chunks` of them (index); a block of 32 K steps is 64 lines (128 B per
-// step), chunk c takes lines [16 PF c, 16 PF (c + 1)). With 3 chunks the
-// first two take all 64 lines.
-constexpr int kPrefetchRate[5] = {0, 4, 2, 2, 1};
+// The prefetch rate (PF of PanelBlockAvx2) of chunk c of a block when there
+// are `chunks` of them (M = 2 .. 16 rows: 1 .. 8 chunks). A block of 32 K
+// steps is 64 lines (128 B per step); chunk c takes lines
+// [16 PF c, 16 PF (c + 1)): one chunk all 64, two or three chunks 32 each
+// (the first two), four or more 16 each (the first four).
+int PrefetchRate(int chunks, int c) {
+  if (chunks == 1)
+    return 4;
+  if (chunks <= 3)
+    return c < 2 ? 2 : 0;
+  return c < 4 ? 1 : 0;
+}
 
 // Accumulates rows [i0, i0 + MC) of the panel `w` over K steps [p0, p1)
 // into `acc` (MC x 32 floats; the first block, p0 = 0, starts from zero).
@@ -426,7 +433,7 @@ void PanelsAvx2(const SmallGemm &g, const float *packed, int n, int q0,
       }
       const uintptr_t block = ahead + static_cast<uintptr_t>(p0) * 128;
       for (int c = 0; c < chunks; ++c) {
-        const int rate = c < 2 || chunks == 4 ? kPrefetchRate[chunks] : 0;
+        const int rate = PrefetchRate(chunks, c);
         const uintptr_t pf = block + static_cast<uintptr_t>(c) * 16 * rate * 64;
         float *out = acc + 2 * c * kPackedPanel;
         if (2 * c + 2 <= g.m)
