@@ -19,12 +19,6 @@ extern "C" {
 // OpenBLAS's thread control (cblas.h of some versions lacks them).
 void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
-// The OpenMP runtime (LLVM's libomp) that runs the generated kernels'
-// parallel loops and, with OpenBLAS's OpenMP build, its GEMMs. Weak: a
-// binary linked without libomp (the static bt-launcher) has none; there
-// kernels compiled with parallel loops load it (their DT_NEEDED), and
-// OmpSetNumThreads finds it then.
-void omp_set_num_threads(int num_threads) __attribute__((weak));
 }
 
 namespace bt::rt {
@@ -40,27 +34,11 @@ auto *volatile kKeepBlasLinked = &cblas_sgemm;
 // an OpenMP runtime that a kernel library brings in later (LoadCode).
 std::atomic<int> g_threads{0};
 
-// `name` in the OpenMP runtime of this process: the one linked in (found
-// in the global scope), else one a kernel library loaded (found without
-// loading it); null without one.
-void *OmpSymbol(const char *name) {
-  if (void *f = ::dlsym(RTLD_DEFAULT, name))
-    return f;
-  void *omp = ::dlopen("libomp.so.5", RTLD_LAZY | RTLD_NOLOAD);
-  if (omp == nullptr)
-    return nullptr;
-  void *f = ::dlsym(omp, name);
-  ::dlclose(omp); // drops the reference RTLD_NOLOAD took; libomp stays
-  return f;
-}
-
 // omp_set_num_threads(threads) for the calling thread; false without an
 // OpenMP runtime.
 bool OmpSetNumThreads(int threads) {
   using SetFn = void (*)(int);
-  SetFn set = omp_set_num_threads != nullptr
-                  ? omp_set_num_threads
-                  : reinterpret_cast<SetFn>(OmpSymbol("omp_set_num_threads"));
+  auto set = reinterpret_cast<SetFn>(OmpSymbol("omp_set_num_threads"));
   if (set == nullptr)
     return false;
   set(threads);
@@ -273,6 +251,15 @@ int CpuDevice::SetThreads(int threads) {
   const int blas = SetBlasThreads(threads);
   const int omp = OmpThreads();
   return omp > 0 ? omp : blas;
+}
+
+void *OmpSymbol(const char *name) {
+  if (void *f = ::dlsym(RTLD_DEFAULT, name))
+    return f;
+  // The reference RTLD_NOLOAD takes is kept: callers cache what they find
+  // (small_gemm.cc), so libomp must stay loaded.
+  void *omp = ::dlopen("libomp.so.5", RTLD_LAZY | RTLD_NOLOAD);
+  return omp != nullptr ? ::dlsym(omp, name) : nullptr;
 }
 
 int OmpThreads() {

@@ -110,6 +110,13 @@ CallEntryPoint(KernelEntryFn fn, const proto::EntryPoint &ep,
 /// changes nothing. Returns the count OpenBLAS reports afterwards.
 int SetBlasThreads(int threads);
 
+/// `name` (e.g. "omp_set_num_threads") in the OpenMP runtime of this
+/// process: the libomp the binary links (global scope, ahead of libgomp in
+/// the load order: docs/codegen.md "Threads"), else one a kernel library has
+/// loaded (found with RTLD_NOLOAD; the static bt-launcher links none). Null
+/// when there is none yet. Never loads libomp itself.
+void *OmpSymbol(const char *name);
+
 /// The threads the calling thread's next OpenMP parallel region gets
 /// (omp_get_max_threads) in the OpenMP runtime this process has loaded, or 0
 /// when it has none yet (the static bt-launcher before it loads kernels with

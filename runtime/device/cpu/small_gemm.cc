@@ -21,7 +21,8 @@
 
 #include "bt/runtime/device/cpu/small_gemm.h"
 
-#include <dlfcn.h>
+#include "bt/runtime/device/cpu/cpu_device.h"
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -62,21 +63,13 @@ struct OmpApi {
 const OmpApi &Omp() {
   static const OmpApi api = [] {
     OmpApi r;
-    void *scopes[2] = {RTLD_DEFAULT,
-                       ::dlopen("libomp.so.5", RTLD_LAZY | RTLD_NOLOAD)};
-    for (void *scope : scopes) {
-      if (scope == nullptr)
-        continue;
-      r.parallel = reinterpret_cast<decltype(r.parallel)>(
-          ::dlsym(scope, "GOMP_parallel"));
-      r.thread_num = reinterpret_cast<decltype(r.thread_num)>(
-          ::dlsym(scope, "omp_get_thread_num"));
-      r.num_threads = reinterpret_cast<decltype(r.num_threads)>(
-          ::dlsym(scope, "omp_get_num_threads"));
-      if (r.parallel && r.thread_num && r.num_threads)
-        return r;
-    }
-    return OmpApi{};
+    r.parallel = reinterpret_cast<decltype(r.parallel)>(
+        OmpSymbol("GOMP_parallel"));
+    r.thread_num = reinterpret_cast<decltype(r.thread_num)>(
+        OmpSymbol("omp_get_thread_num"));
+    r.num_threads = reinterpret_cast<decltype(r.num_threads)>(
+        OmpSymbol("omp_get_num_threads"));
+    return r.parallel && r.thread_num && r.num_threads ? r : OmpApi{};
   }();
   return api;
 }
