@@ -6,7 +6,8 @@
 //   p = exp(v - max_t v) · (1 / Σ_t exp(v - max_t v));  out = p · v
 // One scf.for over the B·H heads: strided [S, hd] slices of q, k, v (no
 // transposes), one [S, S] score buffer updated in place, the [S, hd] result
-// written into the output slice.
+// written into the output slice; marked bt.independent_iterations (each head
+// writes its own slice), which the CPU pipeline runs as a parallel loop.
 
 // CHECK-DAG: #[[ID2:.*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG: #[[COL:.*]] = affine_map<(d0, d1) -> (d1)>
@@ -60,6 +61,7 @@
 //       CHECK:     %[[O:.*]] = linalg.matmul ins(%[[P]], %[[VH]] : tensor<7x7xf32>, tensor<7x8xf32>) outs(%[[O0]] : tensor<7x8xf32>)
 //       CHECK:     %[[UPD:.*]] = tensor.insert_slice %[[O]] into %[[ACC]][%[[BI]], 0, %[[HI]], 0] [1, 7, 1, 8]
 //       CHECK:     scf.yield %[[UPD]]
+//       CHECK:   } {bt.independent_iterations}
 //       CHECK:   return %[[R]]
 func.func @attention(%q: tensor<?x7x2x8xf32>, %k: tensor<?x7x2x8xf32>, %v: tensor<?x7x2x8xf32>, %m: tensor<?x7xi64>) -> tensor<?x7x2x8xf32> {
   %o = bt.attention %q, %k, %v key_mask %m scale 0.35355339059327373 : tensor<?x7x2x8xf32>, tensor<?x7xi64> -> tensor<?x7x2x8xf32>

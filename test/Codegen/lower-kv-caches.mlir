@@ -85,7 +85,9 @@ func.func @decode(%k: tensor<?x1x2x4xf32>, %v: tensor<?x1x2x4xf32>, %q: tensor<?
 // CHECK:         tensor.insert_slice %{{.*}} into %[[V1]][0, 2] [2, 1] [1, 1]
 // CHECK:         tensor.extract_slice %{{.*}}[0, 0, 0, 0, 0, 0] [2, 1, 1, 2, 3, 4] [1, 1, 1, 1, 1, 1] : tensor<2x1x2x2x3x4xf32> to tensor<2x2x3x4xf32>
 // CHECK:         %[[O:.*]] = scf.for
-// CHECK-NOT:     bt.
+// CHECK-NOT:     {{= bt\.|^ *bt\.}}
+// CHECK:         } {bt.independent_iterations}
+// CHECK-NOT:     {{= bt\.|^ *bt\.}}
 // CHECK:         return %[[O]]
 func.func @local(%x: tensor<2x2x2x4xf32>, %y: tensor<2x1x2x4xf32>) -> tensor<2x1x2x4xf32> {
   %c0 = bt.kv_alloc : !l

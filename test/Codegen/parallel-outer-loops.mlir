@@ -71,3 +71,63 @@ func.func @reduction(%a: memref<3x4xf32>) -> f32 {
   }
   return %r : f32
 }
+
+// -----
+
+// A loop the lowering marked independent (attention's loop over heads, once
+// bufferized: no iter_args) becomes a 1-dim scf.parallel; the parallel
+// loops of its body become sequential nests.
+// CHECK-LABEL: func.func @independent
+//       CHECK:   scf.parallel (%[[H:.*]]) = (%c0) to (%[[N:.*]]) step (%c1) {
+//       CHECK:     scf.for %[[J:.*]] = %c0 to %c4 step %c1 {
+//       CHECK:       memref.store %{{.*}}, %{{.*}}[%[[H]], %[[J]]]
+//       CHECK:     }
+//       CHECK:     scf.reduce
+//   CHECK-NOT:   scf.parallel
+//   CHECK-NOT:   bt.independent_iterations
+func.func @independent(%o: memref<?x4xf32>, %n: index, %v: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %h = %c0 to %n step %c1 {
+    scf.parallel (%j) = (%c0) to (%c4) step (%c1) {
+      memref.store %v, %o[%h, %j] : memref<?x4xf32>
+      scf.reduce
+    }
+  } {bt.independent_iterations}
+  return
+}
+
+// -----
+
+// Left as loops: a marked loop that still carries values (not bufferized
+// in place), one inside a parallel loop, and an unmarked one.
+// CHECK-LABEL: func.func @not_independent
+//       CHECK:   scf.for {{.*}} iter_args
+//       CHECK:   } {bt.independent_iterations}
+//       CHECK:   scf.parallel (%[[I:.*]]) = (%c0) to (%c2) step (%c1) {
+//       CHECK:     scf.for
+//       CHECK:     } {bt.independent_iterations}
+//       CHECK:     scf.reduce
+//       CHECK:   scf.for %{{.*}} = %c0 to %c2 step %c1 {
+//   CHECK-NOT:   scf.parallel
+func.func @not_independent(%o: memref<2x4xf32>, %v: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %s = scf.for %h = %c0 to %c2 step %c1 iter_args(%acc = %v) -> (f32) {
+    %a = arith.addf %acc, %v : f32
+    scf.yield %a : f32
+  } {bt.independent_iterations}
+  scf.parallel (%i) = (%c0) to (%c2) step (%c1) {
+    scf.for %j = %c0 to %c4 step %c1 {
+      memref.store %v, %o[%i, %j] : memref<2x4xf32>
+    } {bt.independent_iterations}
+    scf.reduce
+  }
+  scf.for %i = %c0 to %c2 step %c1 {
+    memref.store %v, %o[%i, %c0] : memref<2x4xf32>
+  }
+  return %s : f32
+}

@@ -20,6 +20,15 @@ namespace bt {
 
 class CodegenTarget;
 
+/// Unit attribute on an `scf.for` whose iterations are independent: each
+/// writes its own disjoint slice of the loop's results and reads nothing
+/// another iteration writes, so they may run in any order or at once. Set by
+/// bt-lower-to-linalg on attention's loop over the B·H heads
+/// (AttentionToLinalg.cpp); bt-parallel-outer-loops turns such a loop, once
+/// bufferized (no `iter_args` left), into an `scf.parallel` (Passes.td).
+inline constexpr llvm::StringLiteral kIndependentIterationsAttrName =
+    "bt.independent_iterations";
+
 #define GEN_PASS_DECL
 #include "bt/Codegen/Passes.h.inc"
 

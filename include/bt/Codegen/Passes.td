@@ -416,13 +416,16 @@ def BTParallelWorkThreshold : Pass<"bt-parallel-work-threshold"> {
     Gives every `omp.parallel` whose body is one worksharing loop
     (`omp.wsloop` of `convert-scf-to-openmp`) an `if` clause: the loop runs
     on the thread pool only when its estimated work, the iteration count of
-    the parallel dims times the constant trip counts of the deepest chain of
-    `scf.for` nested inside them (loops with dynamic bounds count 1), is at
-    least `min-work` iterations; otherwise the region runs serialized on the
-    calling thread (libomp: no fork, no barrier). Dynamic parallel bounds
-    give a runtime condition computed in front of the region; static ones
-    fold to a constant, and a region that is always large enough keeps no
-    clause.
+    the parallel dims times the largest product of trip counts along a chain
+    of `scf.for` nested inside them, is at least `min-work` iterations;
+    otherwise the region runs serialized on the calling thread (libomp: no
+    fork, no barrier). An inner loop's trip count is its constant one, else,
+    when its bounds and step are defined in front of the region (attention's
+    query rows and keys inside its loop over heads), computed there at run
+    time, else 1 (bounds computed inside). Dynamic bounds give a run-time
+    condition computed in front of the region; static ones fold to a
+    constant, and a region that is always large enough keeps no clause.
+    GEMM library calls inside the loop do not count.
 
     Why (issue 15): a decode step of block_main_b4_5 at batch 8 runs a few
     thousand parallel regions of a few hundred iterations each; their fork
@@ -434,7 +437,8 @@ def BTParallelWorkThreshold : Pass<"bt-parallel-work-threshold"> {
     Example: `omp.parallel { omp.wsloop { omp.loop_nest (%i) : index = (%c0)
     to (%n) ... } }` with an inner `scf.for` of 256 iterations and
     `min-work=32768` → `%big = arith.cmpi sge, %trips, %c128` and
-    `omp.parallel if(%big)`.
+    `omp.parallel if(%big)`; with an inner `scf.for` to `%m` instead,
+    `%big = arith.cmpi sge, %trips * max(1, %m), %c32768`.
   }];
   let options = [
     Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
@@ -495,7 +499,14 @@ def BTParallelOuterLoops : Pass<"bt-parallel-outer-loops"> {
       chunk) and the innermost dim (the contiguous one of a row-major
       `[..., D]` operand) becomes an `scf.for`, a loop LLVM's loop vectorizer
       takes;
-    - a 1-dim outermost `scf.parallel` stays as it is.
+    - a 1-dim outermost `scf.parallel` stays as it is;
+    - first, an `scf.for` marked `bt.independent_iterations` (Passes.h:
+      its iterations write disjoint slices; bt-lower-to-linalg marks
+      attention's loop over the B·H heads) with no `iter_args` left after
+      bufferization and no `scf.parallel` around it becomes a 1-dim
+      `scf.parallel` (the rules above then make the parallel loops of its
+      body sequential): each thread runs whole heads. A marked loop that
+      still carries values stays a loop.
 
     Every iteration of a parallel dim keeps its own sequential reduction
     loops (linalg reduction dims are `scf.for` already), so the result does

@@ -10,6 +10,8 @@
 
 #include "LayerEmitter.h"
 
+#include "bt/Codegen/Passes.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -272,6 +274,9 @@ Value LayerEmitter::attention(Value q, Value k, Value v, Value mask, double scal
                                                          sliceSizes, strides);
         lb.create<scf::YieldOp>(l, updated);
       });
+  // Each head reads its own slices and writes its own output slice; the
+  // per-head buffers are created in the body (kIndependentIterationsAttrName).
+  loop->setAttr(bt::kIndependentIterationsAttrName, b.getUnitAttr());
   return loop.getResult(0);
 }
 

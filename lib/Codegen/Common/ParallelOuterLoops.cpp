@@ -50,15 +50,41 @@ void sequentializeInnerDims(IRRewriter &rewriter, scf::ParallelOp loop,
   rewriter.eraseOp(loop);
 }
 
+/// Replaces `loop` (an scf.for without iter_args) by a 1-dim scf.parallel
+/// over the same range; the body is moved, not cloned.
+void forToParallel(IRRewriter &rewriter, scf::ForOp loop) {
+  rewriter.setInsertionPoint(loop);
+  auto parallel = rewriter.create<scf::ParallelOp>(
+      loop.getLoc(), ValueRange{loop.getLowerBound()},
+      ValueRange{loop.getUpperBound()}, ValueRange{loop.getStep()});
+  Block *body = loop.getBody();
+  rewriter.eraseOp(body->getTerminator());
+  rewriter.inlineBlockBefore(body, parallel.getBody()->getTerminator(),
+                             parallel.getInductionVars());
+  rewriter.eraseOp(loop);
+}
+
 struct ParallelOuterLoopsPass
     : public bt::impl::BTParallelOuterLoopsBase<ParallelOuterLoopsPass> {
   using BTParallelOuterLoopsBase::BTParallelOuterLoopsBase;
 
   void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    // Loops the lowering marked independent, once bufferized, outside any
+    // parallel loop (pre-order: an outer one is converted first).
+    SmallVector<scf::ForOp> independent;
+    getOperation()->walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
+      if (loop->hasAttr(bt::kIndependentIterationsAttrName) &&
+          loop.getInitArgs().empty())
+        independent.push_back(loop);
+    });
+    for (scf::ForOp loop : independent)
+      if (!loop->getParentOfType<scf::ParallelOp>())
+        forToParallel(rewriter, loop);
+
     SmallVector<scf::ParallelOp> loops;
     getOperation()->walk<WalkOrder::PreOrder>(
         [&](scf::ParallelOp loop) { loops.push_back(loop); });
-    IRRewriter rewriter(&getContext());
     // Pre-order: an outer loop is rewritten before the loops it contains, so
     // an inner loop sees its (new) parallel ancestor.
     for (scf::ParallelOp loop : loops) {

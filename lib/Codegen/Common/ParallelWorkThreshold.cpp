@@ -38,33 +38,69 @@ std::optional<int64_t> constantTrips(Value lower, Value upper, Value step) {
   return span / s + (span % s != 0);
 }
 
-/// The constant trip count of `loop`, or 1 when a bound or the step is not a
-/// constant or the loop is empty.
-int64_t constantTripCount(scf::ForOp loop) {
-  return std::max<int64_t>(
-      1, constantTrips(loop.getLowerBound(), loop.getUpperBound(),
-                       loop.getStep())
-             .value_or(1));
-}
-
-/// The largest product of constant trip counts along a chain of scf.for
-/// nested in `region` (1 without loops), saturating at INT64_MAX.
-int64_t innerWork(Region &region) {
+/// The estimated work of one iteration of a parallel loop's body: the largest,
+/// over the chains of scf.for nested in `region`, of the product of their
+/// trip counts. A trip count is the loop's constant one, else (bounds and
+/// step defined in front of `parallel`) computed at run time in front of
+/// `parallel`, else 1. `staticWork` is the largest product of constant trip
+/// counts (1 without loops, saturating at INT64_MAX); the returned value,
+/// null when no chain has a run-time trip count, is the largest product over
+/// all chains (index, computed in front of `parallel`).
+Value innerWork(OpBuilder &b, Operation *parallel, Region &region,
+                int64_t &staticWork) {
   Operation *top = region.getParentOp();
-  int64_t best = 1;
+  Region &outside = parallel->getRegion(0);
+  auto defined = [&](Value v) {
+    return v.getType().isIndex() && !outside.isAncestor(v.getParentRegion());
+  };
+  // Per set of run-time loops of a chain, the largest constant factor.
+  SmallVector<std::pair<SmallVector<scf::ForOp>, int64_t>> dynamicChains;
+  staticWork = 1;
   region.walk([&](scf::ForOp loop) {
     int64_t product = 1;
+    SmallVector<scf::ForOp> dynamic;
     for (Operation *op = loop; op != nullptr && op != top;
          op = op->getParentOp()) {
       auto f = dyn_cast<scf::ForOp>(op);
       if (!f)
         continue;
-      const int64_t t = constantTripCount(f);
+      int64_t t = 1;
+      if (std::optional<int64_t> c = constantTrips(
+              f.getLowerBound(), f.getUpperBound(), f.getStep()))
+        t = std::max<int64_t>(1, *c);
+      else if (defined(f.getLowerBound()) && defined(f.getUpperBound()) &&
+               defined(f.getStep()))
+        dynamic.push_back(f);
       product = product > INT64_MAX / t ? INT64_MAX : product * t;
     }
-    best = std::max(best, product);
+    if (dynamic.empty()) {
+      staticWork = std::max(staticWork, product);
+      return;
+    }
+    for (auto &[loops, factor] : dynamicChains)
+      if (loops == dynamic) {
+        factor = std::max(factor, product);
+        return;
+      }
+    dynamicChains.push_back({std::move(dynamic), product});
   });
-  return best;
+  if (dynamicChains.empty())
+    return Value();
+  Location loc = parallel->getLoc();
+  Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+  Value work = b.create<arith::ConstantIndexOp>(loc, staticWork);
+  for (auto &[loops, factor] : dynamicChains) {
+    Value chain = b.create<arith::ConstantIndexOp>(loc, factor);
+    for (scf::ForOp f : loops) {
+      Value span = b.create<arith::SubIOp>(loc, f.getUpperBound(),
+                                           f.getLowerBound());
+      Value t = b.create<arith::CeilDivSIOp>(loc, span, f.getStep());
+      t = b.create<arith::MaxSIOp>(loc, t, zero); // an empty loop: 0
+      chain = b.create<arith::MulIOp>(loc, chain, t);
+    }
+    work = b.create<arith::MaxSIOp>(loc, work, chain);
+  }
+  return work;
 }
 
 struct ParallelWorkThresholdPass
@@ -95,12 +131,13 @@ struct ParallelWorkThresholdPass
       if (!usable)
         continue;
 
-      const int64_t inner = std::max<int64_t>(1, innerWork(nest.getRegion()));
+      OpBuilder b(parallel);
+      Location loc = parallel.getLoc();
+      int64_t inner = 1;
+      Value dynamicInner = innerWork(b, parallel, nest.getRegion(), inner);
       // Iterations of the parallel dims needed: ceil(min-work / inner).
       const int64_t needed = (minWork + inner - 1) / inner;
 
-      OpBuilder b(parallel);
-      Location loc = parallel.getLoc();
       // Static bounds: decide now.
       int64_t staticTrips = 1;
       bool allStatic = true;
@@ -114,14 +151,15 @@ struct ParallelWorkThresholdPass
                             ? INT64_MAX
                             : staticTrips * *t;
       }
-      if (allStatic) {
+      if (allStatic && !dynamicInner) {
         if (staticTrips >= needed)
           continue; // always large enough: no clause
         Value no = b.create<arith::ConstantIntOp>(loc, 0, 1);
         parallel.getIfExprMutable().assign(no);
         continue;
       }
-      // Dynamic: trips = prod ceildiv(ub - lb, step), compared with `needed`.
+      // Dynamic: trips = prod ceildiv(ub - lb, step), compared with `needed`,
+      // or trips * inner work with minWork when the inner work is dynamic.
       Value trips;
       for (unsigned d = 0; d < nest.getNumLoops(); ++d) {
         Value lb = nest.getLowerBound()[d], ub = nest.getUpperBound()[d],
@@ -130,9 +168,17 @@ struct ParallelWorkThresholdPass
         Value t = b.create<arith::CeilDivSIOp>(loc, span, step);
         trips = trips ? b.create<arith::MulIOp>(loc, trips, t).getResult() : t;
       }
-      Value bound = b.create<arith::ConstantIndexOp>(loc, needed);
-      Value big = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge,
-                                          trips, bound);
+      Value big;
+      if (dynamicInner) {
+        Value work = b.create<arith::MulIOp>(loc, trips, dynamicInner);
+        Value bound = b.create<arith::ConstantIndexOp>(loc, minWork);
+        big = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, work,
+                                      bound);
+      } else {
+        Value bound = b.create<arith::ConstantIndexOp>(loc, needed);
+        big = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, trips,
+                                      bound);
+      }
       parallel.getIfExprMutable().assign(big);
     }
   }
