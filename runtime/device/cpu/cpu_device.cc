@@ -240,6 +240,7 @@ void CpuDevice::EndConstantParams() {
 
 int SetBlasThreads(int threads) {
   if (threads > 0) {
+    ForgetTeamBlasThreads();
     g_threads.store(threads);
     OmpSetNumThreads(threads);
     openblas_set_num_threads(threads);

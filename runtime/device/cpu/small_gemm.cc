@@ -42,6 +42,7 @@
 #include "cblas.h"
 
 extern "C" int openblas_get_num_threads(void);
+extern "C" void openblas_set_num_threads(int num_threads);
 
 namespace bt::rt {
 namespace {
@@ -58,6 +59,7 @@ struct OmpApi {
                    unsigned flags) = nullptr;
   int (*thread_num)() = nullptr;
   int (*num_threads)() = nullptr;
+  int (*in_parallel)() = nullptr;
 };
 
 const OmpApi &Omp() {
@@ -69,7 +71,11 @@ const OmpApi &Omp() {
         OmpSymbol("omp_get_thread_num"));
     r.num_threads = reinterpret_cast<decltype(r.num_threads)>(
         OmpSymbol("omp_get_num_threads"));
-    return r.parallel && r.thread_num && r.num_threads ? r : OmpApi{};
+    r.in_parallel = reinterpret_cast<decltype(r.in_parallel)>(
+        OmpSymbol("omp_in_parallel"));
+    return r.parallel && r.thread_num && r.num_threads && r.in_parallel
+               ? r
+               : OmpApi{};
   }();
   return api;
 }
@@ -658,7 +664,40 @@ void TinyGemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
   }
 }
 
+// The OpenBLAS thread count MatchBlasThreadsToTeam lowered to 1 inside an
+// OpenMP team (0: none), restored by the first call outside one.
+std::atomic<int> g_team_lowered_blas_threads{0};
+
+/// Before every product: on a thread of an active OpenMP team (a generated
+/// kernel's parallel loop that calls GEMMs: attention's loop over heads,
+/// bt-parallel-outer-loops), OpenBLAS's pthreads build (the static standalone
+/// executable's libopenblas.a) is set to one thread; outside a team, the
+/// count it had is restored. Multithreaded calls of that build made by two
+/// threads at once run one at a time behind its level-3 lock while its
+/// server threads compete with the team for the cores: a block_main_b4_5
+/// prefill of 8 x 2048 tokens took 4-6x as long. Its OpenMP build (bt-run)
+/// runs a call made inside a team on the calling thread by itself, and the
+/// sequential build has no threads: nothing to do for those.
+void MatchBlasThreadsToTeam() {
+  static const bool threaded = openblas_get_parallel() == OPENBLAS_THREAD;
+  if (!threaded)
+    return;
+  if (Omp().in_parallel != nullptr && Omp().in_parallel() != 0) {
+    if (const int t = openblas_get_num_threads(); t > 1) {
+      int none = 0;
+      g_team_lowered_blas_threads.compare_exchange_strong(none, t);
+      openblas_set_num_threads(1);
+    }
+  } else if (g_team_lowered_blas_threads.load(std::memory_order_relaxed) > 0) {
+    if (const int t = g_team_lowered_blas_threads.exchange(0); t > 0)
+      openblas_set_num_threads(t);
+  }
+}
+
 } // namespace
+
+void ForgetTeamBlasThreads() { g_team_lowered_blas_threads.store(0); }
+
 } // namespace bt::rt
 
 extern "C" void bt_cpu_sgemm(int order, int trans_a, int trans_b, int m, int n,
@@ -674,6 +713,7 @@ extern "C" void bt_cpu_sgemm(int order, int trans_a, int trans_b, int m, int n,
     const std::string s = v == nullptr ? "" : v;
     return s == "cblas" ? 0 : s == "rows" ? 1 : 2;
   }();
+  MatchBlasThreadsToTeam();
   // Linear-layout products of up to kPackedGemmMaxM rows; those of more than
   // kSmallGemmMaxM rows only against a packed (constant) weight, so that
   // the products of training (never packed) keep cblas_sgemm's summation.
