@@ -49,7 +49,8 @@ func.func @embedding_grad(%ids: tensor<2x6x4xi64>, %dy: tensor<2x6x4x16xf32>) ->
 
 // Attention backward: one loop over the B·H heads carrying dq, dk, dv; per
 // head the probabilities are recomputed (q·kᵀ), then dV = Pᵀ·dO, dP = dO·Vᵀ,
-// dQ = dS·K, dK = dSᵀ·Q, written into the head's slices.
+// dQ = dS·K, dK = dSᵀ·Q, written into the head's slices; marked
+// bt.independent_iterations (the CPU pipeline runs the heads in parallel).
 // CHECK-LABEL: func.func @attention_grad
 //       CHECK:   %[[G:.*]]:3 = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[DQ:.*]] = %{{.*}}, %[[DK:.*]] = %{{.*}}, %[[DV:.*]] = %{{.*}}) -> (tensor<2x6x2x32xf32>, tensor<2x6x2x32xf32>, tensor<2x6x2x32xf32>)
 //       CHECK:     %[[MASK:.*]] = tensor.extract_slice %arg4[%{{.*}}, 0] [1, 6] [1, 1] : tensor<2x6xi64> to tensor<6xi64>
@@ -66,6 +67,7 @@ func.func @embedding_grad(%ids: tensor<2x6x4xi64>, %dy: tensor<2x6x4x16xf32>) ->
 //       CHECK:     %[[NK:.*]] = tensor.insert_slice %[[DKH]] into %[[DK]]
 //       CHECK:     %[[NV:.*]] = tensor.insert_slice %[[DVH]] into %[[DV]]
 //       CHECK:     scf.yield %[[NQ]], %[[NK]], %[[NV]]
+//       CHECK:   } {bt.independent_iterations}
 //       CHECK:   return %[[G]]#0, %[[G]]#1, %[[G]]#2
 func.func @attention_grad(%q: tensor<2x6x2x32xf32>, %k: tensor<2x6x2x32xf32>,
                           %v: tensor<2x6x2x32xf32>, %do: tensor<2x6x2x32xf32>,

@@ -13,6 +13,7 @@
 
 #include "LinalgUtils.h"
 #include "bt/Codegen/LayerToLinalg.h"
+#include "bt/Codegen/Passes.h"
 #include "bt/Dialect/BT/IR/BTOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -596,6 +597,9 @@ public:
                 l, res, acc, offsets, sliceSizes, strides));
           lb.create<scf::YieldOp>(l, updated);
         });
+    // Each head reads its own slices and writes its own slices of dq, dk
+    // and dv (kIndependentIterationsAttrName).
+    loop->setAttr(kIndependentIterationsAttrName, b.getUnitAttr());
     return SmallVector<Value>(loop.getResults());
   }
 };
