@@ -24,7 +24,8 @@ class CodegenTarget;
 /// writes its own disjoint slice of the loop's results and reads nothing
 /// another iteration writes, so they may run in any order or at once. Set by
 /// bt-lower-to-linalg on attention's loop over the B·H heads
-/// (AttentionToLinalg.cpp); bt-parallel-outer-loops turns such a loop, once
+/// (AttentionToLinalg.cpp) and by bt-lower-backward on attention_grad's
+/// (BackwardToLinalg.cpp); bt-parallel-outer-loops turns such a loop, once
 /// bufferized (no `iter_args` left), into an `scf.parallel` (Passes.td).
 inline constexpr llvm::StringLiteral kIndependentIterationsAttrName =
     "bt.independent_iterations";
