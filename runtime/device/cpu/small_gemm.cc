@@ -675,7 +675,7 @@ std::atomic<int> g_team_lowered_blas_threads{0};
 /// count it had is restored. Multithreaded calls of that build made by two
 /// threads at once run one at a time behind its level-3 lock while its
 /// server threads compete with the team for the cores: a block_main_b4_5
-/// prefill of 8 x 2048 tokens took 4-6x as long. Its OpenMP build (bt-run)
+/// prefill of 8 x 512 tokens took 4-6x as long. Its OpenMP build (bt-run)
 /// runs a call made inside a team on the calling thread by itself, and the
 /// sequential build has no threads: nothing to do for those.
 void MatchBlasThreadsToTeam() {
