@@ -238,9 +238,32 @@ void CpuDevice::EndConstantParams() {
     ReleaseConstantWeights();
 }
 
+namespace {
+// The OpenBLAS thread count MatchBlasThreadsToTeam lowered to 1 inside an
+// OpenMP team (0: none), restored by its first call outside one and
+// forgotten by SetBlasThreads.
+std::atomic<int> g_team_lowered_blas_threads{0};
+} // namespace
+
+void MatchBlasThreadsToTeam(bool in_team) {
+  static const bool threaded = openblas_get_parallel() == OPENBLAS_THREAD;
+  if (!threaded)
+    return;
+  if (in_team) {
+    if (const int t = openblas_get_num_threads(); t > 1) {
+      int none = 0;
+      g_team_lowered_blas_threads.compare_exchange_strong(none, t);
+      openblas_set_num_threads(1);
+    }
+  } else if (g_team_lowered_blas_threads.load(std::memory_order_relaxed) > 0) {
+    if (const int t = g_team_lowered_blas_threads.exchange(0); t > 0)
+      openblas_set_num_threads(t);
+  }
+}
+
 int SetBlasThreads(int threads) {
   if (threads > 0) {
-    ForgetTeamBlasThreads();
+    g_team_lowered_blas_threads.store(0);
     g_threads.store(threads);
     OmpSetNumThreads(threads);
     openblas_set_num_threads(threads);

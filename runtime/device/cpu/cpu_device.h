@@ -110,6 +110,20 @@ CallEntryPoint(KernelEntryFn fn, const proto::EntryPoint &ep,
 /// changes nothing. Returns the count OpenBLAS reports afterwards.
 int SetBlasThreads(int threads);
 
+/// Called by bt_cpu_sgemm before every product, `in_team` telling whether
+/// the caller is a thread of an active OpenMP team (a generated kernel's
+/// parallel loop that calls GEMMs: attention's loop over heads,
+/// bt-parallel-outer-loops). In a team, OpenBLAS's pthreads build (the
+/// static standalone executable's libopenblas.a) is set to one thread;
+/// outside one, the count it had is restored (unless SetBlasThreads set a
+/// count meanwhile). Multithreaded calls of that build made by two threads
+/// at once run one at a time behind its level-3 lock while its server
+/// threads compete with the team for the cores: a block_main_b4_5 prefill of
+/// 8 x 512 tokens took 4-6x as long. Its OpenMP build (bt-run) runs a call
+/// made inside a team on the calling thread by itself, and the sequential
+/// build has no threads: nothing to do for those. Thread-safe.
+void MatchBlasThreadsToTeam(bool in_team);
+
 /// `name` (e.g. "omp_set_num_threads") in the OpenMP runtime of this
 /// process: the libomp the binary links (global scope, ahead of libgomp in
 /// the load order: docs/codegen.md "Threads"), else one a kernel library has

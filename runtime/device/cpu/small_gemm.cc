@@ -41,9 +41,6 @@
 
 #include "cblas.h"
 
-extern "C" int openblas_get_num_threads(void);
-extern "C" void openblas_set_num_threads(int num_threads);
-
 namespace bt::rt {
 namespace {
 
@@ -664,40 +661,7 @@ void TinyGemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
   }
 }
 
-// The OpenBLAS thread count MatchBlasThreadsToTeam lowered to 1 inside an
-// OpenMP team (0: none), restored by the first call outside one.
-std::atomic<int> g_team_lowered_blas_threads{0};
-
-/// Before every product: on a thread of an active OpenMP team (a generated
-/// kernel's parallel loop that calls GEMMs: attention's loop over heads,
-/// bt-parallel-outer-loops), OpenBLAS's pthreads build (the static standalone
-/// executable's libopenblas.a) is set to one thread; outside a team, the
-/// count it had is restored. Multithreaded calls of that build made by two
-/// threads at once run one at a time behind its level-3 lock while its
-/// server threads compete with the team for the cores: a block_main_b4_5
-/// prefill of 8 x 512 tokens took 4-6x as long. Its OpenMP build (bt-run)
-/// runs a call made inside a team on the calling thread by itself, and the
-/// sequential build has no threads: nothing to do for those.
-void MatchBlasThreadsToTeam() {
-  static const bool threaded = openblas_get_parallel() == OPENBLAS_THREAD;
-  if (!threaded)
-    return;
-  if (Omp().in_parallel != nullptr && Omp().in_parallel() != 0) {
-    if (const int t = openblas_get_num_threads(); t > 1) {
-      int none = 0;
-      g_team_lowered_blas_threads.compare_exchange_strong(none, t);
-      openblas_set_num_threads(1);
-    }
-  } else if (g_team_lowered_blas_threads.load(std::memory_order_relaxed) > 0) {
-    if (const int t = g_team_lowered_blas_threads.exchange(0); t > 0)
-      openblas_set_num_threads(t);
-  }
-}
-
 } // namespace
-
-void ForgetTeamBlasThreads() { g_team_lowered_blas_threads.store(0); }
-
 } // namespace bt::rt
 
 extern "C" void bt_cpu_sgemm(int order, int trans_a, int trans_b, int m, int n,
@@ -713,7 +677,8 @@ extern "C" void bt_cpu_sgemm(int order, int trans_a, int trans_b, int m, int n,
     const std::string s = v == nullptr ? "" : v;
     return s == "cblas" ? 0 : s == "rows" ? 1 : 2;
   }();
-  MatchBlasThreadsToTeam();
+  MatchBlasThreadsToTeam(Omp().in_parallel != nullptr &&
+                         Omp().in_parallel() != 0);
   // Linear-layout products of up to kPackedGemmMaxM rows; those of more than
   // kSmallGemmMaxM rows only against a packed (constant) weight, so that
   // the products of training (never packed) keep cblas_sgemm's summation.

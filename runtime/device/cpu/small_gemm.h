@@ -24,7 +24,8 @@
 // step, e.g. [1, K<=35] x [K, 32]) run as plain loops on the calling thread, without
 // cblas_sgemm's per-call dispatch and packing. Everything else goes to
 // cblas_sgemm unchanged (with OpenBLAS's pthreads build set to one thread
-// while the caller is a thread of an OpenMP team: ForgetTeamBlasThreads), and so
+// while the caller is a thread of an OpenMP team: MatchBlasThreadsToTeam in
+// cpu_device.h), and so
 // does every product when the environment has BT_CPU_SGEMM=cblas (for A/B
 // measurements); BT_CPU_SGEMM=rows keeps the small path but never packs.
 //
@@ -56,12 +57,6 @@ inline constexpr int kSmallGemmMaxM = 8;
 inline constexpr int kPackedGemmMaxM = 16;
 /// The largest M x N x K that bt_cpu_sgemm multiplies with plain loops.
 inline constexpr long kTinyGemmWork = 32 * 32 * 32;
-
-/// Forgets the OpenBLAS thread count that bt_cpu_sgemm lowered to one for
-/// the products of an OpenMP team (pthreads OpenBLAS only: the static
-/// standalone executable) and would restore at its next call outside a team;
-/// SetBlasThreads (cpu_device.h) calls it before it sets a count of its own.
-void ForgetTeamBlasThreads();
 
 /// Output columns per panel of a packed weight.
 inline constexpr int kPackedPanel = 32;
