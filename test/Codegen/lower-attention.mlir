@@ -12,6 +12,7 @@
 // CHECK-DAG: #[[ID2:.*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG: #[[COL:.*]] = affine_map<(d0, d1) -> (d1)>
 // CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0)[s0] -> (64, -d0 + s0)>
 
 // CHECK-LABEL: func.func @attention
 //  CHECK-SAME:   %[[Q:.*]]: tensor<?x7x2x8xf32>, %[[K:.*]]: tensor<?x7x2x8xf32>, %[[V:.*]]: tensor<?x7x2x8xf32>, %[[M:.*]]: tensor<?x7xi64>
@@ -86,17 +87,73 @@ func.func @local_attention(%q: tensor<?x?x5x2x8xf32>, %k: tensor<?x?x5x2x8xf32>,
   return %o : tensor<?x?x5x2x8xf32>
 }
 
-// Without a key mask nothing is added to the causal scores; a dynamic
-// sequence gives dynamic [S, S] scores.
+// Without a key mask nothing is added to the causal scores. A dynamic
+// sequence (it may exceed 64 rows) goes in chunks of 64 query rows: chunk
+// [r0, r0 + rows) with rows = min(64, S - r0) attends to keys [0, r0 + rows)
+// only, and its causal test compares key t with row r0 + s.
 // CHECK-LABEL: func.func @attention_no_mask
-//       CHECK:   linalg.matmul_transpose_b {{.*}} -> tensor<?x?xf32>
-//       CHECK:   linalg.generic {{.*}} ins(%{{.*}} : tensor<?x?xf32>)
-//   CHECK-NOT:     arith.sitofp
-//       CHECK:     arith.select
-//  CHECK-NEXT:     arith.maximumf
+//  CHECK-SAME:   %[[Q:[^:]*]]: tensor<2x?x2x8xf32>, %[[K:[^:]*]]: tensor<2x?x2x8xf32>, %[[V:[^:]*]]: tensor<2x?x2x8xf32>
+//   CHECK-DAG:   %[[C64:.*]] = arith.constant 64 : index
+//   CHECK-DAG:   %[[C1:.*]] = arith.constant 1 : index
+//       CHECK:   %[[S:.*]] = tensor.dim %[[Q]], %[[C1]]
+//       CHECK:   scf.for %[[I:[^ ]*]] = {{.*}} iter_args(%[[ACC:.*]] = %{{.*}})
+//       CHECK:     %[[HI:.*]] = arith.remui %[[I]]
+//       CHECK:     %[[BI:.*]] = arith.divui %[[I]]
+//       CHECK:     %[[C:.*]] = scf.for %[[R0:[^ ]*]] = %{{.*}} to %[[S]] step %[[C64]] iter_args(%[[CACC:.*]] = %[[ACC]])
+//       CHECK:       %[[N:.*]] = affine.min #[[ROWS]](%[[R0]])[%[[S]]]
+//       CHECK:       %[[END:.*]] = arith.addi %[[R0]], %[[N]]
+//       CHECK:       %[[QH:.*]] = tensor.extract_slice %[[Q]][%[[BI]], %[[R0]], %[[HI]], 0] [1, %[[N]], 1, 8]
+//       CHECK:       %[[KH:.*]] = tensor.extract_slice %[[K]][%[[BI]], 0, %[[HI]], 0] [1, %[[END]], 1, 8]
+//       CHECK:       %[[VH:.*]] = tensor.extract_slice %[[V]][%[[BI]], 0, %[[HI]], 0] [1, %[[END]], 1, 8]
+//       CHECK:       %[[E:.*]] = tensor.empty(%[[N]], %[[END]]) : tensor<?x?xf32>
+//       CHECK:       linalg.matmul_transpose_b ins(%[[QH]], %[[KH]] : tensor<?x8xf32>, tensor<?x8xf32>) {{.*}} -> tensor<?x?xf32>
+//       CHECK:       linalg.generic {{.*}} ins(%{{.*}} : tensor<?x?xf32>)
+//   CHECK-NOT:         arith.sitofp
+//       CHECK:         %[[QI:.*]] = linalg.index 0
+//       CHECK:         %[[KI:.*]] = linalg.index 1
+//       CHECK:         %[[ROW:.*]] = arith.addi %[[QI]], %[[R0]]
+//       CHECK:         arith.cmpi ule, %[[KI]], %[[ROW]]
+//       CHECK:         arith.select
+//  CHECK-NEXT:         arith.maximumf
+//       CHECK:       %[[OS:.*]] = tensor.extract_slice %[[CACC]][%[[BI]], %[[R0]], %[[HI]], 0] [1, %[[N]], 1, 8]
+//       CHECK:       %[[O0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[OS]] : tensor<?x8xf32>)
+//       CHECK:       %[[O:.*]] = linalg.matmul ins(%{{.*}}, %[[VH]] : tensor<?x?xf32>, tensor<?x8xf32>) outs(%[[O0]] : tensor<?x8xf32>)
+//       CHECK:       %[[UPD:.*]] = tensor.insert_slice %[[O]] into %[[CACC]][%[[BI]], %[[R0]], %[[HI]], 0] [1, %[[N]], 1, 8]
+//       CHECK:       scf.yield %[[UPD]]
+//       CHECK:     scf.yield %[[C]]
+//       CHECK:   } {bt.independent_iterations}
 func.func @attention_no_mask(%q: tensor<2x?x2x8xf32>, %k: tensor<2x?x2x8xf32>, %v: tensor<2x?x2x8xf32>) -> tensor<2x?x2x8xf32> {
   %o = bt.attention %q, %k, %v scale 0.35355339059327373 : tensor<2x?x2x8xf32> -> tensor<2x?x2x8xf32>
   return %o : tensor<2x?x2x8xf32>
+}
+
+// With a key mask and chunks, each head first finds the first valid key of
+// its mask row (S when none): a chunk whose first row r0 comes before it
+// (a row without any valid causal key, which HF spreads over every key of
+// score MIN, the valid non-causal ones included) keeps all S keys.
+// CHECK-LABEL: func.func @attention_chunked_mask
+//  CHECK-SAME:   %[[M:[^:]*]]: tensor<?x?xi64>
+//       CHECK:   %[[S:[^ ]*]] = tensor.dim %{{[^,]*}}, %c1
+//       CHECK:   scf.for %[[I:[^ ]*]] =
+//       CHECK:     %[[BI:.*]] = arith.divui %[[I]]
+//       CHECK:     %[[MR:.*]] = tensor.extract_slice %[[M]][%[[BI]], 0] [1, %[[S]]] [1, 1] : tensor<?x?xi64> to tensor<?xi64>
+//       CHECK:     %[[NONE:.*]] = linalg.fill ins(%[[S]] : index) outs(%{{.*}} : tensor<index>)
+//       CHECK:     %[[FIRST:.*]] = linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%[[MR]] : tensor<?xi64>) outs(%[[NONE]] : tensor<index>)
+//       CHECK:       %[[VALID:.*]] = arith.cmpi ne, %{{.*}}, %{{.*}} : i64
+//       CHECK:       %[[T:.*]] = linalg.index 0
+//       CHECK:       %[[CAND:.*]] = arith.select %[[VALID]], %[[T]], %[[OUT:.*]] : index
+//       CHECK:       arith.minui %[[OUT]], %[[CAND]]
+//       CHECK:     %[[F:.*]] = tensor.extract %[[FIRST]][]
+//       CHECK:     scf.for %[[R0:[^ ]*]] =
+//       CHECK:       %[[N:.*]] = affine.min
+//       CHECK:       %[[END:.*]] = arith.addi %[[R0]], %[[N]]
+//       CHECK:       %[[BLIND:.*]] = arith.cmpi ult, %[[R0]], %[[F]]
+//       CHECK:       %[[KEYS:.*]] = arith.select %[[BLIND]], %[[S]], %[[END]]
+//       CHECK:       tensor.extract_slice %{{.*}} [1, %[[KEYS]], 1, 8]
+//       CHECK:       tensor.extract_slice %[[M]][%[[BI]], 0] [1, %[[KEYS]]]
+func.func @attention_chunked_mask(%q: tensor<?x?x2x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<?x?x2x8xf32>, %m: tensor<?x?xi64>) -> tensor<?x?x2x8xf32> {
+  %o = bt.attention %q, %k, %v key_mask %m scale 0.35355339059327373 : tensor<?x?x2x8xf32>, tensor<?x?xi64> -> tensor<?x?x2x8xf32>
+  return %o : tensor<?x?x2x8xf32>
 }
 
 // The fused op is one kernel: one loop over the B·N_blk·H heads; per head the

@@ -84,6 +84,7 @@ def BTLowerKVCaches : Pass<"bt-lower-kv-caches", "::mlir::ModuleOp"> {
            "(registered name, e.g. cuda; empty: target-neutral)">,
   ];
   let dependentDialects = [
+    "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::cf::ControlFlowDialect",
@@ -159,7 +160,7 @@ def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
     | `bt.prefix_projection` | as `bt.linear`, then the last dim `P·T` expanded to `[P, T]` |
     | `bt.split_qkv` | `tensor.expand_shape` to `[..., H, 3, hd]` and three rank-reducing `tensor.extract_slice` (views, no copy) |
     | `bt.rotary` | one cos/sin table `[positions..., r/2]` per distinct positions operand (inv_freq = 1/base^(2i/r) evaluated in f32 at compile time, angle = f32(pos)·inv_freq), then one elementwise pass: element `j < r` reads its partner `x[(j + r/2) mod r]` and the table at `j mod r/2`, `y = x·cos − partner·sin` (`j < r/2`), `x·cos + partner·sin` (`j < r`), `y = x` beyond `r` |
-    | `bt.attention`, `bt.local_attention` | one `scf.for` over the B·H (B·N_blk·H) heads; per head the strided `[S, hd]` slices of q, k, v (no transposes: BLAS reads them in place), scores by `linalg.matmul_transpose_b` into one `[S, S]` buffer that the softmax updates in place; HF eager masking in f32 `where(t ≤ s, q·k·scale, MIN) + (1 − key_mask)·MIN` with `MIN = finfo(f32).min`; softmax with max subtraction (`exp(v − max)`, exactly 0 below −104 like PyTorch's Sleef expf, times `1/sum`); `linalg.matmul` with v into the output slice. Like HF, a query without any valid causal key is uniform over the keys whose score is exactly MIN (its masked causal keys and the valid non-causal ones; masked non-causal keys are `MIN + MIN = −inf`) |
+    | `bt.attention`, `bt.local_attention` | one `scf.for` over the B·H (B·N_blk·H) heads; per head the strided `[S, hd]` slices of q, k, v (no transposes: BLAS reads them in place), scores by `linalg.matmul_transpose_b` into one `[S, S]` buffer that the softmax updates in place; with more than 64 query rows (or S dynamic) an inner `scf.for` over chunks of 64 rows, chunk `[r0, r0 + n)` (`n = affine.min(64, S − r0)`) against keys `[0, r0 + n + Sk − S)` only, the ones its causal mask lets it see (the hidden keys' probabilities are exactly 0: same result, about half the score, softmax and `· v` work for S = Sk = 512), except that a chunk whose first row has no valid causal key (before the first valid key of the mask row, found per head) keeps all Sk keys; HF eager masking in f32 `where(t ≤ s, q·k·scale, MIN) + (1 − key_mask)·MIN` with `MIN = finfo(f32).min`; softmax with max subtraction (`exp(v − max)`, exactly 0 below −104 like PyTorch's Sleef expf, times `1/sum`); `linalg.matmul` with v into the output slice. Like HF, a query without any valid causal key is uniform over the keys whose score is exactly MIN (its masked causal keys and the valid non-causal ones; masked non-causal keys are `MIN + MIN = −inf`) |
     | `bt.fused_local_attention` | one kernel: one `scf.for` over the B·N_blk·H heads; per head, the S rows of q, k, v are strided views of the QKV projection (no split), q and k are rotated (the `bt.rotary` payload and table) into `[S, hd]` stack buffers, the scores `[S, S]` and the row max and sum `[S]` (the reciprocal overwrites the sum) live in stack buffers (`memref.alloca` at the function entry, used through `bufferization.to_tensor restrict writable`), softmax and `· v` as for `bt.local_attention`, and only the `[S, hd]` result is written. The same arithmetic as the unfused chain (results may differ in the last bits where LLVM vectorizes the exp loops differently). With `fused-kernel=false`, or S or hd dynamic: the unfused chain `bt.split_qkv` → `bt.rotary` (q, k; one shared table) → `bt.local_attention` |
     | `bt.cross_entropy` | per row `−((x[label] − max) − log Σ exp(x − max))` (PyTorch log_softmax order), summed in f64 over labels `≠ ignore_index`, divided by their count in f32 (`0/0 = NaN` when all are ignored) |
     | `bt.global_norm` | per tensor, Σ x² in f32 (`reassoc` additions) as two `linalg.generic` reductions of the flattened tensor viewed as `[n/K, K]` (K: the divisor of n nearest below √n; dynamic shapes: one reduction), its `math.sqrt`; then `sqrt(Σ_t n_t²)` over the tensors in operand order |
@@ -209,6 +210,7 @@ def BTLowerToLinalg : Pass<"bt-lower-to-linalg"> {
            "(registered name, e.g. cuda; empty: target-neutral)">,
   ];
   let dependentDialects = [
+    "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::cf::ControlFlowDialect",
@@ -422,7 +424,11 @@ def BTParallelWorkThreshold : Pass<"bt-parallel-work-threshold"> {
     fork, no barrier). An inner loop's trip count is its constant one, else,
     when its bounds and step are defined in front of the region (attention's
     query rows and keys inside its loop over heads), computed there at run
-    time, else 1 (bounds computed inside). Dynamic bounds give a run-time
+    time; else, for an upper bound computed inside (attention's chunks of
+    query rows: `min(64, S - r0)` rows against `r0 + rows` keys), from the
+    largest value of that bound in terms of values defined in front, as
+    `ValueBoundsOpInterface` derives it (64 rows, S keys; the lower bound and
+    step constant or defined in front); else 1. Dynamic bounds give a run-time
     condition computed in front of the region; static ones fold to a
     constant, and a region that is always large enough keeps no clause.
     GEMM library calls inside the loop do not count.
@@ -444,7 +450,8 @@ def BTParallelWorkThreshold : Pass<"bt-parallel-work-threshold"> {
     Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
            "Least estimated iterations for a loop to run on the thread pool">,
   ];
-  let dependentDialects = ["::mlir::arith::ArithDialect",
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
                            "::mlir::omp::OpenMPDialect"];
 }
 

@@ -12,6 +12,7 @@
 
 #include "bt/Codegen/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -184,14 +185,101 @@ Value LayerEmitter::attendHead(Value qh, Value kh, Value vh,
       .getResult(0);
 }
 
+Value LayerEmitter::attendRows(const AttentionOperands &in, Value h,
+                               ArrayRef<Value> bIdx, Value acc,
+                               OpFoldResult r0, OpFoldResult rows,
+                               OpFoldResult keys, Value offset) {
+  RankedTensorType qt = tensorTypeOf(in.q);
+  unsigned n = qt.getRank(), nb = n - 3;
+  Type elt = qt.getElementType();
+  OpFoldResult hd = sizes(in.q)[nb + 2];
+  auto staticSize = [](OpFoldResult f) {
+    std::optional<int64_t> c = getConstantIntValue(f);
+    return c ? *c : ShapedType::kDynamic;
+  };
+  int64_t hdStatic = qt.getDimSize(nb + 2);
+  auto headType = RankedTensorType::get({staticSize(rows), hdStatic}, elt);
+  auto kHeadType = RankedTensorType::get({staticSize(keys), hdStatic}, elt);
+  // Slices [b.., rows, h, :] of q and the output.
+  SmallVector<OpFoldResult> offsets, sliceSizes, strides(n, b.getIndexAttr(1));
+  for (unsigned i = 0; i < nb; ++i) {
+    offsets.push_back(bIdx[i]);
+    sliceSizes.push_back(b.getIndexAttr(1));
+  }
+  offsets.append({r0, h, b.getIndexAttr(0)});
+  sliceSizes.append({rows, b.getIndexAttr(1), hd});
+  auto head = [&](Value t) -> Value {
+    return b.create<tensor::ExtractSliceOp>(loc, headType, t, offsets,
+                                            sliceSizes, strides);
+  };
+  // Keys / values [b.., 0:keys, h, :], or [b.., h, 0:keys, :] when
+  // head-major.
+  auto kvHead = [&](Value t) -> Value {
+    SmallVector<OpFoldResult> kOff(offsets.begin(), offsets.begin() + nb);
+    SmallVector<OpFoldResult> kSizes(sliceSizes.begin(),
+                                     sliceSizes.begin() + nb);
+    if (in.headMajorKV) {
+      kOff.append({h, b.getIndexAttr(0), b.getIndexAttr(0)});
+      kSizes.append({b.getIndexAttr(1), keys, hd});
+    } else {
+      kOff.append({b.getIndexAttr(0), h, b.getIndexAttr(0)});
+      kSizes.append({keys, b.getIndexAttr(1), hd});
+    }
+    return b.create<tensor::ExtractSliceOp>(loc, kHeadType, t, kOff, kSizes,
+                                            strides);
+  };
+  Value qh = head(in.q), kh = kvHead(in.k), vh = kvHead(in.v);
+  auto maskRow = [&]() { return maskSlice(in.mask, bIdx, keys); };
+  Value o = attendHead(
+      qh, kh, vh,
+      in.mask ? function_ref<Value()>(maskRow) : function_ref<Value()>(),
+      [&] { return head(acc); }, rows, in.scale, /*scratch=*/{}, keys, offset);
+  return b.create<tensor::InsertSliceOp>(loc, o, acc, offsets, sliceSizes,
+                                         strides);
+}
+
+Value LayerEmitter::maskSlice(Value mask, ArrayRef<Value> bIdx,
+                              OpFoldResult keys) {
+  SmallVector<OpFoldResult> offsets(bIdx.begin(), bIdx.end());
+  SmallVector<OpFoldResult> sizes(bIdx.size(), b.getIndexAttr(1));
+  offsets.push_back(b.getIndexAttr(0));
+  sizes.push_back(keys);
+  SmallVector<OpFoldResult> strides(bIdx.size() + 1, b.getIndexAttr(1));
+  std::optional<int64_t> k = getConstantIntValue(keys);
+  auto type = RankedTensorType::get({k ? *k : ShapedType::kDynamic},
+                                    tensorTypeOf(mask).getElementType());
+  return b.create<tensor::ExtractSliceOp>(loc, type, mask, offsets, sizes,
+                                          strides);
+}
+
+Value LayerEmitter::firstValidKey(Value maskRow, Value keys) {
+  Type mElt = tensorTypeOf(maskRow).getElementType();
+  Value none = b.create<tensor::EmptyOp>(loc, ArrayRef<int64_t>{},
+                                         b.getIndexType());
+  none = b.create<linalg::FillOp>(loc, keys, none).getResult(0);
+  AffineMap in = AffineMap::getMultiDimIdentityMap(1, ctx);
+  AffineMap out = AffineMap::get(1, 0, {}, ctx);
+  Value first = generic(
+      none.getType(), maskRow, none, {in, out}, iterators(0, 1),
+      [&](OpBuilder &gb, Location gl, ValueRange a) {
+        Value zeroM =
+            gb.create<arith::ConstantOp>(gl, gb.getIntegerAttr(mElt, 0));
+        Value valid =
+            gb.create<arith::CmpIOp>(gl, arith::CmpIPredicate::ne, a[0], zeroM);
+        Value t = gb.create<linalg::IndexOp>(gl, 0);
+        Value cand = gb.create<arith::SelectOp>(gl, valid, t, a[1]);
+        gb.create<linalg::YieldOp>(
+            gl, gb.create<arith::MinUIOp>(gl, a[1], cand).getResult());
+      })[0];
+  return b.create<tensor::ExtractOp>(loc, first, ValueRange{});
+}
+
 Value LayerEmitter::attention(Value q, Value k, Value v, Value mask, double scale,
                 bool headMajorKV) {
   RankedTensorType qt = tensorTypeOf(q);
-  unsigned n = qt.getRank();
-  unsigned nb = n - 3;
-  Type elt = qt.getElementType();
+  unsigned nb = qt.getRank() - 3;
   SmallVector<OpFoldResult> qs = sizes(q); // [batch.., S, H, hd]
-  OpFoldResult seq = qs[nb], hd = qs[nb + 2];
+  OpFoldResult seq = qs[nb];
   int64_t heads = qt.getDimSize(nb + 1);
   // G = prod(batch) * H.
   Value g = b.create<arith::ConstantIndexOp>(loc, heads);
@@ -203,23 +291,29 @@ Value LayerEmitter::attention(Value q, Value k, Value v, Value mask, double scal
   Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
   Value one = b.create<arith::ConstantIndexOp>(loc, 1);
   Value headsV = b.create<arith::ConstantIndexOp>(loc, heads);
-  Value init = empty(qs, elt);
-  bool hasMask = static_cast<bool>(mask);
+  Value init = empty(qs, qt.getElementType());
   int64_t sStatic = qt.getDimSize(nb);
-  auto headType = RankedTensorType::get({sStatic, qt.getDimSize(nb + 2)}, elt);
   // Keys: Sk = S unless the keys come from a cache.
   OpFoldResult kseq = seq;
-  int64_t skStatic = sStatic;
   Value causalOffset; // Sk - S, null when Sk = S
   if (headMajorKV) {
-    RankedTensorType kt = tensorTypeOf(k);
     kseq = sizes(k)[nb + 1];
-    skStatic = kt.getDimSize(nb + 1);
     causalOffset = b.create<arith::SubIOp>(
         loc, getValueOrCreateConstantIndexOp(b, loc, kseq),
         getValueOrCreateConstantIndexOp(b, loc, seq));
   }
-  auto kHeadType = RankedTensorType::get({skStatic, qt.getDimSize(nb + 2)}, elt);
+  // More than kAttentionRowChunk query rows (a prefill, a training or eval
+  // forward; possibly, when S is dynamic) go in chunks of that many: chunk
+  // [r0, r0 + rc) sees keys [0, r0 + rc + Sk - S) only, so the scores, the
+  // softmax and probs · v skip the keys the causal mask hides from every row
+  // of the chunk (about half of them for S = Sk >> the chunk). Each row's
+  // result is the same: a hidden key's probability is exactly 0 (a chunk
+  // with a row that has no valid causal key keeps every key: firstValidKey).
+  bool chunked = ShapedType::isDynamic(sStatic) || sStatic > kAttentionRowChunk;
+  Value seqV = getValueOrCreateConstantIndexOp(b, loc, seq);
+  Value kseqV = getValueOrCreateConstantIndexOp(b, loc, kseq);
+  Value chunkV = b.create<arith::ConstantIndexOp>(loc, kAttentionRowChunk);
+  AttentionOperands operands{q, k, v, mask, scale, headMajorKV};
 
   auto loop = b.create<scf::ForOp>(
       loc, zero, g, one, ValueRange{init},
@@ -228,51 +322,49 @@ Value LayerEmitter::attention(Value q, Value k, Value v, Value mask, double scal
         Value h;
         SmallVector<Value> bIdx;
         delinearizeHeadIndex(lb, l, iv, headsV, batchSizes, h, bIdx);
-        // Slices [b.., :, h, :] of q, k, v and the output.
-        SmallVector<OpFoldResult> offsets, sliceSizes, strides(n, lb.getIndexAttr(1));
-        for (unsigned i = 0; i < nb; ++i) {
-          offsets.push_back(bIdx[i]);
-          sliceSizes.push_back(lb.getIndexAttr(1));
+        if (!chunked) {
+          lb.create<scf::YieldOp>(
+              l, e.attendRows(operands, h, bIdx, iterArgs[0],
+                              lb.getIndexAttr(0), seq, kseq, causalOffset));
+          return;
         }
-        offsets.append({lb.getIndexAttr(0), h, lb.getIndexAttr(0)});
-        sliceSizes.append({seq, lb.getIndexAttr(1), hd});
-        auto head = [&](Value t) -> Value {
-          return lb.create<tensor::ExtractSliceOp>(l, headType, t, offsets,
-                                                   sliceSizes, strides);
-        };
-        // Slices [b.., h, :, :] of head-major keys / values.
-        auto kvHead = [&](Value t) -> Value {
-          if (!headMajorKV)
-            return head(t);
-          SmallVector<OpFoldResult> kOff(offsets.begin(), offsets.begin() + nb);
-          SmallVector<OpFoldResult> kSizes(sliceSizes.begin(),
-                                           sliceSizes.begin() + nb);
-          kOff.append({h, lb.getIndexAttr(0), lb.getIndexAttr(0)});
-          kSizes.append({lb.getIndexAttr(1), kseq, hd});
-          return lb.create<tensor::ExtractSliceOp>(l, kHeadType, t, kOff,
-                                                   kSizes, strides);
-        };
-        Value qh = head(q), kh = kvHead(k), vh = kvHead(v);
-        auto maskRow = [&]() -> Value {
-          SmallVector<OpFoldResult> mOff(offsets.begin(), offsets.begin() + nb);
-          SmallVector<OpFoldResult> mSizes(sliceSizes.begin(), sliceSizes.begin() + nb);
-          mOff.push_back(lb.getIndexAttr(0));
-          mSizes.push_back(kseq);
-          SmallVector<OpFoldResult> mStrides(nb + 1, lb.getIndexAttr(1));
-          auto mt = RankedTensorType::get({skStatic},
-                                          tensorTypeOf(mask).getElementType());
-          return lb.create<tensor::ExtractSliceOp>(l, mt, mask, mOff, mSizes,
-                                                   mStrides);
-        };
-        Value acc = iterArgs[0];
-        Value o = e.attendHead(
-            qh, kh, vh,
-            hasMask ? function_ref<Value()>(maskRow) : function_ref<Value()>(),
-            [&] { return head(acc); }, seq, scale, /*scratch=*/{}, kseq,
-            causalOffset);
-        Value updated = lb.create<tensor::InsertSliceOp>(l, o, acc, offsets,
-                                                         sliceSizes, strides);
-        lb.create<scf::YieldOp>(l, updated);
+        // A row before the first valid key has no valid causal key; HF then
+        // spreads it uniformly over every key whose score is exactly MIN,
+        // the valid non-causal ones included, so a chunk holding such a row
+        // keeps all Sk keys (exactly HF's result for it).
+        Value firstValid =
+            mask ? e.firstValidKey(e.maskSlice(mask, bIdx, kseq), kseqV)
+                 : Value();
+        auto chunks = lb.create<scf::ForOp>(
+            l, zero, seqV, chunkV, ValueRange{iterArgs[0]},
+            [&](OpBuilder &cb, Location cl, Value r0, ValueRange chunkArgs) {
+              // rows = min(chunk, S - r0); keys = r0 + rows + Sk - S.
+              MLIRContext *c = cb.getContext();
+              AffineMap rowsMap = AffineMap::get(
+                  1, 1,
+                  {getAffineConstantExpr(kAttentionRowChunk, c),
+                   getAffineSymbolExpr(0, c) - getAffineDimExpr(0, c)},
+                  c);
+              Value rows = cb.create<affine::AffineMinOp>(
+                  cl, rowsMap, ValueRange{r0, seqV});
+              Value end = cb.create<arith::AddIOp>(cl, r0, rows);
+              Value offset = r0;
+              if (causalOffset) {
+                end = cb.create<arith::AddIOp>(cl, end, causalOffset);
+                offset = cb.create<arith::AddIOp>(cl, r0, causalOffset);
+              }
+              // Row r0 sees keys [0, offset]: none valid -> all Sk keys.
+              if (firstValid) {
+                Value blind = cb.create<arith::CmpIOp>(
+                    cl, arith::CmpIPredicate::ult, offset, firstValid);
+                end = cb.create<arith::SelectOp>(cl, blind, kseqV, end);
+              }
+              LayerEmitter ce(cb, cl);
+              cb.create<scf::YieldOp>(
+                  cl, ce.attendRows(operands, h, bIdx, chunkArgs[0], r0, rows,
+                                    end, offset));
+            });
+        lb.create<scf::YieldOp>(l, chunks.getResult(0));
       });
   // Each head reads its own slices and writes its own output slice; the
   // per-head buffers are created in the body (kIndependentIterationsAttrName).

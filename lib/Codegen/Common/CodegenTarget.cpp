@@ -8,6 +8,7 @@
 
 #include "CodegenTargets.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -69,7 +70,7 @@ LogicalResult bt::codegen::resolveCodegenTarget(
 }
 
 void bt::codegen::addLinalgLevelLegalDialects(ConversionTarget &target) {
-  target.addLegalDialect<arith::ArithDialect,
+  target.addLegalDialect<affine::AffineDialect, arith::ArithDialect,
                          bufferization::BufferizationDialect,
                          cf::ControlFlowDialect, linalg::LinalgDialect,
                          math::MathDialect, memref::MemRefDialect,

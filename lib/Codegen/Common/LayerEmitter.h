@@ -44,6 +44,11 @@ using mlir::Value;
 
 /// finfo(float32).min, the HF mask value.
 constexpr double kF32Min = -3.4028234663852886e38;
+/// Query rows per chunk of LayerEmitter::attention: with more rows than this,
+/// each chunk of rows attends only to the keys the causal mask lets its last
+/// row see. 64: at S = Sk = 512 the chunks compute 56 % of the S x Sk
+/// scores (the triangle is 50 %) in products of 64 rows.
+constexpr int64_t kAttentionRowChunk = 64;
 
 /// The type computations in `elt` are done in: f16 / bf16 are computed in
 /// f32; f32 stays f32.
@@ -159,6 +164,30 @@ public:
   /// (HF with past keys/values).
   Value attention(Value q, Value k, Value v, Value mask, double scale,
                   bool headMajorKV = false);
+
+  /// The operands of one attention op, as `attention` takes them.
+  struct AttentionOperands {
+    Value q, k, v, mask; // mask: null when none
+    double scale;
+    bool headMajorKV;
+  };
+
+  /// Query rows [r0, r0 + rows) of head `h` of batch entry `bIdx` (q
+  /// [batch..., S, H, hd]) against keys [0, keys) (`attendHead`; query row
+  /// s of the chunk sits at key position `offset` + s, `offset` null: s),
+  /// written into those rows of `acc` [batch..., S, H, hd], which is
+  /// returned.
+  Value attendRows(const AttentionOperands &in, Value h, ArrayRef<Value> bIdx,
+                   Value acc, OpFoldResult r0, OpFoldResult rows,
+                   OpFoldResult keys, Value offset);
+
+  /// The slice [bIdx..., 0:keys] of a key mask [batch..., Sk], as [keys].
+  Value maskSlice(Value mask, ArrayRef<Value> bIdx, OpFoldResult keys);
+
+  /// The index of the first non-zero element of the key-mask row `maskRow`
+  /// [keys] (any integer type), or `keys` when every key is masked: one
+  /// linalg reduction, the result extracted as an index.
+  Value firstValidKey(Value maskRow, Value keys);
 
   /// bt.fused_local_attention as one kernel: one scf.for over the
   /// B·N_blk·H heads of the blocks; an iteration reads the head's S ≤ P + L_B

@@ -8,11 +8,17 @@
 
 #include "bt/Codegen/Passes.h"
 
+#include "mlir/Dialect/Affine/Transforms/Transforms.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <optional>
 
@@ -38,20 +44,72 @@ std::optional<int64_t> constantTrips(Value lower, Value upper, Value step) {
   return span / s + (span % s != 0);
 }
 
+/// The trip count of a loop from `lower` to `upper` by `step` (> 0, as
+/// scf.for and omp.loop_nest require), computed in front of the loop: 0 when
+/// empty, else ceil((upper - lower) / step). Plain arith ops (no
+/// arith.ceildivsi, which the CPU pipeline does not expand).
+Value tripCount(OpBuilder &b, Location loc, Value lower, Value upper,
+                Value step) {
+  Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+  Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+  Value span = b.create<arith::SubIOp>(loc, upper, lower);
+  span = b.create<arith::MaxSIOp>(loc, span, zero);
+  Value last = b.create<arith::SubIOp>(loc, step, one);
+  span = b.create<arith::AddIOp>(loc, span, last);
+  return b.create<arith::DivUIOp>(loc, span, step);
+}
+
 /// The estimated work of one iteration of a parallel loop's body: the largest,
 /// over the chains of scf.for nested in `region`, of the product of their
-/// trip counts. A trip count is the loop's constant one, else (bounds and
-/// step defined in front of `parallel`) computed at run time in front of
-/// `parallel`, else 1. `staticWork` is the largest product of constant trip
-/// counts (1 without loops, saturating at INT64_MAX); the returned value,
-/// null when no chain has a run-time trip count, is the largest product over
-/// all chains (index, computed in front of `parallel`).
+/// trip counts. A trip count is the loop's constant one; else one computed at
+/// run time in front of `parallel`: from the loop's bounds and step when they
+/// are defined there, or, for an upper bound defined inside (a chunk of rows,
+/// the keys a chunk of attention rows sees: LayerEmitter::attention), from
+/// the largest value that bound can take, as ValueBoundsOpInterface derives
+/// it from values defined in front (the lower bound and the step constant or
+/// defined in front); else 1. `staticWork` is the largest product of
+/// constant trip counts (1 without loops, saturating at INT64_MAX); the
+/// returned value, null when no chain has a run-time trip count, is the
+/// largest product over all chains (index, computed in front of `parallel`).
 Value innerWork(OpBuilder &b, Operation *parallel, Region &region,
                 int64_t &staticWork) {
   Operation *top = region.getParentOp();
   Region &outside = parallel->getRegion(0);
+  Location loc = parallel->getLoc();
   auto defined = [&](Value v) {
     return v.getType().isIndex() && !outside.isAncestor(v.getParentRegion());
+  };
+  // `v` usable in front of `parallel`: itself, or its constant; else null.
+  auto inFront = [&](Value v) -> Value {
+    if (defined(v))
+      return v;
+    if (std::optional<int64_t> c = getConstantIntValue(v))
+      return b.create<arith::ConstantIndexOp>(loc, *c);
+    return Value();
+  };
+  // Run-time trip counts (upper bounds of them) in front of `parallel`, per
+  // loop; null where none can be computed there.
+  DenseMap<Operation *, Value> runTimeTrips;
+  auto tripsInFront = [&](scf::ForOp f) -> Value {
+    auto [it, inserted] = runTimeTrips.try_emplace(f, Value());
+    if (!inserted)
+      return it->second;
+    Value lower = inFront(f.getLowerBound()), step = inFront(f.getStep());
+    if (!lower || !step)
+      return Value();
+    Value upper = f.getUpperBound();
+    if (!defined(upper)) {
+      FailureOr<OpFoldResult> bound = affine::reifyIndexValueBound(
+          b, loc, presburger::BoundType::UB, upper,
+          [&](Value v, std::optional<int64_t>, ValueBoundsConstraintSet &) {
+            return !outside.isAncestor(v.getParentRegion());
+          },
+          /*closedUB=*/true);
+      if (failed(bound))
+        return Value();
+      upper = getValueOrCreateConstantIndexOp(b, loc, *bound);
+    }
+    return runTimeTrips[f] = tripCount(b, loc, lower, upper, step);
   };
   // Per set of run-time loops of a chain, the largest constant factor.
   SmallVector<std::pair<SmallVector<scf::ForOp>, int64_t>> dynamicChains;
@@ -68,8 +126,7 @@ Value innerWork(OpBuilder &b, Operation *parallel, Region &region,
       if (std::optional<int64_t> c = constantTrips(
               f.getLowerBound(), f.getUpperBound(), f.getStep()))
         t = std::max<int64_t>(1, *c);
-      else if (defined(f.getLowerBound()) && defined(f.getUpperBound()) &&
-               defined(f.getStep()))
+      else if (tripsInFront(f))
         dynamic.push_back(f);
       product = product > INT64_MAX / t ? INT64_MAX : product * t;
     }
@@ -86,18 +143,11 @@ Value innerWork(OpBuilder &b, Operation *parallel, Region &region,
   });
   if (dynamicChains.empty())
     return Value();
-  Location loc = parallel->getLoc();
-  Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
   Value work = b.create<arith::ConstantIndexOp>(loc, staticWork);
   for (auto &[loops, factor] : dynamicChains) {
     Value chain = b.create<arith::ConstantIndexOp>(loc, factor);
-    for (scf::ForOp f : loops) {
-      Value span = b.create<arith::SubIOp>(loc, f.getUpperBound(),
-                                           f.getLowerBound());
-      Value t = b.create<arith::CeilDivSIOp>(loc, span, f.getStep());
-      t = b.create<arith::MaxSIOp>(loc, t, zero); // an empty loop: 0
-      chain = b.create<arith::MulIOp>(loc, chain, t);
-    }
+    for (scf::ForOp f : loops)
+      chain = b.create<arith::MulIOp>(loc, chain, runTimeTrips.lookup(f));
     work = b.create<arith::MaxSIOp>(loc, work, chain);
   }
   return work;
@@ -164,8 +214,7 @@ struct ParallelWorkThresholdPass
       for (unsigned d = 0; d < nest.getNumLoops(); ++d) {
         Value lb = nest.getLowerBound()[d], ub = nest.getUpperBound()[d],
               step = nest.getStep()[d];
-        Value span = b.create<arith::SubIOp>(loc, ub, lb);
-        Value t = b.create<arith::CeilDivSIOp>(loc, span, step);
+        Value t = tripCount(b, loc, lb, ub, step);
         trips = trips ? b.create<arith::MulIOp>(loc, trips, t).getResult() : t;
       }
       Value big;

@@ -399,6 +399,54 @@ TEST_P(OpsTest, AttentionCausalKeyMaskAndFullyMaskedRows) {
   EXPECT_CLOSE(r2[0].value.f, refAttention(q2, k2, v2, nullptr, 0.35355339059327373));
 }
 
+// More query rows than one chunk (kAttentionRowChunk = 64): S = 150 runs as
+// chunks of 64, 64 and 22 rows, each against the keys its last row sees.
+// Row 0 of the batch has padded keys in several chunks; row 1 is left-padded
+// over 70 keys, so the first chunk and the first rows of the second have no
+// valid causal key (such a chunk keeps all 150 keys, as HF spreads those rows
+// over the valid non-causal keys too), the rest of the second chunk has.
+TEST_P(OpsTest, AttentionRowChunks) {
+  auto k = compile(R"mlir(
+    func.func @attn(%q: tensor<?x?x2x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<?x?x2x8xf32>, %m: tensor<?x?xi64>) -> tensor<?x?x2x8xf32> {
+      %o = bt.attention %q, %k, %v key_mask %m scale 0.35355339059327373 : tensor<?x?x2x8xf32>, tensor<?x?xi64> -> tensor<?x?x2x8xf32>
+      return %o : tensor<?x?x2x8xf32>
+    }
+    func.func @attn_nomask(%q: tensor<2x?x2x8xf32>, %k: tensor<2x?x2x8xf32>, %v: tensor<2x?x2x8xf32>) -> tensor<2x?x2x8xf32> {
+      %o = bt.attention %q, %k, %v scale 0.35355339059327373 : tensor<2x?x2x8xf32> -> tensor<2x?x2x8xf32>
+      return %o : tensor<2x?x2x8xf32>
+    })mlir");
+  ASSERT_TRUE(k);
+  constexpr int64_t kS = 150;
+  Array q = Array::random({2, kS, 2, 8}, rng, -2, 2);
+  Array kk = Array::random({2, kS, 2, 8}, rng, -2, 2);
+  Array v = Array::random({2, kS, 2, 8}, rng);
+  std::vector<int64_t> mask(2 * kS, 1);
+  for (int64_t t : {5, 63, 64, 100, 149})
+    mask[t] = 0;
+  for (int64_t t = 0; t < 70; ++t)
+    mask[kS + t] = 0;
+  Array m = Array::i64({2, kS}, mask);
+  auto res = k->call("attn", {&q, &kk, &v, &m}, {{4}});
+  EXPECT_CLOSE(res[0].value.f,
+               refAttention(q, kk, v, &m, 0.35355339059327373));
+  // Query 64 of row 1 (second chunk, no valid causal key): the mean of keys
+  // 0..64 and 70..149.
+  for (int64_t d = 0; d < 8; ++d) {
+    double mean = 0;
+    int64_t count = 0;
+    for (int64_t t = 0; t < kS; ++t)
+      if (t <= 64 || t >= 70) {
+        mean += v.f[((kS + t) * 2 + 1) * 8 + d];
+        ++count;
+      }
+    EXPECT_NEAR(res[0].value.f[((kS + 64) * 2 + 1) * 8 + d], mean / count,
+                1e-5);
+  }
+  auto r2 = k->call("attn_nomask", {&q, &kk, &v}, {{4}});
+  EXPECT_CLOSE(r2[0].value.f,
+               refAttention(q, kk, v, nullptr, 0.35355339059327373));
+}
+
 TEST_P(OpsTest, LocalAttention) {
   auto k = compile(R"mlir(
     func.func @local(%q: tensor<?x?x5x2x8xf32>, %k: tensor<?x?x5x2x8xf32>, %v: tensor<?x?x5x2x8xf32>, %m: tensor<?x?x5xi1>) -> tensor<?x?x5x2x8xf32> {
