@@ -193,13 +193,11 @@ Value LayerEmitter::attendRows(const AttentionOperands &in, Value h,
   unsigned n = qt.getRank(), nb = n - 3;
   Type elt = qt.getElementType();
   OpFoldResult hd = sizes(in.q)[nb + 2];
-  auto staticSize = [](OpFoldResult f) {
-    std::optional<int64_t> c = getConstantIntValue(f);
-    return c ? *c : ShapedType::kDynamic;
-  };
   int64_t hdStatic = qt.getDimSize(nb + 2);
-  auto headType = RankedTensorType::get({staticSize(rows), hdStatic}, elt);
-  auto kHeadType = RankedTensorType::get({staticSize(keys), hdStatic}, elt);
+  auto headType =
+      RankedTensorType::get({staticShapeOf(rows)[0], hdStatic}, elt);
+  auto kHeadType =
+      RankedTensorType::get({staticShapeOf(keys)[0], hdStatic}, elt);
   // Slices [b.., rows, h, :] of q and the output.
   SmallVector<OpFoldResult> offsets, sliceSizes, strides(n, b.getIndexAttr(1));
   for (unsigned i = 0; i < nb; ++i) {
@@ -245,8 +243,7 @@ Value LayerEmitter::maskSlice(Value mask, ArrayRef<Value> bIdx,
   offsets.push_back(b.getIndexAttr(0));
   sizes.push_back(keys);
   SmallVector<OpFoldResult> strides(bIdx.size() + 1, b.getIndexAttr(1));
-  std::optional<int64_t> k = getConstantIntValue(keys);
-  auto type = RankedTensorType::get({k ? *k : ShapedType::kDynamic},
+  auto type = RankedTensorType::get(staticShapeOf(keys),
                                     tensorTypeOf(mask).getElementType());
   return b.create<tensor::ExtractSliceOp>(loc, type, mask, offsets, sizes,
                                           strides);

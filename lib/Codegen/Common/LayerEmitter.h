@@ -173,10 +173,12 @@ public:
   };
 
   /// Query rows [r0, r0 + rows) of head `h` of batch entry `bIdx` (q
-  /// [batch..., S, H, hd]) against keys [0, keys) (`attendHead`; query row
-  /// s of the chunk sits at key position `offset` + s, `offset` null: s),
-  /// written into those rows of `acc` [batch..., S, H, hd], which is
-  /// returned.
+  /// [batch..., S, H, hd]) against keys [0, keys) of k, v ([batch..., Sk,
+  /// H, hd], or [batch..., H, Sk, hd] when head-major) and of the key mask
+  /// [batch..., Sk] (`attendHead`, HF eager semantics: query row s of the
+  /// chunk sits at key position `offset` + s, `offset` null: s), written
+  /// into those rows of `acc` [batch..., S, H, hd], which is returned.
+  /// Element type: q's (f32, or bf16 / f16 computed in f32).
   Value attendRows(const AttentionOperands &in, Value h, ArrayRef<Value> bIdx,
                    Value acc, OpFoldResult r0, OpFoldResult rows,
                    OpFoldResult keys, Value offset);
