@@ -53,6 +53,20 @@ public:
     /// The storage / flags arguments this value descends from (by appends),
     /// null for a cache allocated in the function.
     mlir::BlockArgument kvArg, flagsArg;
+    /// With the lengths on the device (bt-lower-kv-caches
+    /// `device-cache-length`), for a cache that descends from an argument:
+    /// its length argument, a 0-d i64 tensor the host never reads; `len`
+    /// then counts the entries appended in this function (host values,
+    /// usually constants) and a layer's length is base + len (absolute()).
+    /// Null: `len` are the lengths themselves.
+    mlir::BlockArgument base;
+
+    /// The fill length of `layer` as an index: `len[layer]`, or with a
+    /// `base` the 0-d tensor's element (a tensor.extract, which device
+    /// code reads: on the CUDA target only a fallback reads it on the
+    /// host) plus `len[layer]`.
+    mlir::OpFoldResult absolute(mlir::OpBuilder &b, mlir::Location l,
+                                int64_t layer) const;
   };
 
   /// What `bt.kv_attend q, %c[l]` reads: the keys and values of layer l,
@@ -76,8 +90,11 @@ public:
   const Cache &lookup(mlir::Value cache) const;
   void set(mlir::Value cache, Cache c) { caches[cache] = std::move(c); }
 
-  /// Emits the views of `attend`'s layer (see AttendOperands).
-  AttendOperands emitAttendOperands(mlir::OpBuilder &b, KVAttendOp attend) const;
+  /// Emits the views of `attend`'s layer (see AttendOperands); with
+  /// `wholeCapacity`, of all C entries instead of the filled ones (for
+  /// kernels that read a device length, Cache::base).
+  AttendOperands emitAttendOperands(mlir::OpBuilder &b, KVAttendOp attend,
+                                    bool wholeCapacity = false) const;
 
   /// The cache arguments of the function, each with the storage, flags and
   /// length arguments that replace it (lowerKVCacheArguments).
@@ -106,8 +123,12 @@ void populateBTKVCacheToTensorPatterns(mlir::RewritePatternSet &patterns,
 
 /// Before the patterns: inserts the storage, flags and length arguments of
 /// each cache argument of `fn` (with bt.name / bt.dims) and records the
-/// initial state of the cache (every layer filled up to the length).
-void lowerKVCacheArguments(mlir::func::FuncOp fn, KVCacheLowering &lowering);
+/// initial state of the cache (every layer filled up to the length). With
+/// `deviceLength`, the length argument is the cache's `base` (see
+/// KVCacheLowering::Cache) and the function returns the updated length
+/// in place (bt.inout) with the storage and flags.
+void lowerKVCacheArguments(mlir::func::FuncOp fn, KVCacheLowering &lowering,
+                           bool deviceLength = false);
 
 /// After the patterns: the function type and result attributes from the new
 /// func.return, the cache arguments erased, bt.inout / bt.inout_arg on the

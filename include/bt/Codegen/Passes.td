@@ -77,11 +77,33 @@ def BTLowerKVCaches : Pass<"bt-lower-kv-caches", "::mlir::ModuleOp"> {
     split-K (FlashDecoding) for decode-like queries (static S ≤ 4), the tiled
     online-softmax kernel otherwise (docs/codegen-cuda.md, "Attention
     kernels"); head dims above 128 keep the head loop.
+
+    With `device-cache-length`, the length of every cache argument stays in
+    device memory (CUDA graphs of `decode_block`, docs/codegen-cuda.md): the
+    `cache_length` argument is only read as `tensor.extract` where an entry
+    is placed or counted (the append's offsets, the views of `bt.kv_attend`,
+    `bt.kv_length`), the per-layer lengths the pass tracks count the entries
+    appended in the function (constants in the entry points), and a returned
+    cache also returns its updated length, `cache_length + appended`,
+    written in place by a 0-d `linalg.generic` (`cache_length` gets
+    `bt.inout`, the result `bt.inout_arg`). No capacity check is emitted for
+    such a cache (it would read the length on the host): the caller, which
+    keeps the length, checks it. The CUDA target's patterns then read the
+    length in their kernels and size their grids by the capacity, and
+    `bt-gpu-sink-device-scalars` moves the remaining reads (the append's
+    offsets) into the kernels that use them, so that no host code depends
+    on the length. Error: a returned cache whose layers were appended
+    different numbers of entries.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"\"",
            "Code-generation target whose patterns take precedence "
            "(registered name, e.g. cuda; empty: target-neutral)">,
+    Option<"deviceCacheLength", "device-cache-length", "bool",
+           /*default=*/"false",
+           "Keep the cache arguments' lengths in device memory: read only "
+           "where entries are placed or counted, returned updated in place, "
+           "never checked on the host">,
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",

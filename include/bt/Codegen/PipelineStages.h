@@ -43,6 +43,9 @@ struct LayerToLinalgStageOptions {
   const CodegenTarget *target = nullptr;
   /// Run bt-lower-backward (the CPU pipeline lowers the training ops).
   bool lowerBackward = false;
+  /// bt-lower-kv-caches `device-cache-length` (the CUDA target's
+  /// `device-cache-length`).
+  bool deviceCacheLength = false;
   /// The target's passes on linalg on tensors once the weights are
   /// arguments, before the elementwise fusion (may be null; the CUDA
   /// target's bt-bf16-gemms under `dtype=bf16`).

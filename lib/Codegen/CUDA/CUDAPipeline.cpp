@@ -59,6 +59,7 @@ void bt::buildCUDALayerToLinalgPipeline(OpPassManager &pm,
   front.fuseElementwise = options.fuse;
   front.lowerBackward = true;
   front.target = &getCUDACodegenTarget();
+  front.deviceCacheLength = options.deviceCacheLength;
   if (options.dtype == "bf16")
     front.addBeforeFusion = [](OpPassManager &pm) {
       pm.addPass(createBTBF16Gemms());
@@ -87,6 +88,8 @@ void bt::buildCUDALinalgToLLVMPipeline(OpPassManager &pm,
   kernels.blockSize = options.blockSize;
   pm.addPass(createBTLinalgToGPU(kernels));
   pm.addPass(createBufferizationToMemRefPass());
+  // The cache length's reads (device-cache-length) into their kernels.
+  pm.addPass(createBTGPUSinkDeviceScalars());
   pm.addPass(createBTGPUHostAccesses());
 
   // Kernels: outlined into one gpu.module → NVVM → PTX.

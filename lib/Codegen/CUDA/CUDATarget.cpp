@@ -96,7 +96,9 @@ struct GPUFusedLocalAttentionLowering
 };
 
 /// bt.kv_attend → the attention kernels over the cache's views (head-major
-/// keys and values, causal offset len − S).
+/// keys and values, causal offset len − S). A cache whose length is on the
+/// device (KVCacheLowering::Cache::base) is viewed whole, and the kernels
+/// read the length (GPUKeyCount).
 struct GPUKVAttendLowering : OpConversionPattern<KVAttendOp> {
   GPUKVAttendLowering(MLIRContext *ctx, KVCacheLowering &lowering)
       : OpConversionPattern(ctx, kCUDABenefit), lowering(lowering) {}
@@ -106,12 +108,16 @@ struct GPUKVAttendLowering : OpConversionPattern<KVAttendOp> {
     if (!gpuAttentionSupports(
             cast<RankedTensorType>(attend.getQuery().getType())))
       return rewriter.notifyMatchFailure(attend, "shape left to the head loop");
-    KVCacheLowering::AttendOperands in =
-        lowering.emitAttendOperands(rewriter, attend);
+    const KVCacheLowering::Cache &c = lowering.lookup(attend.getCache());
+    GPUKeyCount count{c.base, c.base ? c.len[attend.getLayer()]
+                                     : OpFoldResult()};
+    KVCacheLowering::AttendOperands in = lowering.emitAttendOperands(
+        rewriter, attend, /*wholeCapacity=*/static_cast<bool>(c.base));
     Value out = emitGPUAttention(rewriter, attend.getLoc(), adaptor.getQuery(),
                                  in.keys, in.values, in.flags,
                                  attend.getScale().convertToDouble(),
-                                 /*headMajorKV=*/true);
+                                 /*headMajorKV=*/true,
+                                 c.base ? &count : nullptr);
     codegen::replaceOpWithCasts(rewriter, attend, out);
     return success();
   }

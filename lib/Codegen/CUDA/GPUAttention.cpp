@@ -278,10 +278,28 @@ struct AttentionEmitter {
   /// rows per block.
   int64_t nb, heads, hd, slots, rows;
   /// Host-side: the batch dims, S, Sk and the position of query 0 (Sk − S).
+  /// With a device key count, Sk is the capacity of the views (the grids'
+  /// size) and the kernels use keysIn / offsetIn.
   SmallVector<Value> batch;
   Value seq, keys, offset;
   /// q, k, v, the key mask (or null) and the result, as memrefs.
   Value qm, km, vm, mm, out;
+  /// The device key count: a 0-d i64 memref and the host index added to it
+  /// (GPUKeyCount), or null.
+  Value countMem, countAdd;
+
+  /// The number of keys as a kernel sees it: the device count, or Sk.
+  Value keysIn(KB &kk) const {
+    if (!countMem)
+      return keys;
+    Value n = kk.b.create<memref::LoadOp>(kk.loc, countMem, ValueRange{});
+    Value ni = kk.b.create<arith::IndexCastOp>(kk.loc, kk.b.getIndexType(), n);
+    return kk.addi(ni, countAdd);
+  }
+  /// The position of query 0 as a kernel sees it: keysIn − S.
+  Value offsetIn(KB &kk, Value keysNow) const {
+    return countMem ? kk.subi(keysNow, seq) : offset;
+  }
 
   /// g (a block of the grid) → (batch indices, head).
   std::pair<SmallVector<Value>, Value> split(KB &kk, Value gi) const {
@@ -319,7 +337,7 @@ struct AttentionEmitter {
   void storeRow(KB &rk, ValueRange acc, Value l, Value m, Value pos,
                 Value lane, ArrayRef<Value> bi, Value head, Value s) const {
     storeRowResult(
-        rk, acc, l, m, hasMask, [&](KB &) { return keys; }, pos,
+        rk, acc, l, m, hasMask, [&](KB &kk) { return keysIn(kk); }, pos,
         [&](KB &mk, Value t) { return mk.maskF(mm, maskIdx(bi, t)); },
         [&](KB &vk, Value t, Value d) {
           return vk.loadF(vm, kvIdx(bi, t, head, d));
@@ -415,10 +433,14 @@ void AttentionEmitter::attentionKernel(OpBuilder &kb, gpu::LaunchOp launch,
   Value s = kk.addi(kk.muli(group, kk.idx(rows)), warp);
   Value rowValid = kk.ult(s, seq);
   Value sc = kk.select(rowValid, s, kk.idx(0));
+  Value numKeys = keysIn(kk);
+  Value offset = offsetIn(kk, numKeys);
   Value pos = kk.addi(offset, sc);
-  // Keys of this block: its split, up to the causal limit of its last row.
+  // Keys of this block: its split, up to the causal limit of its last row
+  // (none for a split wholly past a device key count: the neutral partial
+  // m = −inf, l = 0).
   Value kBeg = kk.muli(z, chunk);
-  Value kEndSplit = kk.minu(keys, kk.addi(kBeg, chunk));
+  Value kEndSplit = kk.minu(numKeys, kk.addi(kBeg, chunk));
   Value lastRow = kk.minu(kk.subi(seq, kk.idx(1)),
                           kk.addi(kk.muli(group, kk.idx(rows)),
                                   kk.idx(rows - 1)));
@@ -452,7 +474,7 @@ void AttentionEmitter::attentionKernel(OpBuilder &kb, gpu::LaunchOp launch,
               Value dot = sharedRowDot(rk, qs, warp, ks, lane, hd);
               Value x = rk.mulf(dot, rk.f32(scale));
               if (hasMask) {
-                Value tc = rk.select(rk.ult(t, keys), t, rk.idx(0));
+                Value tc = rk.select(rk.ult(t, numKeys), t, rk.idx(0));
                 Value mv = rk.maskF(mm, maskIdx(bi, tc));
                 x = rk.addf(x, rk.mulf(rk.subf(rk.f32(1.0), mv),
                                        rk.f32(kF32Min)));
@@ -518,7 +540,7 @@ void AttentionEmitter::combineKernel(OpBuilder &kb, gpu::LaunchOp launch,
   SmallVector<Value> bi;
   Value head;
   std::tie(bi, head) = split(kk, gi);
-  Value pos = kk.addi(offset, s);
+  Value pos = kk.addi(offsetIn(kk, keysIn(kk)), s);
   Value negInf = kk.f32(-std::numeric_limits<double>::infinity());
   auto wsAt = [&](KB &wk, Value zi, Value c) {
     return wk.b.create<memref::LoadOp>(wk.loc, ws, ValueRange{zi, gi, s, c});
@@ -555,7 +577,7 @@ void AttentionEmitter::combineKernel(OpBuilder &kb, gpu::LaunchOp launch,
 
 Value bt::emitGPUAttention(OpBuilder &b, Location loc, Value q, Value k,
                            Value v, Value keyMask, double scale,
-                           bool headMajorKV) {
+                           bool headMajorKV, const GPUKeyCount *deviceKeys) {
   KB h{b, loc};
   auto qt = cast<RankedTensorType>(q.getType());
   int64_t n = qt.getRank();
@@ -581,6 +603,10 @@ Value bt::emitGPUAttention(OpBuilder &b, Location loc, Value q, Value k,
   e.km = readOnlyMemref(b, loc, k);
   e.vm = readOnlyMemref(b, loc, v);
   e.mm = e.hasMask ? readOnlyMemref(b, loc, keyMask) : Value();
+  if (deviceKeys) {
+    e.countMem = readOnlyMemref(b, loc, deviceKeys->length);
+    e.countAdd = getValueOrCreateConstantIndexOp(b, loc, deviceKeys->added);
+  }
   SmallVector<Value> dynSizes;
   for (int64_t i = 0; i < n; ++i)
     if (qt.isDynamicDim(i))

@@ -35,6 +35,14 @@ constexpr int64_t kGPUAttentionMaxHeadDim = 128;
 /// static H and hd ≤ kGPUAttentionMaxHeadDim.
 bool gpuAttentionSupports(mlir::RankedTensorType q);
 
+/// A number of keys that lives in device memory: the element of `length`
+/// (a 0-d i64 tensor) plus `added` (a host index, usually a constant). The
+/// KV cache's length under bt-lower-kv-caches `device-cache-length`.
+struct GPUKeyCount {
+  mlir::Value length;
+  mlir::OpFoldResult added;
+};
+
 /// Causal attention of `q` [batch..., S, H, hd] over `k`, `v`
 /// ([batch..., Sk, H, hd], or [batch..., H, Sk, hd] with `headMajorKV`, the
 /// layout of a KV cache) with key flags `keyMask` [batch..., Sk] (null: all
@@ -46,10 +54,18 @@ bool gpuAttentionSupports(mlir::RankedTensorType q);
 /// shapes (static S ≤ 4) use split-K (FlashDecoding): blocks per (head,
 /// chunk of 128 keys) write partial (max, sum, acc) rows to a workspace and
 /// a second kernel combines them. Returns [batch..., S, H, hd].
+///
+/// With `deviceKeys`, `k` and `v` are views of Sk ≥ the key count keys (a
+/// KV cache's capacity): the grids and the split-K choice follow Sk, known
+/// to the host, and the kernels load the count and attend only the keys
+/// below it (query s at count − S + s; a split past the count reads no key
+/// and leaves the neutral partial), so no host code reads the count and the
+/// bytes read are those of the counted keys.
 mlir::Value emitGPUAttention(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value q, mlir::Value k, mlir::Value v,
                              mlir::Value keyMask, double scale,
-                             bool headMajorKV);
+                             bool headMajorKV,
+                             const GPUKeyCount *deviceKeys = nullptr);
 
 /// Whether the fused local-attention kernel handles a `qkv`
 /// [B, N, S, H·3·hd] projection: f32, static S and hd, the three [S, hd + 1]

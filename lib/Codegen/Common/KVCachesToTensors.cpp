@@ -56,6 +56,10 @@ OpFoldResult add(OpBuilder &b, Location l, OpFoldResult x, OpFoldResult y) {
                          cy = getConstantIntValue(y);
   if (cx && cy)
     return b.getIndexAttr(*cx + *cy);
+  if (cy == 0)
+    return x;
+  if (cx == 0)
+    return y;
   return b.create<arith::AddIOp>(l, idx(b, l, x), idx(b, l, y)).getResult();
 }
 
@@ -270,10 +274,15 @@ struct AppendLowering : CachePattern<KVAppendOp> {
     OpFoldResult len = c.len[layer];
     OpFoldResult s = dimOf(b, l, adaptor.getKey(), 1);
     OpFoldResult end = add(b, l, len, s);
-    // Appending past the capacity is a runtime error (bt.kv_append).
+    // Where the entries go: the fill length (with a device length, base +
+    // the entries appended here).
+    OpFoldResult at = c.absolute(b, l, layer);
+    // Appending past the capacity is a runtime error (bt.kv_append). A
+    // length on the device is not checked here: the host code would have
+    // to read it (the caller, which keeps the length, checks it).
     std::optional<int64_t> endC = getConstantIntValue(end),
                            capC = getConstantIntValue(c.capacity);
-    if (!(endC && capC && *endC <= *capC)) {
+    if (!c.base && !(endC && capC && *endC <= *capC)) {
       Value fits = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ule,
                                            idx(b, l, end),
                                            idx(b, l, c.capacity));
@@ -281,8 +290,8 @@ struct AppendLowering : CachePattern<KVAppendOp> {
           l, fits, "bt.kv_append: the KV cache capacity is exceeded");
     }
     Value kv =
-        writeEntries(b, l, c, c.kv, adaptor.getKey(), layer, 0, len, s);
-    kv = writeEntries(b, l, c, kv, adaptor.getValue(), layer, 1, len, s);
+        writeEntries(b, l, c, c.kv, adaptor.getKey(), layer, 0, at, s);
+    kv = writeEntries(b, l, c, kv, adaptor.getValue(), layer, 1, at, s);
     Cache next = c;
     Value mask = adaptor.getKeyMask();
     // The same start and mask (whose shape fixes S), or no mask and the
@@ -292,7 +301,7 @@ struct AppendLowering : CachePattern<KVAppendOp> {
              (mask || sameIndex(std::get<1>(w), s));
     });
     if (!written) {
-      next.flags = writeFlags(b, l, c, mask, len, s);
+      next.flags = writeFlags(b, l, c, mask, at, s);
       next.flagsWritten.push_back({len, s, mask});
     }
     next.kv = kv;
@@ -329,8 +338,9 @@ struct LengthLowering : CachePattern<KVLengthOp> {
   matchAndRewrite(KVLengthOp length, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     const Cache &c = lowering.lookup(length.getCache());
-    rewriter.replaceOp(length, idx(rewriter, length.getLoc(),
-                                   c.len[length.getLayer()]));
+    Location l = length.getLoc();
+    rewriter.replaceOp(
+        length, idx(rewriter, l, c.absolute(rewriter, l, length.getLayer())));
     return success();
   }
 };
@@ -454,7 +464,38 @@ struct YieldLowering : CachePattern<scf::YieldOp> {
   }
 };
 
-/// func.return of caches → the storage and flags of each; the function's
+/// The length a returned cache `c` with a device length leaves in its
+/// length argument: base + the entries appended to layer 0 (every layer
+/// appends the same entries: one cache_length describes them all, as
+/// without a device length), written in place by a 0-d linalg.generic (one
+/// thread on the GPU). Layers with different constant counts are an error.
+FailureOr<Value> updatedLength(ConversionPatternRewriter &rewriter,
+                               Location l, const Cache &c) {
+  OpFoldResult appended = c.len.front();
+  std::optional<int64_t> first = getConstantIntValue(appended);
+  for (OpFoldResult len : c.len)
+    if (std::optional<int64_t> n = getConstantIntValue(len);
+        first && n && *n != *first)
+      return emitError(l) << "bt-lower-kv-caches: a returned KV cache whose "
+                             "layers have different lengths cannot keep one "
+                             "length on the device";
+  OpBuilder &b = rewriter;
+  Value delta = b.create<arith::IndexCastOp>(l, b.getI64Type(),
+                                             idx(b, l, appended));
+  auto map = AffineMap::get(0, 0, b.getContext());
+  return b
+      .create<linalg::GenericOp>(
+          l, TypeRange{c.base.getType()}, ValueRange{}, ValueRange{c.base},
+          ArrayRef<AffineMap>{map}, ArrayRef<utils::IteratorType>{},
+          [&](OpBuilder &nb, Location nl, ValueRange a) {
+            nb.create<linalg::YieldOp>(
+                nl, nb.create<arith::AddIOp>(nl, a[0], delta).getResult());
+          })
+      .getResult(0);
+}
+
+/// func.return of caches → the storage and flags of each (and the updated
+/// length of a cache with a device length); the function's
 /// new result attributes and in-place ties are recorded for
 /// finishKVCacheSignature.
 struct ReturnLowering : CachePattern<func::ReturnOp> {
@@ -482,6 +523,15 @@ struct ReturnLowering : CachePattern<func::ReturnOp> {
                                  c.flagsArg});
       operands.push_back(c.flags);
       attrs.push_back(nullptr);
+      if (c.base) {
+        FailureOr<Value> length = updatedLength(rewriter, ret.getLoc(), c);
+        if (failed(length))
+          return failure();
+        lowering.ties.push_back({static_cast<unsigned>(operands.size()),
+                                 c.base});
+        operands.push_back(*length);
+        attrs.push_back(nullptr);
+      }
     }
     lowering.resultAttrs = attrs;
     lowering.returnLowered = true;
@@ -511,12 +561,22 @@ const Cache &KVCacheLowering::lookup(Value cache) const {
   return it->second;
 }
 
+OpFoldResult Cache::absolute(OpBuilder &b, Location l, int64_t layer) const {
+  if (!base)
+    return len[layer];
+  Value len64 = b.create<tensor::ExtractOp>(l, base, ValueRange{});
+  Value start = b.create<arith::IndexCastOp>(l, b.getIndexType(), len64);
+  return add(b, l, start, len[layer]);
+}
+
 KVCacheLowering::AttendOperands
-KVCacheLowering::emitAttendOperands(OpBuilder &b, KVAttendOp attend) const {
+KVCacheLowering::emitAttendOperands(OpBuilder &b, KVAttendOp attend,
+                                    bool wholeCapacity) const {
   Location l = attend.getLoc();
   const Cache &c = lookup(attend.getCache());
   int64_t layer = attend.getLayer();
-  OpFoldResult len = c.len[layer];
+  OpFoldResult len =
+      wholeCapacity ? c.capacity : c.absolute(b, l, layer);
   AttendOperands in;
   in.keys = readEntries(b, l, c, layer, 0, len);
   in.values = readEntries(b, l, c, layer, 1, len);
@@ -541,7 +601,8 @@ void bt::populateBTKVCacheToTensorPatterns(RewritePatternSet &patterns,
 // Function signatures
 //===----------------------------------------------------------------------===//
 
-void bt::lowerKVCacheArguments(func::FuncOp fn, KVCacheLowering &lowering) {
+void bt::lowerKVCacheArguments(func::FuncOp fn, KVCacheLowering &lowering,
+                               bool deviceLength) {
   MLIRContext *ctx = fn.getContext();
   // Insert the three replacements right after each cache argument, last
   // first so that earlier indices stay valid.
@@ -598,9 +659,14 @@ void bt::lowerKVCacheArguments(func::FuncOp fn, KVCacheLowering &lowering) {
     c.flags = repl[1];
     c.kvArg = repl[0];
     c.flagsArg = repl[1];
-    Value len64 = b.create<tensor::ExtractOp>(l, repl[2], ValueRange{});
-    Value len = b.create<arith::IndexCastOp>(l, b.getIndexType(), len64);
-    c.len.assign(c.type.getLayers(), len);
+    if (deviceLength) {
+      c.base = repl[2];
+      c.len.assign(c.type.getLayers(), b.getIndexAttr(0));
+    } else {
+      Value len64 = b.create<tensor::ExtractOp>(l, repl[2], ValueRange{});
+      Value len = b.create<arith::IndexCastOp>(l, b.getIndexType(), len64);
+      c.len.assign(c.type.getLayers(), len);
+    }
     c.batch = dimOf(b, l, c.kv, 0);
     c.capacity = dimOf(b, l, c.kv, 4);
     lowering.set(a, c);

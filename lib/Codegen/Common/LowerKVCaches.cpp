@@ -175,7 +175,7 @@ struct LowerKVCachesPass
       if (failed(checkStructure(fn)) || failed(checkMixedPrecision(fn, hooks)))
         return signalPassFailure();
       lowering.reset();
-      lowerKVCacheArguments(fn, lowering);
+      lowerKVCacheArguments(fn, lowering, deviceCacheLength);
       if (failed(applyPartialConversion(fn, conversion, frozen)))
         return signalPassFailure();
       finishKVCacheSignature(fn, lowering);

@@ -68,6 +68,7 @@ void bt::codegen::addLayerToLinalgStage(
   BTLowerKVCachesOptions caches;
   if (options.target)
     caches.target = options.target->getName().str();
+  caches.deviceCacheLength = options.deviceCacheLength;
   pm.addPass(createBTLowerKVCaches(caches, options.target));
   if (options.lowerBackward) {
     BTLowerBackwardOptions backward;

@@ -95,6 +95,14 @@ struct CUDAPipelineOptions
   Option<bool> fuse{*this, "fuse-elementwise",
                     llvm::cl::desc("Run bt-fuse-elementwise"),
                     llvm::cl::init(true)};
+  Option<bool> deviceCacheLength{
+      *this, "device-cache-length",
+      llvm::cl::desc("Keep the KV caches' lengths in device memory "
+                     "(bt-lower-kv-caches device-cache-length, "
+                     "bt-gpu-sink-device-scalars): no host code of an entry "
+                     "point reads the length, each returns it updated in "
+                     "place"),
+      llvm::cl::init(false)};
   Option<int64_t> blockSize{*this, "block-size",
                             llvm::cl::desc("Threads per block of the "
                                            "bt-linalg-to-gpu kernels"),

@@ -216,6 +216,40 @@ def BTGPUDeviceAllocs : Pass<"bt-gpu-device-allocs", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def BTGPUSinkDeviceScalars
+    : Pass<"bt-gpu-sink-device-scalars", "::mlir::ModuleOp"> {
+  let summary = "Read the host code's device scalars in the kernels that use them";
+  let description = [{
+    Run after `bt-linalg-to-gpu` and before `bt-gpu-host-accesses` in the
+    CUDA pipeline. A *device scalar* is a `memref.load` in host code of a
+    rank-0 function argument without `bt.host_scalar` (device memory: the
+    KV cache's `cache_length` under bt-lower-kv-caches
+    `device-cache-length`), or the result of a host op without memory
+    effects or regions computed from one (index arithmetic, casts, the
+    `memref.subview` of a KV-cache append at that length). A device scalar
+    that a `gpu.launch` body uses (captures) is recomputed at the start of
+    that body: the ops it depends on are cloned there (the load becomes a
+    load of the argument in the kernel, every thread reading the same
+    element), so the kernel needs no value the host read from device
+    memory. Host copies left without users are erased; device scalars that
+    the host itself still needs (a grid size, a branch condition) stay and
+    `bt-gpu-host-accesses` copies them to the host.
+
+    A load is only moved into a kernel when no op between it and the
+    kernel, nor the kernel itself, may write the argument (a kernel that
+    stores into it, any other host use than a load): the kernel reads the
+    value the host code would have read. The in-place update of the length
+    at the end of `decode_block` is such a write; the reads before it move.
+
+    With this, `decode_block`'s host code does not depend on the cache
+    length (the CUDA target's attention kernels read it themselves and are
+    launched for the capacity), so one capture of it replays for every
+    block (docs/codegen-cuda.md, "Known gaps", CUDA graphs).
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def BTGPUHostAccesses : Pass<"bt-gpu-host-accesses", "::mlir::ModuleOp"> {
   let summary = "Sort the host code's memory accesses into host and device memory";
   let description = [{
