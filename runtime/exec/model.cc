@@ -291,9 +291,12 @@ absl::Status Model::CheckInputs(const proto::EntryPoint &ep,
 
   // Cache bounds: the call writes entries [cache_length, cache_length + S).
   const proto::TensorSpec *len_spec = find_spec("cache_length");
-  if (len_spec != nullptr && !len_spec->inout() &&
-      len_spec->dtype() == proto::I64 && len_spec->shape_size() == 0) {
-    const int64_t len = *inputs.at("cache_length").data_as<int64_t>();
+  // An in-out cache_length (the CUDA target's device length) is checked
+  // here too: its compiled code does not check the capacity.
+  if (len_spec != nullptr && len_spec->dtype() == proto::I64 &&
+      len_spec->shape_size() == 0) {
+    const int64_t len =
+        *FindArg(*len_spec, inputs, inouts)->data_as<int64_t>();
     int64_t appended = 0;
     auto ids = inputs.find("input_ids");
     if (ids != inputs.end() && ids->second.rank() >= 2)

@@ -83,8 +83,9 @@ public:
   /// docs/abi.md that kernels index with: input_ids in [0, vocab_size),
   /// labels in [0, vocab_size) or -100, attention_mask /
   /// block_attention_mask 0 or 1 (I64 only). In-out buffers must not overlap
-  /// any other argument. When the entry takes `cache_length` (I64 scalar)
-  /// and in-out caches, 0 <= cache_length and cache_length + S <= C, where
+  /// any other argument. When the entry takes `cache_length` (I64 scalar;
+  /// an input, or in-out where the length stays on the device) and in-out
+  /// caches, 0 <= cache_length and cache_length + S <= C, where
   /// S = input_ids dim 1 (the entries the call appends: blocks or tokens)
   /// and C is every in-out dim named "C" (without dim names: kv_valid dim 1,
   /// kv_cache dim rank-2), so a kernel never writes past a cache.

@@ -32,6 +32,13 @@ std::string FormatCounters(const GenerateCounters &c) {
         "replayed, %d nodes per replay\n",
         c.decode_tokens_recordings, c.decode_tokens_replays,
         c.decode_tokens_graph_nodes);
+  if (c.decode_block_recordings > 0)
+    absl::StrAppendFormat(
+        &s,
+        "decode_block as a CUDA graph: %d recording(s), %d of the calls "
+        "replayed, %d nodes per replay\n",
+        c.decode_block_recordings, c.decode_block_replays,
+        c.decode_block_graph_nodes);
   if (c.decode_step_calls > 0 || c.tokens_sampled > 0)
     absl::StrAppendFormat(&s, "decode_step: %d call(s), %d rows; %d tokens sampled\n",
                           c.decode_step_calls, c.decode_step_rows,

@@ -221,6 +221,19 @@ struct Rows {
   int64_t produced = 0;
 };
 
+/// Whether `cache` has room for `appended` more entries after `length`: an
+/// entry point that keeps the length on the device (KvCache::holds_length)
+/// does not check its capacity itself, so the loop checks before each call
+/// (the capacity is sized for the whole generation: an error here is a bug).
+absl::Status CheckRoom(const KvCache &cache, int64_t length, int64_t appended,
+                       const std::string &where) {
+  if (length + appended <= cache.capacity())
+    return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(
+      where, ": cache_length ", length, " + ", appended,
+      " new entries exceed the KV cache's capacity C = ", cache.capacity()));
+}
+
 /// decode_tokens recorded for replays (GenerateOptions::cuda_graphs): the
 /// recording of the current batch size, if any. Declared before the Values
 /// that borrow its outputs, so that it outlives them.
@@ -257,6 +270,52 @@ absl::StatusOr<ValueMap> ReplayDecodeTokens(const Model &model,
   BT_RETURN_IF_ERROR(rec.entry->Replay(tin, resident));
   sampler.ReplayedSteps(model.config().block_length());
   ++c.decode_tokens_replays;
+  ValueMap out;
+  for (auto &[name, t] : rec.entry->outputs())
+    out.emplace(name, Value::Borrowed(std::move(t)));
+  return out;
+}
+
+/// decode_block recorded for replays (GenerateOptions::cuda_graphs, an
+/// artifact whose cache length stays on the device: KvCache::holds_length):
+/// the recording and the in-out tensors it updates in place. Declared before
+/// the Values that borrow its outputs.
+struct BlockRecording {
+  bool enabled = false;
+  std::vector<uint64_t> inouts;
+  std::unique_ptr<Model::RecordedEntry> entry;
+};
+
+/// decode_block on `in` (input_ids) and the cache's in-out tensors as a
+/// replay of `rec`, recorded first when the cache's tensors (or the batch)
+/// changed since: nothing of the call depends on the host besides them, so
+/// one recording serves every block of a batch. The outputs are views of the
+/// recording's.
+absl::StatusOr<ValueMap> ReplayDecodeBlock(const Model &model,
+                                           BlockRecording &rec,
+                                           const ValueMap &in,
+                                           const KvCache &cache,
+                                           GenerateCounters &c) {
+  BT_ASSIGN_OR_RETURN(ValueMap io, cache.InOuts());
+  std::map<std::string, const DeviceTensor *> resident;
+  std::vector<uint64_t> inouts;
+  for (const auto &[name, v] : io) {
+    resident.emplace(name, v.device());
+    inouts.push_back(v.device()->address);
+    inouts.push_back(static_cast<uint64_t>(v.shape().empty() ? 1 : v.shape()[0]));
+  }
+  for (const auto &[name, v] : in)
+    resident.emplace(name, v.device());
+  if (rec.entry == nullptr || rec.inouts != inouts) {
+    rec.entry.reset();
+    BT_ASSIGN_OR_RETURN(rec.entry,
+                        model.RecordResident("decode_block", {}, resident));
+    rec.inouts = std::move(inouts);
+    ++c.decode_block_recordings;
+    c.decode_block_graph_nodes = rec.entry->nodes();
+  }
+  BT_RETURN_IF_ERROR(rec.entry->Replay({}, resident));
+  ++c.decode_block_replays;
   ValueMap out;
   for (auto &[name, t] : rec.entry->outputs())
     out.emplace(name, Value::Borrowed(std::move(t)));
@@ -404,7 +463,8 @@ absl::Status GenerateBlock(const Model &model, Device *device,
   auto t0 = Clock::now();
   TensorMap in;
   BT_RETURN_IF_ERROR(PromptBlocks(p, cfg, pad, N, in));
-  in.emplace("cache_length", ScalarI64(0));
+  if (!cache.holds_length())
+    in.emplace("cache_length", ScalarI64(0));
   BT_ASSIGN_OR_RETURN(ValueMap out,
                       RunEntry(model, device, "prefill", std::move(in), {}, &cache));
   BT_RETURN_IF_ERROR(CheckOutput(out, "prefill", "context", proto::F32, {B, -1}));
@@ -426,6 +486,8 @@ absl::Status GenerateBlock(const Model &model, Device *device,
   rec.enabled = o.cuda_graphs && device != nullptr &&
                 device->recorded_calls() &&
                 !(graphs_env != nullptr && std::string(graphs_env) == "0");
+  BlockRecording brec;
+  brec.enabled = rec.enabled && cache.holds_length();
   for (int64_t g = 0; g < gen_blocks; ++g) {
     const int64_t rows = static_cast<int64_t>(r.active.size());
     const std::string where = absl::StrCat("generated block ", g);
@@ -456,12 +518,17 @@ absl::Status GenerateBlock(const Model &model, Device *device,
         still.push_back(r.active[row]);
       r.active = std::move(still);
     }
+    BT_RETURN_IF_ERROR(CheckRoom(cache, length, 1, where));
     TensorMap bin;
-    bin.emplace("cache_length", ScalarI64(length));
+    if (!cache.holds_length())
+      bin.emplace("cache_length", ScalarI64(length));
     ValueMap bkept;
     bkept.emplace("input_ids", std::move(next));
     absl::StatusOr<ValueMap> bout =
-        RunEntry(model, device, "decode_block", std::move(bin), bkept, &cache);
+        brec.enabled
+            ? ReplayDecodeBlock(model, brec, bkept, cache, c)
+            : RunEntry(model, device, "decode_block", std::move(bin), bkept,
+                       &cache);
     BT_RETURN_IF_ERROR(Annotate(bout.status(), where));
     BT_RETURN_IF_ERROR(
         CheckOutput(*bout, "decode_block", "context", proto::F32, {kept, -1}));
@@ -512,7 +579,8 @@ absl::Status GenerateVanilla(const Model &model, Device *device,
   in.emplace("input_ids", std::move(ids));
   in.emplace("attention_mask", std::move(mask));
   in.emplace("positions", std::move(positions));
-  in.emplace("cache_length", ScalarI64(0));
+  if (!cache.holds_length())
+    in.emplace("cache_length", ScalarI64(0));
   BT_ASSIGN_OR_RETURN(ValueMap out,
                       RunEntry(model, device, "prefill", std::move(in), {}, &cache));
   BT_RETURN_IF_ERROR(CheckOutput(out, "prefill", "logits", proto::F32, {B, V}));
@@ -577,10 +645,13 @@ absl::Status GenerateVanilla(const Model &model, Device *device,
         still.push_back(active[r]);
       active = std::move(still);
     }
+    BT_RETURN_IF_ERROR(CheckRoom(cache, length, 1,
+                                 absl::StrCat("generated token ", s + 1)));
     TensorMap din;
     din.emplace("input_ids", std::move(next));
     din.emplace("positions", std::move(pos));
-    din.emplace("cache_length", ScalarI64(length));
+    if (!cache.holds_length())
+      din.emplace("cache_length", ScalarI64(length));
     absl::StatusOr<ValueMap> dout =
         RunEntry(model, device, "decode_step", std::move(din), {}, &cache);
     BT_RETURN_IF_ERROR(Annotate(dout.status(), absl::StrCat("generated token ", s + 1)));

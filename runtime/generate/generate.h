@@ -107,6 +107,12 @@ struct GenerateCounters {
   int64_t decode_block_calls = 0;
   /// Rows computed by decode_block (sum over calls of the batch).
   int64_t decode_block_rows = 0;
+  /// Of the decode_block calls: replays of a recording (an artifact that
+  /// keeps the cache length on the device, GenerateOptions::cuda_graphs),
+  /// the recordings made and the nodes of the last one.
+  int64_t decode_block_replays = 0;
+  int64_t decode_block_recordings = 0;
+  int64_t decode_block_graph_nodes = 0;
   /// Vanilla: decode_step calls and their rows.
   int64_t decode_step_calls = 0;
   int64_t decode_step_rows = 0;

@@ -28,7 +28,10 @@ namespace bt::rt::generate_internal {
 /// [rows, C], batch-major; the first `live` rows are the current batch. On
 /// the resident path they live in device memory for the whole generation
 /// (allocated once, zero-filled from the host, updated in place by the
-/// kernels).
+/// kernels). An artifact compiled with the cache length on the device (the
+/// CUDA target: bt-lower-kv-caches `device-cache-length`) takes
+/// `cache_length` I64 [] in-out too: the cache holds it, starting at 0, and
+/// each call advances it by the entries it appends (holds_length()).
 class KvCache {
 public:
   /// Sizes the cache from the in-out specs of `ep` (prefill), the layout
@@ -48,11 +51,19 @@ public:
       if (!s.inout())
         continue;
       const bool kv = s.name() == "kv_cache";
+      if (s.name() == "cache_length" && s.dtype() == proto::I64 &&
+          s.shape_size() == 0) {
+        BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(proto::I64, {}));
+        *t.data_as<int64_t>() = 0;
+        BT_ASSIGN_OR_RETURN(c.length_, Value::Make(device, std::move(t)));
+        c.holds_length_ = true;
+        continue;
+      }
       if (!kv && s.name() != "kv_valid")
         return absl::FailedPreconditionError(absl::StrCat(
             "entry point '", ep.name(), "' has in-out argument '", s.name(),
-            "'; the runtime provides only kv_cache and kv_valid "
-            "(docs/generation.md)"));
+            "'; the runtime provides only kv_cache, kv_valid and "
+            "cache_length I64 [] (docs/generation.md)"));
       const int rank = s.shape_size();
       if (rank < 2)
         return absl::FailedPreconditionError(absl::StrCat(
@@ -91,8 +102,14 @@ public:
     BT_ASSIGN_OR_RETURN(Value valid, valid_.Rows(live_));
     m.emplace("kv_cache", std::move(kv));
     m.emplace("kv_valid", std::move(valid));
+    if (holds_length_)
+      m.emplace("cache_length", length_);
     return m;
   }
+
+  /// Whether the entry points update `cache_length` in place (an in-out
+  /// argument the cache holds); else the caller passes it with each call.
+  bool holds_length() const { return holds_length_; }
 
   /// Keeps the live rows `keep` (ascending indices into the live rows),
   /// moving them down to 0..keep.size()-1; once at most half of the
@@ -189,7 +206,8 @@ private:
     return absl::OkStatus();
   }
 
-  Value kv_, valid_;
+  Value kv_, valid_, length_;
+  bool holds_length_ = false;
   Device *device_ = nullptr;
   int64_t live_ = 0, capacity_ = 0;
 };

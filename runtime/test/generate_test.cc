@@ -589,5 +589,40 @@ TEST_F(GenerateTest, InOutArgumentsAreCheckedAndUpdatedInPlace) {
                        "in-out argument 'kv_valid' overlaps input 'block_attention_mask'"));
 }
 
+// An in-out cache_length (the CUDA target keeps it in device memory; its
+// compiled code does not check the capacity): checked like an input where
+// the caller passes it through the host.
+TEST_F(GenerateTest, InOutCacheLengthIsChecked) {
+  testing::GenArtifactOptions o;
+  o.inout_length = true;
+  auto model = Open(o);
+  ASSERT_NE(model, nullptr);
+  auto io = [](int64_t len) {
+    TensorMap m;
+    m.emplace("kv_cache", std::move(Tensor::Allocate(proto::F32, {1, 1, 2, 1, 3, 2})).value());
+    m.emplace("kv_valid", std::move(Tensor::Allocate(proto::I64, {1, 3})).value());
+    m.emplace("cache_length", testing::MakeI64({}, {len}));
+    return m;
+  };
+  TensorMap in;
+  in.emplace("input_ids", testing::MakeI64({1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}));
+  in.emplace("block_attention_mask", testing::MakeI64({1, 2}, {0, 1}));
+  TensorMap over = io(2);
+  EXPECT_THAT(model->Run("prefill", in, &over).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "entry point 'prefill': cache_length 2 + 2 new entries exceed "
+                       "in-out 'kv_cache' capacity C = 3"));
+  TensorMap negative = io(-1);
+  EXPECT_THAT(model->Run("prefill", in, &negative).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "cache_length is -1"));
+  // Passed as an input instead: the manifest says in-out.
+  TensorMap as_input = io(0);
+  in.emplace("cache_length", std::move(as_input.at("cache_length")));
+  as_input.erase("cache_length");
+  EXPECT_THAT(model->Run("prefill", in, &as_input).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "'cache_length' is an in-out argument"));
+}
+
 } // namespace
 } // namespace bt::rt

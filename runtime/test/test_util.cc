@@ -280,7 +280,9 @@ absl::Status WriteGenArtifact(const std::string &path,
     s = Spec("kv_valid", proto::I64, {-1, -1}, {"B", "C"});
     s.set_inout(true);
     *ep->add_inputs() = s;
-    *ep->add_inputs() = Spec("cache_length", proto::I64, {});
+    s = Spec("cache_length", proto::I64, {});
+    s.set_inout(o.inout_length);
+    *ep->add_inputs() = s;
   };
   const std::string pre = o.vanilla ? "bt_entry_vanilla_" : "bt_entry_block_";
   auto entry = [&](const std::string &name, const std::string &symbol) {

@@ -73,6 +73,10 @@ struct GenArtifactOptions {
   /// kv_cache's Ly, H and hd dims dynamic (-1) in the manifest: a layout
   /// the runtime cannot size (it reads the layout from the artifact only).
   bool dynamic_kv_layout = false;
+  /// cache_length in-out (the CUDA target's device-resident length) in the
+  /// manifest; the fake kernels do not update it, so only argument checks
+  /// can use such an artifact.
+  bool inout_length = false;
   /// Tokenizer section (a SentencePiece model proto), or none.
   std::string tokenizer;
   /// A launcher binary to prefix (an executable), or none.

@@ -102,7 +102,7 @@ struct CUDAPipelineOptions
                      "bt-gpu-sink-device-scalars): no host code of an entry "
                      "point reads the length, each returns it updated in "
                      "place"),
-      llvm::cl::init(false)};
+      llvm::cl::init(true)};
   Option<int64_t> blockSize{*this, "block-size",
                             llvm::cl::desc("Threads per block of the "
                                            "bt-linalg-to-gpu kernels"),
