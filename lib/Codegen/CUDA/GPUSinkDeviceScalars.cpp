@@ -42,25 +42,10 @@ Operation *topLevel(func::FuncOp fn, Operation *op) {
   return op;
 }
 
-/// Whether `launch` stores into `mem` (a memref it captures) in its body.
-bool launchWrites(gpu::LaunchOp launch, Value mem) {
-  WalkResult r = launch.getBody().walk([&](Operation *op) {
-    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-    if (!effects)
-      return WalkResult::advance();
-    SmallVector<MemoryEffects::EffectInstance> list;
-    effects.getEffectsOnValue(mem, list);
-    for (const MemoryEffects::EffectInstance &e : list)
-      if (isa<MemoryEffects::Write>(e.getEffect()))
-        return WalkResult::interrupt();
-    return WalkResult::advance();
-  });
-  return r.wasInterrupted();
-}
-
 /// The device scalars of one function: the host loads of its rank-0 device
 /// arguments and the side-effect-free ops computed from them, and for each
-/// argument the top-level ops that may write it.
+/// load the top-level ops (of the entry block) that may write its argument:
+/// those holding a use other than a load, in host code or in a kernel.
 struct DeviceScalars {
   /// In program order.
   llvm::SetVector<Operation *> ops;
@@ -75,17 +60,13 @@ struct DeviceScalars {
         continue;
       SmallVector<Operation *> loads, argWriters;
       for (Operation *user : arg.getUsers()) {
-        if (auto load = dyn_cast<memref::LoadOp>(user);
-            load && !insideKernel(load)) {
-          loads.push_back(load);
+        // A load only reads (in a kernel too); any other use (a store, a
+        // view, a copy, a call) may write the argument.
+        if (isa<memref::LoadOp>(user)) {
+          if (!insideKernel(user))
+            loads.push_back(user);
           continue;
         }
-        auto launch = dyn_cast<gpu::LaunchOp>(user);
-        if (!launch)
-          launch = user->getParentOfType<gpu::LaunchOp>();
-        // A kernel that only reads the argument does not order the loads.
-        if (launch && !launchWrites(launch, arg))
-          continue;
         argWriters.push_back(topLevel(fn, user));
       }
       for (Operation *load : loads) {
