@@ -43,6 +43,13 @@ std::string FormatCounters(const GenerateCounters &c) {
     absl::StrAppendFormat(&s, "decode_step: %d call(s), %d rows; %d tokens sampled\n",
                           c.decode_step_calls, c.decode_step_rows,
                           c.tokens_sampled);
+  if (c.decode_step_recordings > 0)
+    absl::StrAppendFormat(
+        &s,
+        "decode_step as a CUDA graph: %d recording(s), %d of the calls "
+        "replayed, %d nodes per replay\n",
+        c.decode_step_recordings, c.decode_step_replays,
+        c.decode_step_graph_nodes);
   absl::StrAppendFormat(
       &s,
       "decode loop: %.3f s; %d finished row(s) compacted\n"

@@ -276,26 +276,40 @@ absl::StatusOr<ValueMap> ReplayDecodeTokens(const Model &model,
   return out;
 }
 
-/// decode_block recorded for replays (GenerateOptions::cuda_graphs, an
-/// artifact whose cache length stays on the device: KvCache::holds_length):
-/// the recording and the in-out tensors it updates in place. Declared before
-/// the Values that borrow its outputs.
-struct BlockRecording {
+/// Whether the generation replays recordings (CUDA graphs): asked for
+/// (GenerateOptions::cuda_graphs, not BT_CUDA_GRAPHS=0) on the resident path
+/// of a device that records calls.
+bool GraphsEnabled(const GenerateOptions &o, const Device *device) {
+  const char *env = std::getenv("BT_CUDA_GRAPHS");
+  return o.cuda_graphs && device != nullptr && device->recorded_calls() &&
+         !(env != nullptr && std::string(env) == "0");
+}
+
+/// An entry point that updates the KV cache in place recorded for replays
+/// (GenerateOptions::cuda_graphs, an artifact whose cache length stays on
+/// the device: KvCache::holds_length): decode_block, and the vanilla
+/// model's decode_step. The recording and the in-out tensors it updates in
+/// place (address and rows of each). Declared before the Values that
+/// borrow its outputs.
+struct CacheStepRecording {
   bool enabled = false;
   std::vector<uint64_t> inouts;
   std::unique_ptr<Model::RecordedEntry> entry;
+  int64_t recordings = 0, replays = 0, nodes = 0;
 };
 
-/// decode_block on `in` (input_ids) and the cache's in-out tensors as a
-/// replay of `rec`, recorded first when the cache's tensors (or the batch)
-/// changed since: nothing of the call depends on the host besides them, so
-/// one recording serves every block of a batch. The outputs are views of the
-/// recording's.
-absl::StatusOr<ValueMap> ReplayDecodeBlock(const Model &model,
-                                           BlockRecording &rec,
-                                           const ValueMap &in,
-                                           const KvCache &cache,
-                                           GenerateCounters &c) {
+/// `entry` on `host_in` (copied into the recording's blocks), `in` (device
+/// tensors, copied there unless they are the recording's) and the cache's
+/// in-out tensors as a replay of `rec`, recorded first when the cache's
+/// tensors (or the batch) changed since: nothing of the call's host code
+/// depends on anything else, so one recording serves every call of a
+/// batch. The outputs are views of the recording's.
+absl::StatusOr<ValueMap> ReplayCacheStep(const Model &model,
+                                         CacheStepRecording &rec,
+                                         const std::string &entry,
+                                         const TensorMap &host_in,
+                                         const ValueMap &in,
+                                         const KvCache &cache) {
   BT_ASSIGN_OR_RETURN(ValueMap io, cache.InOuts());
   std::map<std::string, const DeviceTensor *> resident;
   std::vector<uint64_t> inouts;
@@ -309,13 +323,13 @@ absl::StatusOr<ValueMap> ReplayDecodeBlock(const Model &model,
   if (rec.entry == nullptr || rec.inouts != inouts) {
     rec.entry.reset();
     BT_ASSIGN_OR_RETURN(rec.entry,
-                        model.RecordResident("decode_block", {}, resident));
+                        model.RecordResident(entry, host_in, resident));
     rec.inouts = std::move(inouts);
-    ++c.decode_block_recordings;
-    c.decode_block_graph_nodes = rec.entry->nodes();
+    ++rec.recordings;
+    rec.nodes = rec.entry->nodes();
   }
-  BT_RETURN_IF_ERROR(rec.entry->Replay({}, resident));
-  ++c.decode_block_replays;
+  BT_RETURN_IF_ERROR(rec.entry->Replay(host_in, resident));
+  ++rec.replays;
   ValueMap out;
   for (auto &[name, t] : rec.entry->outputs())
     out.emplace(name, Value::Borrowed(std::move(t)));
@@ -481,12 +495,9 @@ absl::Status GenerateBlock(const Model &model, Device *device,
   Rows r;
   for (int64_t b = 0; b < B; ++b)
     r.active.push_back(b);
-  const char *graphs_env = std::getenv("BT_CUDA_GRAPHS");
   TokenRecording rec;
-  rec.enabled = o.cuda_graphs && device != nullptr &&
-                device->recorded_calls() &&
-                !(graphs_env != nullptr && std::string(graphs_env) == "0");
-  BlockRecording brec;
+  rec.enabled = GraphsEnabled(o, device);
+  CacheStepRecording brec;
   brec.enabled = rec.enabled && cache.holds_length();
   for (int64_t g = 0; g < gen_blocks; ++g) {
     const int64_t rows = static_cast<int64_t>(r.active.size());
@@ -526,7 +537,7 @@ absl::Status GenerateBlock(const Model &model, Device *device,
     bkept.emplace("input_ids", std::move(next));
     absl::StatusOr<ValueMap> bout =
         brec.enabled
-            ? ReplayDecodeBlock(model, brec, bkept, cache, c)
+            ? ReplayCacheStep(model, brec, "decode_block", {}, bkept, cache)
             : RunEntry(model, device, "decode_block", std::move(bin), bkept,
                        &cache);
     BT_RETURN_IF_ERROR(Annotate(bout.status(), where));
@@ -537,6 +548,9 @@ absl::Status GenerateBlock(const Model &model, Device *device,
     ++c.decode_block_calls;
     c.decode_block_rows += kept;
   }
+  c.decode_block_recordings = brec.recordings;
+  c.decode_block_replays = brec.replays;
+  c.decode_block_graph_nodes = brec.nodes;
   c.cache_length = length;
   c.cache_bytes_final = cache.bytes();
   c.decode_seconds = Seconds(t1, Clock::now());
@@ -604,6 +618,8 @@ absl::Status GenerateVanilla(const Model &model, Device *device,
   int64_t *new_tokens = res.new_tokens.data_as<int64_t>();
   float *step_logits =
       res.step_logits.valid() ? res.step_logits.data_as<float>() : nullptr;
+  CacheStepRecording srec;
+  srec.enabled = GraphsEnabled(o, device) && cache.holds_length();
   for (int64_t s = 0; s < N_new; ++s) {
     const int64_t rows = static_cast<int64_t>(active.size());
     BT_RETURN_IF_ERROR(sampler.BeginBlock(active));
@@ -653,7 +669,10 @@ absl::Status GenerateVanilla(const Model &model, Device *device,
     if (!cache.holds_length())
       din.emplace("cache_length", ScalarI64(length));
     absl::StatusOr<ValueMap> dout =
-        RunEntry(model, device, "decode_step", std::move(din), {}, &cache);
+        srec.enabled
+            ? ReplayCacheStep(model, srec, "decode_step", din, {}, cache)
+            : RunEntry(model, device, "decode_step", std::move(din), {},
+                       &cache);
     BT_RETURN_IF_ERROR(Annotate(dout.status(), absl::StrCat("generated token ", s + 1)));
     BT_RETURN_IF_ERROR(
         CheckOutput(*dout, "decode_step", "logits", proto::F32, {kept, V}));
@@ -664,6 +683,9 @@ absl::Status GenerateVanilla(const Model &model, Device *device,
     ++c.decode_step_calls;
     c.decode_step_rows += kept;
   }
+  c.decode_step_recordings = srec.recordings;
+  c.decode_step_replays = srec.replays;
+  c.decode_step_graph_nodes = srec.nodes;
   c.cache_length = length;
   c.cache_bytes_final = cache.bytes();
   c.decode_seconds = Seconds(t1, Clock::now());

@@ -113,9 +113,13 @@ struct GenerateCounters {
   int64_t decode_block_replays = 0;
   int64_t decode_block_recordings = 0;
   int64_t decode_block_graph_nodes = 0;
-  /// Vanilla: decode_step calls and their rows.
+  /// Vanilla: decode_step calls and their rows, and of the calls the
+  /// replays of a recording (as for decode_block).
   int64_t decode_step_calls = 0;
   int64_t decode_step_rows = 0;
+  int64_t decode_step_replays = 0;
+  int64_t decode_step_recordings = 0;
+  int64_t decode_step_graph_nodes = 0;
   /// Sequences removed from the batch after EOS (cache rows released).
   int64_t rows_compacted = 0;
   /// Tokens sampled by the runtime itself (vanilla).

@@ -6,9 +6,10 @@
 # BT_RESIDENT_STATE=0 (every call copies its state in and out), and once
 # resident with BT_DEVICE_SAMPLING=0 (the greedy steps sampled on the host
 # instead of by the device's sampling kernel), and once resident with
-# BT_CUDA_GRAPHS=0 (decode_tokens and decode_block called directly every
-# block instead of replayed as CUDA graphs: decode_tokens once the block
-# samples wholly on the device, decode_block from its first call):
+# BT_CUDA_GRAPHS=0 (decode_tokens and decode_block, or the vanilla
+# decode_step, called directly instead of replayed as CUDA graphs:
+# decode_tokens once the block samples wholly on the device, the others from
+# their first call):
 # the outputs must be
 # byte-identical, and the host<->device traffic of the decode loop
 # (DeviceTraffic, printed by FormatCounters) is printed for FileCheck.
@@ -62,4 +63,4 @@ echo "$case: resident and host state give identical outputs"
 cmp "$work/$case.resident.safetensors" "$work/$case.host-sampler.safetensors"
 echo "$case: sampling on the device and on the host give identical outputs"
 cmp "$work/$case.resident.safetensors" "$work/$case.no-graphs.safetensors"
-echo "$case: decode_tokens and decode_block replayed as CUDA graphs and called directly give identical outputs"
+echo "$case: decode_tokens and decode_block (vanilla: decode_step) replayed as CUDA graphs and called directly give identical outputs"
