@@ -21,7 +21,8 @@
 #             positions (trainpos.*) and --official-generate-positions
 #             (official.*), vanilla against official.*; and the same
 #             generation with BT_CUDA_GRAPHS=0 bit-identical to the one
-#             that replays decode_tokens as a CUDA graph;
+#             that replays decode_tokens and decode_block (vanilla:
+#             decode_step) as CUDA graphs;
 #   grad, train-step (cases with adamw_step.safetensors; artifacts compiled
 #             with --train): the grad entry vs the fixture gradients (every
 #             grad.* max|Δ| / max|ref| <= 1e-4, loss relative 1e-5) and one
@@ -195,7 +196,8 @@ for dir in "$fixtures"/*/; do
         run "$case" "$file-$mode-compare" "$launcher" compare "$g" "$gen" \
           --check "new_tokens=$mode.new_tokens:equal" \
           --check "step_logits=$mode.step_logits:atol=1e-3"
-        # decode_tokens replays a CUDA graph from its second block on; the
+        # decode_tokens replays a CUDA graph from its second block on,
+        # decode_block (vanilla: decode_step) from its first call; the
         # direct calls (BT_CUDA_GRAPHS=0) must give the same bits.
         d="$out/$case.$file.$mode.direct.safetensors"
         if run "$case" "$file-$mode-direct" env BT_CUDA_GRAPHS=0 "${bt[@]}" generate \
