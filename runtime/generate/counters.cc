@@ -14,6 +14,18 @@
 
 namespace bt::rt {
 
+namespace {
+/// "<entry> as a CUDA graph: R recording(s), N of the calls replayed, K
+/// nodes per replay", when `g` has recordings.
+void AppendGraphLine(std::string &s, const char *entry, const GraphReplays &g) {
+  if (g.recordings > 0)
+    absl::StrAppendFormat(&s,
+                          "%s as a CUDA graph: %d recording(s), %d of the "
+                          "calls replayed, %d nodes per replay\n",
+                          entry, g.recordings, g.replays, g.nodes);
+}
+} // namespace
+
 std::string FormatCounters(const GenerateCounters &c) {
   std::string s = absl::StrFormat(
       "prefill: %d call(s), %d blocks (rows x blocks), %.3f s\n", c.prefill_calls,
@@ -25,31 +37,13 @@ std::string FormatCounters(const GenerateCounters &c) {
         "decode_block: %d call(s), %d rows\n",
         c.decode_tokens_calls, c.token_decoder_steps, c.token_decoder_rows,
         c.decode_block_calls, c.decode_block_rows);
-  if (c.decode_tokens_recordings > 0)
-    absl::StrAppendFormat(
-        &s,
-        "decode_tokens as a CUDA graph: %d recording(s), %d of the calls "
-        "replayed, %d nodes per replay\n",
-        c.decode_tokens_recordings, c.decode_tokens_replays,
-        c.decode_tokens_graph_nodes);
-  if (c.decode_block_recordings > 0)
-    absl::StrAppendFormat(
-        &s,
-        "decode_block as a CUDA graph: %d recording(s), %d of the calls "
-        "replayed, %d nodes per replay\n",
-        c.decode_block_recordings, c.decode_block_replays,
-        c.decode_block_graph_nodes);
+  AppendGraphLine(s, "decode_tokens", c.decode_tokens_graph);
+  AppendGraphLine(s, "decode_block", c.decode_block_graph);
   if (c.decode_step_calls > 0 || c.tokens_sampled > 0)
     absl::StrAppendFormat(&s, "decode_step: %d call(s), %d rows; %d tokens sampled\n",
                           c.decode_step_calls, c.decode_step_rows,
                           c.tokens_sampled);
-  if (c.decode_step_recordings > 0)
-    absl::StrAppendFormat(
-        &s,
-        "decode_step as a CUDA graph: %d recording(s), %d of the calls "
-        "replayed, %d nodes per replay\n",
-        c.decode_step_recordings, c.decode_step_replays,
-        c.decode_step_graph_nodes);
+  AppendGraphLine(s, "decode_step", c.decode_step_graph);
   absl::StrAppendFormat(
       &s,
       "decode loop: %.3f s; %d finished row(s) compacted\n"

@@ -264,12 +264,12 @@ absl::StatusOr<ValueMap> ReplayDecodeTokens(const Model &model,
     BT_RETURN_IF_ERROR(made.status());
     rec.entry = std::move(*made);
     rec.rows = rows;
-    ++c.decode_tokens_recordings;
-    c.decode_tokens_graph_nodes = rec.entry->nodes();
+    ++c.decode_tokens_graph.recordings;
+    c.decode_tokens_graph.nodes = rec.entry->nodes();
   }
   BT_RETURN_IF_ERROR(rec.entry->Replay(tin, resident));
   sampler.ReplayedSteps(model.config().block_length());
-  ++c.decode_tokens_replays;
+  ++c.decode_tokens_graph.replays;
   ValueMap out;
   for (auto &[name, t] : rec.entry->outputs())
     out.emplace(name, Value::Borrowed(std::move(t)));
@@ -295,7 +295,7 @@ struct CacheStepRecording {
   bool enabled = false;
   std::vector<uint64_t> inouts;
   std::unique_ptr<Model::RecordedEntry> entry;
-  int64_t recordings = 0, replays = 0, nodes = 0;
+  GraphReplays counts;
 };
 
 /// `entry` on `host_in` (copied into the recording's blocks), `in` (device
@@ -325,11 +325,11 @@ absl::StatusOr<ValueMap> ReplayCacheStep(const Model &model,
     BT_ASSIGN_OR_RETURN(rec.entry,
                         model.RecordResident(entry, host_in, resident));
     rec.inouts = std::move(inouts);
-    ++rec.recordings;
-    rec.nodes = rec.entry->nodes();
+    ++rec.counts.recordings;
+    rec.counts.nodes = rec.entry->nodes();
   }
   BT_RETURN_IF_ERROR(rec.entry->Replay(host_in, resident));
-  ++rec.replays;
+  ++rec.counts.replays;
   ValueMap out;
   for (auto &[name, t] : rec.entry->outputs())
     out.emplace(name, Value::Borrowed(std::move(t)));
@@ -548,9 +548,7 @@ absl::Status GenerateBlock(const Model &model, Device *device,
     ++c.decode_block_calls;
     c.decode_block_rows += kept;
   }
-  c.decode_block_recordings = brec.recordings;
-  c.decode_block_replays = brec.replays;
-  c.decode_block_graph_nodes = brec.nodes;
+  c.decode_block_graph = brec.counts;
   c.cache_length = length;
   c.cache_bytes_final = cache.bytes();
   c.decode_seconds = Seconds(t1, Clock::now());
@@ -683,9 +681,7 @@ absl::Status GenerateVanilla(const Model &model, Device *device,
     ++c.decode_step_calls;
     c.decode_step_rows += kept;
   }
-  c.decode_step_recordings = srec.recordings;
-  c.decode_step_replays = srec.replays;
-  c.decode_step_graph_nodes = srec.nodes;
+  c.decode_step_graph = srec.counts;
   c.cache_length = length;
   c.cache_bytes_final = cache.bytes();
   c.decode_seconds = Seconds(t1, Clock::now());

@@ -88,18 +88,23 @@ struct GenerateOptions {
 /// Token-decoder work (decode_tokens calls, steps, rows) depends on the
 /// number of generated blocks and the batch, never on the prompt length:
 /// prompt blocks other than the last never run the token decoder.
+/// Calls of one entry point run as replays of a recording (a CUDA graph):
+/// the replays, the recordings made (one per batch size / cache buffer),
+/// and the nodes (kernels, GEMMs, copies) of the last recording.
+struct GraphReplays {
+  int64_t replays = 0;
+  int64_t recordings = 0;
+  int64_t nodes = 0;
+};
+
 struct GenerateCounters {
   int64_t prefill_calls = 0;
   /// Prompt blocks (vanilla: prompt tokens) run through prefill, summed over
   /// the rows of the batch (B x N).
   int64_t blocks_prefilled = 0;
   int64_t decode_tokens_calls = 0;
-  /// Of these: calls run as a replay of a recording (GenerateOptions::
-  /// cuda_graphs), the recordings made, and the nodes (kernels, GEMMs,
-  /// copies) of the last recording.
-  int64_t decode_tokens_replays = 0;
-  int64_t decode_tokens_recordings = 0;
-  int64_t decode_tokens_graph_nodes = 0;
+  /// Of these: the replays of a recording (GenerateOptions::cuda_graphs).
+  GraphReplays decode_tokens_graph;
   /// Token-decoder steps: sampler calls made by decode_tokens (L_B each).
   int64_t token_decoder_steps = 0;
   /// Rows computed by the token decoder: sum over its steps of the batch.
@@ -107,19 +112,15 @@ struct GenerateCounters {
   int64_t decode_block_calls = 0;
   /// Rows computed by decode_block (sum over calls of the batch).
   int64_t decode_block_rows = 0;
-  /// Of the decode_block calls: replays of a recording (an artifact that
-  /// keeps the cache length on the device, GenerateOptions::cuda_graphs),
-  /// the recordings made and the nodes of the last one.
-  int64_t decode_block_replays = 0;
-  int64_t decode_block_recordings = 0;
-  int64_t decode_block_graph_nodes = 0;
+  /// Of the decode_block calls: the replays of a recording (an artifact
+  /// that keeps the cache length on the device, GenerateOptions::
+  /// cuda_graphs).
+  GraphReplays decode_block_graph;
   /// Vanilla: decode_step calls and their rows, and of the calls the
   /// replays of a recording (as for decode_block).
   int64_t decode_step_calls = 0;
   int64_t decode_step_rows = 0;
-  int64_t decode_step_replays = 0;
-  int64_t decode_step_recordings = 0;
-  int64_t decode_step_graph_nodes = 0;
+  GraphReplays decode_step_graph;
   /// Sequences removed from the batch after EOS (cache rows released).
   int64_t rows_compacted = 0;
   /// Tokens sampled by the runtime itself (vanilla).
