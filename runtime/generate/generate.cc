@@ -234,6 +234,15 @@ absl::Status CheckRoom(const KvCache &cache, int64_t length, int64_t appended,
       " new entries exceed the KV cache's capacity C = ", cache.capacity()));
 }
 
+/// The outputs of `entry`'s replays by name: views of the recording's
+/// tensors (rewritten by each replay, released with the recording).
+ValueMap BorrowedOutputs(const Model::RecordedEntry &entry) {
+  ValueMap out;
+  for (auto &[name, t] : entry.outputs())
+    out.emplace(name, Value::Borrowed(std::move(t)));
+  return out;
+}
+
 /// decode_tokens recorded for replays (GenerateOptions::cuda_graphs): the
 /// recording of the current batch size, if any. Declared before the Values
 /// that borrow its outputs, so that it outlives them.
@@ -270,10 +279,7 @@ absl::StatusOr<ValueMap> ReplayDecodeTokens(const Model &model,
   BT_RETURN_IF_ERROR(rec.entry->Replay(tin, resident));
   sampler.ReplayedSteps(model.config().block_length());
   ++c.decode_tokens_graph.replays;
-  ValueMap out;
-  for (auto &[name, t] : rec.entry->outputs())
-    out.emplace(name, Value::Borrowed(std::move(t)));
-  return out;
+  return BorrowedOutputs(*rec.entry);
 }
 
 /// Whether the generation replays recordings (CUDA graphs): asked for
@@ -330,10 +336,7 @@ absl::StatusOr<ValueMap> ReplayCacheStep(const Model &model,
   }
   BT_RETURN_IF_ERROR(rec.entry->Replay(host_in, resident));
   ++rec.counts.replays;
-  ValueMap out;
-  for (auto &[name, t] : rec.entry->outputs())
-    out.emplace(name, Value::Borrowed(std::move(t)));
-  return out;
+  return BorrowedOutputs(*rec.entry);
 }
 
 /// Runs decode_tokens for the rows `r` and copies the first `take` tokens

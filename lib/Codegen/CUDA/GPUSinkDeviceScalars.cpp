@@ -44,13 +44,13 @@ Operation *topLevel(func::FuncOp fn, Operation *op) {
 
 /// The device scalars of one function: the host loads of its rank-0 device
 /// arguments and the side-effect-free ops computed from them, and for each
-/// load the top-level ops (of the entry block) that may write its argument:
+/// such argument the top-level ops (of the entry block) that may write it:
 /// those holding a use other than a load, in host code or in a kernel.
 struct DeviceScalars {
   /// In program order.
   llvm::SetVector<Operation *> ops;
-  /// Load → the top-level ops that may write its memref.
-  llvm::DenseMap<Operation *, SmallVector<Operation *>> writers;
+  /// Argument → the top-level ops that may write it.
+  llvm::DenseMap<Value, SmallVector<Operation *>> writers;
 
   explicit DeviceScalars(func::FuncOp fn) {
     for (BlockArgument arg : fn.getArguments()) {
@@ -58,20 +58,16 @@ struct DeviceScalars {
       if (!type || type.getRank() != 0 ||
           bt::isHostScalarArg(fn, arg.getArgNumber()))
         continue;
-      SmallVector<Operation *> loads, argWriters;
+      SmallVector<Operation *> &argWriters = writers[arg];
       for (Operation *user : arg.getUsers()) {
         // A load only reads (in a kernel too); any other use (a store, a
         // view, a copy, a call) may write the argument.
         if (isa<memref::LoadOp>(user)) {
           if (!insideKernel(user))
-            loads.push_back(user);
+            ops.insert(user);
           continue;
         }
         argWriters.push_back(topLevel(fn, user));
-      }
-      for (Operation *load : loads) {
-        ops.insert(load);
-        writers[load] = argWriters;
       }
     }
     // The forward closure over host ops without memory effects or regions
@@ -107,7 +103,8 @@ struct DeviceScalars {
     Operation *at = topLevel(fn, launch);
     for (Operation *load : loads) {
       Operation *from = topLevel(fn, load);
-      for (Operation *w : writers.lookup(load))
+      for (Operation *w :
+           writers.lookup(cast<memref::LoadOp>(load).getMemRef()))
         if (w == at || w == from ||
             (from->isBeforeInBlock(w) && w->isBeforeInBlock(at)))
           return false;
@@ -115,8 +112,8 @@ struct DeviceScalars {
     return true;
   }
 
-  /// Clones `op` and the ops it depends on (within ops) into `launch`'s body
-  /// before `ip`, once each (`map`).
+  /// Clones `op` and the ops it depends on (within ops) at `b`'s insertion
+  /// point (the start of a launch body), once each (`map`).
   void cloneInto(OpBuilder &b, Operation *op, IRMapping &map) const {
     if (map.contains(op->getResult(0)))
       return;
