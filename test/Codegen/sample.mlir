@@ -14,11 +14,21 @@
 // CHECK-SAME:    %[[L:[^:]*]]: memref<?x16xf32>, %[[S:[^:]*]]: memref<i64>) -> memref<?xi64>
 // CHECK:         %[[H:.*]] = memref.load %[[S]][] : memref<i64>
 // CHECK:         %[[B:.*]] = memref.dim %[[L]], %{{.*}} : memref<?x16xf32>
-// CHECK:         %[[LC:.*]] = memref.cast %[[L]] : memref<?x16xf32> to memref<?x?xf32>
+// CHECK:         %[[LC:.*]] = memref.cast %[[L]] : memref<?x16xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
 // CHECK:         %[[T:.*]] = memref.alloc(%[[B]]) {{.*}} : memref<?xi64>
-// CHECK:         call @bt_rt_sample(%[[H]], %[[LC]], %[[T]]) : (i64, memref<?x?xf32>, memref<?xi64>) -> ()
+// CHECK:         call @bt_rt_sample(%[[H]], %[[LC]], %[[T]]) : (i64, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xi64>) -> ()
 // CHECK:         return %[[T]] : memref<?xi64>
-// CHECK:       func.func private @bt_rt_sample(i64, memref<?x?xf32>, memref<?xi64>) attributes {bt.weak_import, llvm.emit_c_interface}
+
+// Logits that are a strided slice (one step's row of step_logits [B, L_B, V])
+// are passed with their offset and strides, not copied to a dense buffer.
+// CHECK-LABEL: func.func @pick_step(
+// CHECK-SAME:    %[[L:[^:]*]]: memref<?x4x16xf32>, %[[S:[^:]*]]: memref<i64>) -> memref<?xi64>
+// CHECK:         %[[ROW:.*]] = memref.subview %[[L]][0, %{{.*}}, 0] [%{{.*}}, 1, 16] [1, 1, 1] : memref<?x4x16xf32> to memref<?x16xf32, strided<[64, 1], offset: ?>>
+// CHECK-NOT:     memref.copy
+// CHECK:         %[[LC:.*]] = memref.cast %[[ROW]] : memref<?x16xf32, strided<[64, 1], offset: ?>> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK-NOT:     memref.copy
+// CHECK:         call @bt_rt_sample(%{{.*}}, %[[LC]], %{{.*}})
+// CHECK:       func.func private @bt_rt_sample(i64, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xi64>) attributes {bt.weak_import, llvm.emit_c_interface}
 
 // LLVM-LABEL:  llvm.func internal @bt_rt_sample(
 // LLVM:          %[[ADDR:.*]] = llvm.mlir.addressof @_mlir_ciface_bt_rt_sample : !llvm.ptr
@@ -34,5 +44,15 @@
 func.func @pick(%logits: tensor<?x16xf32>, %sampler: tensor<i64>) -> tensor<?xi64> {
   %s = tensor.extract %sampler[] : tensor<i64>
   %t = bt.sample %logits, %s : tensor<?x16xf32> -> tensor<?xi64>
+  return %t : tensor<?xi64>
+}
+
+func.func @pick_step(%logits: tensor<?x4x16xf32>, %sampler: tensor<i64>) -> tensor<?xi64> {
+  %c0 = arith.constant 0 : index
+  %k = arith.constant 2 : index
+  %b = tensor.dim %logits, %c0 : tensor<?x4x16xf32>
+  %row = tensor.extract_slice %logits[0, %k, 0] [%b, 1, 16] [1, 1, 1] : tensor<?x4x16xf32> to tensor<?x16xf32>
+  %s = tensor.extract %sampler[] : tensor<i64>
+  %t = bt.sample %row, %s : tensor<?x16xf32> -> tensor<?xi64>
   return %t : tensor<?xi64>
 }

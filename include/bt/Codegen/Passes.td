@@ -150,6 +150,48 @@ def BTConstantGlobals : Pass<"bt-constant-globals", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def BTEliminateFreshInits : Pass<"bt-eliminate-fresh-inits", "::mlir::ModuleOp"> {
+  let summary = "Let ops write their results straight into the slice that "
+                "a tensor.insert_slice later fills (before bufferization)";
+  let description = [{
+    The lowerings create each op's init as a `bufferization.alloc_tensor`
+    without operands but its dynamic sizes (LinalgUtils.h freshEmpty: a
+    tensor.empty that CSE cannot merge with another). Upstream
+    `eliminate-empty-tensors` only looks for `tensor.empty`, so a result
+    later inserted into a larger tensor (decode_tokens' LM head into
+    `step_logits` [B, L_B, V], one row of a concatenation) was computed in a
+    fresh buffer and copied. This pass turns every such `alloc_tensor`
+    (no `copy`, no `size_hint`, no `memory_space`) back into a
+    `tensor.empty` of the same type and sizes, gives each use of a
+    `tensor.empty` its own copy (CSE merged equal ones, e.g. the inits of
+    the rotated key and of the value's transpose that both go into the KV
+    cache; upstream replaces a `tensor.empty` for all its users with one
+    insertion's slice), then runs upstream's
+    `bufferization::eliminateEmptyTensors` on the module: where One-Shot
+    Analysis finds that an insertion's destination slice can serve as the
+    init, the init becomes that `tensor.extract_slice` and the insertion a
+    self-copy that bufferization drops. The other inits stay `tensor.empty`
+    and bufferize to an allocation as the `alloc_tensor` did.
+
+    Runs right before `bt-constant-globals` and `one-shot-bufferize`: no CSE
+    may run between (it would merge the `tensor.empty` inits). Replaces
+    `eliminate-empty-tensors` in the bufferization stage (PipelineStages.h).
+
+    Example (decode_tokens, one token-decoder step):
+    `%e = bufferization.alloc_tensor(%B) : tensor<?x512xf32>`, a fill and
+    `linalg.matmul_transpose_b` into it, `bt.sample` of the result and
+    `tensor.insert_slice %r into %logits[0, %k, 0] [%B, 1, 512]` →
+    the fill and GEMM write `tensor.extract_slice %logits[0, %k, 0]`, the
+    sampler reads that slice (strided), and no copy remains.
+
+    Errors: those of One-Shot Analysis (bufferization's own, located).
+  }];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def BTDropInOutResults : Pass<"bt-drop-inout-results", "::mlir::ModuleOp"> {
   let summary = "Remove the results of in-out arguments after bufferization";
   let description = [{

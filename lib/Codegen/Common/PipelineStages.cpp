@@ -97,7 +97,10 @@ void bt::codegen::addBufferizationStage(
     OpPassManager &pm, function_ref<void(OpPassManager &)> addAfterBufferize) {
   // Function boundaries use identity layouts, results are fresh allocations
   // owned by the caller.
-  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  // Results inserted into a larger tensor are computed in its slice
+  // (bt-eliminate-fresh-inits: upstream's empty-tensor elimination, also
+  // for the lowerings' alloc_tensor inits).
+  pm.addPass(createBTEliminateFreshInits());
   bufferization::OneShotBufferizationOptions bufferization;
   // The constants' globals in a reproducible order (One-Shot Bufferize's
   // own order is not).

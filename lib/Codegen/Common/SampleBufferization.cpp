@@ -5,7 +5,8 @@
 //
 //   %tokens = memref.alloc(%B) : memref<?xi64>
 //   func.call @bt_rt_sample(%sampler, %logits, %tokens)
-//   func.func private @bt_rt_sample(i64, memref<?x?xf32>, memref<?xi64>)
+//   func.func private @bt_rt_sample(
+//       i64, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xi64>)
 //       attributes {llvm.emit_c_interface}
 //
 // so the kernel library calls the undefined external
@@ -13,8 +14,13 @@
 // StridedMemRefType<int64_t,1> *)`, resolved against the process like
 // cblas_sgemm. The declaration carries `bt.weak_import`: the symbol is weak
 // (the library also loads in a process without a sampler, and the call
-// aborts with a message there; bt-emit-entry-wrappers). The logits passed
-// are dense row-major (copied if their buffer is strided).
+// aborts with a message there; bt-emit-entry-wrappers). The logits are
+// passed as they lie, with their offset and strides (both samplers read
+// any strides: runtime/generate/sampler.cc, and the device's
+// bt_sample_greedy / bt_sample_kernel of GPUSamplerKernels.cpp), so logits
+// that an LM head wrote straight into a slice of a larger buffer (e.g.
+// decode_tokens' step_logits [B, L_B, V], once bufferization eliminated the
+// head's init) are read there, not copied first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +45,14 @@ namespace {
 constexpr int64_t kDyn = ShapedType::kDynamic;
 constexpr StringLiteral kSamplerName = "bt_rt_sample";
 
+/// The logits operand of the runtime's sampler: F32 [B, V], any offset and
+/// strides (memref<?x?xf32, strided<[?, ?], offset: ?>>).
+MemRefType stridedLogitsType(MLIRContext *ctx) {
+  return MemRefType::get(
+      {kDyn, kDyn}, Float32Type::get(ctx),
+      StridedLayoutAttr::get(ctx, kDyn, ArrayRef<int64_t>{kDyn, kDyn}));
+}
+
 /// The declaration of the runtime's sampler, created on first use.
 func::FuncOp getOrCreateSampler(Operation *from) {
   auto module = from->getParentOfType<ModuleOp>();
@@ -48,8 +62,7 @@ func::FuncOp getOrCreateSampler(Operation *from) {
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   auto type = FunctionType::get(
       ctx,
-      {IntegerType::get(ctx, 64),
-       MemRefType::get({kDyn, kDyn}, Float32Type::get(ctx)),
+      {IntegerType::get(ctx, 64), stridedLogitsType(ctx),
        MemRefType::get({kDyn}, IntegerType::get(ctx, 64))},
       {});
   auto fn = b.create<func::FuncOp>(module.getLoc(), kSamplerName, type);
@@ -83,25 +96,12 @@ struct SampleOpModel
     FailureOr<Value> logits = getBuffer(rewriter, sample.getLogits(), options);
     if (failed(logits))
       return failure();
-    auto logitsType = cast<MemRefType>(logits->getType());
-    Type f32 = rewriter.getF32Type(), i64 = rewriter.getI64Type();
-    auto denseLogits = MemRefType::get({kDyn, kDyn}, f32);
+    Type i64 = rewriter.getI64Type();
     Value batch = rewriter.create<memref::DimOp>(loc, *logits, 0);
-    Value dense = *logits;
-    if (!logitsType.getLayout().isIdentity()) {
-      SmallVector<Value> dyn;
-      for (int64_t d = 0; d < 2; ++d)
-        if (logitsType.isDynamicDim(d))
-          dyn.push_back(rewriter.create<memref::DimOp>(loc, *logits, d));
-      FailureOr<Value> copy = options.createAlloc(
-          rewriter, loc, MemRefType::get(logitsType.getShape(), f32), dyn);
-      if (failed(copy) ||
-          failed(options.createMemCpy(rewriter, loc, *logits, *copy)))
-        return failure();
-      dense = *copy;
-    }
-    if (dense.getType() != denseLogits)
-      dense = rewriter.create<memref::CastOp>(loc, denseLogits, dense);
+    Value anyLayout = *logits;
+    if (anyLayout.getType() != stridedLogitsType(rewriter.getContext()))
+      anyLayout = rewriter.create<memref::CastOp>(
+          loc, stridedLogitsType(rewriter.getContext()), anyLayout);
     auto tokensType = cast<RankedTensorType>(sample.getType());
     SmallVector<Value> dyn;
     if (tokensType.isDynamicDim(0))
@@ -116,7 +116,7 @@ struct SampleOpModel
       tokensArg = rewriter.create<memref::CastOp>(loc, denseTokens, tokensArg);
     func::FuncOp sampler = getOrCreateSampler(op);
     rewriter.create<func::CallOp>(
-        loc, sampler, ValueRange{sample.getSampler(), dense, tokensArg});
+        loc, sampler, ValueRange{sample.getSampler(), anyLayout, tokensArg});
     replaceOpWithBufferizedValues(rewriter, op, *tokens);
     return success();
   }

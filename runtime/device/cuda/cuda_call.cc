@@ -572,6 +572,42 @@ bt::rt::StridedMemRef<T, N> ToHost(bt::rt::CudaBackend &gpu,
   return h;
 }
 
+// The logits [B, V] of a device view on the host, dense row-major. Rows
+// with a gap between them (one step's row of decode_tokens' step_logits
+// [B, L_B, V]: row stride L_B * V) are copied one by one, so that only the
+// B * V logits cross, not the span; other views are copied as their span
+// (ToHost). The bytes count as the sampler's.
+bt::rt::StridedMemRef<float, 2>
+LogitsToHost(bt::rt::CudaBackend &gpu, const bt::rt::StridedMemRef<float, 2> &d,
+             std::vector<float> &host) {
+  const int64_t rows = d.sizes[0], cols = d.sizes[1];
+  const bool gapped =
+      rows > 1 && cols > 0 && d.strides[1] == 1 && d.strides[0] > cols;
+  if (!gapped) {
+    uint64_t base = 0;
+    return ToHost(gpu, d, host, base, true);
+  }
+  host.assign(static_cast<size_t>(rows * cols), 0.0f);
+  const int64_t bytes = cols * static_cast<int64_t>(sizeof(float));
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint64_t src =
+        reinterpret_cast<uintptr_t>(d.aligned + d.offset + r * d.strides[0]);
+    absl::Status s = gpu.CopyToHost(host.data() + r * cols, src, bytes);
+    if (!s.ok()) {
+      std::fprintf(stderr, "bt: _mlir_ciface_bt_gpu_sample: %s\n",
+                   std::string(s.message()).c_str());
+      std::abort();
+    }
+    gpu.CountSamplerBytes(bytes);
+  }
+  bt::rt::StridedMemRef<float, 2> h = d;
+  h.allocated = h.aligned = host.data();
+  h.offset = 0;
+  h.strides[0] = cols;
+  h.strides[1] = 1;
+  return h;
+}
+
 } // namespace
 
 extern "C" __attribute__((visibility("default"), used)) void
@@ -603,7 +639,7 @@ _mlir_ciface_bt_gpu_sample(int64_t sampler,
   std::vector<float> hl;
   std::vector<int64_t> ht;
   uint64_t lbase = 0, tbase = 0;
-  bt::rt::StridedMemRef<float, 2> l = ToHost(*gpu, *logits, hl, lbase, true);
+  bt::rt::StridedMemRef<float, 2> l = LogitsToHost(*gpu, *logits, hl);
   // The tokens are the sampler's output: copied down only when they are a
   // strided view (the copy back writes their whole span).
   const bool strided = tokens->sizes[0] > 1 && tokens->strides[0] != 1;
