@@ -116,6 +116,49 @@ func.func @keep_fill(%a: memref<?x37xf32>, %b: memref<29x37xf32>, %c: memref<?x2
   return %d : memref<?x29xf32>
 }
 
+// Ops on other buffers may lie between the fill and the GEMM (with --dtype
+// bf16, the kernel that rounds the GEMM's input); an op on a view of the
+// output may not.
+// CHECK-LABEL: func.func @zero_init_across_kernels
+//   CHECK-NOT:   linalg.fill
+//       CHECK:   linalg.generic
+//       CHECK:   memref.dealloc
+//       CHECK:   %[[ALPHA:.*]] = arith.constant 1.000000e+00 : f32
+//  CHECK-NEXT:   %[[BETA0:.*]] = arith.constant 0.000000e+00 : f32
+//       CHECK:   call @cblas_sgemm({{.*}}, %[[ALPHA]], {{.*}}, %[[BETA0]], %{{.*}}, %{{.*}})
+// CHECK-LABEL: func.func @keep_fill_read_between
+//       CHECK:   linalg.fill
+//       CHECK:   linalg.generic
+//       CHECK:   call @cblas_sgemm
+func.func @zero_init_across_kernels(%x: memref<?x37xf32>, %b: memref<29x37xf32>, %n: index) -> memref<?x29xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc(%n) : memref<?x29xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<?x29xf32>)
+  %a = memref.alloc(%n) : memref<?x37xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x : memref<?x37xf32>) outs(%a : memref<?x37xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %e = math.exp %v : f32
+    linalg.yield %e : f32
+  }
+  %t = memref.alloc(%n) : memref<?x37xf32>
+  memref.dealloc %t : memref<?x37xf32>
+  linalg.matmul_transpose_b ins(%a, %b : memref<?x37xf32>, memref<29x37xf32>) outs(%c : memref<?x29xf32>)
+  memref.dealloc %a : memref<?x37xf32>
+  return %c : memref<?x29xf32>
+}
+func.func @keep_fill_read_between(%a: memref<?x37xf32>, %b: memref<29x37xf32>, %n: index, %out: memref<?x29xf32>) -> memref<?x29xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc(%n) : memref<?x29xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<?x29xf32>)
+  %row = memref.subview %c[0, 0] [%n, 29] [1, 1] : memref<?x29xf32> to memref<?x29xf32, strided<[29, 1]>>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%row : memref<?x29xf32, strided<[29, 1]>>) outs(%out : memref<?x29xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    linalg.yield %v : f32
+  }
+  linalg.matmul_transpose_b ins(%a, %b : memref<?x37xf32>, memref<29x37xf32>) outs(%c : memref<?x29xf32>)
+  return %c : memref<?x29xf32>
+}
+
 // C += Aᵀ · B (linalg.matmul_transpose_a, the weight gradients of the backward
 // sweep: A is [K, M]): A transposed (112), B not (111); M and N are C's sizes,
 // K is A's row count and lda = max(A's row stride, M, 1).

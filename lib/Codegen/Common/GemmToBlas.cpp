@@ -103,10 +103,28 @@ Value rootOf(Value v) {
   return v;
 }
 
-/// A `linalg.fill` of zero into `c` right before `gemm` (only pure ops in
-/// between) that BLAS can replace with beta = 0: `c` is a fresh allocation
-/// (or a view of one) that neither input aliases, so no input reads the
-/// zeros.
+/// Whether `op` certainly neither reads nor writes the buffer rooted at
+/// `root`: it has no memory effects, or it is a linalg op on buffers (or an
+/// allocation / deallocation) none of whose memref operands is a view of
+/// `root`.
+bool leavesBufferAlone(Operation *op, Value root) {
+  if (isMemoryEffectFree(op))
+    return true;
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!(linalgOp && linalgOp.hasPureBufferSemantics()) &&
+      !isa<memref::AllocOp, memref::DeallocOp>(op))
+    return false;
+  for (Value operand : op->getOperands())
+    if (isa<BaseMemRefType>(operand.getType()) && rootOf(operand) == root)
+      return false;
+  return true;
+}
+
+/// A `linalg.fill` of zero into `c` before `gemm` (only ops that leave
+/// `c`'s buffer alone in between, e.g. the kernel that rounds the GEMM's
+/// input to bf16) that BLAS can replace with beta = 0: `c` is a fresh
+/// allocation (or a view of one) that neither input aliases, so no input
+/// reads the zeros.
 linalg::FillOp zeroFillBefore(Operation *gemm, const Gemm &g) {
   Value root = rootOf(g.c);
   if (!root.getDefiningOp<memref::AllocOp>() || rootOf(g.a) == root ||
@@ -122,7 +140,7 @@ linalg::FillOp zeroFillBefore(Operation *gemm, const Gemm &g) {
         return nullptr;
       return fill;
     }
-    if (!isMemoryEffectFree(op))
+    if (!leavesBufferAlone(op, root))
       return nullptr;
   }
   return nullptr;
