@@ -154,7 +154,22 @@ bool sinkIntoKernel(linalg::GenericOp round) {
 void rebuild(Operation *gemm, Value weight) {
   OpBuilder b(gemm);
   Location l = gemm->getLoc();
-  Value act = emitRoundToBF16(b, l, gemm->getOperand(0));
+  // An activation collapsed to [M, K] (the token decoder's [B, 1, T], the
+  // MLP's [B, S, 4T]) is rounded before the collapse, in its producer's
+  // shape, so that bt-fuse-elementwise can merge the rounding into an
+  // elementwise producer (the bias + GELU): elementwise fusion does not
+  // look through reshapes.
+  Value act;
+  if (auto collapse =
+          gemm->getOperand(0).getDefiningOp<tensor::CollapseShapeOp>()) {
+    Value rounded = emitRoundToBF16(b, l, collapse.getSrc());
+    auto collapsedType = RankedTensorType::get(
+        collapse.getResultType().getShape(), b.getBF16Type());
+    act = b.create<tensor::CollapseShapeOp>(
+        l, collapsedType, rounded, collapse.getReassociationIndices());
+  } else {
+    act = emitRoundToBF16(b, l, gemm->getOperand(0));
+  }
   Value init = gemm->getOperand(2);
   Operation *next;
   if (isa<linalg::MatmulTransposeBOp>(gemm))
@@ -164,8 +179,13 @@ void rebuild(Operation *gemm, Value weight) {
     next = b.create<linalg::MatmulOp>(l, gemm->getResultTypes(),
                                       ValueRange{act, weight},
                                       ValueRange{init});
+  Operation *oldAct = gemm->getOperand(0).getDefiningOp();
   gemm->replaceAllUsesWith(next);
   gemm->erase();
+  // The f32 collapse the GEMM read, if nothing else does (it would count as
+  // another reader of a kernel's output in sinkIntoKernel).
+  if (isa_and_present<tensor::CollapseShapeOp>(oldAct) && oldAct->use_empty())
+    oldAct->erase();
 }
 
 struct BF16GemmsPass : public bt::impl::BTBF16GemmsBase<BF16GemmsPass> {

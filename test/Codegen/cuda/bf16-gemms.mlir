@@ -1,4 +1,5 @@
 // RUN: bt-opt %s --split-input-file --bt-bf16-gemms | FileCheck %s
+// RUN: bt-opt %s --split-input-file --bt-bf16-gemms --bt-fuse-elementwise | FileCheck %s --check-prefix=FUSE
 
 // A parameter used only as the weight of f32 GEMMs (in every function)
 // becomes a bf16 argument; each GEMM's activation is rounded to bf16 by a
@@ -108,4 +109,39 @@ func.func @kernel_output_used_twice(%w: tensor<8x4xf32> {bt.param = "w"}, %n: in
   %t = bufferization.to_tensor %buf restrict writable : memref<?x4xf32>
   %y = linalg.matmul_transpose_b ins(%t, %w : tensor<?x4xf32>, tensor<8x4xf32>) outs(%init : tensor<?x8xf32>) -> tensor<?x8xf32>
   return %y, %t : tensor<?x8xf32>, tensor<?x4xf32>
+}
+
+// -----
+
+// An activation collapsed to [M, K] (the token decoder's [B, 1, T]) is
+// rounded in its producer's shape, before the collapse, so that
+// bt-fuse-elementwise merges the rounding into the elementwise producer
+// (here a bias add): one kernel writes the bf16 activation.
+// CHECK-LABEL: func.func @collapsed_elementwise_output
+//       CHECK:   %[[Y:.*]] = linalg.generic
+//       CHECK:   } -> tensor<?x1x4xf32>
+//       CHECK:   %[[R:.*]] = linalg.generic {{.*}} ins(%[[Y]] : tensor<?x1x4xf32>) outs(%{{.*}} : tensor<?x1x4xbf16>)
+//       CHECK:   %[[C:.*]] = tensor.collapse_shape %[[R]] {{.*}} into tensor<?x4xbf16>
+//       CHECK:   linalg.matmul_transpose_b ins(%[[C]], %{{.*}} : tensor<?x4xbf16>, tensor<8x4xbf16>)
+// FUSE-LABEL: func.func @collapsed_elementwise_output
+//       FUSE:   %[[R:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x1x4xbf16>)
+//       FUSE:     arith.addf
+//       FUSE:     arith.bitcast %{{.*}} : i16 to bf16
+//  FUSE-NEXT:     linalg.yield
+//  FUSE-NEXT:   } -> tensor<?x1x4xbf16>
+//   FUSE-NOT:   linalg.generic
+//       FUSE:   %[[C:.*]] = tensor.collapse_shape %[[R]]
+//       FUSE:   linalg.matmul_transpose_b ins(%[[C]], %{{.*}} : tensor<?x4xbf16>, tensor<8x4xbf16>)
+func.func @collapsed_elementwise_output(%w: tensor<8x4xf32> {bt.param = "w"}, %x: tensor<?x1x4xf32>, %bias: tensor<4xf32>, %init: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x1x4xf32>
+  %e = tensor.empty(%n) : tensor<?x1x4xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(b, s, k) -> (b, s, k)>, affine_map<(b, s, k) -> (k)>, affine_map<(b, s, k) -> (b, s, k)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x, %bias : tensor<?x1x4xf32>, tensor<4xf32>) outs(%e : tensor<?x1x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<?x1x4xf32>
+  %c = tensor.collapse_shape %y [[0, 1], [2]] : tensor<?x1x4xf32> into tensor<?x4xf32>
+  %r = linalg.matmul_transpose_b ins(%c, %w : tensor<?x4xf32>, tensor<8x4xf32>) outs(%init : tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
 }

@@ -108,7 +108,10 @@ def BTBF16Gemms : Pass<"bt-bf16-gemms", "::mlir::ModuleOp"> {
     through reshapes that nothing else reads), the rounding moves into that
     kernel instead: the buffer becomes bf16 and each store rounds its value,
     so no extra launch remains; an elementwise producer (the MLP's bias +
-    GELU) is merged with it by `bt-fuse-elementwise`. The GEMM keeps its f32 init and result: linalg's
+    GELU) is merged with it by `bt-fuse-elementwise`. An activation that
+    reaches the GEMM through a `tensor.collapse_shape` (the token decoder's
+    `[B, 1, T]` → `[B, T]`) is rounded before the collapse, in the
+    producer's shape (elementwise fusion does not look through reshapes). The GEMM keeps its f32 init and result: linalg's
     matmul extends both bf16 inputs to f32, i.e. bf16 inputs with f32
     accumulation, what `bt-gemm-to-blas{bf16-callee=bt_gpu_gemm_bf16}` hands
     to cuBLAS (`cublasGemmEx`, CUDA_R_16BF inputs, CUBLAS_COMPUTE_32F).
