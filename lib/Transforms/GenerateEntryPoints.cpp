@@ -455,25 +455,42 @@ LogicalResult Generator::buildVanillaPrefill() {
   return success();
 }
 
-/// Vanilla decode_step(input_ids [B, 1], positions [B, 1], kv_cache)
-///   -> (logits [B, V], kv_cache).
+/// Vanilla decode_step(input_ids [B, 1], left_padding [B, 1], sampler [],
+///   kv_cache) -> (tokens [B, 1], logits [B, V], kv_cache).
+/// The new token's RoPE position is computed here: HF's cumsum(mask) - 1 of
+/// a left-padded row is the cache length (entries before the new one) minus
+/// the row's padding, so the caller uploads no positions per step. The
+/// next token is sampled from the logits (bt.sample: the runtime's sampler,
+/// on the device on the CUDA target), so that it can be fed back without a
+/// round trip through the host.
 LogicalResult Generator::buildVanillaDecodeStep() {
   int64_t d = model.blockWidth(), v = model.vocab();
   KVCacheType cache = globalCacheType();
   func::FuncOp fn = beginFunc(
       "decode_step",
       {{tensor({kDyn, 1}, i64), "input_ids", {"B", ""}},
-       {tensor({kDyn, 1}, i64), "positions", {"B", ""}},
+       {tensor({kDyn, 1}, i64), "left_padding", {"B", ""}},
+       {tensor({}, i64), "sampler", {}},
        {cache, "", {}}},
-      {{tensor({kDyn, v}, elt), "logits", {"B", "V"}}, {cache, "", {}}});
-  Value ids = fn.getArgument(0), pos = fn.getArgument(1),
-        c0 = fn.getArgument(2);
+      {{tensor({kDyn, 1}, i64), "tokens", {"B", ""}},
+       {tensor({kDyn, v}, elt), "logits", {"B", "V"}},
+       {cache, "", {}}});
+  Value ids = fn.getArgument(0), padding = fn.getArgument(1),
+        c0 = fn.getArgument(3);
   Location l = loc("embed_in");
+  Value batch = dim(l, ids, 0);
+  // positions [B, 1] = kv_length - left_padding.
+  Location pl = loc("positions");
+  Value length = b.create<KVLengthOp>(pl, c0, b.getI64IntegerAttr(0));
+  Value length64 = b.create<arith::IndexCastOp>(pl, i64, length);
+  Value lengths = b.create<tensor::SplatOp>(pl, length64,
+                                            tensor({kDyn, 1}, i64),
+                                            ValueRange{batch});
+  Value pos = b.create<arith::SubIOp>(pl, lengths, padding);
   Value ids3 = b.create<tensor::ExpandShapeOp>(
       l, tensor({kDyn, 1, 1}, i64), ids,
       ArrayRef<ReassociationIndices>{{0}, {1, 2}},
-      ArrayRef<OpFoldResult>{dim(l, ids, 0), b.getIndexAttr(1),
-                             b.getIndexAttr(1)});
+      ArrayRef<OpFoldResult>{batch, b.getIndexAttr(1), b.getIndexAttr(1)});
   Value x = b.create<EmbedderOp>(l, tensor({kDyn, 1, d}, elt), ids3,
                                  model.embedder.getTableAttr(),
                                  model.embedder.getProjectionAttr(),
@@ -485,8 +502,15 @@ LogicalResult Generator::buildVanillaDecodeStep() {
   Value last = lastRow(loc("last"), dec.getResult());
   Value logits = b.create<LMHeadOp>(loc("embed_out"), tensor({kDyn, v}, elt),
                                     last, model.lmHead.getWeightAttr());
+  Location sl = loc("sample");
+  Value sampler = b.create<tensor::ExtractOp>(sl, fn.getArgument(2),
+                                              ValueRange{});
+  Value tok = b.create<SampleOp>(sl, tensor({kDyn}, i64), logits, sampler);
+  Value tokens = b.create<tensor::ExpandShapeOp>(
+      sl, tensor({kDyn, 1}, i64), tok, ArrayRef<ReassociationIndices>{{0, 1}},
+      ArrayRef<OpFoldResult>{batch, b.getIndexAttr(1)});
   b.create<func::ReturnOp>(loc("return"),
-                           ValueRange{logits, dec.getResultCache()});
+                           ValueRange{tokens, logits, dec.getResultCache()});
   return success();
 }
 

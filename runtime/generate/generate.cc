@@ -309,13 +309,17 @@ struct CacheStepRecording {
 /// in-out tensors as a replay of `rec`, recorded first when the cache's
 /// tensors (or the batch) changed since: nothing of the call's host code
 /// depends on anything else, so one recording serves every call of a
-/// batch. The outputs are views of the recording's.
+/// batch. The outputs are views of the recording's. With `sampler` (the
+/// vanilla decode_step, which samples its one token on the device), the
+/// recording runs between Sampler::BeginRecording and EndRecording and each
+/// replay counts as one device step of the current block.
 absl::StatusOr<ValueMap> ReplayCacheStep(const Model &model,
                                          CacheStepRecording &rec,
                                          const std::string &entry,
                                          const TensorMap &host_in,
                                          const ValueMap &in,
-                                         const KvCache &cache) {
+                                         const KvCache &cache,
+                                         Sampler *sampler = nullptr) {
   BT_ASSIGN_OR_RETURN(ValueMap io, cache.InOuts());
   std::map<std::string, const DeviceTensor *> resident;
   std::vector<uint64_t> inouts;
@@ -328,13 +332,21 @@ absl::StatusOr<ValueMap> ReplayCacheStep(const Model &model,
     resident.emplace(name, v.device());
   if (rec.entry == nullptr || rec.inouts != inouts) {
     rec.entry.reset();
-    BT_ASSIGN_OR_RETURN(rec.entry,
-                        model.RecordResident(entry, host_in, resident));
+    if (sampler != nullptr)
+      BT_RETURN_IF_ERROR(sampler->BeginRecording());
+    absl::StatusOr<std::unique_ptr<Model::RecordedEntry>> made =
+        model.RecordResident(entry, host_in, resident);
+    if (sampler != nullptr)
+      sampler->EndRecording();
+    BT_RETURN_IF_ERROR(made.status());
+    rec.entry = std::move(*made);
     rec.inouts = std::move(inouts);
     ++rec.counts.recordings;
     rec.counts.nodes = rec.entry->nodes();
   }
   BT_RETURN_IF_ERROR(rec.entry->Replay(host_in, resident));
+  if (sampler != nullptr)
+    sampler->ReplayedSteps(1);
   ++rec.counts.replays;
   return BorrowedOutputs(*rec.entry);
 }
@@ -560,6 +572,60 @@ absl::Status GenerateBlock(const Model &model, Device *device,
   return absl::OkStatus();
 }
 
+/// The vanilla decode_step's `left_padding` I64 [rows, 1] of the sequences
+/// `active` (prompt length T minus each one's real tokens), uploaded when
+/// `device` is set.
+absl::StatusOr<Value> LeftPadding(Device *device,
+                                  const std::vector<int64_t> &active, int64_t T,
+                                  const std::vector<int64_t> &n_real) {
+  const int64_t rows = static_cast<int64_t>(active.size());
+  BT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(proto::I64, {rows, 1}));
+  for (int64_t r = 0; r < rows; ++r)
+    t.data_as<int64_t>()[r] = T - n_real[active[r]];
+  return Value::Make(device, std::move(t));
+}
+
+/// One vanilla decode_step for the rows of `sampler`'s current block: the
+/// ids `ids` I64 [B', 1] and `padding` I64 [B', 1] (Values of the path's
+/// kind), as a replay of `rec` when given; checks the sampler made its one
+/// step and the outputs' shapes, and copies the tokens to `host_tok` (the
+/// sampler's EOS bookkeeping reads them).
+absl::StatusOr<ValueMap> DecodeStep(const Model &model, Device *device,
+                                    const Value &ids, const Value &padding,
+                                    int64_t length, Sampler &sampler,
+                                    KvCache &cache, CacheStepRecording *rec,
+                                    const std::string &where, Tensor &host_tok) {
+  const int64_t rows = static_cast<int64_t>(sampler.rows().size());
+  TensorMap din;
+  din.emplace("sampler", ScalarI64(sampler.handle()));
+  if (!cache.holds_length())
+    din.emplace("cache_length", ScalarI64(length));
+  ValueMap dkept;
+  dkept.emplace("input_ids", ids);
+  dkept.emplace("left_padding", padding);
+  absl::StatusOr<ValueMap> dout =
+      rec != nullptr
+          ? ReplayCacheStep(model, *rec, "decode_step", din, dkept, cache,
+                            &sampler)
+          : RunEntry(model, device, "decode_step", std::move(din), dkept,
+                     &cache);
+  BT_RETURN_IF_ERROR(Annotate(dout.status(), where));
+  const std::string in_step = absl::StrCat(where, ", decode_step");
+  BT_RETURN_IF_ERROR(Annotate(sampler.status(), in_step));
+  if (sampler.steps_in_block() != 1)
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, ": decode_step called the sampler ", sampler.steps_in_block(),
+        " times, expected 1 (docs/generation.md)"));
+  BT_RETURN_IF_ERROR(
+      CheckOutput(*dout, "decode_step", "tokens", proto::I64, {rows, 1}));
+  BT_RETURN_IF_ERROR(CheckOutput(*dout, "decode_step", "logits", proto::F32,
+                                 {rows, model.config().vocab_size()}));
+  BT_ASSIGN_OR_RETURN(host_tok, dout->at("tokens").ToHost(model.device()));
+  sampler.EndBlock(host_tok);
+  BT_RETURN_IF_ERROR(Annotate(sampler.status(), in_step));
+  return dout;
+}
+
 absl::Status GenerateVanilla(const Model &model, Device *device,
                              const Prompt &p, const GenerateOptions &o,
                              Sampler &sampler, GenerateResult &res) {
@@ -599,7 +665,8 @@ absl::Status GenerateVanilla(const Model &model, Device *device,
   BT_ASSIGN_OR_RETURN(ValueMap out,
                       RunEntry(model, device, "prefill", std::move(in), {}, &cache));
   BT_RETURN_IF_ERROR(CheckOutput(out, "prefill", "logits", proto::F32, {B, V}));
-  // The runtime samples on the host: the logits come to the host each step.
+  // Token 0 is sampled on the host from the prefill's logits (once, before
+  // the decode loop).
   BT_ASSIGN_OR_RETURN(Tensor logits, out.at("logits").ToHost(model.device()));
   int64_t length = T;
   ++c.prefill_calls;
@@ -610,8 +677,6 @@ absl::Status GenerateVanilla(const Model &model, Device *device,
     o.on_progress(0, N_new);
   const DeviceTraffic traffic0 = model.device().traffic();
   int64_t produced = 0;
-  // The logits the runtime copies to the host to sample from (resident path).
-  int64_t host_sampler_bytes = 0;
 
   std::vector<int64_t> active(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b)
@@ -619,67 +684,84 @@ absl::Status GenerateVanilla(const Model &model, Device *device,
   int64_t *new_tokens = res.new_tokens.data_as<int64_t>();
   float *step_logits =
       res.step_logits.valid() ? res.step_logits.data_as<float>() : nullptr;
-  CacheStepRecording srec;
-  srec.enabled = GraphsEnabled(o, device) && cache.holds_length();
-  for (int64_t s = 0; s < N_new; ++s) {
-    const int64_t rows = static_cast<int64_t>(active.size());
-    BT_RETURN_IF_ERROR(sampler.BeginBlock(active));
-    BT_ASSIGN_OR_RETURN(Tensor tok, Tensor::Allocate(proto::I64, {rows}));
-    BT_RETURN_IF_ERROR(Annotate(sampler.StepTensors(logits, tok),
-                                absl::StrCat("generated token ", s)));
-    c.tokens_sampled += rows;
-    for (int64_t r = 0; r < rows; ++r) {
+  // Records token s of the rows `active` (host tokens I64 [rows, 1] and,
+  // when kept, logits F32 [rows, V]) and marks the rows that emitted EOS.
+  auto record = [&](int64_t s, const Tensor &tok, const Tensor *lg) {
+    for (size_t r = 0; r < active.size(); ++r) {
       const int64_t q = active[r];
       new_tokens[q * N_new + s] = tok.data_as<int64_t>()[r];
-      if (step_logits != nullptr)
+      if (step_logits != nullptr && lg != nullptr)
         std::memcpy(step_logits + (s * B + q) * V,
-                    logits.data_as<float>() + r * V, sizeof(float) * V);
+                    lg->data_as<float>() + static_cast<int64_t>(r) * V,
+                    sizeof(float) * V);
       if (sampler.eos_step_in_block(q) >= 0) {
         res.finished[q] = true;
         res.lengths[q] = s + 1;
       }
     }
-    produced = s + 1;
-    if (o.on_progress)
-      o.on_progress(s + 1, N_new);
-    if (s == N_new - 1)
-      break;
+  };
+  // Token 0 from the prefill's logits, sampled on the host.
+  BT_RETURN_IF_ERROR(sampler.BeginBlock(active));
+  BT_ASSIGN_OR_RETURN(Tensor tok0, Tensor::Allocate(proto::I64, {B}));
+  BT_RETURN_IF_ERROR(
+      Annotate(sampler.StepTensors(logits, tok0), "generated token 0"));
+  c.tokens_sampled += B;
+  record(0, tok0, &logits);
+  produced = 1;
+  if (o.on_progress)
+    o.on_progress(1, N_new);
+
+  // Each decode_step samples its token itself (bt.sample: on the device on
+  // the resident path), and the next call reads it where it is: per step
+  // only the tokens come to the host (and the logits when kept). The RoPE
+  // positions come from the cache length and each row's left padding,
+  // uploaded once (and again when finished rows are dropped).
+  CacheStepRecording srec;
+  srec.enabled = GraphsEnabled(o, device) && cache.holds_length();
+  Value next_ids, padding;
+  {
+    BT_ASSIGN_OR_RETURN(Tensor host_ids, tok0.Reshaped({B, 1}));
+    BT_ASSIGN_OR_RETURN(next_ids, Value::Make(device, std::move(host_ids)));
+  }
+  BT_ASSIGN_OR_RETURN(padding, LeftPadding(device, active, T, n_real));
+  Tensor host_tok = tok0.Share();
+  for (int64_t s = 1; s < N_new; ++s) {
+    const int64_t rows = static_cast<int64_t>(active.size());
     std::vector<int64_t> keep = LiveRows(active, sampler);
     if (keep.empty())
       break;
     const int64_t kept = static_cast<int64_t>(keep.size());
-    BT_ASSIGN_OR_RETURN(Tensor next, Tensor::Allocate(proto::I64, {kept, 1}));
-    BT_ASSIGN_OR_RETURN(Tensor pos, Tensor::Allocate(proto::I64, {kept, 1}));
-    for (int64_t j = 0; j < kept; ++j) {
-      next.data_as<int64_t>()[j] = tok.data_as<int64_t>()[keep[j]];
-      pos.data_as<int64_t>()[j] = n_real[active[keep[j]]] + s;
-    }
     if (kept < rows) {
+      BT_ASSIGN_OR_RETURN(Value ids3, NextBlockTokens(device, next_ids,
+                                                      host_tok, keep, rows, 1));
+      BT_ASSIGN_OR_RETURN(next_ids, ids3.Reshaped({kept, 1}));
       BT_RETURN_IF_ERROR(cache.Keep(keep));
       c.rows_compacted += rows - kept;
       std::vector<int64_t> still;
       for (int64_t r : keep)
         still.push_back(active[r]);
       active = std::move(still);
+      BT_ASSIGN_OR_RETURN(padding, LeftPadding(device, active, T, n_real));
     }
-    BT_RETURN_IF_ERROR(CheckRoom(cache, length, 1,
-                                 absl::StrCat("generated token ", s + 1)));
-    TensorMap din;
-    din.emplace("input_ids", std::move(next));
-    din.emplace("positions", std::move(pos));
-    if (!cache.holds_length())
-      din.emplace("cache_length", ScalarI64(length));
+    const std::string where = absl::StrCat("generated token ", s);
+    BT_RETURN_IF_ERROR(CheckRoom(cache, length, 1, where));
+    BT_RETURN_IF_ERROR(sampler.BeginBlock(active));
+    // Not the first call: its sampler steps allocate the device's state.
+    const bool replay = srec.enabled && s > 1 && sampler.BlockReplayable();
     absl::StatusOr<ValueMap> dout =
-        srec.enabled
-            ? ReplayCacheStep(model, srec, "decode_step", din, {}, cache)
-            : RunEntry(model, device, "decode_step", std::move(din), {},
-                       &cache);
-    BT_RETURN_IF_ERROR(Annotate(dout.status(), absl::StrCat("generated token ", s + 1)));
-    BT_RETURN_IF_ERROR(
-        CheckOutput(*dout, "decode_step", "logits", proto::F32, {kept, V}));
-    BT_ASSIGN_OR_RETURN(logits, dout->at("logits").ToHost(model.device()));
-    if (device != nullptr)
-      host_sampler_bytes += static_cast<int64_t>(logits.nbytes());
+        DecodeStep(model, device, next_ids, padding, length, sampler, cache,
+                   replay ? &srec : nullptr, where, host_tok);
+    BT_RETURN_IF_ERROR(dout.status());
+    c.tokens_sampled += kept;
+    Tensor host_lg;
+    if (step_logits != nullptr) {
+      BT_ASSIGN_OR_RETURN(host_lg, dout->at("logits").ToHost(model.device()));
+    }
+    record(s, host_tok, step_logits != nullptr ? &host_lg : nullptr);
+    next_ids = dout->at("tokens");
+    produced = s + 1;
+    if (o.on_progress)
+      o.on_progress(s + 1, N_new);
     ++length;
     ++c.decode_step_calls;
     c.decode_step_rows += kept;
@@ -689,85 +771,11 @@ absl::Status GenerateVanilla(const Model &model, Device *device,
   c.cache_bytes_final = cache.bytes();
   c.decode_seconds = Seconds(t1, Clock::now());
   c.decode_traffic = model.device().traffic().Since(traffic0);
-  c.decode_traffic.sampler_bytes += host_sampler_bytes;
   c.decode_token_steps = produced;
   return absl::OkStatus();
 }
 
 } // namespace
-
-absl::StatusOr<std::pair<Tensor, Tensor>>
-LeftPadPrompts(const std::vector<std::vector<int64_t>> &prompts, int64_t pad_id) {
-  if (prompts.empty())
-    return absl::InvalidArgumentError("no prompts");
-  int64_t T = 0;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    if (prompts[i].empty())
-      return absl::InvalidArgumentError(
-          absl::StrCat("prompt ", i, " has no tokens"));
-    T = std::max<int64_t>(T, static_cast<int64_t>(prompts[i].size()));
-  }
-  const int64_t B = static_cast<int64_t>(prompts.size());
-  BT_ASSIGN_OR_RETURN(Tensor ids, Tensor::Allocate(proto::I64, {B, T}));
-  BT_ASSIGN_OR_RETURN(Tensor mask, Tensor::Allocate(proto::I64, {B, T}));
-  for (int64_t b = 0; b < B; ++b) {
-    const int64_t n = static_cast<int64_t>(prompts[b].size());
-    for (int64_t t = 0; t < T; ++t) {
-      const bool real = t >= T - n;
-      ids.data_as<int64_t>()[b * T + t] = real ? prompts[b][t - (T - n)] : pad_id;
-      mask.data_as<int64_t>()[b * T + t] = real ? 1 : 0;
-    }
-  }
-  return std::make_pair(std::move(ids), std::move(mask));
-}
-
-absl::Status CheckGenerationRequest(const Model &model, int64_t batch, int64_t prompt_length,
-                                    const GenerateOptions &options) {
-  const proto::ModelConfig &cfg = model.config();
-  const int64_t N = options.max_new_tokens, V = cfg.vocab_size();
-  // Positions: the block decoder has one per block. (A vanilla model has
-  // none to check: HF GPT-NeoX's rotary embedding extends past
-  // max_position_embeddings, and the paper's 2048 + 128 settings use that.)
-  if (cfg.kind() == proto::ModelConfig::BLOCK_TRANSFORMER) {
-    const int64_t L = std::max<int64_t>(cfg.block_length(), 1);
-    const int64_t max_pos = cfg.block_decoder().max_position_embeddings();
-    const int64_t prompt_pos = prompt_length / L + (prompt_length % L != 0 ? 1 : 0);
-    const int64_t new_pos = N / L + (N % L != 0 ? 1 : 0);
-    if (max_pos > 0 && (prompt_pos > max_pos || new_pos > max_pos - prompt_pos))
-      return absl::InvalidArgumentError(absl::StrCat(
-          "generate: the prompt (", prompt_length, " tokens) and max_new_tokens ", N, " need ",
-          prompt_pos, " + ", new_pos, " blocks = ",
-          prompt_pos + std::min(new_pos, std::numeric_limits<int64_t>::max() - prompt_pos),
-          " positions; the block decoder has max_position_embeddings ", max_pos, " (",
-          max_pos * L, " tokens at L_B ", L, ")"));
-  }
-  // Memory: the outputs (new tokens I64 [B, N], step logits F32 [N, B, V])
-  // and the planned KV caches, checked for overflow and against MemAvailable.
-  int64_t bytes = 0, logits = 0, kv = 0;
-  bool overflow = __builtin_mul_overflow(batch, N, &bytes) ||
-                  __builtin_mul_overflow(bytes, int64_t{8}, &bytes);
-  if (!overflow && options.keep_step_logits)
-    overflow = __builtin_mul_overflow(batch, N, &logits) ||
-               __builtin_mul_overflow(logits, V, &logits) ||
-               __builtin_mul_overflow(logits, int64_t{4}, &logits) ||
-               __builtin_add_overflow(bytes, logits, &bytes);
-  if (!overflow && model.manifest().has_kv_plan()) {
-    absl::StatusOr<PlannedKV> plan = PlanKV(model.manifest(), prompt_length, N);
-    overflow = !plan.ok() || __builtin_mul_overflow(plan->bytes_per_sequence, batch, &kv) ||
-               __builtin_add_overflow(bytes, kv, &bytes);
-  }
-  if (overflow)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "generate: max_new_tokens ", N, " for ", batch, " sequences of ", prompt_length,
-        " prompt tokens overflows a 64-bit byte count"));
-  absl::StatusOr<int64_t> available = AvailableMemoryBytes();
-  if (available.ok() && bytes > *available)
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "generate: max_new_tokens %d for %d sequences needs %.2f GiB (new tokens, step logits "
-        "and the planned KV caches), more than the %.2f GiB of available memory",
-        N, batch, bytes / 1073741824.0, *available / 1073741824.0));
-  return absl::OkStatus();
-}
 
 absl::StatusOr<GenerateResult> Generate(const Model &model,
                                         const Tensor &input_ids,

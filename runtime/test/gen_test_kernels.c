@@ -292,18 +292,42 @@ void bt_entry_vanilla_prefill(void **argv) {
                  l + ids->sizes[1] - 1);
 }
 
-/* decode_step(peak; input_ids [B, 1], positions [B, 1], kv_cache INOUT,
- *             kv_valid INOUT, cache_length) -> logits [B, V] */
+/* decode_step(peak; input_ids [B, 1], left_padding [B, 1], sampler,
+ *             kv_cache INOUT, kv_valid INOUT, cache_length)
+ *   -> tokens [B, 1] i64, logits [B, V] f32
+ * The position of the new entry is cache_length - left_padding (the
+ * generated entry point computes it so); the sampler picks the token. */
 void bt_entry_vanilla_decode_step(void **argv) {
+  struct {
+    memref2i tokens;
+    memref2f logits;
+  } *out = argv[0];
   const memref1f *peak = (const memref1f *)argv[1];
   const memref2i *ids = (const memref2i *)argv[2];
-  const memref2i *pos = (const memref2i *)argv[3];
-  const memref6f *kv = (const memref6f *)argv[4];
-  const memref2i *valid = (const memref2i *)argv[5];
-  const memref0i *len = (const memref0i *)argv[6];
+  const memref2i *pad = (const memref2i *)argv[3];
+  const memref0i *sampler = (const memref0i *)argv[4];
+  const memref6f *kv = (const memref6f *)argv[5];
+  const memref2i *valid = (const memref2i *)argv[6];
+  const memref0i *len = (const memref0i *)argv[7];
   int64_t l = len->aligned[len->offset];
-  vanilla_append(ids, NULL, pos, kv, valid, l);
-  vanilla_logits((memref2f *)argv[0], peak->aligned[peak->offset], kv, valid, l);
+  int64_t B = ids->sizes[0];
+  int64_t *p = (int64_t *)malloc(sizeof(int64_t) * (size_t)(B + 1));
+  for (int64_t b = 0; b < B; ++b)
+    p[b] = l - *i2_at(pad, b, 0);
+  memref2i pos = {p, p, 0, {B, 1}, {1, 1}};
+  vanilla_append(ids, NULL, &pos, kv, valid, l);
+  free(p);
+  vanilla_logits(&out->logits, peak->aligned[peak->offset], kv, valid, l);
+  int64_t *tok = (int64_t *)malloc(sizeof(int64_t) * (size_t)(B + 1));
+  memref1i tv = {tok, tok, 0, {B}, {1}};
+  _mlir_ciface_bt_rt_sample(sampler->aligned[sampler->offset], &out->logits,
+                            &tv);
+  out->tokens.allocated = out->tokens.aligned = tok;
+  out->tokens.offset = 0;
+  out->tokens.sizes[0] = B;
+  out->tokens.sizes[1] = 1;
+  out->tokens.strides[0] = 1;
+  out->tokens.strides[1] = 1;
 }
 
 /* ---- replay model --------------------------------------------------------

@@ -319,9 +319,11 @@ absl::Status WriteGenArtifact(const std::string &path,
     *ep->add_outputs() = Spec("logits", proto::F32, {-1, kFakeVocab}, {"B", "V"});
     if (!o.without_decode) {
       ep = entry("decode_step", "decode_step");
-      for (const char *n : {"input_ids", "positions"})
+      for (const char *n : {"input_ids", "left_padding"})
         *ep->add_inputs() = Spec(n, proto::I64, {-1, 1}, {"B", ""});
+      *ep->add_inputs() = Spec("sampler", proto::I64, {});
       kv(ep);
+      *ep->add_outputs() = Spec("tokens", proto::I64, {-1, 1}, {"B", ""});
       *ep->add_outputs() = Spec("logits", proto::F32, {-1, kFakeVocab}, {"B", "V"});
     }
   }

@@ -54,14 +54,25 @@ module {
 // CHECK:         %[[L:.*]] = bt.lm_head %[[LAST]] weight @embed_out.weight : tensor<?x8xf32> -> tensor<?x16xf32>
 // CHECK:         return %[[L]], %[[G1]]
 
+// decode_step: the position of the new token is the cache length minus the
+// row's left padding (HF's cumsum(mask) - 1), and the token is sampled from
+// the logits (bt.sample), so it can be fed back where it is.
 // CHECK-LABEL: func.func @decode_step(
 // CHECK-SAME:    %[[IDS:[^:]*]]: tensor<?x1xi64> {bt.dims = ["B", ""], bt.name = "input_ids"},
-// CHECK-SAME:    %[[P:[^:]*]]: tensor<?x1xi64> {bt.dims = ["B", ""], bt.name = "positions"},
+// CHECK-SAME:    %[[PAD:[^:]*]]: tensor<?x1xi64> {bt.dims = ["B", ""], bt.name = "left_padding"},
+// CHECK-SAME:    %[[S:[^:]*]]: tensor<i64> {bt.dims = [], bt.name = "sampler"},
 // CHECK-SAME:    %[[G:[^:]*]]: !bt.kv_cache<{{.*}}> {bt.inout, bt.name = "kv_cache"})
-// CHECK-SAME:    -> (tensor<?x16xf32> {bt.dims = ["B", "V"], bt.name = "logits"}, !bt.kv_cache<{{.*}}> {bt.inout_arg = "kv_cache", bt.name = "kv_cache"})
+// CHECK-SAME:    -> (tensor<?x1xi64> {bt.dims = ["B", ""], bt.name = "tokens"}, tensor<?x16xf32> {bt.dims = ["B", "V"], bt.name = "logits"}, !bt.kv_cache<{{.*}}> {bt.inout_arg = "kv_cache", bt.name = "kv_cache"})
+// CHECK:         %[[LEN:.*]] = bt.kv_length %[[G]][0]
+// CHECK:         %[[LEN64:.*]] = arith.index_cast %[[LEN]] : index to i64
+// CHECK:         %[[LENS:.*]] = tensor.splat %[[LEN64]][%{{.*}}] : tensor<?x1xi64>
+// CHECK:         %[[P:.*]] = arith.subi %[[LENS]], %[[PAD]] : tensor<?x1xi64>
 // CHECK:         %[[H:.*]], %[[G1:.*]] = bt.block_decoder %{{.*}} positions %[[P]] cache %[[G]] config
-// CHECK:         bt.lm_head
-// CHECK:         return %{{.*}}, %[[G1]]
+// CHECK:         %[[L:.*]] = bt.lm_head
+// CHECK:         %[[H0:.*]] = tensor.extract %[[S]][] : tensor<i64>
+// CHECK:         %[[T:.*]] = bt.sample %[[L]], %[[H0]] : tensor<?x16xf32> -> tensor<?xi64>
+// CHECK:         %[[T2:.*]] = tensor.expand_shape %[[T]] {{\[}}[0, 1]]
+// CHECK:         return %[[T2]], %[[L]], %[[G1]]
 
 // The given positions feed RoPE (no kv_length offset); the mask the cache.
 // LAYER-LABEL: func.func @prefill(

@@ -97,8 +97,12 @@ def BTGenerateEntryPoints : Pass<"bt-generate-entry-points", "::mlir::ModuleOp">
     - `@prefill(input_ids [B, T] i64, attention_mask [B, T] i64,
       positions [B, T] i64, kv_cache) -> (logits [B, V], kv_cache)`: the
       logits of the last position.
-    - `@decode_step(input_ids [B, 1] i64, positions [B, 1] i64, kv_cache)
-      -> (logits [B, V], kv_cache)`.
+    - `@decode_step(input_ids [B, 1] i64, left_padding [B, 1] i64,
+      sampler [] i64, kv_cache) -> (tokens [B, 1] i64, logits [B, V],
+      kv_cache)`: the new token's RoPE position is `bt.kv_length` minus the
+      row's left padding (HF's cumsum(mask) - 1), and `tokens` is sampled
+      from the logits (`bt.sample`), so that the runtime feeds it back
+      without reading it first.
 
     The global cache is a function argument of type
     `!bt.kv_cache<global, batch = ?, layers, heads, capacity = ?, head_dim>`

@@ -387,7 +387,9 @@ INSTANTIATE_TEST_SUITE_P(Codegen, BlockGenerate,
                          ::testing::Values("block_tiny", "block_tiny_b8"));
 
 /// Vanilla GPT-NeoX: HF greedy generation with positions cumsum(mask) - 1
-/// (pads at 1), sampling done here (the runtime samples vanilla tokens).
+/// (pads at 1). Token 0 is the argmax of prefill's logits (taken here);
+/// each decode_step computes its position from the cache length and the
+/// row's left padding, and samples its token through the callback.
 TEST(VanillaGenerate, MatchesFixture) {
   std::string dir = fixtureDir("vanilla_tiny");
   if (!std::ifstream(dir + "/generate.safetensors"))
@@ -405,14 +407,14 @@ TEST(VanillaGenerate, MatchesFixture) {
   int64_t b = ids->shape[0], t = ids->shape[1], v = c->spec.vocab;
   int64_t steps = tokens->shape[1];
 
-  std::vector<int64_t> pos(b * t), last(b);
+  std::vector<int64_t> pos(b * t), padding(b);
   for (int64_t r = 0; r < b; ++r) {
     int64_t sum = 0;
     for (int64_t i = 0; i < t; ++i) {
       sum += mask->i[r * t + i];
       pos[r * t + i] = mask->i[r * t + i] ? sum - 1 : 1;
     }
-    last[r] = pos[r * t + t - 1];
+    padding[r] = t - sum;
   }
   GlobalCache cache(b, c->spec.block, t + steps);
   Array positions = Array::i64({b, t}, pos);
@@ -425,27 +427,36 @@ TEST(VanillaGenerate, MatchesFixture) {
   std::vector<int64_t> generated(b * steps);
   std::vector<float> stepLogits;
   Array step = r[0].value;
+  std::vector<int64_t> next(b);
+  for (int64_t row = 0; row < b; ++row) {
+    const float *l = step.f.data() + row * v;
+    next[row] = std::max_element(l, l + v) - l;
+  }
+  Array leftPadding = Array::i64({b, 1}, padding);
+  GreedySampler sampler;
+  Array handle = Array::i64({}, {reinterpret_cast<int64_t>(&sampler)});
   for (int64_t k = 0; k < steps; ++k) {
     ASSERT_EQ(step.shape, (std::vector<int64_t>{b, v}));
     stepLogits.insert(stepLogits.end(), step.f.begin(), step.f.end());
-    std::vector<int64_t> next(b), nextPos(b);
-    for (int64_t row = 0; row < b; ++row) {
-      const float *l = step.f.data() + row * v;
-      next[row] = std::max_element(l, l + v) - l;
+    for (int64_t row = 0; row < b; ++row)
       generated[row * steps + k] = next[row];
-      nextPos[row] = last[row] + 1 + k;
-    }
     if (k + 1 == steps)
       break;
-    Array nextIds = Array::i64({b, 1}, next), nextPositions = Array::i64({b, 1}, nextPos);
+    Array nextIds = Array::i64({b, 1}, next);
     std::vector<Result> o = c->call(
         "decode_step",
-        {&nextIds, &nextPositions, &cache.kv, &cache.valid, &cache.length},
-        {{2}});
-    ASSERT_EQ(o.size(), 1u);
+        {&nextIds, &leftPadding, &handle, &cache.kv, &cache.valid,
+         &cache.length},
+        {{2, DType::I64}, {2}});
+    ASSERT_EQ(o.size(), 2u);
     cache.length.i[0] += 1;
-    step = o[0].value;
+    ASSERT_EQ(o[0].value.shape, (std::vector<int64_t>{b, 1}));
+    next = o[0].value.i;
+    step = o[1].value;
   }
+  // One sampler call per decode_step, for all rows at once.
+  EXPECT_EQ(sampler.calls, steps - 1);
+  EXPECT_EQ(sampler.rowsSeen, (steps - 1) * b);
   EXPECT_EQ(generated, tokens->i);
   double diff = maxAbsDiff(stepLogits, logits->f);
   EXPECT_LE(diff, 1e-4) << "max |step_logits - fixture|";
