@@ -542,6 +542,16 @@ absl::Status EndDeviceSampling(CudaBackend &gpu, int64_t handle) {
 
 namespace {
 
+// The sampler callback cannot return an error to the kernels: a failed
+// device step or copy aborts the process with the callback's name.
+void AbortUnlessOk(const absl::Status &s) {
+  if (s.ok())
+    return;
+  std::fprintf(stderr, "bt: _mlir_ciface_bt_gpu_sample: %s\n",
+               std::string(s.message()).c_str());
+  std::abort();
+}
+
 // Copies the span of a device memref view to `host` (when `copy`; else only
 // sizes it) and returns the host view of the same elements (offset 0, same
 // sizes and strides). The bytes copied count as the sampler's.
@@ -560,11 +570,7 @@ bt::rt::StridedMemRef<T, N> ToHost(bt::rt::CudaBackend &gpu,
   if (copy && !host.empty()) {
     const int64_t bytes = static_cast<int64_t>(host.size() * sizeof(T));
     absl::Status s = gpu.CopyToHost(host.data(), base, bytes);
-    if (!s.ok()) {
-      std::fprintf(stderr, "bt: _mlir_ciface_bt_gpu_sample: %s\n",
-                   std::string(s.message()).c_str());
-      std::abort();
-    }
+    AbortUnlessOk(s);
     gpu.CountSamplerBytes(bytes);
   }
   h.allocated = h.aligned = host.data();
@@ -593,11 +599,7 @@ LogitsToHost(bt::rt::CudaBackend &gpu, const bt::rt::StridedMemRef<float, 2> &d,
     const uint64_t src =
         reinterpret_cast<uintptr_t>(d.aligned + d.offset + r * d.strides[0]);
     absl::Status s = gpu.CopyToHost(host.data() + r * cols, src, bytes);
-    if (!s.ok()) {
-      std::fprintf(stderr, "bt: _mlir_ciface_bt_gpu_sample: %s\n",
-                   std::string(s.message()).c_str());
-      std::abort();
-    }
+    AbortUnlessOk(s);
     gpu.CountSamplerBytes(bytes);
   }
   bt::rt::StridedMemRef<float, 2> h = d;
@@ -629,16 +631,12 @@ _mlir_ciface_bt_gpu_sample(int64_t sampler,
                            tokens->sizes[0], step)) {
     absl::Status s =
         bt::rt::SampleOnDevice(*gpu, sampler, *logits, *tokens, step);
-    if (!s.ok()) {
-      std::fprintf(stderr, "bt: _mlir_ciface_bt_gpu_sample: %s\n",
-                   std::string(s.message()).c_str());
-      std::abort();
-    }
+    AbortUnlessOk(s);
     return;
   }
   std::vector<float> hl;
   std::vector<int64_t> ht;
-  uint64_t lbase = 0, tbase = 0;
+  uint64_t tbase = 0;
   bt::rt::StridedMemRef<float, 2> l = LogitsToHost(*gpu, *logits, hl);
   // The tokens are the sampler's output: copied down only when they are a
   // strided view (the copy back writes their whole span).
@@ -650,10 +648,6 @@ _mlir_ciface_bt_gpu_sample(int64_t sampler,
     const int64_t bytes = static_cast<int64_t>(ht.size() * sizeof(int64_t));
     absl::Status s = gpu->CopyToDevice(tbase, ht.data(), bytes);
     gpu->CountSamplerBytes(bytes);
-    if (!s.ok()) {
-      std::fprintf(stderr, "bt: _mlir_ciface_bt_gpu_sample: %s\n",
-                   std::string(s.message()).c_str());
-      std::abort();
-    }
+    AbortUnlessOk(s);
   }
 }
