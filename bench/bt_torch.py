@@ -574,20 +574,32 @@ def check_fixtures(root):
     return ok
 
 
-def use_bf16_gemms(model, kv_caches=True):
+# The GEMMs whose product bt stores in bf16 (bt-bf16-gemm-outputs): the attention output
+# projection and the MLP of every layer, whose bias (and GELU, residual add) an elementwise
+# kernel applies after the GEMM. The QKV projection (bias added by cuBLAS, beta = 1) and the LM
+# head (its logits are an output) keep f32 products.
+_BF16_PRODUCTS = ("dense", "dense_h_to_4h", "dense_4h_to_h")
+
+
+def use_bf16_gemms(model, kv_caches=True, products=True):
     """Rounds what bt's `--dtype bf16` keeps in bf16 (docs/codegen-cuda.md "bf16"):
       - the GEMM inputs (bt-bf16-gemms): every nn.Linear but the token decoder's expansion layer
         computes x·Wᵀ with x and W rounded to bf16 (round to nearest even), products summed in
         f32, then + bias in f32;
+      - with products, the GEMM products of the layers' attention output projection and MLP
+        (bt-bf16-gemm-outputs): x·Wᵀ (f32 sums) rounded to bf16 once, before the f32 bias;
       - with kv_caches, the KV caches (bt-generate-entry-points kv-dtype=bf16): the keys and
         values a cached attention appends are rounded to bf16, so generation attends over
         rounded keys and values (eval has no cache and is unaffected).
     Everything else stays f32. An independent reference for bt's bf16 path."""
     def forward(self, x):
         out = torch.matmul(x.to(torch.bfloat16).float(), self.weight.to(torch.bfloat16).float().t())
+        if self.bf16_product:
+            out = out.to(torch.bfloat16).float()
         return out if self.bias is None else out + self.bias
     for name, mod in model.named_modules():
         if isinstance(mod, nn.Linear) and not name.endswith("expansion"):
+            mod.bf16_product = products and name.split(".")[-1] in _BF16_PRODUCTS
             mod.forward = forward.__get__(mod)
         if isinstance(mod, NeoXLayer):
             mod.bf16_kv_cache = kv_caches

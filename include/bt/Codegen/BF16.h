@@ -3,7 +3,8 @@
 // The conversions between f32 and bf16 that the CUDA target's `--dtype bf16`
 // uses (docs/codegen-cuda.md, "bf16"): bt-bf16-gemms rounds the GEMM inputs,
 // bt-lower-kv-caches rounds the keys and values it appends to a bf16 KV
-// cache, the attention kernels extend what they read. Built from arith
+// cache, the attention kernels extend what they read; bt-bf16-gemm-outputs
+// rounds the GEMM products that elementwise kernels read. Built from arith
 // integer ops so that every backend (NVPTX, and the x86 code of the CUDA
 // emulator) computes the same bits without a libcall, and identical to the
 // runtime's bt::rt::F32ToBf16 (runtime/base/tensor.h), which rounds weights
@@ -24,6 +25,14 @@ mlir::Value roundToBF16(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 
 /// bf16 scalar `x` → f32, exactly (the bf16 bits as the high half).
 mlir::Value extendBF16(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+
+/// Ranked tensor `x` of f32 (any shape, dynamic dims read with tensor.dim)
+/// rounded to bf16 element for element by one elementwise `linalg.generic`
+/// (roundToBF16 in its body) into a `tensor.empty`: the rounding of the GEMM
+/// inputs (bt-bf16-gemms) and of the GEMM products (bt-bf16-gemm-outputs).
+/// Returns the bf16 tensor of `x`'s shape.
+mlir::Value roundTensorToBF16(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::Value x);
 
 } // namespace bt::codegen
 

@@ -411,6 +411,14 @@ def BTGemmToBlas : Pass<"bt-gemm-to-blas", "::mlir::ModuleOp"> {
     are bf16 memrefs and whose output is f32 (made by `bt-bf16-gemms`)
     calls that function instead, with the same signature and A, B pointing
     to bf16 elements (`bt_gpu_gemm_bf16`: bf16 inputs, f32 accumulation).
+    With `bf16-out-callee` set too, such a GEMM into a zero-filled fresh
+    f32 buffer that only a generic marked `bt.bf16_gemm_output` reads (the
+    rounding of its product to bf16, made by `bt-bf16-gemm-outputs`) calls
+    that function with C pointing to the rounding's bf16 buffer and
+    beta = 0 (`bt_gpu_gemm_bf16_out`: cublasGemmEx with a CUDA_R_16BF C,
+    the f32 accumulation rounded once to nearest even); the f32 buffer, its
+    fill and the rounding are removed, and the bf16 buffer's allocation
+    moves in front of the call if it came after it.
   }];
   let options = [
     Option<"minMNK", "min-mnk", "int64_t", /*default=*/"4096",
@@ -421,6 +429,11 @@ def BTGemmToBlas : Pass<"bt-gemm-to-blas", "::mlir::ModuleOp"> {
            "The function called for GEMMs with bf16 inputs and an f32 "
            "output, with cblas_sgemm's signature (A and B point to bf16); "
            "empty: those GEMMs stay loops">,
+    Option<"bf16OutCallee", "bf16-out-callee", "std::string",
+           /*default=*/"\"\"",
+           "The function called for bf16 GEMMs whose product is rounded to "
+           "bf16 (bt.bf16_gemm_output), with C pointing to bf16; empty: "
+           "the rounding stays a kernel">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

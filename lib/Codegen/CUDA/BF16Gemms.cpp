@@ -28,6 +28,7 @@ namespace bt {
 
 using namespace mlir;
 using namespace bt;
+using bt::codegen::roundTensorToBF16;
 using bt::codegen::roundToBF16;
 
 namespace {
@@ -50,29 +51,7 @@ bool isF32GemmWeightUse(OpOperand &use) {
   return op->getOperand(0) != use.get();
 }
 
-/// `x` (tensor<... x f32>) rounded to bf16 by one elementwise generic.
-Value emitRoundToBF16(OpBuilder &b, Location l, Value x) {
-  auto t = cast<RankedTensorType>(x.getType());
-  auto outType = RankedTensorType::get(t.getShape(), b.getBF16Type());
-  SmallVector<Value> dynSizes;
-  for (int64_t d = 0; d < t.getRank(); ++d)
-    if (t.isDynamicDim(d))
-      dynSizes.push_back(b.create<tensor::DimOp>(l, x, d));
-  Value init = b.create<tensor::EmptyOp>(l, outType, dynSizes);
-  SmallVector<AffineMap> maps(
-      2, AffineMap::getMultiDimIdentityMap(t.getRank(), b.getContext()));
-  SmallVector<utils::IteratorType> iters(t.getRank(),
-                                         utils::IteratorType::parallel);
-  return b
-      .create<linalg::GenericOp>(
-          l, TypeRange{outType}, ValueRange{x}, ValueRange{init}, maps, iters,
-          [](OpBuilder &nb, Location nl, ValueRange a) {
-            nb.create<linalg::YieldOp>(nl, roundToBF16(nb, nl, a[0]));
-          })
-      .getResult(0);
-}
-
-/// Whether `generic` is a rounding made by emitRoundToBF16.
+/// Whether `generic` is a rounding made by roundTensorToBF16.
 bool isRounding(linalg::GenericOp generic) {
   return generic.getNumDpsInputs() == 1 && generic.getNumDpsInits() == 1 &&
          generic.getResultTypes().size() == 1 &&
@@ -93,7 +72,7 @@ bool isRounding(linalg::GenericOp generic) {
 /// bytes. Otherwise (e.g. an elementwise generic, which bt-fuse-elementwise
 /// merges) leaves it. Returns whether it moved.
 bool sinkIntoKernel(linalg::GenericOp round) {
-  // `v` feeds only `user` (and tensor.dim ops, e.g. emitRoundToBF16's
+  // `v` feeds only `user` (and tensor.dim ops, e.g. roundTensorToBF16's
   // sizes, which do not read the elements).
   auto feedsOnly = [](Value v, Operation *user) {
     return llvm::all_of(v.getUsers(), [&](Operation *u) {
@@ -162,13 +141,13 @@ void rebuild(Operation *gemm, Value weight) {
   Value act;
   if (auto collapse =
           gemm->getOperand(0).getDefiningOp<tensor::CollapseShapeOp>()) {
-    Value rounded = emitRoundToBF16(b, l, collapse.getSrc());
+    Value rounded = roundTensorToBF16(b, l, collapse.getSrc());
     auto collapsedType = RankedTensorType::get(
         collapse.getResultType().getShape(), b.getBF16Type());
     act = b.create<tensor::CollapseShapeOp>(
         l, collapsedType, rounded, collapse.getReassociationIndices());
   } else {
-    act = emitRoundToBF16(b, l, gemm->getOperand(0));
+    act = roundTensorToBF16(b, l, gemm->getOperand(0));
   }
   Value init = gemm->getOperand(2);
   Operation *next;

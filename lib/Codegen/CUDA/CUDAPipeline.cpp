@@ -66,6 +66,10 @@ void bt::buildCUDALayerToLinalgPipeline(OpPassManager &pm,
       pm.addPass(createCanonicalizerPass());
     };
   codegen::addLayerToLinalgStage(pm, front);
+  // GEMM products that only elementwise kernels read: stored in bf16 (after
+  // the fusion, which would merge their rounding back into the readers).
+  if (options.dtype == "bf16")
+    pm.addPass(createBTBF16GemmOutputs());
   // The optimizer's scalars (train_step) in kernels, not on the host.
   pm.addPass(createBTScalarsToKernels());
 }
@@ -79,7 +83,8 @@ void bt::buildCUDALinalgToLLVMPipeline(OpPassManager &pm,
   // GEMMs → cuBLAS through the runtime; copies and every other linalg op →
   // one kernel each; allocations → the runtime's device pool.
   codegen::addGemmToBlasStage(pm, options.blas, options.blasMinMNK,
-                              "bt_gpu_sgemm", "bt_gpu_gemm_bf16");
+                              "bt_gpu_sgemm", "bt_gpu_gemm_bf16",
+                              "bt_gpu_gemm_bf16_out");
   pm.addPass(createBTGPUDeviceAllocs());
   BTStridedCopiesToLinalgOptions copies;
   copies.contiguous = true;

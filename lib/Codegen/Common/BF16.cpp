@@ -7,6 +7,8 @@
 #include "bt/Codegen/BF16.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 
@@ -36,4 +38,25 @@ Value bt::codegen::extendBF16(OpBuilder &b, Location l, Value x) {
   Value shifted = b.create<arith::ShLIOp>(
       l, wide, b.create<arith::ConstantOp>(l, b.getI32IntegerAttr(16)));
   return b.create<arith::BitcastOp>(l, b.getF32Type(), shifted);
+}
+
+Value bt::codegen::roundTensorToBF16(OpBuilder &b, Location l, Value x) {
+  auto t = cast<RankedTensorType>(x.getType());
+  auto outType = RankedTensorType::get(t.getShape(), b.getBF16Type());
+  SmallVector<Value> dynSizes;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    if (t.isDynamicDim(d))
+      dynSizes.push_back(b.create<tensor::DimOp>(l, x, d));
+  Value init = b.create<tensor::EmptyOp>(l, outType, dynSizes);
+  SmallVector<AffineMap> maps(
+      2, AffineMap::getMultiDimIdentityMap(t.getRank(), b.getContext()));
+  SmallVector<utils::IteratorType> iters(t.getRank(),
+                                         utils::IteratorType::parallel);
+  return b
+      .create<linalg::GenericOp>(
+          l, TypeRange{outType}, ValueRange{x}, ValueRange{init}, maps, iters,
+          [](OpBuilder &nb, Location nl, ValueRange a) {
+            nb.create<linalg::YieldOp>(nl, roundToBF16(nb, nl, a[0]));
+          })
+      .getResult(0);
 }

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -146,6 +147,55 @@ linalg::FillOp zeroFillBefore(Operation *gemm, const Gemm &g) {
   return nullptr;
 }
 
+/// The bf16 product of a bf16 GEMM (bt-bf16-gemm-outputs), where cuBLAS can
+/// write it itself: `g.c` is a fresh allocation zero-filled before the GEMM
+/// (`zeroFill`), read only by the generic marked `bt.bf16_gemm_output` that
+/// rounds it element for element into a bf16 buffer with unit innermost
+/// stride later in the same block, and otherwise only deallocated; that
+/// buffer's allocation (if it is one and comes after the GEMM) can move in
+/// front of the GEMM. Returns the rounding generic, or null.
+linalg::GenericOp bf16ProductRounding(Operation *gemm, const Gemm &g,
+                                      linalg::FillOp zeroFill,
+                                      DominanceInfo &dom) {
+  if (!g.bf16 || !zeroFill || !g.c.getDefiningOp<memref::AllocOp>())
+    return nullptr;
+  linalg::GenericOp rounding;
+  for (Operation *user : g.c.getUsers()) {
+    if (user == gemm || user == zeroFill.getOperation() ||
+        isa<memref::DeallocOp>(user))
+      continue;
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic || rounding || !generic->hasAttr("bt.bf16_gemm_output") ||
+        !generic.hasPureBufferSemantics() || generic.getNumDpsInputs() != 1 ||
+        generic.getNumDpsInits() != 1 || generic.getDpsInputs()[0] != g.c ||
+        !llvm::all_of(generic.getIndexingMapsArray(),
+                      [](AffineMap m) { return m.isIdentity(); }))
+      return nullptr;
+    rounding = generic;
+  }
+  if (!rounding || rounding->getBlock() != gemm->getBlock() ||
+      !gemm->isBeforeInBlock(rounding))
+    return nullptr;
+  Value out = rounding.getDpsInits()[0];
+  auto outType = cast<MemRefType>(out.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!outType.getElementType().isBF16() ||
+      failed(getStridesAndOffset(outType, strides, offset)) ||
+      strides.empty() || strides.back() != 1)
+    return nullptr;
+  Operation *def = out.getDefiningOp();
+  if (def && def->getBlock() == gemm->getBlock() &&
+      gemm->isBeforeInBlock(def)) {
+    if (!isa<memref::AllocOp>(def) ||
+        !llvm::all_of(def->getOperands(), [&](Value v) {
+          return dom.properlyDominates(v, gemm);
+        }))
+      return nullptr;
+  }
+  return rounding;
+}
+
 struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
   using BTGemmToBlasBase::BTGemmToBlasBase;
 
@@ -180,8 +230,30 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
     return m * n * k >= minMNK;
   }
 
-  void rewrite(Operation *op, const Gemm &g, func::FuncOp sgemm) {
+  void rewrite(Operation *op, Gemm g, func::FuncOp sgemm,
+               DominanceInfo &dom) {
     linalg::FillOp zeroFill = zeroFillBefore(op, g);
+    // A bf16 product written by cuBLAS into the rounding's buffer: the f32
+    // buffer, its fill and the rounding go.
+    linalg::GenericOp rounding;
+    if (!bf16OutCallee.empty() &&
+        (rounding = bf16ProductRounding(op, g, zeroFill, dom))) {
+      Value out = rounding.getDpsInits()[0];
+      if (Operation *def = out.getDefiningOp();
+          def && def->getBlock() == op->getBlock() && op->isBeforeInBlock(def))
+        def->moveBefore(op);
+      Value f32Product = g.c;
+      g.c = out;
+      sgemm = getOrDeclareSgemm(op->getParentOfType<ModuleOp>(),
+                                bf16OutCallee);
+      rounding.erase();
+      for (Operation *user : llvm::make_early_inc_range(f32Product.getUsers()))
+        if (isa<memref::DeallocOp>(user))
+          user->erase();
+      // The fill (erased below with beta = 0) and the GEMM are its last
+      // users; the allocation goes after them.
+      toErase.push_back(f32Product.getDefiningOp());
+    }
     OpBuilder b(op);
     Location loc = op->getLoc();
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
@@ -278,11 +350,18 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
           g && worthIt(*g))
         work.push_back({op, *g});
     });
+    DominanceInfo dom(module);
     for (auto &[op, g] : work)
       rewrite(op, g,
               getOrDeclareSgemm(module, g.bf16 ? StringRef(bf16Callee)
-                                               : StringRef(callee)));
+                                               : StringRef(callee)),
+              dom);
+    for (Operation *op : toErase)
+      op->erase();
   }
+
+  /// The f32 product buffers whose bf16 rounding cuBLAS took over.
+  SmallVector<Operation *> toErase;
 };
 
 } // namespace

@@ -128,13 +128,15 @@ void bt::codegen::addBufferizationStage(
 
 void bt::codegen::addGemmToBlasStage(OpPassManager &pm, bool enabled,
                                      int64_t minMNK, StringRef callee,
-                                     StringRef bf16Callee) {
+                                     StringRef bf16Callee,
+                                     StringRef bf16OutCallee) {
   if (!enabled)
     return;
   BTGemmToBlasOptions blas;
   blas.minMNK = minMNK;
   blas.callee = callee.str();
   blas.bf16Callee = bf16Callee.str();
+  blas.bf16OutCallee = bf16OutCallee.str();
   pm.addPass(createBTGemmToBlas(blas));
 }
 

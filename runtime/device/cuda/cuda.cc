@@ -527,13 +527,14 @@ absl::Status CudaBackend::GemmBf16(int32_t order, int32_t trans_a,
                                    int32_t trans_b, int32_t m, int32_t n,
                                    int32_t k, float alpha, const void *a,
                                    int32_t lda, const void *b, int32_t ldb,
-                                   float beta, float *c, int32_t ldc) {
+                                   float beta, void *c, int32_t ldc,
+                                   bool bf16_c) {
   auto isTrans = [](int32_t t) { return t == kCblasTrans; };
   if (order != kCblasRowMajor ||
       (trans_a != kCblasNoTrans && trans_a != kCblasTrans) ||
       (trans_b != kCblasNoTrans && trans_b != kCblasTrans))
     return absl::InvalidArgumentError(absl::StrCat(
-        "bt_gpu_gemm_bf16: order ", order, ", transpose ", trans_a, "/",
+        bf16_c ? "bt_gpu_gemm_bf16_out" : "bt_gpu_gemm_bf16", ": order ", order, ", transpose ", trans_a, "/",
         trans_b, " (expected row-major 101 and 111/112)"));
   if (!cublas_)
     BT_RETURN_IF_ERROR(LoadCublas());
@@ -549,9 +550,11 @@ absl::Status CudaBackend::GemmBf16(int32_t order, int32_t trans_a,
   int s = cublas_->cublasGemmEx(
       cublas_->handle, isTrans(trans_b) ? kCublasOpT : kCublasOpN,
       isTrans(trans_a) ? kCublasOpT : kCublasOpN, n, m, k, &alpha, b, kR16BF,
-      ldb, a, kR16BF, lda, &beta, c, kR32F, ldc, kCompute32F, kGemmDefault);
+      ldb, a, kR16BF, lda, &beta, c, bf16_c ? kR16BF : kR32F, ldc,
+      kCompute32F, kGemmDefault);
   if (s != 0)
-    return absl::InternalError(absl::StrCat("cublasGemmEx bf16 (m=", m,
+    return absl::InternalError(absl::StrCat(
+        bf16_c ? "cublasGemmEx bf16 -> bf16 (m=" : "cublasGemmEx bf16 (m=", m,
                                             " n=", n, " k=", k,
                                             ") failed: cublasStatus ", s));
   return absl::OkStatus();
@@ -788,6 +791,18 @@ extern "C" void bt_gpu_gemm_bf16(int32_t order, int32_t trans_a,
                               b, ldb, beta, c, ldc);
   if (!s.ok())
     bt::rt::Die("bt_gpu_gemm_bf16", s);
+}
+
+extern "C" void bt_gpu_gemm_bf16_out(int32_t order, int32_t trans_a,
+                                     int32_t trans_b, int32_t m, int32_t n,
+                                     int32_t k, float alpha, const void *a,
+                                     int32_t lda, const void *b, int32_t ldb,
+                                     float beta, void *c, int32_t ldc) {
+  CudaBackend &g = bt::rt::CurrentOrDie("bt_gpu_gemm_bf16_out");
+  absl::Status s = g.GemmBf16(order, trans_a, trans_b, m, n, k, alpha, a, lda,
+                              b, ldb, beta, c, ldc, /*bf16_c=*/true);
+  if (!s.ok())
+    bt::rt::Die("bt_gpu_gemm_bf16_out", s);
 }
 
 extern "C" void bt_gpu_memcpy_dtoh(void *dst_host, const void *src_device,

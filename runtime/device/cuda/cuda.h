@@ -206,10 +206,14 @@ public:
   /// CUBLAS_COMPUTE_32F (f32 accumulation; tensor cores on sm_80+). The
   /// `--dtype bf16` GEMMs (bt-bf16-gemms). Errors: Sgemm's, and NotFound
   /// for a cuBLAS without cublasGemmEx.
+  /// With `bf16_c`, C holds bf16 elements (`ldc` in elements): CUDA_R_16BF
+  /// C, read as bf16 when beta != 0 and written as the f32 result rounded
+  /// to nearest even (the bf16 GEMM products of bt-bf16-gemm-outputs).
   absl::Status GemmBf16(int32_t order, int32_t trans_a, int32_t trans_b,
                         int32_t m, int32_t n, int32_t k, float alpha,
                         const void *a, int32_t lda, const void *b, int32_t ldb,
-                        float beta, float *c, int32_t ldc);
+                        float beta, void *c, int32_t ldc,
+                        bool bf16_c = false);
   /// Synchronous copies (after all work queued on the stream).
   absl::Status CopyToHost(void *dst, uint64_t src, int64_t bytes);
   absl::Status CopyToDevice(uint64_t dst, const void *src, int64_t bytes);
@@ -451,6 +455,11 @@ void bt_gpu_gemm_bf16(int32_t order, int32_t trans_a, int32_t trans_b,
                       int32_t m, int32_t n, int32_t k, float alpha,
                       const void *a, int32_t lda, const void *b, int32_t ldb,
                       float beta, float *c, int32_t ldc);
+// bt_gpu_gemm_bf16 with a bf16 C (CudaBackend::GemmBf16 with bf16_c).
+void bt_gpu_gemm_bf16_out(int32_t order, int32_t trans_a, int32_t trans_b,
+                          int32_t m, int32_t n, int32_t k, float alpha,
+                          const void *a, int32_t lda, const void *b,
+                          int32_t ldb, float beta, void *c, int32_t ldc);
 void bt_gpu_memcpy_dtoh(void *dst_host, const void *src_device,
                         int64_t bytes);
 // The sampler callback of `decode_tokens` on this target (same signature as

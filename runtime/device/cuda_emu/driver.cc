@@ -58,10 +58,12 @@ struct GemmCall {
   int ta, tb, m, n, k;
   float alpha, beta;
   const void *a, *b; // f32, or bf16 with `bf16_ab`
-  float *c;
+  void *c;           // f32, or bf16 with `bf16_c`
   int lda, ldb, ldc;
-  /// cublasGemmEx with CUDA_R_16BF A and B (C f32, CUBLAS_COMPUTE_32F).
+  /// cublasGemmEx with CUDA_R_16BF A and B (CUBLAS_COMPUTE_32F).
   bool bf16_ab = false;
+  /// cublasGemmEx with a CUDA_R_16BF C (with bf16 A and B).
+  bool bf16_c = false;
 };
 int RunGemm(const GemmCall &g); // below, with cuBLAS
 
@@ -584,10 +586,23 @@ std::string GemmDims(const GemmCall &g) {
   char dims[160];
   std::snprintf(dims, sizeof dims,
                 "%s(%c, %c, m=%d, n=%d, k=%d, lda=%d, ldb=%d, ldc=%d)",
-                g.bf16_ab ? "cublasGemmEx[bf16]" : "cublasSgemm",
+                g.bf16_c    ? "cublasGemmEx[bf16->bf16]"
+                : g.bf16_ab ? "cublasGemmEx[bf16]"
+                            : "cublasSgemm",
                 g.ta ? 'T' : 'N', g.tb ? 'T' : 'N', g.m, g.n, g.k, g.lda,
                 g.ldb, g.ldc);
   return dims;
+}
+
+/// f32 → bf16 bits, round to nearest even, NaN → a quiet NaN with its sign
+/// (what cuBLAS does to its f32 result for a CUDA_R_16BF C; the same as the
+/// runtime's F32ToBf16, which this layer does not link).
+uint16_t RoundToBf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0)
+    return static_cast<uint16_t>((u >> 16) | 0x0040u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
 /// Runs a GEMM whose arguments passed cublasSgemm_v2's checks: the operands'
@@ -597,7 +612,7 @@ int RunGemm(const GemmCall &g) {
   const int ta = g.ta, tb = g.tb, m = g.m, n = g.n, k = g.k;
   const int lda = g.lda, ldb = g.ldb, ldc = g.ldc;
   const void *a = g.a, *b = g.b;
-  float *c = g.c;
+  void *c = g.c;
   const float *alpha = &g.alpha, *beta = &g.beta;
   const std::string dims = GemmDims(g);
   const int rows_a = ta ? k : m, cols_a = ta ? m : k;
@@ -608,6 +623,7 @@ int RunGemm(const GemmCall &g) {
   const bool read_c = *beta != 0.0f;
   // Each operand: inside one live allocation, its elements written.
   const uint64_t ab_size = g.bf16_ab ? 2 : 4;
+  const uint64_t c_size = g.bf16_c ? 2 : 4;
   struct Operand {
     const char *name;
     const void *p;
@@ -616,7 +632,7 @@ int RunGemm(const GemmCall &g) {
     uint64_t size; // bytes per element
   } ops[] = {{"A", a, rows_a, cols_a, lda, k > 0, ab_size},
              {"B", b, rows_b, cols_b, ldb, k > 0, ab_size},
-             {"C", c, m, n, ldc, read_c, 4}};
+             {"C", c, m, n, ldc, read_c, c_size}};
   for (const Operand &o : ops) {
     if (o.rows == 0 || o.cols == 0)
       continue;
@@ -684,19 +700,29 @@ int RunGemm(const GemmCall &g) {
   gemm.launches = 1;
   gemm.access_read = ab_size * (uint64_t(rows_a) * cols_a * (k > 0) +
                                 uint64_t(rows_b) * cols_b * (k > 0)) +
-                     4 * (read_c ? uint64_t(m) * n : 0);
-  gemm.access_written = 4 * uint64_t(m) * n;
+                     c_size * (read_c ? uint64_t(m) * n : 0);
+  gemm.access_written = c_size * uint64_t(m) * n;
   gemm.sector_read = gemm.access_read;
   gemm.sector_written = gemm.access_written;
   gemm.flops = 2 * uint64_t(m) * n * k;
   ProfileAdd(g.bf16_ab ? "cublasGemmEx" : "cublasSgemm", gemm);
-  float *hc = reinterpret_cast<float *>(mem.Host(reinterpret_cast<uint64_t>(c)));
+  // Rounded once to f32 (cuBLAS's f32 result), and a bf16 C then to
+  // nearest even (RoundToBf16, as cuBLAS converts its f32 result).
+  char *hc = static_cast<char *>(mem.Host(reinterpret_cast<uint64_t>(c)));
   for (int j = 0; j < n; ++j) {
-    for (int i = 0; i < m; ++i)
-      hc[static_cast<size_t>(j) * ldc + i] =
-          static_cast<float>(dc[static_cast<size_t>(j) * m + i]);
-    mem.SetInitialized(reinterpret_cast<uint64_t>(c) + uint64_t(j) * ldc * 4,
-                       uint64_t(m) * 4);
+    for (int i = 0; i < m; ++i) {
+      const size_t at = static_cast<size_t>(j) * ldc + i;
+      const float x = static_cast<float>(dc[static_cast<size_t>(j) * m + i]);
+      if (g.bf16_c) {
+        const uint16_t half = RoundToBf16(x);
+        std::memcpy(hc + at * 2, &half, 2);
+      } else {
+        std::memcpy(hc + at * 4, &x, 4);
+      }
+    }
+    mem.SetInitialized(
+        reinterpret_cast<uint64_t>(c) + uint64_t(j) * ldc * c_size,
+        uint64_t(m) * c_size);
   }
   return kCublasSuccess;
 }
@@ -746,10 +772,11 @@ int emu_cublasSgemm_v2(void *handle, int ta, int tb, int m, int n, int k,
                                      lda, ldb, ldc});
 }
 
-/// cublasGemmEx for the one combination the runtime uses (GemmBf16):
-/// CUDA_R_16BF A and B, CUDA_R_32F C, CUBLAS_COMPUTE_32F, f32 alpha/beta;
-/// computed as cublasSgemm is (in double, rounded once to f32). Any other
-/// combination is reported as unsupported.
+/// cublasGemmEx for the combinations the runtime uses (GemmBf16):
+/// CUDA_R_16BF A and B, a CUDA_R_32F or CUDA_R_16BF C, CUBLAS_COMPUTE_32F,
+/// f32 alpha/beta; computed as cublasSgemm is (in double, rounded once to
+/// f32; a bf16 C then rounded to nearest even). Any other combination is
+/// reported as unsupported.
 int emu_cublasGemmEx(void *handle, int ta, int tb, int m, int n, int k,
                      const void *alpha, const void *a, int a_type, int lda,
                      const void *b, int b_type, int ldb, const void *beta,
@@ -760,15 +787,16 @@ int emu_cublasGemmEx(void *handle, int ta, int tb, int m, int n, int k,
   GemmCall call{ta, tb, m, n, k,
                 *static_cast<const float *>(alpha),
                 *static_cast<const float *>(beta), a, b,
-                static_cast<float *>(c), lda, ldb, ldc, /*bf16_ab=*/true};
-  if (a_type != kR16BF || b_type != kR16BF || c_type != kR32F ||
-      compute != kCompute32F) {
+                c, lda, ldb, ldc, /*bf16_ab=*/true,
+                /*bf16_c=*/c_type == kR16BF};
+  if (a_type != kR16BF || b_type != kR16BF ||
+      (c_type != kR32F && c_type != kR16BF) || compute != kCompute32F) {
     Report("cuBLAS argument error: cublasGemmEx types A " +
                std::to_string(a_type) + ", B " + std::to_string(b_type) +
                ", C " + std::to_string(c_type) + ", compute " +
                std::to_string(compute) +
                " (the emulator implements A, B CUDA_R_16BF (14), C "
-               "CUDA_R_32F (0), CUBLAS_COMPUTE_32F (68))",
+               "CUDA_R_32F (0) or CUDA_R_16BF (14), CUBLAS_COMPUTE_32F (68))",
            {GemmDims(call)});
     return kCublasInvalidValue;
   }

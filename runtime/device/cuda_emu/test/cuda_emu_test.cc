@@ -532,6 +532,59 @@ TEST(CudaEmu, CublasLeadingDimensionAndOperandBounds) {
               HasSubstr("cuBLAS operand B ["));
 }
 
+TEST(CudaEmu, CublasGemmExRoundsABf16CToNearestEven) {
+  Device d;
+  void *handle = nullptr;
+  ASSERT_EQ(Sym<int (*)(void **)>("cublasCreate_v2")(&handle), 0);
+  ASSERT_EQ(Sym<int (*)(void *, void *)>("cublasSetStream_v2")(handle, d.stream), 0);
+  using GemmEx = int (*)(void *, int, int, int, int, int, const void *,
+                         const void *, int, int, const void *, int, int,
+                         const void *, void *, int, int, int, int);
+  GemmEx gemm = Sym<GemmEx>("cublasGemmEx");
+  constexpr int kR16BF = 14, kR16F = 2, kCompute32F = 68;
+  // Column-major C[1x2] = A[1x2] B[2x2] in bf16: A = [1, 2^-8],
+  // B = [[1 1] [1 3]], so the f32 products are 1 + 2^-8 and 1 + 3·2^-8,
+  // both midpoints between bf16 neighbours (spacing 2^-7 at 1): to nearest
+  // even, 1.0 (0x3f80) and 1 + 2^-6 (0x3f82).
+  CUdeviceptr a = d.Alloc(4), b = d.Alloc(8), c = d.Alloc(4);
+  std::vector<uint16_t> av = {0x3f80, 0x3b80}, bv = {0x3f80, 0x3f80, 0x3f80, 0x4040},
+                        cv(2);
+  auto htod = Sym<CUresult (*)(CUdeviceptr, const void *, size_t)>("cuMemcpyHtoD_v2");
+  auto dtoh = Sym<CUresult (*)(void *, CUdeviceptr, size_t)>("cuMemcpyDtoH_v2");
+  ASSERT_EQ(htod(a, av.data(), 4), 0);
+  ASSERT_EQ(htod(b, bv.data(), 8), 0);
+  const float one = 1, zero = 0;
+  auto A = reinterpret_cast<const void *>(a);
+  auto B = reinterpret_cast<const void *>(b);
+  auto C = reinterpret_cast<void *>(c);
+  ASSERT_EQ(gemm(handle, 0, 0, 1, 2, 2, &one, A, kR16BF, 1, B, kR16BF, 2,
+                 &zero, C, kR16BF, 1, kCompute32F, -1),
+            0);
+  ASSERT_EQ(dtoh(cv.data(), c, 4), 0);
+  EXPECT_EQ(cv, (std::vector<uint16_t>{0x3f80, 0x3f82}));
+  // beta = 1 reads C as bf16: 1 + (1 + 2^-8) = 2 + 2^-8 -> 2.0 (0x4000),
+  // 1.015625 + 1.01171875 = 2.02734375 -> 2.03125 (0x4002).
+  ASSERT_EQ(gemm(handle, 0, 0, 1, 2, 2, &one, A, kR16BF, 1, B, kR16BF, 2,
+                 &one, C, kR16BF, 1, kCompute32F, -1),
+            0);
+  ASSERT_EQ(dtoh(cv.data(), c, 4), 0);
+  EXPECT_EQ(cv, (std::vector<uint16_t>{0x4000, 0x4002}));
+  // A 2-byte C occupies 4 bytes here: ldc 2 reaches past the allocation.
+  testing::internal::CaptureStderr();
+  EXPECT_NE(gemm(handle, 0, 0, 1, 2, 2, &one, A, kR16BF, 1, B, kR16BF, 2,
+                 &zero, C, kR16BF, 2, kCompute32F, -1),
+            0);
+  EXPECT_THAT(testing::internal::GetCapturedStderr(),
+              HasSubstr("cuBLAS operand C ["));
+  // Types the emulator does not implement are refused, not misread.
+  testing::internal::CaptureStderr();
+  EXPECT_NE(gemm(handle, 0, 0, 1, 2, 2, &one, A, kR16BF, 1, B, kR16BF, 2,
+                 &zero, C, kR16F, 1, kCompute32F, -1),
+            0);
+  EXPECT_THAT(testing::internal::GetCapturedStderr(),
+              HasSubstr("cublasGemmEx types A 14, B 14, C 2"));
+}
+
 TEST(CudaEmuDeathTest, HostDereferenceOfDevicePointerFaults) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(

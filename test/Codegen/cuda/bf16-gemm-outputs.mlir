@@ -1,0 +1,135 @@
+// RUN: bt-opt %s --split-input-file --bt-bf16-gemm-outputs | FileCheck %s
+
+// A bf16 GEMM into a zero fill whose product only elementwise generics read
+// (here the MLP's bias + GELU through an expand_shape, as the CUDA lowering
+// of bt.linear leaves it): the product is rounded to bf16 once right after
+// the GEMM (marked bt.bf16_gemm_output, round to nearest even in integer
+// ops), the reshape becomes bf16, and the reader's input is bf16, extended
+// exactly (the bits shifted into the high half) before the f32 bias add.
+// CHECK-LABEL: func.func @mlp
+//       CHECK:   %[[P:.*]] = linalg.matmul_transpose_b ins({{.*}} : tensor<?x16xbf16>, tensor<32x16xbf16>) outs(%{{.*}} : tensor<?x32xf32>)
+//       CHECK:   %[[R:.*]] = linalg.generic {{.*}} ins(%[[P]] : tensor<?x32xf32>) outs(%{{.*}} : tensor<?x32xbf16>) attrs = {bt.bf16_gemm_output}
+//       CHECK:     arith.cmpf uno
+//       CHECK:     arith.bitcast %{{.*}} : i16 to bf16
+//       CHECK:   %[[E:.*]] = tensor.expand_shape %[[R]] {{.*}} : tensor<?x32xbf16> into tensor<?x1x32xbf16>
+//       CHECK:   linalg.generic {{.*}} ins(%[[E]], %{{.*}} : tensor<?x1x32xbf16>, tensor<32xf32>)
+//  CHECK-NEXT:   ^bb0(%[[IN:.*]]: bf16, %[[B:.*]]: f32, %{{.*}}: f32):
+//  CHECK-NEXT:     %[[BITS:.*]] = arith.bitcast %[[IN]] : bf16 to i16
+//  CHECK-NEXT:     %[[WIDE:.*]] = arith.extui %[[BITS]] : i16 to i32
+//  CHECK-NEXT:     %[[C16:.*]] = arith.constant 16 : i32
+//  CHECK-NEXT:     %[[HIGH:.*]] = arith.shli %[[WIDE]], %[[C16]] : i32
+//  CHECK-NEXT:     %[[X:.*]] = arith.bitcast %[[HIGH]] : i32 to f32
+//  CHECK-NEXT:     %[[S:.*]] = arith.addf %[[X]], %[[B]] : f32
+//  CHECK-NEXT:     math.erf %[[S]]
+#map = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#bias = affine_map<(d0, d1, d2) -> (d2)>
+func.func @mlp(%x: tensor<?x16xbf16>, %w: tensor<32x16xbf16>, %b: tensor<32xf32>) -> tensor<?x1x32xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = tensor.dim %x, %c0 : tensor<?x16xbf16>
+  %e = tensor.empty(%m) : tensor<?x32xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %p = linalg.matmul_transpose_b ins(%x, %w : tensor<?x16xbf16>, tensor<32x16xbf16>) outs(%f : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %pe = tensor.expand_shape %p [[0, 1], [2]] output_shape [%m, 1, 32] : tensor<?x32xf32> into tensor<?x1x32xf32>
+  %o = tensor.empty(%m) : tensor<?x1x32xf32>
+  %g = linalg.generic {indexing_maps = [#map, #bias, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%pe, %b : tensor<?x1x32xf32>, tensor<32xf32>) outs(%o : tensor<?x1x32xf32>) {
+  ^bb0(%in: f32, %bi: f32, %out: f32):
+    %s = arith.addf %in, %bi : f32
+    %y = math.erf %s : f32
+    linalg.yield %y : f32
+  }  -> tensor<?x1x32xf32>
+  return %g : tensor<?x1x32xf32>
+}
+
+// -----
+
+// Two readers through a reshape to two dynamic dims (tensor.reshape) and
+// slices of it (as the QKV split reads a product): all narrowed.
+// CHECK-LABEL: func.func @slices
+//       CHECK:   %[[R:.*]] = linalg.generic {{.*}} attrs = {bt.bf16_gemm_output}
+//       CHECK:   %[[V:.*]] = tensor.reshape %[[R]](%{{.*}}) : (tensor<?x8xbf16>, tensor<3xindex>) -> tensor<?x?x8xbf16>
+//       CHECK:   %[[S0:.*]] = tensor.extract_slice %[[V]]{{.*}} to tensor<?x?x4xbf16>
+//       CHECK:   %[[S1:.*]] = tensor.extract_slice %[[V]]{{.*}} to tensor<?x?x4xbf16>
+//       CHECK:   linalg.generic {{.*}} ins(%[[S0]], %[[S1]] : tensor<?x?x4xbf16>, tensor<?x?x4xbf16>)
+//  CHECK-NEXT:   ^bb0(%{{.*}}: bf16, %{{.*}}: bf16, %{{.*}}: f32):
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @slices(%x: tensor<?x16xbf16>, %w: tensor<8x16xbf16>, %shape: tensor<3xindex>, %a: index, %s: index) -> tensor<?x?x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %x, %c0 : tensor<?x16xbf16>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %p = linalg.matmul_transpose_b ins(%x, %w : tensor<?x16xbf16>, tensor<8x16xbf16>) outs(%f : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %v = tensor.reshape %p(%shape) : (tensor<?x8xf32>, tensor<3xindex>) -> tensor<?x?x8xf32>
+  %s0 = tensor.extract_slice %v[0, 0, 0] [%a, %s, 4] [1, 1, 1] : tensor<?x?x8xf32> to tensor<?x?x4xf32>
+  %s1 = tensor.extract_slice %v[0, 0, 4] [%a, %s, 4] [1, 1, 1] : tensor<?x?x8xf32> to tensor<?x?x4xf32>
+  %o = tensor.empty(%a, %s) : tensor<?x?x4xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s0, %s1 : tensor<?x?x4xf32>, tensor<?x?x4xf32>) outs(%o : tensor<?x?x4xf32>) {
+  ^bb0(%i0: f32, %i1: f32, %out: f32):
+    %y = arith.mulf %i0, %i1 : f32
+    linalg.yield %y : f32
+  }  -> tensor<?x?x4xf32>
+  return %g : tensor<?x?x4xf32>
+}
+
+// -----
+
+// Products that keep f32: the bias as the GEMM's init (beta = 1: the QKV
+// projection), a product the function returns (the LM head's logits), a
+// product a named op reads, and an f32 GEMM.
+// CHECK-LABEL: func.func @kept
+//   CHECK-NOT:   bt.bf16_gemm_output
+//   CHECK-NOT:   xbf16> into
+//       CHECK:   return
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+func.func @kept(%x: tensor<4x16xbf16>, %w: tensor<8x16xbf16>, %b: tensor<8xf32>, %xf: tensor<4x16xf32>, %wf: tensor<8x16xf32>, %w2: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  // The bias as init.
+  %bb = linalg.broadcast ins(%b : tensor<8xf32>) outs(%e : tensor<4x8xf32>) dimensions = [0]
+  %qkv = linalg.matmul_transpose_b ins(%x, %w : tensor<4x16xbf16>, tensor<8x16xbf16>) outs(%bb : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %q = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%qkv : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %y = arith.mulf %in, %in : f32
+    linalg.yield %y : f32
+  } -> tensor<4x8xf32>
+  // Returned.
+  %logits = linalg.matmul_transpose_b ins(%x, %w : tensor<4x16xbf16>, tensor<8x16xbf16>) outs(%f : tensor<4x8xf32>) -> tensor<4x8xf32>
+  // Read by a generic and a named op.
+  %h = linalg.matmul_transpose_b ins(%x, %w : tensor<4x16xbf16>, tensor<8x16xbf16>) outs(%f : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %h2 = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%h : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %y = arith.mulf %in, %in : f32
+    linalg.yield %y : f32
+  } -> tensor<4x8xf32>
+  %h3 = linalg.matmul ins(%h, %w2 : tensor<4x8xf32>, tensor<8x8xf32>) outs(%h2 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  // f32 GEMM.
+  %pf = linalg.matmul_transpose_b ins(%xf, %wf : tensor<4x16xf32>, tensor<8x16xf32>) outs(%f : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %g = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%pf : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %y = arith.mulf %in, %in : f32
+    linalg.yield %y : f32
+  } -> tensor<4x8xf32>
+  return %q, %logits, %h3, %g : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A product read as a generic's init (accumulated into) is not narrowed.
+// CHECK-LABEL: func.func @init_use
+//   CHECK-NOT:   bt.bf16_gemm_output
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @init_use(%x: tensor<4x16xbf16>, %w: tensor<8x16xbf16>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p = linalg.matmul_transpose_b ins(%x, %w : tensor<4x16xbf16>, tensor<8x16xbf16>) outs(%f : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %g = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%y : tensor<4x8xf32>) outs(%p : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
+}

@@ -1,0 +1,109 @@
+// RUN: bt-opt %s --split-input-file --bt-gemm-to-blas="min-mnk=0 callee=bt_gpu_sgemm bf16-callee=bt_gpu_gemm_bf16 bf16-out-callee=bt_gpu_gemm_bf16_out" | FileCheck %s
+// RUN: bt-opt %s --split-input-file --bt-gemm-to-blas="min-mnk=0 callee=bt_gpu_sgemm bf16-callee=bt_gpu_gemm_bf16" | FileCheck %s --check-prefix=NOOUT
+
+// A bf16 GEMM into a zero-filled fresh f32 buffer that only the rounding of
+// bt-bf16-gemm-outputs (bt.bf16_gemm_output) reads: cuBLAS writes the bf16
+// product into the rounding's buffer (bt_gpu_gemm_bf16_out, beta = 0, C
+// offset in 2-byte elements); the f32 buffer, its fill, its dealloc and the
+// rounding are gone, and the bf16 buffer's allocation moves in front of the
+// call. Without bf16-out-callee the rounding stays a generic after an f32
+// product.
+// CHECK-LABEL: func.func @product
+//   CHECK-NOT:   memref<?x8xf32>
+//       CHECK:   %[[OUT:.*]] = memref.alloc(%{{.*}}) : memref<?x8xbf16>
+//   CHECK-NOT:   linalg.fill
+//       CHECK:   memref.extract_aligned_pointer_as_index %[[OUT]]
+//       CHECK:   arith.constant 1.000000e+00 : f32
+//  CHECK-NEXT:   %[[BETA:.*]] = arith.constant 0.000000e+00 : f32
+//       CHECK:   call @bt_gpu_gemm_bf16_out(%{{.*}}, %[[BETA]], %{{.*}}, %{{.*}})
+//   CHECK-NOT:   linalg.generic
+//   CHECK-NOT:   memref.dealloc
+//       CHECK:   return %[[OUT]]
+// NOOUT-LABEL: func.func @product
+//       NOOUT:   call @bt_gpu_gemm_bf16(
+//       NOOUT:   linalg.generic {{.*}} ins(%{{.*}} : memref<?x8xf32>) outs(%{{.*}} : memref<?x8xbf16>) attrs = {bt.bf16_gemm_output}
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @product(%a: memref<?x16xbf16>, %b: memref<8x16xbf16>) -> memref<?x8xbf16> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = memref.dim %a, %c0 : memref<?x16xbf16>
+  %t = memref.alloc(%m) : memref<?x8xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<?x8xf32>)
+  linalg.matmul_transpose_b ins(%a, %b : memref<?x16xbf16>, memref<8x16xbf16>) outs(%t : memref<?x8xf32>)
+  %r = memref.alloc(%m) : memref<?x8xbf16>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%t : memref<?x8xf32>) outs(%r : memref<?x8xbf16>) attrs = {bt.bf16_gemm_output} {
+  ^bb0(%x: f32, %o: bf16):
+    %y = arith.truncf %x : f32 to bf16
+    linalg.yield %y : bf16
+  }
+  memref.dealloc %t : memref<?x8xf32>
+  return %r : memref<?x8xbf16>
+}
+
+// -----
+
+// The f32 product has another reader (here a copy): it must exist, so the
+// GEMM writes it in f32 (beta = 0 for the fill) and the rounding stays.
+// CHECK-LABEL: func.func @product_read_twice
+//       CHECK:   %[[T:.*]] = memref.alloc() : memref<4x8xf32>
+//       CHECK:   call @bt_gpu_gemm_bf16(
+//       CHECK:   linalg.generic {{.*}} ins(%[[T]] : memref<4x8xf32>) {{.*}} attrs = {bt.bf16_gemm_output}
+//       CHECK:   memref.copy %[[T]]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @product_read_twice(%a: memref<4x16xbf16>, %b: memref<8x16xbf16>, %r: memref<4x8xbf16>, %s: memref<4x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloc() : memref<4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<4x8xf32>)
+  linalg.matmul_transpose_b ins(%a, %b : memref<4x16xbf16>, memref<8x16xbf16>) outs(%t : memref<4x8xf32>)
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%t : memref<4x8xf32>) outs(%r : memref<4x8xbf16>) attrs = {bt.bf16_gemm_output} {
+  ^bb0(%x: f32, %o: bf16):
+    %y = arith.truncf %x : f32 to bf16
+    linalg.yield %y : bf16
+  }
+  memref.copy %t, %s : memref<4x8xf32> to memref<4x8xf32>
+  memref.dealloc %t : memref<4x8xf32>
+  return
+}
+
+// -----
+
+// Without a zero fill the init is part of the product (beta = 1, e.g. a
+// bias in C): cuBLAS would read C in bf16, so the f32 product stays.
+// CHECK-LABEL: func.func @product_with_init
+//       CHECK:   call @bt_gpu_gemm_bf16(
+//       CHECK:   linalg.generic {{.*}} attrs = {bt.bf16_gemm_output}
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @product_with_init(%a: memref<4x16xbf16>, %b: memref<8x16xbf16>, %init: memref<4x8xf32>, %r: memref<4x8xbf16>) {
+  %t = memref.alloc() : memref<4x8xf32>
+  memref.copy %init, %t : memref<4x8xf32> to memref<4x8xf32>
+  linalg.matmul_transpose_b ins(%a, %b : memref<4x16xbf16>, memref<8x16xbf16>) outs(%t : memref<4x8xf32>)
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%t : memref<4x8xf32>) outs(%r : memref<4x8xbf16>) attrs = {bt.bf16_gemm_output} {
+  ^bb0(%x: f32, %o: bf16):
+    %y = arith.truncf %x : f32 to bf16
+    linalg.yield %y : bf16
+  }
+  memref.dealloc %t : memref<4x8xf32>
+  return
+}
+
+// -----
+
+// A generic that reads the f32 product without the marker (any other
+// computation, even one of the same shape) is not folded.
+// CHECK-LABEL: func.func @unmarked
+//       CHECK:   call @bt_gpu_gemm_bf16(
+//       CHECK:   linalg.generic
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @unmarked(%a: memref<4x16xbf16>, %b: memref<8x16xbf16>, %r: memref<4x8xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloc() : memref<4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<4x8xf32>)
+  linalg.matmul_transpose_b ins(%a, %b : memref<4x16xbf16>, memref<8x16xbf16>) outs(%t : memref<4x8xf32>)
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%t : memref<4x8xf32>) outs(%r : memref<4x8xbf16>) {
+  ^bb0(%x: f32, %o: bf16):
+    %y = arith.truncf %x : f32 to bf16
+    linalg.yield %y : bf16
+  }
+  memref.dealloc %t : memref<4x8xf32>
+  return
+}
