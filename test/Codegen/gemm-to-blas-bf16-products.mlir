@@ -107,3 +107,28 @@ func.func @unmarked(%a: memref<4x16xbf16>, %b: memref<8x16xbf16>, %r: memref<4x8
   memref.dealloc %t : memref<4x8xf32>
   return
 }
+
+// -----
+
+// The bf16 buffer is read between the GEMM and the rounding (its old
+// contents): writing the product there at the GEMM would change what that
+// read sees, so the rounding stays.
+// CHECK-LABEL: func.func @out_read_between
+//       CHECK:   call @bt_gpu_gemm_bf16(
+//       CHECK:   memref.copy
+//       CHECK:   linalg.generic {{.*}} attrs = {bt.bf16_gemm_output}
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @out_read_between(%a: memref<4x16xbf16>, %b: memref<8x16xbf16>, %r: memref<4x8xbf16>, %old: memref<4x8xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloc() : memref<4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<4x8xf32>)
+  linalg.matmul_transpose_b ins(%a, %b : memref<4x16xbf16>, memref<8x16xbf16>) outs(%t : memref<4x8xf32>)
+  memref.copy %r, %old : memref<4x8xbf16> to memref<4x8xbf16>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%t : memref<4x8xf32>) outs(%r : memref<4x8xbf16>) attrs = {bt.bf16_gemm_output} {
+  ^bb0(%x: f32, %o: bf16):
+    %y = arith.truncf %x : f32 to bf16
+    linalg.yield %y : bf16
+  }
+  memref.dealloc %t : memref<4x8xf32>
+  return
+}

@@ -153,7 +153,8 @@ linalg::FillOp zeroFillBefore(Operation *gemm, const Gemm &g) {
 /// rounds it element for element into a bf16 buffer with unit innermost
 /// stride later in the same block, and otherwise only deallocated; that
 /// buffer's allocation (if it is one and comes after the GEMM) can move in
-/// front of the GEMM. Returns the rounding generic, or null.
+/// front of the GEMM, and no op between the GEMM and the rounding touches
+/// that buffer. Returns the rounding generic, or null.
 linalg::GenericOp bf16ProductRounding(Operation *gemm, const Gemm &g,
                                       linalg::FillOp zeroFill,
                                       DominanceInfo &dom) {
@@ -193,6 +194,13 @@ linalg::GenericOp bf16ProductRounding(Operation *gemm, const Gemm &g,
         }))
       return nullptr;
   }
+  // The product lands in the bf16 buffer at the GEMM now, not at the
+  // rounding: nothing in between may read or write that buffer.
+  Value outRoot = rootOf(out);
+  for (Operation *op = gemm->getNextNode(); op != rounding.getOperation();
+       op = op->getNextNode())
+    if (op != def && !leavesBufferAlone(op, outRoot))
+      return nullptr;
   return rounding;
 }
 
