@@ -781,16 +781,30 @@ extern "C" void bt_gpu_sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
     bt::rt::Die("bt_gpu_sgemm", s);
 }
 
+namespace {
+/// bt_gpu_gemm_bf16 and bt_gpu_gemm_bf16_out: CudaBackend::GemmBf16 on the
+/// current backend, with an f32 or (bf16_c) bf16 C; dies with `name` on an
+/// error (the host code has no error path).
+void GemmBf16OrDie(const char *name, int32_t order, int32_t trans_a,
+                   int32_t trans_b, int32_t m, int32_t n, int32_t k,
+                   float alpha, const void *a, int32_t lda, const void *b,
+                   int32_t ldb, float beta, void *c, int32_t ldc,
+                   bool bf16_c) {
+  CudaBackend &g = bt::rt::CurrentOrDie(name);
+  absl::Status s = g.GemmBf16(order, trans_a, trans_b, m, n, k, alpha, a, lda,
+                              b, ldb, beta, c, ldc, bf16_c);
+  if (!s.ok())
+    bt::rt::Die(name, s);
+}
+} // namespace
+
 extern "C" void bt_gpu_gemm_bf16(int32_t order, int32_t trans_a,
                                  int32_t trans_b, int32_t m, int32_t n,
                                  int32_t k, float alpha, const void *a,
                                  int32_t lda, const void *b, int32_t ldb,
                                  float beta, float *c, int32_t ldc) {
-  CudaBackend &g = bt::rt::CurrentOrDie("bt_gpu_gemm_bf16");
-  absl::Status s = g.GemmBf16(order, trans_a, trans_b, m, n, k, alpha, a, lda,
-                              b, ldb, beta, c, ldc);
-  if (!s.ok())
-    bt::rt::Die("bt_gpu_gemm_bf16", s);
+  GemmBf16OrDie("bt_gpu_gemm_bf16", order, trans_a, trans_b, m, n, k, alpha,
+                a, lda, b, ldb, beta, c, ldc, /*bf16_c=*/false);
 }
 
 extern "C" void bt_gpu_gemm_bf16_out(int32_t order, int32_t trans_a,
@@ -798,11 +812,8 @@ extern "C" void bt_gpu_gemm_bf16_out(int32_t order, int32_t trans_a,
                                      int32_t k, float alpha, const void *a,
                                      int32_t lda, const void *b, int32_t ldb,
                                      float beta, void *c, int32_t ldc) {
-  CudaBackend &g = bt::rt::CurrentOrDie("bt_gpu_gemm_bf16_out");
-  absl::Status s = g.GemmBf16(order, trans_a, trans_b, m, n, k, alpha, a, lda,
-                              b, ldb, beta, c, ldc, /*bf16_c=*/true);
-  if (!s.ok())
-    bt::rt::Die("bt_gpu_gemm_bf16_out", s);
+  GemmBf16OrDie("bt_gpu_gemm_bf16_out", order, trans_a, trans_b, m, n, k,
+                alpha, a, lda, b, ldb, beta, c, ldc, /*bf16_c=*/true);
 }
 
 extern "C" void bt_gpu_memcpy_dtoh(void *dst_host, const void *src_device,

@@ -494,11 +494,17 @@ TEST(CudaEmu, CopyOutsideAllocation) {
                         "allocation"));
 }
 
+/// A cuBLAS handle on `d`'s stream, as CudaBackend::LoadCublas makes it.
+void *CublasHandle(const Device &d) {
+  void *handle = nullptr;
+  EXPECT_EQ(Sym<int (*)(void **)>("cublasCreate_v2")(&handle), 0);
+  EXPECT_EQ(Sym<int (*)(void *, void *)>("cublasSetStream_v2")(handle, d.stream), 0);
+  return handle;
+}
+
 TEST(CudaEmu, CublasLeadingDimensionAndOperandBounds) {
   Device d;
-  void *handle = nullptr;
-  ASSERT_EQ(Sym<int (*)(void **)>("cublasCreate_v2")(&handle), 0);
-  ASSERT_EQ(Sym<int (*)(void *, void *)>("cublasSetStream_v2")(handle, d.stream), 0);
+  void *handle = CublasHandle(d);
   using Sgemm = int (*)(void *, int, int, int, int, int, const float *,
                         const float *, int, const float *, int, const float *,
                         float *, int);
@@ -534,9 +540,7 @@ TEST(CudaEmu, CublasLeadingDimensionAndOperandBounds) {
 
 TEST(CudaEmu, CublasGemmExRoundsABf16CToNearestEven) {
   Device d;
-  void *handle = nullptr;
-  ASSERT_EQ(Sym<int (*)(void **)>("cublasCreate_v2")(&handle), 0);
-  ASSERT_EQ(Sym<int (*)(void *, void *)>("cublasSetStream_v2")(handle, d.stream), 0);
+  void *handle = CublasHandle(d);
   using GemmEx = int (*)(void *, int, int, int, int, int, const void *,
                          const void *, int, int, const void *, int, int,
                          const void *, void *, int, int, int, int);
