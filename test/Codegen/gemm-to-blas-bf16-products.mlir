@@ -67,8 +67,9 @@ func.func @product_read_twice(%a: memref<4x16xbf16>, %b: memref<8x16xbf16>, %r: 
 
 // -----
 
-// Without a zero fill the init is part of the product (beta = 1, e.g. a
-// bias in C): cuBLAS would read C in bf16, so the f32 product stays.
+// An init that is neither a zero fill nor the marked bf16 bias broadcast
+// (here a copy of f32 values) is part of the product (beta = 1): cuBLAS
+// would read C in bf16, so the f32 product stays.
 // CHECK-LABEL: func.func @product_with_init
 //       CHECK:   call @bt_gpu_gemm_bf16(
 //       CHECK:   linalg.generic {{.*}} attrs = {bt.bf16_gemm_output}
@@ -131,4 +132,46 @@ func.func @out_read_between(%a: memref<4x16xbf16>, %b: memref<8x16xbf16>, %r: me
   }
   memref.dealloc %t : memref<4x8xf32>
   return
+}
+
+// -----
+
+// The bias as C (beta = 1; bt-bf16-gemm-outputs' marked init broadcasts the
+// bias rounded to bf16): the init writes the bf16 buffer directly (rounding
+// the bias, exact for these values) and cuBLAS adds it and writes the
+// rounded product there, beta = 1; the bf16 buffer's allocation moves in
+// front of the init, the f32 buffer and the rounding go.
+// CHECK-LABEL: func.func @bias_product
+//       CHECK:   %[[OUT:.*]] = memref.alloc() : memref<4x8xbf16>
+//   CHECK-NOT:   memref<4x8xf32>
+//       CHECK:   linalg.generic {{.*}} ins(%{{.*}} : memref<8xf32>) outs(%[[OUT]] : memref<4x8xbf16>) {
+//       CHECK:     arith.cmpf uno
+//       CHECK:     linalg.yield %{{.*}} : bf16
+//       CHECK:   %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+//       CHECK:   call @bt_gpu_gemm_bf16_out(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]], %{{.*}}, %{{.*}})
+//   CHECK-NOT:   bt.bf16_gemm
+//       CHECK:   return %[[OUT]]
+// NOOUT-LABEL: func.func @bias_product
+//       NOOUT:   attrs = {bt.bf16_gemm_init}
+//       NOOUT:   call @bt_gpu_gemm_bf16(
+//       NOOUT:   attrs = {bt.bf16_gemm_output}
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+func.func @bias_product(%a: memref<4x16xbf16>, %b: memref<8x16xbf16>, %bias: memref<8xf32>) -> memref<4x8xbf16> {
+  %t = memref.alloc() : memref<4x8xf32>
+  linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]} ins(%bias : memref<8xf32>) outs(%t : memref<4x8xf32>) attrs = {bt.bf16_gemm_init} {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.truncf %x : f32 to bf16
+    %z = arith.extf %y : bf16 to f32
+    linalg.yield %z : f32
+  }
+  linalg.matmul_transpose_b ins(%a, %b : memref<4x16xbf16>, memref<8x16xbf16>) outs(%t : memref<4x8xf32>)
+  %r = memref.alloc() : memref<4x8xbf16>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%t : memref<4x8xf32>) outs(%r : memref<4x8xbf16>) attrs = {bt.bf16_gemm_output} {
+  ^bb0(%x: f32, %o: bf16):
+    %y = arith.truncf %x : f32 to bf16
+    linalg.yield %y : bf16
+  }
+  memref.dealloc %t : memref<4x8xf32>
+  return %r : memref<4x8xbf16>
 }

@@ -411,14 +411,18 @@ def BTGemmToBlas : Pass<"bt-gemm-to-blas", "::mlir::ModuleOp"> {
     are bf16 memrefs and whose output is f32 (made by `bt-bf16-gemms`)
     calls that function instead, with the same signature and A, B pointing
     to bf16 elements (`bt_gpu_gemm_bf16`: bf16 inputs, f32 accumulation).
-    With `bf16-out-callee` set too, such a GEMM into a zero-filled fresh
-    f32 buffer that only a generic marked `bt.bf16_gemm_output` reads (the
-    rounding of its product to bf16, made by `bt-bf16-gemm-outputs`) calls
-    that function with C pointing to the rounding's bf16 buffer and
-    beta = 0 (`bt_gpu_gemm_bf16_out`: cublasGemmEx with a CUDA_R_16BF C,
-    the f32 accumulation rounded once to nearest even); the f32 buffer, its
-    fill and the rounding are removed, and the bf16 buffer's allocation
-    moves in front of the call if it came after it.
+    With `bf16-out-callee` set too, such a GEMM into a fresh f32 buffer
+    that only a generic marked `bt.bf16_gemm_output` reads (the rounding of
+    its product to bf16, made by `bt-bf16-gemm-outputs`) calls that function
+    with C pointing to the rounding's bf16 buffer (`bt_gpu_gemm_bf16_out`:
+    cublasGemmEx with a CUDA_R_16BF C, the f32 accumulation rounded once to
+    nearest even): beta = 0 when the f32 buffer was zero-filled; beta = 1
+    when a generic marked `bt.bf16_gemm_init` (the bias broadcast, rounded to
+    bf16) wrote it, which then writes the bf16 buffer instead (rounding its
+    value, exact). The f32 buffer, its fill and the rounding are removed,
+    the bf16 buffer's allocation moves in front of the first writer if it
+    came after it, and nothing between that writer and the rounding may
+    touch the bf16 buffer (otherwise nothing is folded).
   }];
   let options = [
     Option<"minMNK", "min-mnk", "int64_t", /*default=*/"4096",

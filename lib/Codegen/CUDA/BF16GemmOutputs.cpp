@@ -1,11 +1,13 @@
-//===- BF16GemmOutputs.cpp - bf16 GEMM products for elementwise readers ---===//
+//===- BF16GemmOutputs.cpp - bf16 GEMM products inside the layers ---------===//
 //
 // bt-bf16-gemm-outputs (CUDA/Passes.td): a bf16 GEMM (bf16 inputs, f32
-// accumulation) into a zero fill whose product only elementwise kernels read
-// is rounded to bf16 once, and those kernels read the bf16 product and
-// extend it; bt-gemm-to-blas then has cuBLAS write the bf16 product itself
-// (cublasGemmEx with a CUDA_R_16BF C). Half the bytes written by the GEMM
-// and read by its readers (issue 13 item 2, docs/codegen-cuda.md "bf16").
+// accumulation) into a zero fill or a bias broadcast whose product only
+// elementwise kernels and the dedicated kernels' element reads consume is
+// rounded to bf16 once (the bias, as cuBLAS's C, rounded to bf16 too), and
+// the readers load the bf16 product and extend it; bt-gemm-to-blas then has
+// cuBLAS write the bf16 product itself (cublasGemmEx with a CUDA_R_16BF C).
+// Half the bytes written by the GEMM and read by its readers (issue 13 item
+// 2, docs/codegen-cuda.md "bf16").
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +27,7 @@ namespace bt {
 using namespace mlir;
 using bt::codegen::extendBF16;
 using bt::codegen::roundTensorToBF16;
+using bt::codegen::roundToBF16;
 
 namespace {
 
@@ -40,9 +43,25 @@ bool isZeroFill(Value init) {
   return value && value.getValue().isZero();
 }
 
+/// The `linalg.broadcast` of an f32 vector `[N]` over the rows of `[M, N]`
+/// that is `init` (the bias of a bt.linear that the GEMM adds: cuBLAS's C
+/// with beta = 1), or null. CSE may have merged equal broadcasts of GEMMs
+/// with the same bias and shape (the token decoder's prefix step and its
+/// later steps when P = 1): roundBias gives the GEMM its own.
+linalg::BroadcastOp biasBroadcast(Value init) {
+  auto broadcast = init.getDefiningOp<linalg::BroadcastOp>();
+  if (!broadcast || !broadcast.hasPureTensorSemantics() ||
+      broadcast.getDimensions() != ArrayRef<int64_t>{0})
+    return nullptr;
+  auto in = cast<RankedTensorType>(broadcast.getInput().getType());
+  if (in.getRank() != 1 || !in.getElementType().isF32())
+    return nullptr;
+  return broadcast;
+}
+
 /// Whether `op` is a bf16 GEMM (bt-bf16-gemms: bf16 [M, K] and weight, f32
-/// [M, N] result) on tensors into a zero fill.
-bool isBF16GemmIntoZero(Operation *op) {
+/// [M, N] result) on tensors into a zero fill or a bias (biasBroadcast).
+bool isBF16Gemm(Operation *op) {
   if (!isa<linalg::MatmulTransposeBOp, linalg::MatmulOp>(op))
     return false;
   auto gemm = cast<linalg::LinalgOp>(op);
@@ -51,22 +70,57 @@ bool isBF16GemmIntoZero(Operation *op) {
   auto elementOf = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getElementType();
   };
+  Value init = op->getOperand(2);
   return elementOf(op->getOperand(0)).isBF16() &&
          elementOf(op->getOperand(1)).isBF16() &&
-         elementOf(op->getResult(0)).isF32() && isZeroFill(op->getOperand(2));
+         elementOf(op->getResult(0)).isF32() &&
+         (isZeroFill(init) || biasBroadcast(init));
+}
+
+/// The bias broadcast `broadcast`, `gemm`'s init, replaced for `gemm` by a
+/// generic marked `bt.bf16_gemm_init` that broadcasts the bias rounded to
+/// bf16 (as f32 values, exactly): cuBLAS adds a bf16 C. bt-gemm-to-blas
+/// makes it write the bf16 buffer cuBLAS reads and writes. Other users of
+/// the broadcast keep it.
+void roundBias(Operation *gemm, linalg::BroadcastOp broadcast) {
+  OpBuilder b(broadcast);
+  Location l = broadcast.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value init = broadcast.getInit();
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx),
+      AffineMap::getMultiDimIdentityMap(2, ctx)};
+  auto generic = b.create<linalg::GenericOp>(
+      l, TypeRange{init.getType()}, ValueRange{broadcast.getInput()},
+      ValueRange{init}, maps,
+      SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
+      [](OpBuilder &nb, Location nl, ValueRange a) {
+        nb.create<linalg::YieldOp>(
+            nl, extendBF16(nb, nl, roundToBF16(nb, nl, a[0])));
+      });
+  generic->setAttr("bt.bf16_gemm_init", b.getUnitAttr());
+  gemm->setOperand(2, generic.getResult(0));
+  if (broadcast->use_empty())
+    broadcast.erase();
 }
 
 /// The readers of `v`: through reshapes (tensor.reshape too: an expansion of
-/// two dynamic dims) and slices (`views`, in order from
-/// `v` outwards) to inputs of `linalg.generic` ops (`inputs`); `tensor.dim`
-/// reads no element. Returns false if any other op uses a value of the tree
-/// (a named op, a dedicated kernel, a return, an init).
+/// two dynamic dims) and slices (`views`, in order from `v` outwards) to
+/// inputs of `linalg.generic` ops and `tensor.extract` sources (`inputs`);
+/// `tensor.dim` reads no element. Returns false if any other op uses a value
+/// of the tree (a named op, a return, an init).
 bool collectReaders(Value v, SmallVectorImpl<Operation *> &views,
                     SmallVectorImpl<OpOperand *> &inputs) {
   for (OpOperand &use : v.getUses()) {
     Operation *user = use.getOwner();
     if (isa<tensor::DimOp>(user))
       continue;
+    // An element read, e.g. by a dedicated kernel (the attention kernels
+    // read q, k and v of the QKV product so).
+    if (isa<tensor::ExtractOp>(user) && use.getOperandNumber() == 0) {
+      inputs.push_back(&use);
+      continue;
+    }
     if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::ReshapeOp,
             tensor::ExtractSliceOp>(user) &&
         use.getOperandNumber() == 0) {
@@ -84,6 +138,24 @@ bool collectReaders(Value v, SmallVectorImpl<Operation *> &views,
   return true;
 }
 
+/// Whether a result of `op` is a result of its function, directly or through
+/// reshapes and slices (the logits of eval and eval_loss, which a masking
+/// generic writes from the LM head's product).
+bool computesFunctionResult(Operation *op) {
+  SmallVector<Value> work(op->getResults().begin(), op->getResults().end());
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (isa<func::ReturnOp>(user))
+        return true;
+      if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::ReshapeOp,
+              tensor::ExtractSliceOp>(user))
+        work.push_back(user->getResult(0));
+    }
+  }
+  return false;
+}
+
 /// `x`'s ranked tensor type with bf16 elements.
 RankedTensorType withBF16(Value x) {
   auto t = cast<RankedTensorType>(x.getType());
@@ -96,7 +168,8 @@ RankedTensorType withBF16(Value x) {
 /// `bt.bf16_gemm_output`, which bt-gemm-to-blas folds into the cuBLAS call),
 /// retypes `views` to bf16 and makes each reader in `inputs` read bf16: its
 /// block argument becomes bf16 and is extended exactly (extendBF16) at the
-/// top of the body, so the body computes on the same f32 values as before.
+/// top of the body, and an extracted element is extended right after the
+/// extract, so the readers compute on the same f32 values as before.
 void narrow(Operation *gemm, ArrayRef<Operation *> views,
             ArrayRef<OpOperand *> inputs) {
   Value product = gemm->getResult(0);
@@ -112,6 +185,18 @@ void narrow(Operation *gemm, ArrayRef<Operation *> views,
   for (Operation *view : views)
     view->getResult(0).setType(withBF16(view->getResult(0)));
   for (OpOperand *input : inputs) {
+    if (auto extract = dyn_cast<tensor::ExtractOp>(input->getOwner())) {
+      SmallVector<OpOperand *> reads;
+      for (OpOperand &use : extract.getResult().getUses())
+        reads.push_back(&use);
+      extract.getResult().setType(b.getBF16Type());
+      OpBuilder after(extract->getContext());
+      after.setInsertionPointAfter(extract);
+      Value wide = extendBF16(after, extract.getLoc(), extract.getResult());
+      for (OpOperand *read : reads)
+        read->set(wide);
+      continue;
+    }
     auto generic = cast<linalg::GenericOp>(input->getOwner());
     BlockArgument arg = generic.getMatchingBlockArgument(input);
     SmallVector<OpOperand *> reads;
@@ -130,7 +215,7 @@ struct BF16GemmOutputsPass
   void runOnOperation() override {
     SmallVector<Operation *> gemms;
     getOperation().walk([&](Operation *op) {
-      if (isBF16GemmIntoZero(op))
+      if (isBF16Gemm(op))
         gemms.push_back(op);
     });
     for (Operation *gemm : gemms) {
@@ -138,6 +223,14 @@ struct BF16GemmOutputsPass
       SmallVector<OpOperand *> inputs;
       if (!collectReaders(gemm->getResult(0), views, inputs) || inputs.empty())
         continue;
+      // Logits stay f32 wherever the entry point returns them (eval's), as
+      // they do where the sampler reads them (decode_tokens).
+      if (llvm::any_of(inputs, [](OpOperand *input) {
+            return computesFunctionResult(input->getOwner());
+          }))
+        continue;
+      if (linalg::BroadcastOp bias = biasBroadcast(gemm->getOperand(2)))
+        roundBias(gemm, bias);
       narrow(gemm, views, inputs);
     }
   }

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bt/Codegen/BF16.h"
 #include "bt/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -147,61 +148,92 @@ linalg::FillOp zeroFillBefore(Operation *gemm, const Gemm &g) {
   return nullptr;
 }
 
-/// The bf16 product of a bf16 GEMM (bt-bf16-gemm-outputs), where cuBLAS can
-/// write it itself: `g.c` is a fresh allocation zero-filled before the GEMM
-/// (`zeroFill`), read only by the generic marked `bt.bf16_gemm_output` that
-/// rounds it element for element into a bf16 buffer with unit innermost
-/// stride later in the same block, and otherwise only deallocated; that
-/// buffer's allocation (if it is one and comes after the GEMM) can move in
-/// front of the GEMM, and no op between the GEMM and the rounding touches
-/// that buffer. Returns the rounding generic, or null.
-linalg::GenericOp bf16ProductRounding(Operation *gemm, const Gemm &g,
-                                      linalg::FillOp zeroFill,
-                                      DominanceInfo &dom) {
-  if (!g.bf16 || !zeroFill || !g.c.getDefiningOp<memref::AllocOp>())
-    return nullptr;
+/// The marked generic (`bt.bf16_gemm_init`, made by bt-bf16-gemm-outputs)
+/// that writes the whole of `c` before `gemm` in its block (the bias rounded
+/// to bf16, broadcast over the rows), or null.
+linalg::GenericOp bf16BiasInit(Operation *gemm, Value c) {
+  for (Operation *user : c.getUsers()) {
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic || !generic->hasAttr("bt.bf16_gemm_init") ||
+        !generic.hasPureBufferSemantics() || generic.getNumDpsInputs() != 1 ||
+        generic.getNumDpsInits() != 1 || generic.getDpsInits()[0] != c ||
+        !generic.getIndexingMapsArray().back().isIdentity() ||
+        generic->getBlock() != gemm->getBlock() ||
+        !generic->isBeforeInBlock(gemm))
+      continue;
+    return generic;
+  }
+  return nullptr;
+}
+
+/// Where cuBLAS can write the bf16 product of a bf16 GEMM itself
+/// (bt-bf16-gemm-outputs): the rounding generic and, for a bias in C, its
+/// init generic.
+struct BF16Product {
   linalg::GenericOp rounding;
+  linalg::GenericOp biasInit; // null: the zero fill (beta = 0)
+};
+
+/// The BF16Product of `gemm`, if `g.c` is a fresh allocation initialized by
+/// `zeroFill` or by a bf16BiasInit, read only by the generic marked
+/// `bt.bf16_gemm_output` that rounds it element for element into a bf16
+/// buffer with unit innermost stride later in the same block, and otherwise
+/// only deallocated; that buffer's allocation (if it is one and comes after
+/// the init) can move in front of the init, and no op between the init and
+/// the rounding touches that buffer.
+std::optional<BF16Product> bf16Product(Operation *gemm, const Gemm &g,
+                                       linalg::FillOp zeroFill,
+                                       DominanceInfo &dom) {
+  if (!g.bf16 || !g.c.getDefiningOp<memref::AllocOp>())
+    return std::nullopt;
+  BF16Product p;
+  p.biasInit = zeroFill ? linalg::GenericOp() : bf16BiasInit(gemm, g.c);
+  if (!zeroFill && !p.biasInit)
+    return std::nullopt;
+  Operation *init = zeroFill ? zeroFill.getOperation() : p.biasInit;
   for (Operation *user : g.c.getUsers()) {
-    if (user == gemm || user == zeroFill.getOperation() ||
-        isa<memref::DeallocOp>(user))
+    if (user == gemm || user == init || isa<memref::DeallocOp>(user))
       continue;
     auto generic = dyn_cast<linalg::GenericOp>(user);
-    if (!generic || rounding || !generic->hasAttr("bt.bf16_gemm_output") ||
+    if (!generic || p.rounding ||
+        !generic->hasAttr("bt.bf16_gemm_output") ||
         !generic.hasPureBufferSemantics() || generic.getNumDpsInputs() != 1 ||
         generic.getNumDpsInits() != 1 || generic.getDpsInputs()[0] != g.c ||
         !llvm::all_of(generic.getIndexingMapsArray(),
                       [](AffineMap m) { return m.isIdentity(); }))
-      return nullptr;
-    rounding = generic;
+      return std::nullopt;
+    p.rounding = generic;
   }
-  if (!rounding || rounding->getBlock() != gemm->getBlock() ||
-      !gemm->isBeforeInBlock(rounding))
-    return nullptr;
-  Value out = rounding.getDpsInits()[0];
+  if (!p.rounding || p.rounding->getBlock() != gemm->getBlock() ||
+      !gemm->isBeforeInBlock(p.rounding))
+    return std::nullopt;
+  Value out = p.rounding.getDpsInits()[0];
   auto outType = cast<MemRefType>(out.getType());
   SmallVector<int64_t> strides;
   int64_t offset;
   if (!outType.getElementType().isBF16() ||
       failed(getStridesAndOffset(outType, strides, offset)) ||
       strides.empty() || strides.back() != 1)
-    return nullptr;
+    return std::nullopt;
+  // The first op that writes the bf16 buffer now: the bias init, or the GEMM.
+  Operation *first = p.biasInit ? p.biasInit.getOperation() : gemm;
   Operation *def = out.getDefiningOp();
-  if (def && def->getBlock() == gemm->getBlock() &&
-      gemm->isBeforeInBlock(def)) {
+  if (def && def->getBlock() == first->getBlock() &&
+      first->isBeforeInBlock(def)) {
     if (!isa<memref::AllocOp>(def) ||
         !llvm::all_of(def->getOperands(), [&](Value v) {
-          return dom.properlyDominates(v, gemm);
+          return dom.properlyDominates(v, first);
         }))
-      return nullptr;
+      return std::nullopt;
   }
-  // The product lands in the bf16 buffer at the GEMM now, not at the
-  // rounding: nothing in between may read or write that buffer.
+  // The buffer holds the init and the product from `first` on, not from
+  // the rounding: nothing in between may read or write it.
   Value outRoot = rootOf(out);
-  for (Operation *op = gemm->getNextNode(); op != rounding.getOperation();
+  for (Operation *op = first->getNextNode(); op != p.rounding.getOperation();
        op = op->getNextNode())
-    if (op != def && !leavesBufferAlone(op, outRoot))
-      return nullptr;
-  return rounding;
+    if (op != def && op != gemm && !leavesBufferAlone(op, outRoot))
+      return std::nullopt;
+  return p;
 }
 
 struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
@@ -243,23 +275,40 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
     linalg::FillOp zeroFill = zeroFillBefore(op, g);
     // A bf16 product written by cuBLAS into the rounding's buffer: the f32
     // buffer, its fill and the rounding go.
-    linalg::GenericOp rounding;
+    std::optional<BF16Product> product;
     if (!bf16OutCallee.empty() &&
-        (rounding = bf16ProductRounding(op, g, zeroFill, dom))) {
-      Value out = rounding.getDpsInits()[0];
+        (product = bf16Product(op, g, zeroFill, dom))) {
+      Value out = product->rounding.getDpsInits()[0];
+      Operation *first = product->biasInit ? product->biasInit.getOperation()
+                                           : op;
       if (Operation *def = out.getDefiningOp();
-          def && def->getBlock() == op->getBlock() && op->isBeforeInBlock(def))
-        def->moveBefore(op);
+          def && def->getBlock() == first->getBlock() &&
+          first->isBeforeInBlock(def))
+        def->moveBefore(first);
+      if (linalg::GenericOp init = product->biasInit) {
+        // The bias broadcast writes bf16 (the values it wrote, rounded).
+        OpBuilder ib(init);
+        auto bf16Init = ib.create<linalg::GenericOp>(
+            init.getLoc(), TypeRange{}, init.getDpsInputs(), ValueRange{out},
+            init.getIndexingMapsArray(), init.getIteratorTypesArray(),
+            [](OpBuilder &nb, Location nl, ValueRange a) {
+              nb.create<linalg::YieldOp>(
+                  nl, bt::codegen::roundToBF16(nb, nl, a[0]));
+            });
+        (void)bf16Init;
+        init.erase();
+      }
       Value f32Product = g.c;
       g.c = out;
       sgemm = getOrDeclareSgemm(op->getParentOfType<ModuleOp>(),
                                 bf16OutCallee);
-      rounding.erase();
+      product->rounding.erase();
       for (Operation *user : llvm::make_early_inc_range(f32Product.getUsers()))
         if (isa<memref::DeallocOp>(user))
           user->erase();
       // The fill (erased below with beta = 0) and the GEMM are its last
-      // users; the allocation goes after them.
+      // users; the allocation goes after them. With a bias init, beta
+      // stays 1: cuBLAS adds the bf16 bias in C.
       toErase.push_back(f32Product.getDefiningOp());
     }
     OpBuilder b(op);

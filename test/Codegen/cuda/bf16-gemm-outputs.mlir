@@ -38,7 +38,15 @@ func.func @mlp(%x: tensor<?x16xbf16>, %w: tensor<32x16xbf16>, %b: tensor<32xf32>
     %y = math.erf %s : f32
     linalg.yield %y : f32
   }  -> tensor<?x1x32xf32>
-  return %g : tensor<?x1x32xf32>
+  // A later kernel: what the function returns comes from the reader's result
+  // (a reader whose result is returned would make this the logits' case).
+  %o2 = tensor.empty(%m) : tensor<?x1x32xf32>
+  %n = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g : tensor<?x1x32xf32>) outs(%o2 : tensor<?x1x32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %z = arith.negf %in : f32
+    linalg.yield %z : f32
+  }  -> tensor<?x1x32xf32>
+  return %n : tensor<?x1x32xf32>
 }
 
 // -----
@@ -69,34 +77,118 @@ func.func @slices(%x: tensor<?x16xbf16>, %w: tensor<8x16xbf16>, %shape: tensor<3
     %y = arith.mulf %i0, %i1 : f32
     linalg.yield %y : f32
   }  -> tensor<?x?x4xf32>
-  return %g : tensor<?x?x4xf32>
+  %n = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g : tensor<?x?x4xf32>) outs(%o : tensor<?x?x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %z = arith.negf %in : f32
+    linalg.yield %z : f32
+  }  -> tensor<?x?x4xf32>
+  return %n : tensor<?x?x4xf32>
 }
 
 // -----
 
-// Products that keep f32: the bias as the GEMM's init (beta = 1: the QKV
-// projection), a product the function returns (the LM head's logits), a
+// The bias as the GEMM's init (beta = 1: the QKV projection), read through
+// slices by a generic and by a kernel's tensor.extract (the attention
+// kernels read q, k, v so): the broadcast becomes a generic marked
+// bt.bf16_gemm_init that broadcasts the bias rounded to bf16 (extended back
+// to f32 exactly), the product is rounded once, and the extracted element is
+// extended after the extract.
+// CHECK-LABEL: func.func @qkv
+//       CHECK:   %[[INIT:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<8xf32>) outs(%{{.*}} : tensor<4x8xf32>) attrs = {bt.bf16_gemm_init}
+//       CHECK:     arith.cmpf uno
+//       CHECK:     arith.bitcast %{{.*}} : i16 to bf16
+//       CHECK:     arith.shli
+//       CHECK:     linalg.yield %{{.*}} : f32
+//       CHECK:   %[[P:.*]] = linalg.matmul_transpose_b ins({{.*}}) outs(%[[INIT]] : tensor<4x8xf32>)
+//       CHECK:   %[[R:.*]] = linalg.generic {{.*}} ins(%[[P]] : tensor<4x8xf32>) {{.*}} attrs = {bt.bf16_gemm_output}
+//       CHECK:   %[[S:.*]] = tensor.extract_slice %[[R]][0, 4] [4, 4] [1, 1] : tensor<4x8xbf16> to tensor<4x4xbf16>
+//       CHECK:   %[[E:.*]] = tensor.extract %[[S]][%{{.*}}, %{{.*}}] : tensor<4x4xbf16>
+//  CHECK-NEXT:   arith.bitcast %[[E]] : bf16 to i16
+//   CHECK-NOT:   linalg.broadcast
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @qkv(%x: tensor<4x16xbf16>, %w: tensor<8x16xbf16>, %b: tensor<8xf32>, %i: index, %j: index) -> (tensor<4x4xf32>, f32) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %bb = linalg.broadcast ins(%b : tensor<8xf32>) outs(%e : tensor<4x8xf32>) dimensions = [0]
+  %qkv = linalg.matmul_transpose_b ins(%x, %w : tensor<4x16xbf16>, tensor<8x16xbf16>) outs(%bb : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %q = tensor.extract_slice %qkv[0, 0] [4, 4] [1, 1] : tensor<4x8xf32> to tensor<4x4xf32>
+  %v = tensor.extract_slice %qkv[0, 4] [4, 4] [1, 1] : tensor<4x8xf32> to tensor<4x4xf32>
+  %o = tensor.empty() : tensor<4x4xf32>
+  %r = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%q : tensor<4x4xf32>) outs(%o : tensor<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %y = arith.mulf %in, %in : f32
+    linalg.yield %y : f32
+  } -> tensor<4x4xf32>
+  %ve0 = tensor.extract %v[%i, %j] : tensor<4x4xf32>
+  %ve = arith.negf %ve0 : f32
+  %n = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%r : tensor<4x4xf32>) outs(%o : tensor<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %z = arith.negf %in : f32
+    linalg.yield %z : f32
+  } -> tensor<4x4xf32>
+  return %n, %ve : tensor<4x4xf32>, f32
+}
+
+// -----
+
+// One broadcast shared by two GEMMs with the same bias and shape (CSE's
+// doing: the token decoder's prefix step and its later steps when P = 1)
+// and by an op that is no GEMM: each narrowed GEMM gets its own rounded
+// bias; the other user keeps the f32 broadcast.
+// CHECK-LABEL: func.func @shared_bias
+//       CHECK:   %[[I0:.*]] = linalg.generic {{.*}} attrs = {bt.bf16_gemm_init}
+//       CHECK:   %[[I1:.*]] = linalg.generic {{.*}} attrs = {bt.bf16_gemm_init}
+//       CHECK:   %[[B:.*]] = linalg.broadcast
+//       CHECK:   linalg.matmul_transpose_b ins({{.*}}) outs(%[[I0]] :
+//       CHECK:   linalg.matmul_transpose_b ins({{.*}}) outs(%[[I1]] :
+//       CHECK:   return {{.*}}%[[B]]
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @shared_bias(%x: tensor<4x16xbf16>, %y: tensor<4x16xbf16>, %w: tensor<8x16xbf16>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %bb = linalg.broadcast ins(%b : tensor<8xf32>) outs(%e : tensor<4x8xf32>) dimensions = [0]
+  %p0 = linalg.matmul_transpose_b ins(%x, %w : tensor<4x16xbf16>, tensor<8x16xbf16>) outs(%bb : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p1 = linalg.matmul_transpose_b ins(%y, %w : tensor<4x16xbf16>, tensor<8x16xbf16>) outs(%bb : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %g0 = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%p0 : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.mulf %in, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %g1 = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%p1 : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.mulf %in, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %n = linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%g0, %g1 : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %c: f32, %out: f32):
+    %z = arith.addf %a, %c : f32
+    linalg.yield %z : f32
+  } -> tensor<4x8xf32>
+  return %n, %bb : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Products that keep f32: a product the function returns (decode_step's
+// logits), one read by a generic whose result the function returns (eval's
+// logits, written by a masking generic from the LM head's product), a
 // product a named op reads, and an f32 GEMM.
 // CHECK-LABEL: func.func @kept
-//   CHECK-NOT:   bt.bf16_gemm_output
+//   CHECK-NOT:   bt.bf16_gemm
 //   CHECK-NOT:   xbf16> into
 //       CHECK:   return
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
-#row = affine_map<(d0, d1) -> (d1)>
-func.func @kept(%x: tensor<4x16xbf16>, %w: tensor<8x16xbf16>, %b: tensor<8xf32>, %xf: tensor<4x16xf32>, %wf: tensor<8x16xf32>, %w2: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+func.func @kept(%x: tensor<4x16xbf16>, %w: tensor<8x16xbf16>, %xf: tensor<4x16xf32>, %wf: tensor<8x16xf32>, %w2: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<4x8xf32>
   %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
-  // The bias as init.
-  %bb = linalg.broadcast ins(%b : tensor<8xf32>) outs(%e : tensor<4x8xf32>) dimensions = [0]
-  %qkv = linalg.matmul_transpose_b ins(%x, %w : tensor<4x16xbf16>, tensor<8x16xbf16>) outs(%bb : tensor<4x8xf32>) -> tensor<4x8xf32>
-  %q = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%qkv : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  // Returned.
+  %logits = linalg.matmul_transpose_b ins(%x, %w : tensor<4x16xbf16>, tensor<8x16xbf16>) outs(%f : tensor<4x8xf32>) -> tensor<4x8xf32>
+  // Read by a generic whose result is returned.
+  %l2 = linalg.matmul_transpose_b ins(%x, %w : tensor<4x16xbf16>, tensor<8x16xbf16>) outs(%f : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %masked = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%l2 : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
   ^bb0(%in: f32, %out: f32):
     %y = arith.mulf %in, %in : f32
     linalg.yield %y : f32
   } -> tensor<4x8xf32>
-  // Returned.
-  %logits = linalg.matmul_transpose_b ins(%x, %w : tensor<4x16xbf16>, tensor<8x16xbf16>) outs(%f : tensor<4x8xf32>) -> tensor<4x8xf32>
   // Read by a generic and a named op.
   %h = linalg.matmul_transpose_b ins(%x, %w : tensor<4x16xbf16>, tensor<8x16xbf16>) outs(%f : tensor<4x8xf32>) -> tensor<4x8xf32>
   %h2 = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%h : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
@@ -112,7 +204,7 @@ func.func @kept(%x: tensor<4x16xbf16>, %w: tensor<8x16xbf16>, %b: tensor<8xf32>,
     %y = arith.mulf %in, %in : f32
     linalg.yield %y : f32
   } -> tensor<4x8xf32>
-  return %q, %logits, %h3, %g : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+  return %logits, %masked, %h3, %g : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
 
 // -----

@@ -128,34 +128,48 @@ def BTBF16Gemms : Pass<"bt-bf16-gemms", "::mlir::ModuleOp"> {
 }
 
 def BTBF16GemmOutputs : Pass<"bt-bf16-gemm-outputs", "::mlir::ModuleOp"> {
-  let summary = "bf16 GEMM products that only elementwise kernels read are stored in bf16";
+  let summary = "bf16 GEMM products inside the layers are stored in bf16";
   let description = [{
     The second step of `--dtype bf16` on the CUDA target (issue 13 item 2;
     docs/codegen-cuda.md, "bf16"). Run on linalg on tensors after
     `bt-fuse-elementwise` (so that the kernels are formed; elementwise fusion
     would otherwise merge the rounding back into its readers). A GEMM made by
     `bt-bf16-gemms` (`linalg.matmul_transpose_b` or `linalg.matmul` with bf16
-    inputs and an f32 `[M, N]` result) into a `linalg.fill` of zero — the
-    attention output projection (`dense`) and the MLP (`dense_h_to_4h`,
-    `dense_4h_to_h`), whose bias the consumer adds (the CUDA lowering of
-    `bt.linear`) — whose product is read only as inputs of `linalg.generic`
-    ops, directly or through `tensor.expand_shape` / `tensor.collapse_shape` /
-    `tensor.reshape` / `tensor.extract_slice`, gets:
+    inputs and an f32 `[M, N]` result) whose product is read only as inputs
+    of `linalg.generic` ops or by `tensor.extract` (the dedicated kernels'
+    element reads), directly or through `tensor.expand_shape` /
+    `tensor.collapse_shape` / `tensor.reshape` / `tensor.extract_slice`, and
+    whose init is
+      - a `linalg.fill` of zero: the attention output projection (`dense`)
+        and the MLP (`dense_h_to_4h`, `dense_4h_to_h`), whose bias the reader
+        adds (the CUDA lowering of `bt.linear`): `y = bf16(x · W) + b`, the
+        bias and the reader's arithmetic in f32; or
+      - a `linalg.broadcast` of an f32 bias `[N]` over the rows (cuBLAS's C,
+        beta = 1: the QKV projection): the broadcast becomes a generic marked
+        `bt.bf16_gemm_init` that broadcasts the bias rounded to bf16, so
+        `y = bf16(x · W + bf16(b))`, PyTorch's bf16 `nn.Linear`; a broadcast
+        that CSE shared between GEMMs is given to each narrowed GEMM anew,
+    gets:
       - its product rounded to bf16 (round to nearest even; the f32
         accumulation rounded once, as cuBLAS rounds a CUDA_R_16BF C) by a
         generic marked `bt.bf16_gemm_output`, right after the GEMM;
       - the reshapes and slices retyped to bf16;
       - each reader's block argument of that input made bf16 and extended
-        exactly to f32 at the top of its body (the bias add, GELU, residual
-        add then compute in f32 on the rounded product).
+        exactly to f32 at the top of its body, and each extracted element
+        extended right after its `tensor.extract` (the readers then compute
+        in f32 on the rounded product).
     So the product `[M, N]` crosses global memory in 2 bytes per element
     instead of 4, and `bt-gemm-to-blas{bf16-out-callee=...}` makes cuBLAS write
-    it directly (the marked rounding and the f32 buffer disappear).
-    Numerics: `y = bf16(x · W) + b` with f32 bias and f32 reader arithmetic
-    (bench/bt_torch.py `use_bf16_gemms`, the reference, rounds the same
-    products). GEMMs with another init (the bias as C, beta = 1: the QKV
-    projection), or whose product a dedicated kernel, a named op or the
-    function's results read (the LM head's logits), keep f32 products.
+    it directly (the marked rounding and the f32 buffer disappear; a marked
+    bias init writes the bf16 C). bench/bt_torch.py `use_bf16_gemms`, the
+    reference, rounds the same products.
+
+    Products that keep f32: those a named op or an init reads, and those
+    whose readers compute a function result (directly or through reshapes
+    and slices) — the logits that eval returns through a masking generic,
+    and decode_step's — and, because its reader is the sampler, the LM
+    head's in decode_tokens; the token decoder's expansion layer (f32
+    weight) is no bf16 GEMM.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
