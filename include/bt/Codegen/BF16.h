@@ -16,6 +16,7 @@
 #define BT_CODEGEN_BF16_H
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringRef.h"
 
 namespace bt::codegen {
 
@@ -33,6 +34,15 @@ mlir::Value extendBF16(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 /// Returns the bf16 tensor of `x`'s shape.
 mlir::Value roundTensorToBF16(mlir::OpBuilder &b, mlir::Location loc,
                               mlir::Value x);
+
+/// The unit attributes by which bt-bf16-gemm-outputs hands its bf16 GEMM
+/// products to bt-gemm-to-blas: on the generic that rounds a GEMM's f32
+/// product `[M, N]` to bf16 element for element, and on the generic that
+/// broadcasts the GEMM's bias `[N]`, rounded to bf16 (held as f32), into its
+/// init (cuBLAS's C, beta = 1). docs/codegen-cuda.md, "bf16".
+inline constexpr llvm::StringLiteral kBF16GemmOutputAttr =
+    "bt.bf16_gemm_output";
+inline constexpr llvm::StringLiteral kBF16GemmInitAttr = "bt.bf16_gemm_init";
 
 } // namespace bt::codegen
 

@@ -98,10 +98,17 @@ void roundBias(Operation *gemm, linalg::BroadcastOp broadcast) {
         nb.create<linalg::YieldOp>(
             nl, extendBF16(nb, nl, roundToBF16(nb, nl, a[0])));
       });
-  generic->setAttr("bt.bf16_gemm_init", b.getUnitAttr());
+  generic->setAttr(bt::codegen::kBF16GemmInitAttr, b.getUnitAttr());
   gemm->setOperand(2, generic.getResult(0));
   if (broadcast->use_empty())
     broadcast.erase();
+}
+
+/// Whether `op` is a reshape (tensor.reshape too: an expansion of two dynamic
+/// dims) or a slice, whose result holds elements of its first operand.
+bool isView(Operation *op) {
+  return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::ReshapeOp,
+             tensor::ExtractSliceOp>(op);
 }
 
 /// The readers of `v`: through reshapes (tensor.reshape too: an expansion of
@@ -121,9 +128,7 @@ bool collectReaders(Value v, SmallVectorImpl<Operation *> &views,
       inputs.push_back(&use);
       continue;
     }
-    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::ReshapeOp,
-            tensor::ExtractSliceOp>(user) &&
-        use.getOperandNumber() == 0) {
+    if (isView(user) && use.getOperandNumber() == 0) {
       views.push_back(user);
       if (!collectReaders(user->getResult(0), views, inputs))
         return false;
@@ -148,8 +153,7 @@ bool computesFunctionResult(Operation *op) {
     for (Operation *user : v.getUsers()) {
       if (isa<func::ReturnOp>(user))
         return true;
-      if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::ReshapeOp,
-              tensor::ExtractSliceOp>(user))
+      if (isView(user))
         work.push_back(user->getResult(0));
     }
   }
@@ -179,7 +183,8 @@ void narrow(Operation *gemm, ArrayRef<Operation *> views,
   OpBuilder b(gemm->getContext());
   b.setInsertionPointAfter(gemm);
   Value rounded = roundTensorToBF16(b, gemm->getLoc(), product);
-  rounded.getDefiningOp()->setAttr("bt.bf16_gemm_output", b.getUnitAttr());
+  rounded.getDefiningOp()->setAttr(bt::codegen::kBF16GemmOutputAttr,
+                                   b.getUnitAttr());
   for (OpOperand *use : uses)
     use->set(rounded);
   for (Operation *view : views)
@@ -190,9 +195,8 @@ void narrow(Operation *gemm, ArrayRef<Operation *> views,
       for (OpOperand &use : extract.getResult().getUses())
         reads.push_back(&use);
       extract.getResult().setType(b.getBF16Type());
-      OpBuilder after(extract->getContext());
-      after.setInsertionPointAfter(extract);
-      Value wide = extendBF16(after, extract.getLoc(), extract.getResult());
+      b.setInsertionPointAfter(extract);
+      Value wide = extendBF16(b, extract.getLoc(), extract.getResult());
       for (OpOperand *read : reads)
         read->set(wide);
       continue;

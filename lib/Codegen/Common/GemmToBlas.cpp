@@ -154,7 +154,7 @@ linalg::FillOp zeroFillBefore(Operation *gemm, const Gemm &g) {
 linalg::GenericOp bf16BiasInit(Operation *gemm, Value c) {
   for (Operation *user : c.getUsers()) {
     auto generic = dyn_cast<linalg::GenericOp>(user);
-    if (!generic || !generic->hasAttr("bt.bf16_gemm_init") ||
+    if (!generic || !generic->hasAttr(bt::codegen::kBF16GemmInitAttr) ||
         !generic.hasPureBufferSemantics() || generic.getNumDpsInputs() != 1 ||
         generic.getNumDpsInits() != 1 || generic.getDpsInits()[0] != c ||
         !generic.getIndexingMapsArray().back().isIdentity() ||
@@ -196,7 +196,7 @@ std::optional<BF16Product> bf16Product(Operation *gemm, const Gemm &g,
       continue;
     auto generic = dyn_cast<linalg::GenericOp>(user);
     if (!generic || p.rounding ||
-        !generic->hasAttr("bt.bf16_gemm_output") ||
+        !generic->hasAttr(bt::codegen::kBF16GemmOutputAttr) ||
         !generic.hasPureBufferSemantics() || generic.getNumDpsInputs() != 1 ||
         generic.getNumDpsInits() != 1 || generic.getDpsInputs()[0] != g.c ||
         !llvm::all_of(generic.getIndexingMapsArray(),
@@ -270,8 +270,13 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
     return m * n * k >= minMNK;
   }
 
-  void rewrite(Operation *op, Gemm g, func::FuncOp sgemm,
-               DominanceInfo &dom) {
+  /// Replaces `op` (matched as `g`) by a call of the callee for its element
+  /// types; the f32 product buffers a bf16-product fold leaves unused go to
+  /// `deadBuffers` (erased once every GEMM is rewritten).
+  void rewrite(Operation *op, Gemm g, DominanceInfo &dom,
+               SmallVectorImpl<Operation *> &deadBuffers) {
+    ModuleOp module = op->getParentOfType<ModuleOp>();
+    StringRef calleeName = g.bf16 ? StringRef(bf16Callee) : StringRef(callee);
     linalg::FillOp zeroFill = zeroFillBefore(op, g);
     // A bf16 product written by cuBLAS into the rounding's buffer: the f32
     // buffer, its fill and the rounding go.
@@ -288,20 +293,18 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
       if (linalg::GenericOp init = product->biasInit) {
         // The bias broadcast writes bf16 (the values it wrote, rounded).
         OpBuilder ib(init);
-        auto bf16Init = ib.create<linalg::GenericOp>(
+        ib.create<linalg::GenericOp>(
             init.getLoc(), TypeRange{}, init.getDpsInputs(), ValueRange{out},
             init.getIndexingMapsArray(), init.getIteratorTypesArray(),
             [](OpBuilder &nb, Location nl, ValueRange a) {
               nb.create<linalg::YieldOp>(
                   nl, bt::codegen::roundToBF16(nb, nl, a[0]));
             });
-        (void)bf16Init;
         init.erase();
       }
       Value f32Product = g.c;
       g.c = out;
-      sgemm = getOrDeclareSgemm(op->getParentOfType<ModuleOp>(),
-                                bf16OutCallee);
+      calleeName = bf16OutCallee;
       product->rounding.erase();
       for (Operation *user : llvm::make_early_inc_range(f32Product.getUsers()))
         if (isa<memref::DeallocOp>(user))
@@ -309,8 +312,9 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
       // The fill (erased below with beta = 0) and the GEMM are its last
       // users; the allocation goes after them. With a bias init, beta
       // stays 1: cuBLAS adds the bf16 bias in C.
-      toErase.push_back(f32Product.getDefiningOp());
+      deadBuffers.push_back(f32Product.getDefiningOp());
     }
+    func::FuncOp sgemm = getOrDeclareSgemm(module, calleeName);
     OpBuilder b(op);
     Location loc = op->getLoc();
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
@@ -408,17 +412,12 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
         work.push_back({op, *g});
     });
     DominanceInfo dom(module);
+    SmallVector<Operation *> deadBuffers;
     for (auto &[op, g] : work)
-      rewrite(op, g,
-              getOrDeclareSgemm(module, g.bf16 ? StringRef(bf16Callee)
-                                               : StringRef(callee)),
-              dom);
-    for (Operation *op : toErase)
-      op->erase();
+      rewrite(op, g, dom, deadBuffers);
+    for (Operation *buffer : deadBuffers)
+      buffer->erase();
   }
-
-  /// The f32 product buffers whose bf16 rounding cuBLAS took over.
-  SmallVector<Operation *> toErase;
 };
 
 } // namespace
