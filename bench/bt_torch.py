@@ -253,6 +253,21 @@ class NeoXStack(nn.Module):
         self.final_layer_norm.bias.data.copy_(torch.from_numpy(w[prefix + ".final_layer_norm.bias"]))
 
 
+def sampled_logits(head, h):
+    """The LM head of a decode step (the logits a decode entry samples and returns). Under
+    use_bf16_gemms(sampled_logits=True) its product is rounded to bf16 once, as bt's `--dtype
+    bf16` decode entries store it (bt-bf16-gemm-outputs: the sampler chooses from the bf16 logits
+    and the entry returns them); eval's and prefill's logits stay f32."""
+    if not getattr(head, "bf16_sampled", False):
+        return head(h)
+    saved = head.bf16_product
+    head.bf16_product = True
+    try:
+        return head(h)
+    finally:
+        head.bf16_product = saved
+
+
 class BlockTransformer(nn.Module):
     """Embedder → block decoder → token decoder.
 
@@ -395,7 +410,7 @@ class BlockTransformer(nn.Module):
                 h = self.token_decoder(prefix, positions=pos, caches=local)[:, -1]
             block = []
             for k in range(self.L):
-                logits = self.embed_out(h)
+                logits = sampled_logits(self.embed_out, h)
                 nxt = logits.argmax(-1)
                 if keep_logits:
                     step_logits.append(logits)
@@ -474,7 +489,8 @@ class VanillaNeoX(nn.Module):
             progress(0, max_new_tokens)
         nxt_pos = pos[:, -1] + 1
         for step in range(max_new_tokens):
-            logits = self.embed_out(h)
+            # Token 0 from the prefill's logits, the others from decode steps.
+            logits = self.embed_out(h) if step == 0 else sampled_logits(self.embed_out, h)
             nxt = logits.argmax(-1)
             if keep_logits:
                 step_logits.append(logits)
@@ -577,13 +593,14 @@ def check_fixtures(root):
 # The GEMMs whose product bt stores in bf16 (bt-bf16-gemm-outputs): the attention output
 # projection and the MLP of every layer, whose bias (and GELU, residual add) an elementwise
 # kernel applies in f32 after the rounded product; and the QKV projection, whose bias cuBLAS adds
-# as a bf16 C (beta = 1) before the one rounding. The LM head (its logits are an output) and the
-# token decoder's expansion layer (f32 weight) keep f32 products.
+# as a bf16 C (beta = 1) before the one rounding. The LM head keeps an f32 product where the
+# logits are an unsampled output (eval, prefill) and is rounded where a decode entry samples them
+# (sampled_logits); the token decoder's expansion layer (f32 weight) keeps f32 products.
 _BF16_PRODUCTS = ("dense", "dense_h_to_4h", "dense_4h_to_h")
 _BF16_BIAS_PRODUCTS = ("query_key_value",)
 
 
-def use_bf16_gemms(model, kv_caches=True, products=True):
+def use_bf16_gemms(model, kv_caches=True, products=True, sampled=True):
     """Rounds what bt's `--dtype bf16` keeps in bf16 (docs/codegen-cuda.md "bf16"):
       - the GEMM inputs (bt-bf16-gemms): every nn.Linear but the token decoder's expansion layer
         computes x·Wᵀ with x and W rounded to bf16 (round to nearest even), products summed in
@@ -591,6 +608,8 @@ def use_bf16_gemms(model, kv_caches=True, products=True):
       - with products, the GEMM products of the layers' attention output projection and MLP
         (bt-bf16-gemm-outputs): x·Wᵀ (f32 sums) rounded to bf16 once, before the f32 bias; and
         of the QKV projection: x·Wᵀ + bf16(b) rounded to bf16 once (cuBLAS adds a bf16 C);
+      - with sampled (and products), the LM head's product in the decode steps of generation
+        (sampled_logits): rounded to bf16 once, so greedy chooses from bf16 logits;
       - with kv_caches, the KV caches (bt-generate-entry-points kv-dtype=bf16): the keys and
         values a cached attention appends are rounded to bf16, so generation attends over
         rounded keys and values (eval has no cache and is unaffected).
@@ -615,6 +634,7 @@ def use_bf16_gemms(model, kv_caches=True, products=True):
             mod.bf16_product = products and ("bias" if leaf in _BF16_BIAS_PRODUCTS else
                                              leaf in _BF16_PRODUCTS)
             mod.forward = forward.__get__(mod)
+            mod.bf16_sampled = products and sampled and leaf == "embed_out"
         if isinstance(mod, NeoXLayer):
             mod.bf16_kv_cache = kv_caches
 

@@ -1,13 +1,16 @@
 //===- sampler_callback.cc - the kernels' sampler callback -----------------===//
 
 #include "bt/runtime/device/sampler_callback.h"
+#include "bt/runtime/base/tensor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
 #include <mutex>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -219,4 +222,26 @@ _mlir_ciface_bt_rt_sample(int64_t sampler,
     std::abort();
   }
   s->Step(*logits, *tokens);
+}
+
+extern "C" __attribute__((visibility("default"), used)) void
+_mlir_ciface_bt_rt_sample_bf16(int64_t sampler,
+                               bt::rt::StridedMemRef<uint16_t, 2> *logits,
+                               bt::rt::StridedMemRef<int64_t, 1> *tokens) {
+  if (logits == nullptr || tokens == nullptr) {
+    std::fprintf(stderr, "bt runtime: _mlir_ciface_bt_rt_sample_bf16 called "
+                         "with a null memref descriptor\n");
+    std::abort();
+  }
+  const int64_t rows = std::max<int64_t>(logits->sizes[0], 0);
+  const int64_t cols = std::max<int64_t>(logits->sizes[1], 0);
+  std::vector<float> wide(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t v = 0; v < cols; ++v)
+      wide[r * cols + v] = bt::rt::Bf16ToF32(
+          logits->aligned[logits->offset + r * logits->strides[0] +
+                          v * logits->strides[1]]);
+  bt::rt::StridedMemRef<float, 2> f{wide.data(), wide.data(), 0, {rows, cols},
+                                    {cols, 1}};
+  _mlir_ciface_bt_rt_sample(sampler, &f, tokens);
 }

@@ -109,6 +109,13 @@ extern "C" {
 void _mlir_ciface_bt_rt_sample(int64_t sampler,
                                bt::rt::StridedMemRef<float, 2> *logits,
                                bt::rt::StridedMemRef<int64_t, 1> *tokens);
+/// The same for bf16 logits [B, V] (the bits, any strides; bt.sample of bf16
+/// logits, the CUDA target's `--dtype bf16`): each logit is extended exactly
+/// to f32 (bits << 16) into a dense [B, V] copy, which
+/// _mlir_ciface_bt_rt_sample then samples from.
+void _mlir_ciface_bt_rt_sample_bf16(int64_t sampler,
+                                    bt::rt::StridedMemRef<uint16_t, 2> *logits,
+                                    bt::rt::StridedMemRef<int64_t, 1> *tokens);
 }
 
 #endif // BT_RUNTIME_DEVICE_SAMPLER_CALLBACK_H

@@ -111,6 +111,28 @@ absl::Status CheckOutput(const ValueMap &out, const std::string &entry,
   return absl::OkStatus();
 }
 
+/// CheckOutput for the logits of a decode entry: F32, or BF16 (a
+/// `--target cuda --dtype bf16` artifact's, whose LM head writes them in
+/// bf16 and whose sampler chooses from those values; bt-bf16-gemm-outputs).
+absl::Status CheckLogitsOutput(const ValueMap &out, const std::string &entry,
+                               const std::string &name,
+                               const std::vector<int64_t> &shape) {
+  auto it = out.find(name);
+  const DType dtype = it != out.end() && it->second.dtype() == proto::BF16
+                          ? proto::BF16
+                          : proto::F32;
+  return CheckOutput(out, entry, name, dtype, shape);
+}
+
+/// Decode logits (F32 or BF16, CheckLogitsOutput) on the host as F32: BF16
+/// extended exactly.
+absl::StatusOr<Tensor> LogitsToHost(const Value &logits, Device &device) {
+  BT_ASSIGN_OR_RETURN(Tensor host, logits.ToHost(device));
+  if (host.dtype() == proto::F32)
+    return host;
+  return ConvertToF32(host, "logits");
+}
+
 absl::Status Annotate(const absl::Status &s, const std::string &where) {
   if (s.ok())
     return s;
@@ -392,8 +414,8 @@ absl::StatusOr<ValueMap> DecodeTokens(const Model &model, Device *device,
         " times, expected L_B = ", L, " (docs/generation.md)"));
   BT_RETURN_IF_ERROR(
       CheckOutput(*tout, "decode_tokens", "tokens", proto::I64, {rows, L}));
-  BT_RETURN_IF_ERROR(CheckOutput(*tout, "decode_tokens", "step_logits",
-                                 proto::F32, {rows, L, V}));
+  BT_RETURN_IF_ERROR(
+      CheckLogitsOutput(*tout, "decode_tokens", "step_logits", {rows, L, V}));
   // The resident path copies the tokens to the host, and the step logits
   // only when they are kept.
   float *step_logits =
@@ -404,7 +426,8 @@ absl::StatusOr<ValueMap> DecodeTokens(const Model &model, Device *device,
                               absl::StrCat(where, ", decode_tokens")));
   Tensor host_lg;
   if (step_logits != nullptr) {
-    BT_ASSIGN_OR_RETURN(host_lg, tout->at("step_logits").ToHost(model.device()));
+    BT_ASSIGN_OR_RETURN(host_lg,
+                        LogitsToHost(tout->at("step_logits"), model.device()));
   }
   const int64_t *tok = host_tok.data_as<int64_t>();
   const float *lg = step_logits != nullptr ? host_lg.data_as<float>() : nullptr;
@@ -618,8 +641,8 @@ absl::StatusOr<ValueMap> DecodeStep(const Model &model, Device *device,
         " times, expected 1 (docs/generation.md)"));
   BT_RETURN_IF_ERROR(
       CheckOutput(*dout, "decode_step", "tokens", proto::I64, {rows, 1}));
-  BT_RETURN_IF_ERROR(CheckOutput(*dout, "decode_step", "logits", proto::F32,
-                                 {rows, model.config().vocab_size()}));
+  BT_RETURN_IF_ERROR(CheckLogitsOutput(*dout, "decode_step", "logits",
+                                       {rows, model.config().vocab_size()}));
   BT_ASSIGN_OR_RETURN(host_tok, dout->at("tokens").ToHost(model.device()));
   sampler.EndBlock(host_tok);
   BT_RETURN_IF_ERROR(Annotate(sampler.status(), in_step));
@@ -755,7 +778,8 @@ absl::Status GenerateVanilla(const Model &model, Device *device,
     c.tokens_sampled += kept;
     Tensor host_lg;
     if (step_logits != nullptr) {
-      BT_ASSIGN_OR_RETURN(host_lg, dout->at("logits").ToHost(model.device()));
+      BT_ASSIGN_OR_RETURN(host_lg,
+                          LogitsToHost(dout->at("logits"), model.device()));
     }
     record(s, host_tok, step_logits != nullptr ? &host_lg : nullptr);
     next_ids = dout->at("tokens");

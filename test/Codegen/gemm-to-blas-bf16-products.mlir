@@ -175,3 +175,34 @@ func.func @bias_product(%a: memref<4x16xbf16>, %b: memref<8x16xbf16>, %bias: mem
   memref.dealloc %t : memref<4x8xf32>
   return %r : memref<4x8xbf16>
 }
+
+// -----
+
+// A decode entry's sampled logits (bt-bf16-gemm-outputs): the rounding
+// writes a row of step_logits [B, L_B, V], a subview made after the GEMM.
+// The subview moves in front of the call and cuBLAS writes the bf16 logits
+// there, with the row stride of step_logits as ldc (L_B * V = 32).
+// CHECK-LABEL: func.func @step_logits_row
+//       CHECK:   %[[ROW:.*]] = memref.subview %{{.*}}[0, 1, 0] [%{{.*}}, 1, 8] [1, 1, 1] : memref<?x4x8xbf16> to memref<?x8xbf16, strided<[32, 1], offset: 8>>
+//       CHECK:   memref.extract_strided_metadata %[[ROW]]
+//       CHECK:   memref.extract_aligned_pointer_as_index %[[ROW]]
+//       CHECK:   call @bt_gpu_gemm_bf16_out(
+//   CHECK-NOT:   linalg.generic
+//       CHECK:   return %[[ROW]]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @step_logits_row(%a: memref<?x16xbf16>, %b: memref<8x16xbf16>, %steps: memref<?x4x8xbf16>) -> memref<?x8xbf16, strided<[32, 1], offset: 8>> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = memref.dim %a, %c0 : memref<?x16xbf16>
+  %t = memref.alloc(%m) : memref<?x8xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<?x8xf32>)
+  linalg.matmul_transpose_b ins(%a, %b : memref<?x16xbf16>, memref<8x16xbf16>) outs(%t : memref<?x8xf32>)
+  %row = memref.subview %steps[0, 1, 0] [%m, 1, 8] [1, 1, 1] : memref<?x4x8xbf16> to memref<?x8xbf16, strided<[32, 1], offset: 8>>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%t : memref<?x8xf32>) outs(%row : memref<?x8xbf16, strided<[32, 1], offset: 8>>) attrs = {bt.bf16_gemm_output} {
+  ^bb0(%x: f32, %o: bf16):
+    %y = arith.truncf %x : f32 to bf16
+    linalg.yield %y : bf16
+  }
+  memref.dealloc %t : memref<?x8xf32>
+  return %row : memref<?x8xbf16, strided<[32, 1], offset: 8>>
+}

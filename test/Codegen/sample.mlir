@@ -28,7 +28,15 @@
 // CHECK:         %[[LC:.*]] = memref.cast %[[ROW]] : memref<?x16xf32, strided<[64, 1], offset: ?>> to memref<?x?xf32, strided<[?, ?], offset: ?>>
 // CHECK-NOT:     memref.copy
 // CHECK:         call @bt_rt_sample(%{{.*}}, %[[LC]], %{{.*}})
-// CHECK:       func.func private @bt_rt_sample(i64, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xi64>) attributes {bt.weak_import, llvm.emit_c_interface}
+// bf16 logits (the CUDA target's --dtype bf16 decode entries) call the
+// runtime's sampler of bf16 logits, bt_rt_sample_bf16, with a bf16 strided
+// memref (the callee extends each logit exactly).
+// CHECK-LABEL: func.func @pick_bf16(
+// CHECK-SAME:    %[[L:[^:]*]]: memref<?x16xbf16>, %{{[^:]*}}: memref<i64>) -> memref<?xi64>
+// CHECK:         %[[LC:.*]] = memref.cast %[[L]] : memref<?x16xbf16> to memref<?x?xbf16, strided<[?, ?], offset: ?>>
+// CHECK:         call @bt_rt_sample_bf16(%{{.*}}, %[[LC]], %{{.*}}) : (i64, memref<?x?xbf16, strided<[?, ?], offset: ?>>, memref<?xi64>) -> ()
+// CHECK-DAG:   func.func private @bt_rt_sample(i64, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xi64>) attributes {bt.weak_import, llvm.emit_c_interface}
+// CHECK-DAG:   func.func private @bt_rt_sample_bf16(i64, memref<?x?xbf16, strided<[?, ?], offset: ?>>, memref<?xi64>) attributes {bt.weak_import, llvm.emit_c_interface}
 
 // LLVM-LABEL:  llvm.func internal @bt_rt_sample(
 // LLVM:          %[[ADDR:.*]] = llvm.mlir.addressof @_mlir_ciface_bt_rt_sample : !llvm.ptr
@@ -41,6 +49,7 @@
 // LLVM:        ^[[CALL]]:
 // LLVM:          llvm.call @_mlir_ciface_bt_rt_sample(%{{.*}}, %{{.*}}, %{{.*}}) : (i64, !llvm.ptr, !llvm.ptr) -> ()
 // LLVM:        llvm.func extern_weak @_mlir_ciface_bt_rt_sample(i64, !llvm.ptr, !llvm.ptr)
+// LLVM:        llvm.func extern_weak @_mlir_ciface_bt_rt_sample_bf16(i64, !llvm.ptr, !llvm.ptr)
 func.func @pick(%logits: tensor<?x16xf32>, %sampler: tensor<i64>) -> tensor<?xi64> {
   %s = tensor.extract %sampler[] : tensor<i64>
   %t = bt.sample %logits, %s : tensor<?x16xf32> -> tensor<?xi64>
@@ -54,5 +63,11 @@ func.func @pick_step(%logits: tensor<?x4x16xf32>, %sampler: tensor<i64>) -> tens
   %row = tensor.extract_slice %logits[0, %k, 0] [%b, 1, 16] [1, 1, 1] : tensor<?x4x16xf32> to tensor<?x16xf32>
   %s = tensor.extract %sampler[] : tensor<i64>
   %t = bt.sample %row, %s : tensor<?x16xf32> -> tensor<?xi64>
+  return %t : tensor<?xi64>
+}
+
+func.func @pick_bf16(%logits: tensor<?x16xbf16>, %sampler: tensor<i64>) -> tensor<?xi64> {
+  %s = tensor.extract %sampler[] : tensor<i64>
+  %t = bt.sample %logits, %s : tensor<?x16xbf16> -> tensor<?xi64>
   return %t : tensor<?xi64>
 }

@@ -16,8 +16,12 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "bt/Dialect/BT/IR/BTOps.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace bt {
 #define GEN_PASS_DEF_BTBF16GEMMOUTPUTS
@@ -214,6 +218,130 @@ void narrow(Operation *gemm, ArrayRef<Operation *> views,
   }
 }
 
+/// The sampled logits of a decode entry (decode_tokens' `step_logits`
+/// [B, L_B, V], a vanilla decode_step's `logits` [B, V]): the LM-head
+/// products, each read by `bt.sample`, and the tensors that hold them on
+/// their way to the function's results — `tensor.insert_slice`s into a
+/// `tensor.empty`, carried through `scf.for` iter_args, returned.
+struct SampledLogits {
+  llvm::SetVector<Value> values;      // every tensor of the network
+  SmallVector<Operation *> products;  // the GEMMs whose results are in it
+};
+
+/// Adds to `work` the values tied to `v` through an `scf.for`: its init, its
+/// region iter_arg, the yielded value and the loop's result.
+void tieLoop(scf::ForOp loop, unsigned i, SmallVectorImpl<Value> &work) {
+  work.push_back(loop.getInitArgs()[i]);
+  work.push_back(loop.getRegionIterArgs()[i]);
+  work.push_back(loop.getYieldedValues()[i]);
+  work.push_back(loop.getResult(i));
+}
+
+/// The network of `product` (a bf16 GEMM's result) as SampledLogits, or
+/// nullopt when a value of it is used or defined otherwise, when a product
+/// of it is not a bf16 GEMM into a zero fill, or when no `bt.sample` reads
+/// it (eval's logits, prefill's: not sampled on the device, kept f32).
+std::optional<SampledLogits> sampledLogits(Value product) {
+  SampledLogits n;
+  SmallVector<Value> work = {product};
+  bool sampled = false;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!n.values.insert(v))
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+      if (!loop || arg.getArgNumber() < loop.getNumInductionVars())
+        return std::nullopt;
+      tieLoop(loop, arg.getArgNumber() - loop.getNumInductionVars(), work);
+    } else {
+      Operation *def = v.getDefiningOp();
+      if (auto loop = dyn_cast<scf::ForOp>(def)) {
+        tieLoop(loop, cast<OpResult>(v).getResultNumber(), work);
+      } else if (auto insert = dyn_cast<tensor::InsertSliceOp>(def)) {
+        work.push_back(insert.getSource());
+        work.push_back(insert.getDest());
+      } else if (isBF16Gemm(def) && isZeroFill(def->getOperand(2))) {
+        n.products.push_back(def);
+      } else if (!isa<tensor::EmptyOp>(def)) {
+        return std::nullopt;
+      }
+    }
+    const bool isProduct = v.getDefiningOp() && isBF16Gemm(v.getDefiningOp());
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<tensor::DimOp, func::ReturnOp>(user))
+        continue;
+      if (isa<bt::SampleOp>(user) && isProduct) {
+        sampled = true;
+        continue;
+      }
+      if (auto insert = dyn_cast<tensor::InsertSliceOp>(user)) {
+        work.push_back(insert.getResult());
+        continue;
+      }
+      if (auto yield = dyn_cast<scf::YieldOp>(user)) {
+        auto loop = dyn_cast<scf::ForOp>(yield->getParentOp());
+        if (!loop)
+          return std::nullopt;
+        tieLoop(loop, use.getOperandNumber(), work);
+        continue;
+      }
+      if (auto loop = dyn_cast<scf::ForOp>(user)) {
+        if (use.getOperandNumber() < loop.getNumControlOperands())
+          return std::nullopt;
+        tieLoop(loop, use.getOperandNumber() - loop.getNumControlOperands(),
+                work);
+        continue;
+      }
+      return std::nullopt;
+    }
+  }
+  // An insert_slice reads its source only as an element copy: a product
+  // must not be another network's container (it is inserted or returned).
+  for (Operation *gemm : n.products)
+    for (OpOperand &use : gemm->getResult(0).getUses())
+      if (auto insert = dyn_cast<tensor::InsertSliceOp>(use.getOwner()))
+        if (use.get() == insert.getDest())
+          return std::nullopt;
+  if (!sampled)
+    return std::nullopt;
+  return n;
+}
+
+/// Rounds every product of `n` to bf16 right after its GEMM (a generic
+/// marked `bt.bf16_gemm_output`: cuBLAS writes the bf16 product), and gives
+/// every other tensor of the network bf16 elements, so that the sampler and
+/// the entry's result read the rounded logits. Updates the function types.
+void narrowSampledLogits(SampledLogits &n) {
+  llvm::SmallPtrSet<Operation *, 4> funcs;
+  for (Value v : n.values)
+    if (!llvm::is_contained(n.products, v.getDefiningOp()))
+      v.setType(withBF16(v));
+  for (Operation *gemm : n.products) {
+    Value product = gemm->getResult(0);
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : product.getUses())
+      if (!isa<tensor::DimOp>(use.getOwner()))
+        uses.push_back(&use);
+    OpBuilder b(gemm);
+    b.setInsertionPointAfter(gemm);
+    Value rounded = roundTensorToBF16(b, gemm->getLoc(), product);
+    rounded.getDefiningOp()->setAttr(bt::codegen::kBF16GemmOutputAttr,
+                                     b.getUnitAttr());
+    for (OpOperand *use : uses)
+      use->set(rounded);
+    funcs.insert(gemm->getParentOfType<func::FuncOp>());
+  }
+  for (Operation *op : funcs) {
+    auto fn = cast<func::FuncOp>(op);
+    fn.walk([&](func::ReturnOp ret) {
+      fn.setType(FunctionType::get(fn.getContext(), fn.getArgumentTypes(),
+                                   ret.getOperandTypes()));
+    });
+  }
+}
+
 struct BF16GemmOutputsPass
     : public bt::impl::BTBF16GemmOutputsBase<BF16GemmOutputsPass> {
   void runOnOperation() override {
@@ -222,13 +350,27 @@ struct BF16GemmOutputsPass
       if (isBF16Gemm(op))
         gemms.push_back(op);
     });
+    // The sampled logits first: a decode entry's LM-head products and the
+    // step logits that hold them become bf16 together.
+    llvm::SmallPtrSet<Operation *, 8> done;
     for (Operation *gemm : gemms) {
+      if (done.contains(gemm))
+        continue;
+      std::optional<SampledLogits> logits = sampledLogits(gemm->getResult(0));
+      if (!logits)
+        continue;
+      done.insert(logits->products.begin(), logits->products.end());
+      narrowSampledLogits(*logits);
+    }
+    for (Operation *gemm : gemms) {
+      if (done.contains(gemm))
+        continue;
       SmallVector<Operation *> views;
       SmallVector<OpOperand *> inputs;
       if (!collectReaders(gemm->getResult(0), views, inputs) || inputs.empty())
         continue;
-      // Logits stay f32 wherever the entry point returns them (eval's), as
-      // they do where the sampler reads them (decode_tokens).
+      // Logits stay f32 wherever the entry point returns them unsampled
+      // (eval's, through a masking generic).
       if (llvm::any_of(inputs, [](OpOperand *input) {
             return computesFunctionResult(input->getOwner());
           }))

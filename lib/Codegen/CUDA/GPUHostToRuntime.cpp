@@ -44,8 +44,11 @@ namespace {
 constexpr StringLiteral kLaunch = "bt_gpu_launch";
 constexpr StringLiteral kAlloc = "bt_gpu_alloc";
 constexpr StringLiteral kFree = "bt_gpu_free";
-constexpr StringLiteral kCpuSampler = "_mlir_ciface_bt_rt_sample";
-constexpr StringLiteral kGpuSampler = "_mlir_ciface_bt_gpu_sample";
+// The runtime's sampler callbacks: the host's, and the device's that this
+// target calls instead (f32 logits; bf16 logits of --dtype bf16).
+constexpr std::pair<StringLiteral, StringLiteral> kSamplers[] = {
+    {"_mlir_ciface_bt_rt_sample", "_mlir_ciface_bt_gpu_sample"},
+    {"_mlir_ciface_bt_rt_sample_bf16", "_mlir_ciface_bt_gpu_sample_bf16"}};
 
 /// The entry block of the function around `op` (allocas go there, so that a
 /// launch inside a loop does not grow the stack).
@@ -205,17 +208,20 @@ struct GPUHostToRuntimePass
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
 
-    // The sampler callback receives device memory on this target.
-    if (auto cpu = module.lookupSymbol<LLVM::LLVMFuncOp>(kCpuSampler)) {
-      if (module.lookupSymbol(kGpuSampler)) {
-        cpu.emitOpError() << "both " << kCpuSampler << " and " << kGpuSampler
+    // The sampler callbacks receive device memory on this target.
+    for (auto [cpuName, gpuName] : kSamplers) {
+      auto cpu = module.lookupSymbol<LLVM::LLVMFuncOp>(cpuName);
+      if (!cpu)
+        continue;
+      if (module.lookupSymbol(gpuName)) {
+        cpu.emitOpError() << "both " << cpuName << " and " << gpuName
                           << " are declared";
         return signalPassFailure();
       }
       if (failed(SymbolTable::replaceAllSymbolUses(
-              cpu, StringAttr::get(ctx, kGpuSampler), module)))
+              cpu, StringAttr::get(ctx, gpuName), module)))
         return signalPassFailure();
-      cpu.setSymName(kGpuSampler);
+      cpu.setSymName(gpuName);
     }
   }
 };

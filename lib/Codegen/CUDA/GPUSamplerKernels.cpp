@@ -726,17 +726,71 @@ std::string sampleKernelText() {
   return o;
 }
 
+/// The kernels of `text` for bf16 logits: each kernel `@name(` renamed
+/// `@name_bf16(`, the logits memref typed bf16, and every load of a logit
+/// followed by its exact extension to f32 (the bits shifted left by 16, as
+/// codegen::extendBF16: integer ops, the same on NVPTX and the emulator), so
+/// that the rest of the kernel reads the same f32 value under the same name.
+std::string bf16Variant(std::string text) {
+  const std::string f32 = "memref<?x?xf32, strided<[?, ?], offset: ?>>";
+  const std::string bf16 = "memref<?x?xbf16, strided<[?, ?], offset: ?>>";
+  for (const char *kernel : {"@bt_sample_greedy(", "@bt_sample("}) {
+    std::string from = kernel;
+    std::string to = from.substr(0, from.size() - 1) + "_bf16(";
+    for (size_t at = text.find(from); at != std::string::npos;
+         at = text.find(from, at + to.size()))
+      text.replace(at, from.size(), to);
+  }
+  std::string out;
+  size_t line = 0;
+  while (line < text.size()) {
+    size_t end = text.find('\n', line);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string l = text.substr(line, end - line);
+    line = end + 1;
+    const size_t load = l.find(" = memref.load %logits[");
+    if (load == std::string::npos) {
+      for (size_t at = l.find(f32); at != std::string::npos;
+           at = l.find(f32, at + bf16.size()))
+        l.replace(at, f32.size(), bf16);
+      out += l + "\n";
+      continue;
+    }
+    const size_t indent = l.find_first_not_of(' ');
+    const std::string pad = l.substr(0, indent);
+    const std::string name = l.substr(indent, load - indent);
+    std::string read = l.substr(load);
+    read.replace(read.find(f32), f32.size(), bf16);
+    out += pad + name + "_h" + read + "\n";
+    out += pad + name + "_i = arith.bitcast " + name + "_h : bf16 to i16\n";
+    out += pad + name + "_w = arith.extui " + name + "_i : i16 to i32\n";
+    out += pad + name + "_16 = arith.constant 16 : i32\n";
+    out += pad + name + "_s = arith.shli " + name + "_w, " + name +
+           "_16 : i32\n";
+    out += pad + name + " = arith.bitcast " + name + "_s : i32 to f32\n";
+  }
+  return out;
+}
+
 struct GPUSamplerKernelsPass
     : public bt::impl::BTGPUSamplerKernelsBase<GPUSamplerKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (!module.lookupSymbol<func::FuncOp>("bt_rt_sample") ||
-        module.lookupSymbol("bt_sampler_kernels"))
+    const bool f32 = module.lookupSymbol<func::FuncOp>("bt_rt_sample");
+    const bool bf16 = module.lookupSymbol<func::FuncOp>("bt_rt_sample_bf16");
+    if ((!f32 && !bf16) || module.lookupSymbol("bt_sampler_kernels"))
       return;
     ParserConfig config(&getContext());
-    const std::string text = std::string("gpu.module @bt_sampler_kernels {") +
-                             kGreedyHead + kEosPrologue + kGreedyBody +
-                             sampleKernelText() + "}\n";
+    const std::string kernels =
+        std::string(kGreedyHead) + kEosPrologue + kGreedyBody +
+        sampleKernelText();
+    std::string text = "gpu.module @bt_sampler_kernels {";
+    if (f32)
+      text += kernels;
+    if (bf16)
+      text += bf16Variant(kernels);
+    text += "}\n";
     OwningOpRef<ModuleOp> parsed =
         parseSourceString<ModuleOp>(text, config, "bt-sampler");
     if (!parsed) {

@@ -178,9 +178,9 @@ struct BF16Product {
 /// `zeroFill` or by a bf16BiasInit, read only by the generic marked
 /// `bt.bf16_gemm_output` that rounds it element for element into a bf16
 /// buffer with unit innermost stride later in the same block, and otherwise
-/// only deallocated; that buffer's allocation (if it is one and comes after
-/// the init) can move in front of the init, and no op between the init and
-/// the rounding touches that buffer.
+/// only deallocated; that buffer's allocation or subview (if it is one and
+/// comes after the init) can move in front of the init, and no op between
+/// the init and the rounding touches that buffer.
 std::optional<BF16Product> bf16Product(Operation *gemm, const Gemm &g,
                                        linalg::FillOp zeroFill,
                                        DominanceInfo &dom) {
@@ -220,7 +220,9 @@ std::optional<BF16Product> bf16Product(Operation *gemm, const Gemm &g,
   Operation *def = out.getDefiningOp();
   if (def && def->getBlock() == first->getBlock() &&
       first->isBeforeInBlock(def)) {
-    if (!isa<memref::AllocOp>(def) ||
+    // An allocation, or a view of a buffer (a decode entry's bf16 logits go
+    // straight into their row of step_logits [B, L_B, V]).
+    if (!isa<memref::AllocOp, memref::SubViewOp>(def) ||
         !llvm::all_of(def->getOperands(), [&](Value v) {
           return dom.properlyDominates(v, first);
         }))

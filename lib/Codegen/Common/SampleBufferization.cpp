@@ -20,7 +20,9 @@
 // bt_sample_greedy / bt_sample_kernel of GPUSamplerKernels.cpp), so logits
 // that an LM head wrote straight into a slice of a larger buffer (e.g.
 // decode_tokens' step_logits [B, L_B, V], once bufferization eliminated the
-// head's init) are read there, not copied first.
+// head's init) are read there, not copied first. bf16 logits (the CUDA
+// target's --dtype bf16) call `bt_rt_sample_bf16` alike, with a
+// memref<?x?xbf16, strided<[?, ?], offset: ?>>.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,28 +46,33 @@ namespace {
 
 constexpr int64_t kDyn = ShapedType::kDynamic;
 constexpr StringLiteral kSamplerName = "bt_rt_sample";
+// The sampler of bf16 logits (the CUDA target's --dtype bf16 decode entries).
+constexpr StringLiteral kBF16SamplerName = "bt_rt_sample_bf16";
 
-/// The logits operand of the runtime's sampler: F32 [B, V], any offset and
-/// strides (memref<?x?xf32, strided<[?, ?], offset: ?>>).
-MemRefType stridedLogitsType(MLIRContext *ctx) {
+/// The logits operand of the runtime's sampler: `element` (f32 or bf16)
+/// [B, V], any offset and strides (memref<?x?xT, strided<[?, ?], offset: ?>>).
+MemRefType stridedLogitsType(Type element) {
+  MLIRContext *ctx = element.getContext();
   return MemRefType::get(
-      {kDyn, kDyn}, Float32Type::get(ctx),
+      {kDyn, kDyn}, element,
       StridedLayoutAttr::get(ctx, kDyn, ArrayRef<int64_t>{kDyn, kDyn}));
 }
 
-/// The declaration of the runtime's sampler, created on first use.
-func::FuncOp getOrCreateSampler(Operation *from) {
+/// The declaration of the runtime's sampler of `element` logits, created on
+/// first use.
+func::FuncOp getOrCreateSampler(Operation *from, Type element) {
   auto module = from->getParentOfType<ModuleOp>();
-  if (auto fn = module.lookupSymbol<func::FuncOp>(kSamplerName))
+  StringRef name = element.isBF16() ? kBF16SamplerName : kSamplerName;
+  if (auto fn = module.lookupSymbol<func::FuncOp>(name))
     return fn;
   MLIRContext *ctx = module.getContext();
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   auto type = FunctionType::get(
       ctx,
-      {IntegerType::get(ctx, 64), stridedLogitsType(ctx),
+      {IntegerType::get(ctx, 64), stridedLogitsType(element),
        MemRefType::get({kDyn}, IntegerType::get(ctx, 64))},
       {});
-  auto fn = b.create<func::FuncOp>(module.getLoc(), kSamplerName, type);
+  auto fn = b.create<func::FuncOp>(module.getLoc(), name, type);
   fn.setPrivate();
   fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), UnitAttr::get(ctx));
   // A weak undefined symbol in the kernel library (bt-emit-entry-wrappers).
@@ -98,10 +105,11 @@ struct SampleOpModel
       return failure();
     Type i64 = rewriter.getI64Type();
     Value batch = rewriter.create<memref::DimOp>(loc, *logits, 0);
+    Type element = cast<MemRefType>(logits->getType()).getElementType();
+    MemRefType strided = stridedLogitsType(element);
     Value anyLayout = *logits;
-    if (anyLayout.getType() != stridedLogitsType(rewriter.getContext()))
-      anyLayout = rewriter.create<memref::CastOp>(
-          loc, stridedLogitsType(rewriter.getContext()), anyLayout);
+    if (anyLayout.getType() != strided)
+      anyLayout = rewriter.create<memref::CastOp>(loc, strided, anyLayout);
     auto tokensType = cast<RankedTensorType>(sample.getType());
     SmallVector<Value> dyn;
     if (tokensType.isDynamicDim(0))
@@ -114,7 +122,7 @@ struct SampleOpModel
     auto denseTokens = MemRefType::get({kDyn}, i64);
     if (tokensArg.getType() != denseTokens)
       tokensArg = rewriter.create<memref::CastOp>(loc, denseTokens, tokensArg);
-    func::FuncOp sampler = getOrCreateSampler(op);
+    func::FuncOp sampler = getOrCreateSampler(op, element);
     rewriter.create<func::CallOp>(
         loc, sampler, ValueRange{sample.getSampler(), anyLayout, tokensArg});
     replaceOpWithBufferizedValues(rewriter, op, *tokens);

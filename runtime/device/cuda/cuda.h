@@ -426,6 +426,14 @@ absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
                             const StridedMemRef<float, 2> &logits,
                             const StridedMemRef<int64_t, 1> &tokens,
                             const SamplerCallbackTarget::DeviceStep &step);
+/// The same for bf16 logits BF16 [B', V] (the bits; a `--dtype bf16`
+/// artifact's decode entries): launches `bt_sample_greedy_bf16` /
+/// `bt_sample_bf16`, which extend each logit exactly to f32 and choose as
+/// the f32 kernels do.
+absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
+                            const StridedMemRef<uint16_t, 2> &logits,
+                            const StridedMemRef<int64_t, 1> &tokens,
+                            const SamplerCallbackTarget::DeviceStep &step);
 /// Reads the NaN flags of `handle`'s state (one copy of B' x 16 bytes) and
 /// frees it; OK when SampleOnDevice never ran for it. Errors:
 /// InvalidArgument naming the first row whose logits held a NaN.

@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -432,10 +433,21 @@ constexpr int32_t kDrawSharedBytes = kSampleThreads * (8 + 8);
 
 } // namespace
 
-absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
-                            const StridedMemRef<float, 2> &logits,
-                            const StridedMemRef<int64_t, 1> &tokens,
-                            const SamplerCallbackTarget::DeviceStep &step) {
+namespace {
+
+// SampleOnDevice for logits of element type T: float launches
+// bt_sample_greedy / bt_sample, uint16_t (bf16 bits) their _bf16 variants
+// (the same parameters: a descriptor's offset and strides count elements).
+template <typename T>
+absl::Status SampleOnDeviceT(CudaBackend &gpu, int64_t handle,
+                             const StridedMemRef<T, 2> &logits,
+                             const StridedMemRef<int64_t, 1> &tokens,
+                             const SamplerCallbackTarget::DeviceStep &step) {
+  const std::string greedy_kernel = std::is_same_v<T, uint16_t>
+                                        ? "bt_sample_greedy_bf16"
+                                        : "bt_sample_greedy";
+  const std::string draw_kernel =
+      std::is_same_v<T, uint16_t> ? "bt_sample_bf16" : "bt_sample";
   const int64_t rows = tokens.sizes[0];
   if (rows <= 0)
     return absl::OkStatus();
@@ -474,7 +486,7 @@ absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
     std::vector<void *> params;
     for (int64_t &w : words)
       params.push_back(&w);
-    return gpu.Launch("bt_sample_greedy", rows, 1, 1, kSampleThreads, 1, 1,
+    return gpu.Launch(greedy_kernel.c_str(), rows, 1, 1, kSampleThreads, 1, 1,
                       kSampleSharedBytes, params.data());
   }
   // bt_sample: the rows' stream states, loaded when the sampler hands them
@@ -500,8 +512,24 @@ absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
   params.push_back(&inv_t);
   params.push_back(&top_k);
   params.push_back(&top_p);
-  return gpu.Launch("bt_sample", rows, 1, 1, kSampleThreads, 1, 1,
+  return gpu.Launch(draw_kernel.c_str(), rows, 1, 1, kSampleThreads, 1, 1,
                     kDrawSharedBytes, params.data());
+}
+
+} // namespace
+
+absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
+                            const StridedMemRef<float, 2> &logits,
+                            const StridedMemRef<int64_t, 1> &tokens,
+                            const SamplerCallbackTarget::DeviceStep &step) {
+  return SampleOnDeviceT(gpu, handle, logits, tokens, step);
+}
+
+absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
+                            const StridedMemRef<uint16_t, 2> &logits,
+                            const StridedMemRef<int64_t, 1> &tokens,
+                            const SamplerCallbackTarget::DeviceStep &step) {
+  return SampleOnDeviceT(gpu, handle, logits, tokens, step);
 }
 
 absl::Status EndDeviceSampling(CudaBackend &gpu, int64_t handle) {
@@ -583,9 +611,10 @@ bt::rt::StridedMemRef<T, N> ToHost(bt::rt::CudaBackend &gpu,
 // [B, L_B, V]: row stride L_B * V) are copied one by one, so that only the
 // B * V logits cross, not the span; other views are copied as their span
 // (ToHost). The bytes count as the sampler's.
-bt::rt::StridedMemRef<float, 2>
-LogitsToHost(bt::rt::CudaBackend &gpu, const bt::rt::StridedMemRef<float, 2> &d,
-             std::vector<float> &host) {
+template <typename T>
+bt::rt::StridedMemRef<T, 2>
+LogitsToHost(bt::rt::CudaBackend &gpu, const bt::rt::StridedMemRef<T, 2> &d,
+             std::vector<T> &host) {
   const int64_t rows = d.sizes[0], cols = d.sizes[1];
   const bool gapped =
       rows > 1 && cols > 0 && d.strides[1] == 1 && d.strides[0] > cols;
@@ -593,8 +622,8 @@ LogitsToHost(bt::rt::CudaBackend &gpu, const bt::rt::StridedMemRef<float, 2> &d,
     uint64_t base = 0;
     return ToHost(gpu, d, host, base, true);
   }
-  host.assign(static_cast<size_t>(rows * cols), 0.0f);
-  const int64_t bytes = cols * static_cast<int64_t>(sizeof(float));
+  host.assign(static_cast<size_t>(rows * cols), T());
+  const int64_t bytes = cols * static_cast<int64_t>(sizeof(T));
   for (int64_t r = 0; r < rows; ++r) {
     const uint64_t src =
         reinterpret_cast<uintptr_t>(d.aligned + d.offset + r * d.strides[0]);
@@ -602,7 +631,7 @@ LogitsToHost(bt::rt::CudaBackend &gpu, const bt::rt::StridedMemRef<float, 2> &d,
     AbortUnlessOk(s);
     gpu.CountSamplerBytes(bytes);
   }
-  bt::rt::StridedMemRef<float, 2> h = d;
+  bt::rt::StridedMemRef<T, 2> h = d;
   h.allocated = h.aligned = host.data();
   h.offset = 0;
   h.strides[0] = cols;
@@ -610,15 +639,18 @@ LogitsToHost(bt::rt::CudaBackend &gpu, const bt::rt::StridedMemRef<float, 2> &d,
   return h;
 }
 
-} // namespace
-
-extern "C" __attribute__((visibility("default"), used)) void
-_mlir_ciface_bt_gpu_sample(int64_t sampler,
-                           bt::rt::StridedMemRef<float, 2> *logits,
-                           bt::rt::StridedMemRef<int64_t, 1> *tokens) {
+// The device sampler callback for logits of element type T (float, or
+// uint16_t: bf16 bits): a device step when the sampler allows it, else the
+// logits to the host and the host's callback `host_sample`.
+template <typename T>
+void GpuSample(const char *name, int64_t sampler,
+               bt::rt::StridedMemRef<T, 2> *logits,
+               bt::rt::StridedMemRef<int64_t, 1> *tokens,
+               void (*host_sample)(int64_t, bt::rt::StridedMemRef<T, 2> *,
+                                   bt::rt::StridedMemRef<int64_t, 1> *)) {
   bt::rt::CudaBackend *gpu = bt::rt::CudaBackend::Current();
   if (gpu == nullptr || logits == nullptr || tokens == nullptr) {
-    std::fprintf(stderr, "bt: _mlir_ciface_bt_gpu_sample: %s\n",
+    std::fprintf(stderr, "bt: %s: %s\n", name,
                  gpu == nullptr ? "no CUDA backend is active"
                                 : "null memref descriptor");
     std::abort();
@@ -634,20 +666,38 @@ _mlir_ciface_bt_gpu_sample(int64_t sampler,
     AbortUnlessOk(s);
     return;
   }
-  std::vector<float> hl;
+  std::vector<T> hl;
   std::vector<int64_t> ht;
   uint64_t tbase = 0;
-  bt::rt::StridedMemRef<float, 2> l = LogitsToHost(*gpu, *logits, hl);
+  bt::rt::StridedMemRef<T, 2> l = LogitsToHost(*gpu, *logits, hl);
   // The tokens are the sampler's output: copied down only when they are a
   // strided view (the copy back writes their whole span).
   const bool strided = tokens->sizes[0] > 1 && tokens->strides[0] != 1;
   bt::rt::StridedMemRef<int64_t, 1> t =
       ToHost(*gpu, *tokens, ht, tbase, strided);
-  _mlir_ciface_bt_rt_sample(sampler, &l, &t);
+  host_sample(sampler, &l, &t);
   if (!ht.empty()) {
     const int64_t bytes = static_cast<int64_t>(ht.size() * sizeof(int64_t));
     absl::Status s = gpu->CopyToDevice(tbase, ht.data(), bytes);
     gpu->CountSamplerBytes(bytes);
     AbortUnlessOk(s);
   }
+}
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"), used)) void
+_mlir_ciface_bt_gpu_sample(int64_t sampler,
+                           bt::rt::StridedMemRef<float, 2> *logits,
+                           bt::rt::StridedMemRef<int64_t, 1> *tokens) {
+  GpuSample("_mlir_ciface_bt_gpu_sample", sampler, logits, tokens,
+            &_mlir_ciface_bt_rt_sample);
+}
+
+extern "C" __attribute__((visibility("default"), used)) void
+_mlir_ciface_bt_gpu_sample_bf16(int64_t sampler,
+                                bt::rt::StridedMemRef<uint16_t, 2> *logits,
+                                bt::rt::StridedMemRef<int64_t, 1> *tokens) {
+  GpuSample("_mlir_ciface_bt_gpu_sample_bf16", sampler, logits, tokens,
+            &_mlir_ciface_bt_rt_sample_bf16);
 }

@@ -167,10 +167,10 @@ func.func @shared_bias(%x: tensor<4x16xbf16>, %y: tensor<4x16xbf16>, %w: tensor<
 
 // -----
 
-// Products that keep f32: a product the function returns (decode_step's
-// logits), one read by a generic whose result the function returns (eval's
-// logits, written by a masking generic from the LM head's product), a
-// product a named op reads, and an f32 GEMM.
+// Products that keep f32: a product the function returns unsampled
+// (prefill's logits), one read by a generic whose result the function
+// returns (eval's logits, written by a masking generic from the LM head's
+// product), a product a named op reads, and an f32 GEMM.
 // CHECK-LABEL: func.func @kept
 //   CHECK-NOT:   bt.bf16_gemm
 //   CHECK-NOT:   xbf16> into
@@ -224,4 +224,98 @@ func.func @init_use(%x: tensor<4x16xbf16>, %w: tensor<8x16xbf16>, %y: tensor<4x8
     linalg.yield %s : f32
   } -> tensor<4x8xf32>
   return %g : tensor<4x8xf32>
+}
+
+// -----
+
+// decode_tokens' sampled logits: the LM head's product of each step is read
+// by bt.sample and inserted into step_logits [B, L_B, V] (a tensor.empty
+// carried through the loop's iter_args and returned). Each product is
+// rounded to bf16 once (marked for cuBLAS's bf16 C), the sampler reads the
+// bf16 product, and step_logits, the loop's iter_arg and result and the
+// function's result become bf16.
+// CHECK-LABEL: func.func @decode_tokens
+//  CHECK-SAME:   -> (tensor<?x4xi64>, tensor<?x4x8xbf16>)
+//       CHECK:   %[[SL:.*]] = tensor.empty(%{{.*}}) : tensor<?x4x8xbf16>
+//       CHECK:   %[[P:.*]] = linalg.matmul_transpose_b {{.*}} -> tensor<?x8xf32>
+//       CHECK:   %[[R:.*]] = linalg.generic {{.*}} ins(%[[P]] : tensor<?x8xf32>) outs(%{{.*}} : tensor<?x8xbf16>) attrs = {bt.bf16_gemm_output}
+//       CHECK:   bt.sample %[[R]], %{{.*}} : tensor<?x8xbf16> -> tensor<?xi64>
+//       CHECK:   %[[I:.*]] = tensor.insert_slice %[[R]] into %[[SL]]{{.*}} : tensor<?x8xbf16> into tensor<?x4x8xbf16>
+//       CHECK:   scf.for {{.*}} iter_args(%[[A:.*]] = %[[I]], %{{.*}} = %{{.*}}) -> (tensor<?x4x8xbf16>, tensor<?x4xi64>)
+//       CHECK:     %[[P2:.*]] = linalg.matmul_transpose_b {{.*}} -> tensor<?x8xf32>
+//       CHECK:     %[[R2:.*]] = linalg.generic {{.*}} ins(%[[P2]] : tensor<?x8xf32>) {{.*}} attrs = {bt.bf16_gemm_output}
+//       CHECK:     bt.sample %[[R2]], %{{.*}} : tensor<?x8xbf16>
+//       CHECK:     tensor.insert_slice %[[R2]] into %[[A]]{{.*}} : tensor<?x8xbf16> into tensor<?x4x8xbf16>
+//       CHECK:     scf.yield {{.*}} : tensor<?x4x8xbf16>, tensor<?x4xi64>
+//       CHECK:   return {{.*}} : tensor<?x4xi64>, tensor<?x4x8xbf16>
+func.func @decode_tokens(%x: tensor<?x16xbf16>, %w: tensor<8x16xbf16>, %s: i64) -> (tensor<?x4xi64>, tensor<?x4x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  %m = tensor.dim %x, %c0 : tensor<?x16xbf16>
+  %steps = tensor.empty(%m) : tensor<?x4x8xf32>
+  %toks = tensor.empty(%m) : tensor<?x4xi64>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %p = linalg.matmul_transpose_b ins(%x, %w : tensor<?x16xbf16>, tensor<8x16xbf16>) outs(%f : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %t = bt.sample %p, %s : tensor<?x8xf32> -> tensor<?xi64>
+  %sl = tensor.insert_slice %p into %steps[0, 0, 0] [%m, 1, 8] [1, 1, 1] : tensor<?x8xf32> into tensor<?x4x8xf32>
+  %tl = tensor.insert_slice %t into %toks[0, 0] [%m, 1] [1, 1] : tensor<?xi64> into tensor<?x4xi64>
+  %r:2 = scf.for %k = %c1 to %c4 step %c1 iter_args(%a = %sl, %b = %tl) -> (tensor<?x4x8xf32>, tensor<?x4xi64>) {
+    %e2 = tensor.empty(%m) : tensor<?x8xf32>
+    %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<?x8xf32>) -> tensor<?x8xf32>
+    %p2 = linalg.matmul_transpose_b ins(%x, %w : tensor<?x16xbf16>, tensor<8x16xbf16>) outs(%f2 : tensor<?x8xf32>) -> tensor<?x8xf32>
+    %t2 = bt.sample %p2, %s : tensor<?x8xf32> -> tensor<?xi64>
+    %a2 = tensor.insert_slice %p2 into %a[0, %k, 0] [%m, 1, 8] [1, 1, 1] : tensor<?x8xf32> into tensor<?x4x8xf32>
+    %b2 = tensor.insert_slice %t2 into %b[0, %k] [%m, 1] [1, 1] : tensor<?xi64> into tensor<?x4xi64>
+    scf.yield %a2, %b2 : tensor<?x4x8xf32>, tensor<?x4xi64>
+  }
+  return %r#1, %r#0 : tensor<?x4xi64>, tensor<?x4x8xf32>
+}
+
+// -----
+
+// A vanilla decode_step: the product is sampled and returned as it is; it
+// and the function's result become bf16.
+// CHECK-LABEL: func.func @decode_step
+//  CHECK-SAME:   -> (tensor<?xi64>, tensor<?x8xbf16>)
+//       CHECK:   %[[R:.*]] = linalg.generic {{.*}} attrs = {bt.bf16_gemm_output}
+//       CHECK:   %[[T:.*]] = bt.sample %[[R]], %{{.*}} : tensor<?x8xbf16>
+//       CHECK:   return %[[T]], %[[R]] : tensor<?xi64>, tensor<?x8xbf16>
+func.func @decode_step(%x: tensor<?x16xbf16>, %w: tensor<8x16xbf16>, %s: i64) -> (tensor<?xi64>, tensor<?x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = tensor.dim %x, %c0 : tensor<?x16xbf16>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %p = linalg.matmul_transpose_b ins(%x, %w : tensor<?x16xbf16>, tensor<8x16xbf16>) outs(%f : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %t = bt.sample %p, %s : tensor<?x8xf32> -> tensor<?xi64>
+  return %t, %p : tensor<?xi64>, tensor<?x8xf32>
+}
+
+// -----
+
+// Sampled logits that keep f32: the container of step_logits is read
+// otherwise too (an extract_slice), a product whose init is a bias
+// broadcast, and logits nobody samples (returned: the case @kept).
+// CHECK-LABEL: func.func @sampled_kept
+//   CHECK-NOT:   bf16_gemm_output
+//   CHECK-NOT:   x8xbf16>
+//       CHECK:   return
+func.func @sampled_kept(%x: tensor<?x16xbf16>, %w: tensor<8x16xbf16>, %bias: tensor<8xf32>, %s: i64) -> (tensor<?xi64>, tensor<?x2x8xf32>, tensor<?x8xf32>, tensor<?xi64>, tensor<?x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = tensor.dim %x, %c0 : tensor<?x16xbf16>
+  %steps = tensor.empty(%m) : tensor<?x2x8xf32>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %p = linalg.matmul_transpose_b ins(%x, %w : tensor<?x16xbf16>, tensor<8x16xbf16>) outs(%f : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %t = bt.sample %p, %s : tensor<?x8xf32> -> tensor<?xi64>
+  %sl = tensor.insert_slice %p into %steps[0, 0, 0] [%m, 1, 8] [1, 1, 1] : tensor<?x8xf32> into tensor<?x2x8xf32>
+  %row = tensor.extract_slice %sl[0, 0, 0] [%m, 1, 8] [1, 1, 1] : tensor<?x2x8xf32> to tensor<?x8xf32>
+  %bb = linalg.broadcast ins(%bias : tensor<8xf32>) outs(%e : tensor<?x8xf32>) dimensions = [0]
+  %q = linalg.matmul_transpose_b ins(%x, %w : tensor<?x16xbf16>, tensor<8x16xbf16>) outs(%bb : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %u = bt.sample %q, %s : tensor<?x8xf32> -> tensor<?xi64>
+  return %t, %sl, %row, %u, %q : tensor<?xi64>, tensor<?x2x8xf32>, tensor<?x8xf32>, tensor<?xi64>, tensor<?x8xf32>
 }

@@ -5,7 +5,7 @@
 // stride 1; an index as i64), stored into one stack struct allocated at the
 // function entry, pointers to them in an array, then bt_gpu_launch with the
 // kernel's name. gpu.alloc / gpu.dealloc call the runtime's pool; the
-// sampler callback gets the GPU variant's name.
+// sampler callbacks (f32 and bf16 logits) get their GPU variants' names.
 // CHECK-DAG: llvm.mlir.global internal constant @bt_kernel_name_k("k\00")
 // CHECK-DAG: llvm.func @bt_gpu_alloc(i64) -> !llvm.ptr
 // CHECK-DAG: llvm.func @bt_gpu_launch(!llvm.ptr, i64, i64, i64, i64, i64, i64, i32, !llvm.ptr, i32)
@@ -48,8 +48,12 @@
 //       CHECK:     llvm.call @bt_gpu_free(%[[P]]) : (!llvm.ptr) -> ()
 //   CHECK-NOT:   gpu.launch_func
 //   CHECK-NOT:   gpu.alloc
-//       CHECK: llvm.call @_mlir_ciface_bt_gpu_sample(
-//       CHECK: llvm.func @_mlir_ciface_bt_gpu_sample(i64, !llvm.ptr, !llvm.ptr)
+//   CHECK-NOT: _mlir_ciface_bt_rt_sample
+//   CHECK-DAG: llvm.call @_mlir_ciface_bt_gpu_sample(
+//   CHECK-DAG: llvm.func @_mlir_ciface_bt_gpu_sample(i64, !llvm.ptr, !llvm.ptr)
+//   CHECK-DAG: llvm.call @_mlir_ciface_bt_gpu_sample_bf16(
+//   CHECK-DAG: llvm.func @_mlir_ciface_bt_gpu_sample_bf16(i64, !llvm.ptr, !llvm.ptr)
+//   CHECK-NOT: _mlir_ciface_bt_rt_sample
 module attributes {gpu.container_module} {
   func.func @main(%n: index, %steps: index) {
     %c0 = arith.constant 0 : index
@@ -62,6 +66,7 @@ module attributes {gpu.container_module} {
     return
   }
   func.func private @bt_rt_sample(i64, memref<?x?xf32>, memref<?xi64>) attributes {llvm.emit_c_interface}
+  func.func private @bt_rt_sample_bf16(i64, memref<?x?xbf16>, memref<?xi64>) attributes {llvm.emit_c_interface}
   gpu.module @bt_kernels {
     gpu.func @k(%m: memref<?x4xf32>, %n: index) kernel {
       gpu.return

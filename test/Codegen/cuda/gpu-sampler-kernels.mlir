@@ -38,3 +38,29 @@ module {
     return
   }
 }
+
+// -----
+
+// A module whose host code samples bf16 logits (--dtype bf16) gets the bf16
+// variants only: the logits memref is bf16, and each logit read is extended
+// exactly to f32 (bits << 16) before the f32 kernel's comparisons.
+// CHECK-LABEL: // -----
+// CHECK:       gpu.module @bt_kernels
+// CHECK-NOT:     gpu.func @bt_sample_greedy(
+// CHECK:         gpu.func @bt_sample_greedy_bf16(%[[L:.*]]: memref<?x?xbf16, strided<[?, ?], offset: ?>>, %{{.*}}: memref<?xi64, strided<[?], offset: ?>>, %{{.*}}: memref<?x2xi64>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64) kernel
+// CHECK:           %[[H:.*]] = memref.load %[[L]][%{{.*}}, %{{.*}}] : memref<?x?xbf16, strided<[?, ?], offset: ?>>
+// CHECK-NEXT:      %[[I:.*]] = arith.bitcast %[[H]] : bf16 to i16
+// CHECK-NEXT:      %[[W:.*]] = arith.extui %[[I]] : i16 to i32
+// CHECK-NEXT:      %[[C:.*]] = arith.constant 16 : i32
+// CHECK-NEXT:      %[[S:.*]] = arith.shli %[[W]], %[[C]] : i32
+// CHECK-NEXT:      %[[X:.*]] = arith.bitcast %[[S]] : i32 to f32
+// CHECK-NEXT:      arith.cmpf uno, %[[X]], %[[X]] : f32
+// CHECK:         gpu.func @bt_sample_bf16(%{{.*}}: memref<?x?xbf16, strided<[?, ?], offset: ?>>, %{{.*}}: memref<?xi64, strided<[?], offset: ?>>, %{{.*}}: memref<?x2xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f64, %{{.*}}: i64, %{{.*}}: f64) kernel
+// CHECK-NOT:     memref<?x?xf32, strided
+// CHECK:       }
+// NVVM-LABEL:  // -----
+// NVVM:        llvm.func @bt_sample_greedy_bf16(
+// NVVM:        llvm.func @bt_sample_bf16(
+module {
+  func.func private @bt_rt_sample_bf16(i64, memref<?x?xbf16>, memref<?xi64>)
+}

@@ -203,7 +203,7 @@ func.func @f(%l: tensor<2x8xf32>, %s: i64) {
 
 // ODS type constraint: the sampler reads f32 logits.
 func.func @f(%l: tensor<2x8xf16>, %s: i64) {
-  // expected-error @+1 {{'bt.sample' op operand #0 must be ranked tensor of 32-bit float values, but got 'tensor<2x8xf16>'}}
+  // expected-error @+1 {{'bt.sample' op operand #0 must be ranked tensor of 32-bit float or bfloat16 type values, but got 'tensor<2x8xf16>'}}
   %t = bt.sample %l, %s : tensor<2x8xf16> -> tensor<2xi64>
   return
 }

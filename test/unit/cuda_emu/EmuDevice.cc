@@ -208,13 +208,20 @@ namespace {
 /// `rowStride`) and tokens [rows], then a synchronization.
 bool sampleStep(int64_t handle, const void *logits, int64_t rows,
                 int64_t vocab, int64_t rowStride, void *tokens,
-                const rt::SamplerCallbackTarget::DeviceStep &step,
+                const rt::SamplerCallbackTarget::DeviceStep &step, bool bf16,
                 std::string &error) {
-  float *l = const_cast<float *>(static_cast<const float *>(logits));
   int64_t *t = static_cast<int64_t *>(tokens);
-  rt::StridedMemRef<float, 2> lm{l, l, 0, {rows, vocab}, {rowStride, 1}};
   rt::StridedMemRef<int64_t, 1> tm{t, t, 0, {rows}, {1}};
-  absl::Status st = rt::SampleOnDevice(*backend(), handle, lm, tm, step);
+  absl::Status st;
+  if (bf16) {
+    uint16_t *l = const_cast<uint16_t *>(static_cast<const uint16_t *>(logits));
+    rt::StridedMemRef<uint16_t, 2> lm{l, l, 0, {rows, vocab}, {rowStride, 1}};
+    st = rt::SampleOnDevice(*backend(), handle, lm, tm, step);
+  } else {
+    float *l = const_cast<float *>(static_cast<const float *>(logits));
+    rt::StridedMemRef<float, 2> lm{l, l, 0, {rows, vocab}, {rowStride, 1}};
+    st = rt::SampleOnDevice(*backend(), handle, lm, tm, step);
+  }
   if (!st.ok()) {
     error = st.ToString();
     return false;
@@ -227,18 +234,20 @@ bool sampleStep(int64_t handle, const void *logits, int64_t rows,
 
 bool sampleGreedy(int64_t handle, const void *logits, int64_t rows,
                   int64_t vocab, int64_t rowStride, void *tokens, int64_t step,
-                  int64_t eos, int64_t pad, std::string &error) {
+                  int64_t eos, int64_t pad, std::string &error, bool bf16) {
   rt::SamplerCallbackTarget::DeviceStep s;
   s.step_in_block = step;
   s.eos_token_id = eos;
   s.pad_token_id = pad;
-  return sampleStep(handle, logits, rows, vocab, rowStride, tokens, s, error);
+  return sampleStep(handle, logits, rows, vocab, rowStride, tokens, s, bf16,
+                    error);
 }
 
 bool sampleDraw(int64_t handle, const void *logits, int64_t rows,
                 int64_t vocab, int64_t rowStride, void *tokens, int64_t step,
                 int64_t eos, int64_t pad, double temperature, int64_t topK,
-                double topP, const uint64_t *rngStates, std::string &error) {
+                double topP, const uint64_t *rngStates, std::string &error,
+                bool bf16) {
   rt::SamplerCallbackTarget::DeviceStep s;
   s.step_in_block = step;
   s.eos_token_id = eos;
@@ -248,7 +257,8 @@ bool sampleDraw(int64_t handle, const void *logits, int64_t rows,
   s.top_k = topK;
   s.top_p = topP;
   s.rng_states = rngStates;
-  return sampleStep(handle, logits, rows, vocab, rowStride, tokens, s, error);
+  return sampleStep(handle, logits, rows, vocab, rowStride, tokens, s, bf16,
+                    error);
 }
 
 int64_t hostSample(const float *logits, int64_t vocab, double temperature,

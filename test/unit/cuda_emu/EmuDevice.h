@@ -44,18 +44,22 @@ void release(void *device);
 /// bt_sample_greedy of the loaded module) for sampler `handle`: logits F32
 /// [rows, vocab] at `logits` with row stride `rowStride` elements, tokens
 /// I64 [rows] written to `tokens`; `step` within the block, `eos` (< 0:
-/// none), `pad`. False with `error` set when the launch fails.
+/// none), `pad`. False with `error` set when the launch fails. With `bf16`
+/// the logits are BF16 (the bits) and the kernel is bt_sample_greedy_bf16.
 bool sampleGreedy(int64_t handle, const void *logits, int64_t rows,
                   int64_t vocab, int64_t rowStride, void *tokens, int64_t step,
-                  int64_t eos, int64_t pad, std::string &error);
+                  int64_t eos, int64_t pad, std::string &error,
+                  bool bf16 = false);
 /// Sampling on the device (rt::SampleOnDevice: the kernel bt_sample) for
-/// sampler `handle`, as sampleGreedy, with `temperature` (> 0), `topK` (0:
+/// sampler `handle`, as sampleGreedy (bf16: bt_sample_bf16), with
+/// `temperature` (> 0), `topK` (0:
 /// off), `topP` (1: off); `rngStates` [rows] (the rows' SplitMix64 states)
 /// are loaded first when non-null, else the device continues its streams.
 bool sampleDraw(int64_t handle, const void *logits, int64_t rows,
                 int64_t vocab, int64_t rowStride, void *tokens, int64_t step,
                 int64_t eos, int64_t pad, double temperature, int64_t topK,
-                double topP, const uint64_t *rngStates, std::string &error);
+                double topP, const uint64_t *rngStates, std::string &error,
+                bool bf16 = false);
 /// The CPU sampler's token (rt::SampleToken) for `logits` [vocab] under the
 /// same options, drawing from the stream whose state is `rngState` (advanced
 /// by the draw); -1 on its error (NaN, +inf, no finite logit).

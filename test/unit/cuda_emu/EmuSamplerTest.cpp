@@ -20,6 +20,7 @@
 #include "EmuDevice.h"
 #include "../codegen/KernelHarness.h"
 #include "EmuCompare.h"
+#include "bt/runtime/base/tensor.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
@@ -55,6 +56,7 @@ const std::string &samplerImage() {
     mlir::OwningOpRef<mlir::ModuleOp> module =
         mlir::parseSourceString<mlir::ModuleOp>(R"mlir(module {
       func.func private @bt_rt_sample(i64, memref<?x?xf32>, memref<?xi64>)
+      func.func private @bt_rt_sample_bf16(i64, memref<?x?xbf16>, memref<?xi64>)
       func.func @ln(%x: tensor<?x3x40xf32>, %w: tensor<40xf32>, %b: tensor<40xf32>) -> tensor<?x3x40xf32> {
         %y = bt.layer_norm %x, %w, %b eps 1.0e-05 : tensor<?x3x40xf32>, tensor<40xf32>, tensor<40xf32> -> tensor<?x3x40xf32>
         return %y : tensor<?x3x40xf32>
@@ -66,6 +68,7 @@ const std::string &samplerImage() {
         *module, CUDAPipelineOptions(), ptx, error, &out);
     EXPECT_TRUE(k) << error;
     EXPECT_NE(ptx.find("bt_sample_greedy"), std::string::npos);
+    EXPECT_NE(ptx.find("bt_sample_greedy_bf16"), std::string::npos);
     return out;
   }();
   return image;
@@ -85,8 +88,14 @@ protected:
   std::vector<int64_t> sample(int64_t handle, const std::vector<float> &logits,
                               int64_t rows, int64_t vocab, int64_t stride,
                               int64_t step, int64_t eos, int64_t pad,
-                              bool allSeeds = true) {
-    void *d = emu::upload(logits.data(), rows * stride * 4);
+                              bool allSeeds = true, bool bf16 = false) {
+    // bf16: the logits rounded to bf16 (each is then exactly representable,
+    // so the rounding keeps the values the caller compares with).
+    std::vector<uint16_t> bits;
+    for (float f : logits)
+      bits.push_back(rt::F32ToBf16(f));
+    void *d = bf16 ? emu::upload(bits.data(), rows * stride * 2)
+                   : emu::upload(logits.data(), rows * stride * 4);
     std::vector<int64_t> init(rows, -7);
     void *t = emu::upload(init.data(), rows * 8);
     std::vector<int64_t> first;
@@ -97,7 +106,7 @@ protected:
       std::string error;
       long before = emu::reports();
       EXPECT_TRUE(emu::sampleGreedy(handle, d, rows, vocab, stride, t, step,
-                                    eos, pad, error))
+                                    eos, pad, error, bf16))
           << error;
       EXPECT_EQ(emu::reports(), before);
       std::vector<int64_t> got(rows);
@@ -168,6 +177,47 @@ TEST_F(Sampler, GreedyMatchesTheSequentialScan) {
   }
 }
 
+/// The logits rounded to bf16 and back (exact), as a --dtype bf16 decode
+/// entry's LM head stores them.
+std::vector<float> roundedToBf16(std::vector<float> l) {
+  for (float &f : l)
+    f = rt::Bf16ToF32(rt::F32ToBf16(f));
+  return l;
+}
+
+// bt_sample_greedy_bf16 (bf16 logits, extended exactly): the sequential scan
+// of the extended values, ties made by the rounding included (ids whose f32
+// logits differ below bf16's resolution become equal: the lowest id wins).
+TEST_F(Sampler, GreedyOfBf16LogitsMatchesTheSequentialScan) {
+  std::mt19937 rng(13);
+  int64_t handle = 500;
+  for (int64_t vocab : {1, 7, 256, 257, 1000, 50304}) {
+    SCOPED_TRACE("vocab " + std::to_string(vocab));
+    const int64_t stride = vocab + 5;
+    int64_t rows = 0;
+    std::vector<float> l = adversarialRows(vocab, stride, rows, rng);
+    // A row whose maximum is a tie only in bf16: 3.0 + 2^-10 at a high id,
+    // 3.0 at a lower one (1 + 2^-10 has no bf16: it rounds to 1).
+    std::vector<float> tie(stride, kInf);
+    for (int64_t v = 0; v < vocab; ++v)
+      tie[v] = -1.0f;
+    tie[vocab - 1] = 3.0f + std::ldexp(3.0f, -10);
+    tie[vocab / 2] = 3.0f;
+    l.insert(l.end(), tie.begin(), tie.end());
+    ++rows;
+    std::vector<float> wide = roundedToBf16(l);
+    std::vector<int64_t> want(rows);
+    for (int64_t r = 0; r < rows; ++r)
+      want[r] = sequentialArgMax(wide.data() + r * stride, vocab);
+    if (vocab > 1)
+      EXPECT_EQ(want[rows - 1], vocab / 2);
+    EXPECT_EQ(sample(++handle, l, rows, vocab, stride, 0, -1, 1, vocab <= 1000,
+                     true),
+              want);
+    EXPECT_EQ(emu::endSampling(handle), "");
+  }
+}
+
 TEST_F(Sampler, NaNRowsArePaddedAndReported) {
   const int64_t vocab = 600, rows = 3;
   std::vector<float> l(rows * vocab);
@@ -226,12 +276,18 @@ protected:
   std::vector<std::vector<int64_t>>
   drawBoth(int64_t handle, const std::vector<float> &logits, int64_t rows,
            int64_t vocab, int64_t stride, const Case &c, int64_t steps,
-           uint64_t seed, unsigned long long schedule = 0) {
+           uint64_t seed, unsigned long long schedule = 0, bool bf16 = false) {
     std::vector<uint64_t> states(rows);
     for (int64_t r = 0; r < rows; ++r)
       states[r] = emu::rngState(seed, r);
     std::vector<uint64_t> host = states;
-    void *d = emu::upload(logits.data(), rows * stride * 4);
+    // bf16: the device reads the logits' bf16 bits (logits must be bf16
+    // values already, so that the host samples the same values).
+    std::vector<uint16_t> bits;
+    for (float f : logits)
+      bits.push_back(rt::F32ToBf16(f));
+    void *d = bf16 ? emu::upload(bits.data(), rows * stride * 2)
+                   : emu::upload(logits.data(), rows * stride * 4);
     std::vector<int64_t> init(rows, -7);
     void *t = emu::upload(init.data(), rows * 8);
     emu::setScheduleSeed(schedule);
@@ -241,7 +297,8 @@ protected:
       long before = emu::reports();
       EXPECT_TRUE(emu::sampleDraw(handle, d, rows, vocab, stride, t, k, -1, 0,
                                   c.temperature, c.topK, c.topP,
-                                  k == 0 ? states.data() : nullptr, error))
+                                  k == 0 ? states.data() : nullptr, error,
+                                  bf16))
           << error;
       EXPECT_EQ(emu::reports(), before);
       std::vector<int64_t> got(rows);
@@ -294,6 +351,20 @@ TEST_F(Draw, MatchesTheCpuSampler) {
     std::vector<float> l = drawRows(vocab, stride, rows, rng);
     for (const Case &c : cases)
       drawBoth(++handle, l, rows, vocab, stride, c, 2, 1234 + vocab);
+  }
+}
+
+// bt_sample_bf16: the CPU sampler's draws from the same (bf16) values.
+TEST_F(Draw, Bf16LogitsMatchTheCpuSampler) {
+  std::mt19937 rng(17);
+  const Case cases[] = {{1.0, 0, 1.0}, {0.8, 40, 0.95}, {2.0, 3, 0.5}};
+  int64_t handle = 700;
+  for (int64_t vocab : {7, 257, 1000}) {
+    const int64_t stride = vocab + 3;
+    int64_t rows = 0;
+    std::vector<float> l = roundedToBf16(drawRows(vocab, stride, rows, rng));
+    for (const Case &c : cases)
+      drawBoth(++handle, l, rows, vocab, stride, c, 2, 99 + vocab, 0, true);
   }
 }
 

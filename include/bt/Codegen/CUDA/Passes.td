@@ -164,12 +164,26 @@ def BTBF16GemmOutputs : Pass<"bt-bf16-gemm-outputs", "::mlir::ModuleOp"> {
     bias init writes the bf16 C). bench/bt_torch.py `use_bf16_gemms`, the
     reference, rounds the same products.
 
+    The sampled logits of the decode entries: a bf16 GEMM into a zero fill
+    whose product `bt.sample` reads and which reaches the function's results
+    only through `tensor.insert_slice`s into a `tensor.empty`, `scf.for`
+    iter_args and `func.return` (decode_tokens' `step_logits`
+    `[B, L_B, V]`, one LM-head product per step; a vanilla decode_step's
+    `logits` `[B, V]`) is rounded to bf16 once (marked
+    `bt.bf16_gemm_output`), and every tensor of that network — hence the
+    entry's result — gets bf16 elements: the sampler chooses from the bf16
+    logits (`bt.sample` of bf16, `bt_rt_sample_bf16`), the entry returns
+    them (the runtime extends them to f32 when the caller keeps them), and
+    the logits cross global memory in 2 bytes per element, written by
+    cuBLAS and read by the sampler kernel. PyTorch's bf16 LM head returns
+    bf16 logits alike.
+
     Products that keep f32: those a named op or an init reads, and those
-    whose readers compute a function result (directly or through reshapes
-    and slices) — the logits that eval returns through a masking generic,
-    and decode_step's — and, because its reader is the sampler, the LM
-    head's in decode_tokens; the token decoder's expansion layer (f32
-    weight) is no bf16 GEMM.
+    whose readers compute a function result without being sampled
+    (directly or through reshapes and slices) — the logits that eval
+    returns through a masking generic, and prefill's, which the host
+    samples; the token decoder's expansion layer (f32 weight) is no bf16
+    GEMM.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
@@ -356,8 +370,16 @@ def BTGPUSamplerKernels : Pass<"bt-gpu-sampler-kernels", "::mlir::ModuleOp"> {
     chunk of ids; top-k and top-p thresholds by bisection over the logits'
     order-preserving 32-bit keys.
 
+    When the host code calls the sampler of bf16 logits
+    (`bt_rt_sample_bf16`: `--dtype bf16` decode entries), the module also
+    gets `bt_sample_greedy_bf16` and `bt_sample_bf16`, which
+    `_mlir_ciface_bt_gpu_sample_bf16` launches: the same kernels with
+    logits BF16 [B', V] (strided), each loaded logit extended exactly to
+    f32 (its bits shifted left by 16), so they choose as the f32 kernels
+    would from those values.
+
     Run after `gpu-kernel-outlining` and before `bt-merge-gpu-modules`
-    (which moves the kernels into the one module). A module without the
+    (which moves the kernels into the one module). A module without a
     sampler call is left unchanged.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
@@ -407,9 +429,10 @@ def BTGPUHostToRuntime : Pass<"bt-gpu-host-to-runtime", "::mlir::ModuleOp"> {
     - `gpu.alloc(sizes)` → `bt_gpu_alloc(bytes)` and a memref descriptor
       on the returned pointer (identity layout).
     - `gpu.dealloc %m` → `bt_gpu_free(allocated pointer of %m)`.
-    - The sampler callback `_mlir_ciface_bt_rt_sample` (bt.sample) is
-      renamed `_mlir_ciface_bt_gpu_sample`: on this target its logits and
-      tokens are device memory.
+    - The sampler callbacks `_mlir_ciface_bt_rt_sample` and
+      `_mlir_ciface_bt_rt_sample_bf16` (bt.sample of f32 / bf16 logits) are
+      renamed `_mlir_ciface_bt_gpu_sample` / `_mlir_ciface_bt_gpu_sample_bf16`:
+      on this target their logits and tokens are device memory.
 
     Errors (conversion failures): async launches or allocations, clusters,
     `host_shared` allocations, non-identity layouts of `gpu.alloc`.

@@ -362,14 +362,19 @@ def BT_SampleOp : BT_Op<"sample", [MemoryEffects<[MemRead, MemWrite]>]> {
     the entry point. The op has side effects (the sampler's state): calls
     are neither merged nor reordered.
 
-    - `logits`: `[B, V]` f32; `sampler`: i64 handle; result: `[B]` i64.
+    - `logits`: `[B, V]` f32, or bf16 (the CUDA target's `--dtype bf16`
+      decode entries, whose LM head writes bf16 logits: bt-bf16-gemm-outputs);
+      `sampler`: i64 handle; result: `[B]` i64. The sampler chooses from the
+      values the logits hold (bf16 extended exactly to f32).
 
     Code generation (CPU): bufferized into a call of the external C function
     `_mlir_ciface_bt_rt_sample(int64_t sampler, StridedMemRefType<float, 2>
     *logits, StridedMemRefType<int64_t, 1> *tokens)` (`bt_rt_sample` with
     `llvm.emit_c_interface`), left undefined in the kernel library and
     resolved against the process like `cblas_sgemm`. The logits are dense
-    row-major; the callee writes the B tokens.
+    row-major; the callee writes the B tokens. bf16 logits call
+    `_mlir_ciface_bt_rt_sample_bf16` (`StridedMemRefType<uint16_t, 2>`, the
+    bf16 bits) instead; the CUDA target maps both to its device samplers.
 
     Errors: logits not rank 2, result not `[B]`.
 
@@ -378,7 +383,7 @@ def BT_SampleOp : BT_Op<"sample", [MemoryEffects<[MemRead, MemWrite]>]> {
     %t = bt.sample %logits, %s : tensor<?x512xf32> -> tensor<?xi64>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32]>:$logits, I64:$sampler);
+  let arguments = (ins RankedTensorOf<[F32, BF16]>:$logits, I64:$sampler);
   let results = (outs RankedTensorOf<[I64]>:$tokens);
   let assemblyFormat = [{
     $logits `,` $sampler attr-dict `:` type($logits) `->` type($tokens)
