@@ -114,7 +114,7 @@ if [ "$bench" != none ]; then
   mkdir -p "$bundle/bench"
   if [ "$bench" = tiny ]; then
     echo "== bench: block_tiny"
-    "$btrun" compile "$fixtures/block_tiny" --target cuda --emit artifact \
+    "$btrun" compile "$fixtures/block_tiny" --target cuda --dtype f32 --emit artifact \
       -o "$bundle/bench/block_tiny.btart"
   else
     # b4_85 with the training entry points too (gpu_check.sh's bench-train).
@@ -123,7 +123,7 @@ if [ "$bench" != none ]; then
       train=()
       [ "$model" = block_main_b4_85 ] && train=(--train)
       "$btrun" compile --config "$configs/$model.yaml" --random-init --seed 0 \
-        --seeded-weights --target cuda "${train[@]}" --emit artifact \
+        --seeded-weights --target cuda --dtype f32 "${train[@]}" --emit artifact \
         -o "$bundle/bench/$model.btart"
     done
     # b4_85 with --dtype bf16 (its GEMMs on tensor cores; the PyTorch

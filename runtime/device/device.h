@@ -242,6 +242,16 @@ public:
   /// held a NaN in a step sampled on the device. The default has nothing.
   virtual absl::Status EndSampling(int64_t handle) { return absl::OkStatus(); }
 
+  /// Prepares, before a generation's first step and outside any recording,
+  /// what the device keeps for the sampler `handle` for up to `rows` rows
+  /// [B] (cuda, cuda-emu: the per-row state of the sampling kernels,
+  /// allocated and zeroed), so that the first block's sampler steps allocate
+  /// and copy nothing and can be captured into a CUDA graph (docs/generation.md
+  /// "CUDA graphs"). Errors: the device pool's. The default has nothing.
+  virtual absl::Status BeginSampling(int64_t handle, int64_t rows) {
+    return absl::OkStatus();
+  }
+
   /// Opens a span in which the params passed to Call / CallResident do not
   /// change: nothing writes their memory, through any alias, until the
   /// matching EndConstantParams. The device may then keep derived forms of

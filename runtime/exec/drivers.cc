@@ -110,9 +110,36 @@ std::string EnvOr(const char *name) {
 
 } // namespace
 
+std::string ArtifactDType(const Artifact &artifact) {
+  for (const proto::EntryPoint &ep : artifact.manifest().entry_points())
+    for (int d : ep.param_dtypes())
+      if (d == proto::BF16)
+        return "bf16";
+  return "f32";
+}
+
+absl::Status CheckArtifactDType(const Artifact &artifact,
+                                const std::string &dtype) {
+  if (dtype.empty())
+    return absl::OkStatus();
+  if (dtype != "f32" && dtype != "bf16")
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dtype ", dtype, ": expected f32 or bf16"));
+  const std::string has = ArtifactDType(artifact);
+  if (has == dtype)
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      artifact.path(), ": --dtype ", dtype,
+      ": this artifact's kernels were compiled with --dtype ", has,
+      " (an artifact holds the kernels of one dtype); compile the checkpoint "
+      "again with `bt-run compile <checkpoint> --target ",
+      artifact.manifest().target(), " --dtype ", dtype, "`"));
+}
+
 absl::StatusOr<std::unique_ptr<Device>>
 OpenDeviceFor(const Artifact &artifact, const DeviceOptions &options) {
   const proto::Manifest &m = artifact.manifest();
+  BT_RETURN_IF_ERROR(CheckArtifactDType(artifact, options.dtype));
   // $BT_DEVICE=cuda-emu runs cuda artifacts on the emulator when no device
   // is named (scripts/gpu_check.sh through the emulator).
   std::string device = options.device;

@@ -34,13 +34,33 @@ struct DeviceOptions {
   std::string device;
   /// For the cuda device: driver, cuBLAS and ordinal.
   CudaOptions cuda;
+  /// The dtype the caller expects the artifact's kernels to compute in
+  /// (`--dtype f32|bf16` of the launcher's commands); empty: any.
+  /// OpenDeviceFor refuses an artifact of another (CheckArtifactDType).
+  std::string dtype;
 };
+
+/// The dtype of an artifact's kernels: "bf16" for a `--target cuda --dtype
+/// bf16` artifact (an entry point takes bf16 weights: EntryPoint.param_dtypes,
+/// docs/abi.md), else "f32".
+std::string ArtifactDType(const Artifact &artifact);
+
+/// OK when `dtype` is empty or ArtifactDType(artifact). InvalidArgument for
+/// a dtype other than f32 and bf16 ("--dtype f16: expected f32 or bf16"),
+/// and for an artifact of the other dtype, naming its path and how to get
+/// the one asked for: the kernels are compiled for one dtype ("<path>:
+/// --dtype f32: this artifact's kernels were compiled with --dtype bf16;
+/// compile the checkpoint again with `bt-run compile --target cuda --dtype
+/// f32`").
+absl::Status CheckArtifactDType(const Artifact &artifact,
+                                const std::string &dtype);
 
 /// Opens the device that runs `artifact` (options.device, or the one of the
 /// artifact's target) after checking that the artifact holds what that
 /// device needs (a kernels section when it has entry points; cuda: a ptx
 /// section), so that an artifact missing a part says so before a device is
-/// opened. Errors, each naming the artifact path:
+/// opened, and that its kernels' dtype is options.dtype (CheckArtifactDType).
+/// Errors, each naming the artifact path:
 ///   Unimplemented for a target no device runs ("artifact target 'rocm' is
 ///     not supported by this runtime (it runs 'cpu' and 'cuda' artifacts)");
 ///   InvalidArgument for an unknown options.device or one that does not run

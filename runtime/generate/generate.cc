@@ -397,9 +397,11 @@ absl::StatusOr<ValueMap> DecodeTokens(const Model &model, Device *device,
   ValueMap tkept;
   tkept.emplace("context", context);
   tkept.emplace("positions", positions);
-  // Not the first block: its calls allocate the device sampler's state.
-  const bool replay = rec.enabled && device != nullptr && r.produced > 0 &&
-                      sampler.BlockReplayable();
+  // From the first block on (the device sampler's state exists before it:
+  // Device::BeginSampling); a drawing sampler's first block hands the rows'
+  // streams over and is not replayable (Sampler::BlockReplayable).
+  const bool replay =
+      rec.enabled && device != nullptr && sampler.BlockReplayable();
   absl::StatusOr<ValueMap> tout =
       replay ? ReplayDecodeTokens(model, rec, std::move(tin), tkept, sampler,
                                   res.counters)
@@ -769,8 +771,9 @@ absl::Status GenerateVanilla(const Model &model, Device *device,
     const std::string where = absl::StrCat("generated token ", s);
     BT_RETURN_IF_ERROR(CheckRoom(cache, length, 1, where));
     BT_RETURN_IF_ERROR(sampler.BeginBlock(active));
-    // Not the first call: its sampler steps allocate the device's state.
-    const bool replay = srec.enabled && s > 1 && sampler.BlockReplayable();
+    // From the first call on (Device::BeginSampling made the sampler's
+    // device state before the loop).
+    const bool replay = srec.enabled && sampler.BlockReplayable();
     absl::StatusOr<ValueMap> dout =
         DecodeStep(model, device, next_ids, padding, length, sampler, cache,
                    replay ? &srec : nullptr, where, host_tok);
@@ -863,6 +866,11 @@ absl::StatusOr<GenerateResult> Generate(const Model &model,
       options.resident_state && ResidentStateEnabled(model.device());
   Device *device = resident ? &model.device() : nullptr;
   res.counters.resident_state = resident;
+  // The device sampler's state, before the first step: the first block's
+  // steps then allocate nothing and can be captured into a CUDA graph.
+  if (so.device)
+    BT_RETURN_IF_ERROR(Annotate(
+        model.device().BeginSampling(sampler->handle(), p.batch), "generate"));
   absl::Status s =
       cfg.kind() == proto::ModelConfig::VANILLA
           ? GenerateVanilla(model, device, p, options, *sampler, res)

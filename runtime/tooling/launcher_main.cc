@@ -110,6 +110,12 @@ std::string Usage(const std::string &prog) {
       "artifact's kernels on the CPU in the CUDA emulator, with memory and "
       "synchronization\n"
       "checks (docs/cuda-emulator.md; also $BT_DEVICE=cuda-emu).\n"
+      "Every command that runs the model takes --dtype f32|bf16: the dtype "
+      "the artifact's\n"
+      "kernels must have been compiled with (bt-run compile --target cuda "
+      "--dtype, bf16 by\n"
+      "default; an artifact of the other dtype is refused with how to "
+      "compile it).\n"
       "Every command that runs the model also takes --threads N: the CPU "
       "threads of the\n"
       "compiled kernels and OpenBLAS (one OpenMP pool,\n"
@@ -354,6 +360,22 @@ int LauncherMain(int argc, const char *const *argv, std::ostream &out,
     if (!absl::c_linear_search(DeviceNames(), l.device_options.device))
       return l.UsageError(absl::StrCat("--device ", l.device_options.device,
                                        ": expected ", names));
+    args.erase(args.begin() + k, args.begin() + k + 2);
+    break;
+  }
+  // --dtype f32|bf16, for every command that runs the model: the dtype the
+  // artifact's kernels must have been compiled with (an artifact holds one;
+  // OpenDeviceFor refuses the other with how to compile it).
+  for (size_t k = i; k < args.size(); ++k) {
+    if (args[k] != "--dtype")
+      continue;
+    if (k + 1 >= args.size() ||
+        (args[k + 1] != "f32" && args[k + 1] != "bf16"))
+      return l.UsageError(absl::StrCat(
+          "--dtype needs f32 or bf16",
+          k + 1 < args.size() ? absl::StrCat(", got '", args[k + 1], "'")
+                              : std::string()));
+    l.device_options.dtype = args[k + 1];
     args.erase(args.begin() + k, args.begin() + k + 2);
     break;
   }

@@ -48,8 +48,8 @@
 // LLVM:          llvm.unreachable
 // LLVM:        ^[[CALL]]:
 // LLVM:          llvm.call @_mlir_ciface_bt_rt_sample(%{{.*}}, %{{.*}}, %{{.*}}) : (i64, !llvm.ptr, !llvm.ptr) -> ()
-// LLVM:        llvm.func extern_weak @_mlir_ciface_bt_rt_sample(i64, !llvm.ptr, !llvm.ptr)
-// LLVM:        llvm.func extern_weak @_mlir_ciface_bt_rt_sample_bf16(i64, !llvm.ptr, !llvm.ptr)
+// LLVM-DAG:    llvm.func extern_weak @_mlir_ciface_bt_rt_sample(i64, !llvm.ptr, !llvm.ptr)
+// LLVM-DAG:    llvm.func extern_weak @_mlir_ciface_bt_rt_sample_bf16(i64, !llvm.ptr, !llvm.ptr)
 func.func @pick(%logits: tensor<?x16xf32>, %sampler: tensor<i64>) -> tensor<?xi64> {
   %s = tensor.extract %sampler[] : tensor<i64>
   %t = bt.sample %logits, %s : tensor<?x16xf32> -> tensor<?xi64>

@@ -196,8 +196,11 @@ cl::opt<std::string, true> planDType(
     "dtype",
     cl::desc("plan: element type of weights and caches: f32 (the compiled "
              "IR's, default), bf16, f16. Commands that compile for --target "
-             "cuda: f32 (default) or bf16 (GEMM weights in bf16, f32 "
-             "accumulation; docs/codegen-cuda.md, \"bf16\")"),
+             "cuda: bf16 (the default for inference: GEMM weights, their "
+             "inputs and products, KV caches and sampled logits in bf16, f32 "
+             "accumulation; docs/codegen-cuda.md, \"bf16\") or f32 (the "
+             "fixture checks; the default with --train and for grad and "
+             "train-step, which are compiled in f32 only)"),
     cl::location(S.planDType), cl::cat(btCategory));
 
 // bench (options of the runtime's bench command, bt/runtime/bench.h).

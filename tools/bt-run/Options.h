@@ -62,7 +62,15 @@ struct RunOptions {
   std::string memory;
   int64_t genTokens = 128;
   bool genTokensGiven = false;
-  std::string planDType = "f32";
+  std::string planDType; ///< --dtype as given (empty: not given)
+  /// The dtype code is compiled in: --dtype, else bf16 for inference on the
+  /// GPU (`cuda`, issue 13 item 2) and f32 on the CPU and for gradients and
+  /// training steps (`trains`), which are compiled in f32 only.
+  std::string compileDType(bool cuda, bool trains) const {
+    if (!planDType.empty())
+      return planDType;
+    return cuda && !trains ? "bf16" : "f32";
+  }
   std::string device; ///< empty: the artifact's device
   std::string batches = "1,8";
   bool batchesGiven = false;

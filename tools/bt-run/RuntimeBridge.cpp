@@ -532,6 +532,15 @@ std::unique_ptr<CompiledArtifact> openArtifact(const std::string &path,
   return compiledArtifact(rt::Artifact::Open(path), error);
 }
 
+bool checkArtifactDType(const CompiledArtifact &artifact,
+                        const std::string &dtype, std::string &error) {
+  absl::Status s = rt::CheckArtifactDType(*artifact.impl->artifact, dtype);
+  if (s.ok())
+    return true;
+  error = std::string(s.message());
+  return false;
+}
+
 std::unique_ptr<CompiledArtifact> buildArtifact(const Model &model,
                                                 const ArtifactParts &parts,
                                                 std::string &error) {

@@ -117,6 +117,11 @@ public:
 /// Opens the artifact or executable at `path`. Null with `error` set.
 std::unique_ptr<CompiledArtifact> openArtifact(const std::string &path,
                                                std::string &error);
+/// Whether `artifact`'s kernels were compiled with `dtype` (f32 or bf16:
+/// `--dtype` given with an artifact rather than a checkpoint). False with
+/// `error` set (rt::CheckArtifactDType's message) otherwise.
+bool checkArtifactDType(const CompiledArtifact &artifact,
+                        const std::string &dtype, std::string &error);
 /// The artifact of `model` and `parts` in memory, named "<model name>
 /// (compiled in memory)" in messages. Null with `error` set.
 std::unique_ptr<CompiledArtifact> buildArtifact(const Model &model,

@@ -38,8 +38,16 @@ bt::run::compiledForThisMachine(const Tool &tool, const std::string &input,
   if (!input.empty() && bridge::isArtifact(input)) {
     std::unique_ptr<bridge::CompiledArtifact> a =
         bridge::openArtifact(input, error);
-    if (!a)
+    if (!a) {
       fail(error);
+      return nullptr;
+    }
+    // --dtype with an artifact: the dtype its kernels must have (an
+    // artifact holds one; the compile options choose it for a checkpoint).
+    if (!bridge::checkArtifactDType(*a, tool.options.planDType, error)) {
+      fail(error);
+      return nullptr;
+    }
     return a;
   }
   FailureOr<compiler::Options> options =

@@ -115,20 +115,18 @@ bt::run::compileOptions(const Tool &tool, bool withGrad, bool thisMachine,
     fail("--nvvm-kernels needs --target cuda");
     return failure();
   }
-  if (o.planDType != "f32") {
-    if (o.planDType != "bf16" || *target != compiler::Target::CUDA) {
-      fail("--dtype " + o.planDType +
-           ": code is compiled in f32, or in bf16 with --target cuda");
-      return failure();
-    }
-    if (withGrad || training.trainStep || training.applyGradients) {
-      fail("--dtype bf16: gradients and training steps are compiled in f32 "
-           "only (fp32 weights; bf16 training is not implemented): use "
-           "--dtype f32");
-      return failure();
-    }
+  const bool trains = withGrad || training.trainStep || training.applyGradients;
+  const std::string dtype =
+      o.compileDType(*target == compiler::Target::CUDA, trains);
+  if (dtype != "f32" && (dtype != "bf16" || *target != compiler::Target::CUDA))
+    return (fail("--dtype " + dtype + ": code is compiled in f32, or in "
+                 "bf16 with --target cuda"), failure());
+  if (dtype != "f32" && trains)
+    return (fail("--dtype bf16: gradients and training steps are compiled "
+                 "in f32 only (fp32 weights; bf16 training is not "
+                 "implemented): use --dtype f32"), failure());
+  if (dtype == "bf16")
     options.dtype = "bf16";
-  }
   return options;
 }
 
@@ -311,7 +309,7 @@ int planCommand(const Tool &tool, const std::string &input) {
                  ": expected a size such as 80GiB, 80GB or 1073741824");
   if (o.planDType == "bf16" || o.planDType == "f16")
     request.eltBytes = 2;
-  else if (o.planDType != "f32")
+  else if (!o.planDType.empty() && o.planDType != "f32")
     return usage("--dtype " + o.planDType + ": expected f32, bf16 or f16");
   std::unique_ptr<bridge::Model> model = loadModel(tool, input, false);
   if (!model)

@@ -173,13 +173,9 @@ RankedTensorType withBF16(Value x) {
 }
 
 /// Rounds `gemm`'s product to bf16 right after it (a generic marked
-/// `bt.bf16_gemm_output`, which bt-gemm-to-blas folds into the cuBLAS call),
-/// retypes `views` to bf16 and makes each reader in `inputs` read bf16: its
-/// block argument becomes bf16 and is extended exactly (extendBF16) at the
-/// top of the body, and an extracted element is extended right after the
-/// extract, so the readers compute on the same f32 values as before.
-void narrow(Operation *gemm, ArrayRef<Operation *> views,
-            ArrayRef<OpOperand *> inputs) {
+/// `bt.bf16_gemm_output`, which bt-gemm-to-blas folds into the cuBLAS call)
+/// and makes every use of the product use the rounded tensor instead.
+void roundProduct(Operation *gemm) {
   Value product = gemm->getResult(0);
   SmallVector<OpOperand *> uses;
   for (OpOperand &use : product.getUses())
@@ -191,6 +187,17 @@ void narrow(Operation *gemm, ArrayRef<Operation *> views,
                                    b.getUnitAttr());
   for (OpOperand *use : uses)
     use->set(rounded);
+}
+
+/// Rounds `gemm`'s product to bf16 (roundProduct), retypes `views` to bf16
+/// and makes each reader in `inputs` read bf16: its
+/// block argument becomes bf16 and is extended exactly (extendBF16) at the
+/// top of the body, and an extracted element is extended right after the
+/// extract, so the readers compute on the same f32 values as before.
+void narrow(Operation *gemm, ArrayRef<Operation *> views,
+            ArrayRef<OpOperand *> inputs) {
+  roundProduct(gemm);
+  OpBuilder b(gemm->getContext());
   for (Operation *view : views)
     view->getResult(0).setType(withBF16(view->getResult(0)));
   for (OpOperand *input : inputs) {
@@ -319,18 +326,7 @@ void narrowSampledLogits(SampledLogits &n) {
     if (!llvm::is_contained(n.products, v.getDefiningOp()))
       v.setType(withBF16(v));
   for (Operation *gemm : n.products) {
-    Value product = gemm->getResult(0);
-    SmallVector<OpOperand *> uses;
-    for (OpOperand &use : product.getUses())
-      if (!isa<tensor::DimOp>(use.getOwner()))
-        uses.push_back(&use);
-    OpBuilder b(gemm);
-    b.setInsertionPointAfter(gemm);
-    Value rounded = roundTensorToBF16(b, gemm->getLoc(), product);
-    rounded.getDefiningOp()->setAttr(bt::codegen::kBF16GemmOutputAttr,
-                                     b.getUnitAttr());
-    for (OpOperand *use : uses)
-      use->set(rounded);
+    roundProduct(gemm);
     funcs.insert(gemm->getParentOfType<func::FuncOp>());
   }
   for (Operation *op : funcs) {

@@ -66,7 +66,13 @@ func::FuncOp getOrCreateSampler(Operation *from, Type element) {
   if (auto fn = module.lookupSymbol<func::FuncOp>(name))
     return fn;
   MLIRContext *ctx = module.getContext();
+  // At the module's end, the f32 sampler before the bf16 one whichever is
+  // created first (one-shot bufferization visits functions that do not call
+  // each other in no fixed order): the output does not depend on it.
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  if (auto bf16 = module.lookupSymbol<func::FuncOp>(kBF16SamplerName);
+      bf16 && !element.isBF16())
+    b.setInsertionPoint(bf16);
   auto type = FunctionType::get(
       ctx,
       {IntegerType::get(ctx, 64), stridedLogitsType(element),

@@ -245,6 +245,9 @@ public:
   /// Whether a CaptureGraph is in progress (the host code's allocations then
   /// go to the graph).
   bool capturing() const { return capture_ != nullptr; }
+  /// Whether the driver has the graph API CaptureGraph needs (an older
+  /// driver, or a test's fake one, may not).
+  bool has_graphs() const;
   /// bt_gpu_alloc / bt_gpu_free during a capture: the block becomes the
   /// graph's / the release is deferred to the graph's destruction. False
   /// (for the free) when no capture is in progress.
@@ -434,6 +437,12 @@ absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
                             const StridedMemRef<uint16_t, 2> &logits,
                             const StridedMemRef<int64_t, 1> &tokens,
                             const SamplerCallbackTarget::DeviceStep &step);
+/// Allocates and zeroes `handle`'s state for `rows` rows before the first
+/// step (Device::BeginSampling), so that SampleOnDevice neither allocates
+/// nor writes memory from the host (a first block captured into a CUDA
+/// graph). A no-op when the state exists. Errors: the pool's.
+absl::Status BeginDeviceSampling(CudaBackend &gpu, int64_t handle,
+                                 int64_t rows);
 /// Reads the NaN flags of `handle`'s state (one copy of B' x 16 bytes) and
 /// frees it; OK when SampleOnDevice never ran for it. Errors:
 /// InvalidArgument naming the first row whose logits held a NaN.

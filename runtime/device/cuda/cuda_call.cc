@@ -532,6 +532,21 @@ absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
   return SampleOnDeviceT(gpu, handle, logits, tokens, step);
 }
 
+absl::Status BeginDeviceSampling(CudaBackend &gpu, int64_t handle,
+                                 int64_t rows) {
+  if (rows <= 0)
+    return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(SamplerStatesMutex());
+  SamplerState &st = SamplerStates()[{&gpu, handle}];
+  if (st.address != 0)
+    return absl::OkStatus();
+  BT_ASSIGN_OR_RETURN(st.address, gpu.pool().Allocate(rows * 2 * 8));
+  st.rows = rows;
+  // Zeroed: the kernels' first launch then needs no `first` (their NaN and
+  // error flags start at 0, the EOS flags are reset at step 0).
+  return gpu.Memset(st.address, 0, rows * 2 * 8);
+}
+
 absl::Status EndDeviceSampling(CudaBackend &gpu, int64_t handle) {
   SamplerState st;
   {

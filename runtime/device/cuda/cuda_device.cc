@@ -171,7 +171,14 @@ CudaDevice::RecordResident(KernelEntryFn fn, const proto::EntryPoint &ep,
       std::make_unique<CudaRecordedCall>(mu_, std::move(rec)));
 }
 
+bool CudaDevice::recorded_calls() const { return gpu_->has_graphs(); }
+
 absl::Status CudaDevice::Synchronize() { return gpu_->Synchronize(); }
+
+absl::Status CudaDevice::BeginSampling(int64_t handle, int64_t rows) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return BeginDeviceSampling(*gpu_, handle, rows);
+}
 
 absl::Status CudaDevice::EndSampling(int64_t handle) {
   std::lock_guard<std::mutex> lock(mu_);

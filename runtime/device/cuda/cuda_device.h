@@ -79,7 +79,9 @@ public:
   CallResident(KernelEntryFn fn, const proto::EntryPoint &ep,
                absl::Span<const DeviceTensor *const> params,
                absl::Span<const DeviceArg> args) override;
-  bool recorded_calls() const override { return true; }
+  /// Recorded calls are CUDA graphs: true when the driver has the graph API
+  /// (else generation calls every entry directly).
+  bool recorded_calls() const override;
   /// RecordDeviceEntryPointResident (a CUDA graph), serialized; replays are
   /// serialized with the other calls.
   absl::StatusOr<std::unique_ptr<RecordedCall>>
@@ -90,6 +92,7 @@ public:
   DeviceTraffic traffic() const override { return gpu_->traffic(); }
   /// EndDeviceSampling.
   absl::Status EndSampling(int64_t handle) override;
+  absl::Status BeginSampling(int64_t handle, int64_t rows) override;
 
   CudaBackend &backend() { return *gpu_; }
 

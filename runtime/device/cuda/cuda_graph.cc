@@ -19,6 +19,8 @@ namespace bt::rt {
 
 constexpr int kCaptureModeRelaxed = 2; // CU_STREAM_CAPTURE_MODE_RELAXED
 
+bool CudaBackend::has_graphs() const { return driver_->has_graphs(); }
+
 absl::StatusOr<std::unique_ptr<CudaGraph>>
 CudaBackend::CaptureGraph(const std::function<absl::Status()> &work) {
   if (!driver_->has_graphs())

@@ -37,7 +37,7 @@ for dir in "$fixtures"/*/; do
     echo "SKIP: $case: the CPU target cannot compile it either: $(grep -m1 error "$work/$case.cpu.log")"
     continue
   fi
-  bt-run compile "$dir" --target cuda --emit artifact -o "$gpu"
+  bt-run compile "$dir" --target cuda --dtype f32 --emit artifact -o "$gpu"
   bt-run eval "$cpu" --inputs "$dir/inputs.safetensors" -o "$work/$case.cpu.safetensors"
   out="$work/$case.emu.safetensors"
   emu "$work/$case.eval.log" bt-run eval "$gpu" --inputs "$dir/inputs.safetensors" -o "$out"

@@ -36,7 +36,7 @@ case "$prompt" in
   *) prompt_path=$fixtures/$case/$prompt ;;
 esac
 art="$work/$case.cuda.btart"
-bt-run compile "$fixtures/$case" --target cuda --emit artifact -o "$art" 2> "$work/$case.compile.log"
+bt-run compile "$fixtures/$case" --target cuda --dtype f32 --emit artifact -o "$art" 2> "$work/$case.compile.log"
 for state in resident host host-sampler no-graphs; do
   env_state=1 env_sampling=1 env_graphs=1
   [ "$state" = host ] && env_state=0
