@@ -21,6 +21,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace bt {
@@ -277,8 +279,17 @@ std::optional<SampledLogits> sampledLogits(Value product) {
     const bool isProduct = v.getDefiningOp() && isBF16Gemm(v.getDefiningOp());
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
-      if (isa<tensor::DimOp, func::ReturnOp>(user))
+      if (isa<tensor::DimOp>(user))
         continue;
+      // A result of an entry point; a function that is called keeps its
+      // result types (its callers expect them).
+      if (isa<func::ReturnOp>(user)) {
+        auto fn = user->getParentOfType<func::FuncOp>();
+        if (!fn || !SymbolTable::symbolKnownUseEmpty(
+                       fn, fn->getParentOfType<ModuleOp>()))
+          return std::nullopt;
+        continue;
+      }
       if (isa<bt::SampleOp>(user) && isProduct) {
         sampled = true;
         continue;

@@ -319,3 +319,25 @@ func.func @sampled_kept(%x: tensor<?x16xbf16>, %w: tensor<8x16xbf16>, %bias: ten
   %u = bt.sample %q, %s : tensor<?x8xf32> -> tensor<?xi64>
   return %t, %sl, %row, %u, %q : tensor<?xi64>, tensor<?x2x8xf32>, tensor<?x8xf32>, tensor<?xi64>, tensor<?x8xf32>
 }
+
+// -----
+
+// Sampled logits returned by a function that is called keep f32: its
+// callers expect its result types.
+// CHECK-LABEL: func.func private @step
+//   CHECK-NOT:   bf16_gemm_output
+//       CHECK:   return {{.*}} : tensor<?xi64>, tensor<?x8xf32>
+func.func private @step(%x: tensor<?x16xbf16>, %w: tensor<8x16xbf16>, %s: i64) -> (tensor<?xi64>, tensor<?x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = tensor.dim %x, %c0 : tensor<?x16xbf16>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %p = linalg.matmul_transpose_b ins(%x, %w : tensor<?x16xbf16>, tensor<8x16xbf16>) outs(%f : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %t = bt.sample %p, %s : tensor<?x8xf32> -> tensor<?xi64>
+  return %t, %p : tensor<?xi64>, tensor<?x8xf32>
+}
+func.func @caller(%x: tensor<?x16xbf16>, %w: tensor<8x16xbf16>, %s: i64) -> tensor<?x8xf32> {
+  %t, %l = func.call @step(%x, %w, %s) : (tensor<?x16xbf16>, tensor<8x16xbf16>, i64) -> (tensor<?xi64>, tensor<?x8xf32>)
+  return %l : tensor<?x8xf32>
+}
