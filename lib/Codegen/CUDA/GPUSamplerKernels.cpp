@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bt/Codegen/BF16.h"
 #include "bt/Codegen/CUDA/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -726,51 +727,39 @@ std::string sampleKernelText() {
   return o;
 }
 
-/// The kernels of `text` for bf16 logits: each kernel `@name(` renamed
-/// `@name_bf16(`, the logits memref typed bf16, and every load of a logit
-/// followed by its exact extension to f32 (the bits shifted left by 16, as
-/// codegen::extendBF16: integer ops, the same on NVPTX and the emulator), so
-/// that the rest of the kernel reads the same f32 value under the same name.
-std::string bf16Variant(std::string text) {
-  const std::string f32 = "memref<?x?xf32, strided<[?, ?], offset: ?>>";
-  const std::string bf16 = "memref<?x?xbf16, strided<[?, ?], offset: ?>>";
-  for (const char *kernel : {"@bt_sample_greedy(", "@bt_sample("}) {
-    std::string from = kernel;
-    std::string to = from.substr(0, from.size() - 1) + "_bf16(";
-    for (size_t at = text.find(from); at != std::string::npos;
-         at = text.find(from, at + to.size()))
-      text.replace(at, from.size(), to);
+/// Adds to `kernels` the bf16 variant of its kernel `name` (`name_bf16`):
+/// a clone whose logits (argument 0) are
+/// memref<?x?xbf16, strided<[?, ?], offset: ?>>, every logit it loads
+/// extended exactly to f32 right after the load (codegen::extendBF16: integer
+/// ops, the same on NVPTX and the emulator), so that the rest of the kernel
+/// computes on the same f32 values as the f32 kernel would.
+void addBF16Variant(gpu::GPUModuleOp kernels, StringRef name) {
+  auto f32 = kernels.lookupSymbol<gpu::GPUFuncOp>(name);
+  OpBuilder b(f32);
+  b.setInsertionPointAfter(f32);
+  auto fn = cast<gpu::GPUFuncOp>(b.clone(*f32.getOperation()));
+  fn.setName((name + "_bf16").str());
+  BlockArgument logits = fn.getArgument(0);
+  auto wideType = cast<MemRefType>(logits.getType());
+  logits.setType(MemRefType::get(wideType.getShape(), b.getBF16Type(),
+                                 wideType.getLayout(),
+                                 wideType.getMemorySpace()));
+  SmallVector<Type> inputs(fn.front().getArgumentTypes());
+  fn.setType(b.getFunctionType(inputs, {}));
+  for (Operation *user : llvm::to_vector(logits.getUsers())) {
+    auto load = dyn_cast<memref::LoadOp>(user);
+    if (!load)
+      continue; // memref.dim: no element
+    SmallVector<OpOperand *> reads;
+    for (OpOperand &use : load.getResult().getUses())
+      reads.push_back(&use);
+    load.getResult().setType(b.getBF16Type());
+    OpBuilder after(load);
+    after.setInsertionPointAfter(load);
+    Value wide = bt::codegen::extendBF16(after, load.getLoc(), load);
+    for (OpOperand *read : reads)
+      read->set(wide);
   }
-  std::string out;
-  size_t line = 0;
-  while (line < text.size()) {
-    size_t end = text.find('\n', line);
-    if (end == std::string::npos)
-      end = text.size();
-    std::string l = text.substr(line, end - line);
-    line = end + 1;
-    const size_t load = l.find(" = memref.load %logits[");
-    if (load == std::string::npos) {
-      for (size_t at = l.find(f32); at != std::string::npos;
-           at = l.find(f32, at + bf16.size()))
-        l.replace(at, f32.size(), bf16);
-      out += l + "\n";
-      continue;
-    }
-    const size_t indent = l.find_first_not_of(' ');
-    const std::string pad = l.substr(0, indent);
-    const std::string name = l.substr(indent, load - indent);
-    std::string read = l.substr(load);
-    read.replace(read.find(f32), f32.size(), bf16);
-    out += pad + name + "_h" + read + "\n";
-    out += pad + name + "_i = arith.bitcast " + name + "_h : bf16 to i16\n";
-    out += pad + name + "_w = arith.extui " + name + "_i : i16 to i32\n";
-    out += pad + name + "_16 = arith.constant 16 : i32\n";
-    out += pad + name + "_s = arith.shli " + name + "_w, " + name +
-           "_16 : i32\n";
-    out += pad + name + " = arith.bitcast " + name + "_s : i32 to f32\n";
-  }
-  return out;
 }
 
 struct GPUSamplerKernelsPass
@@ -782,15 +771,9 @@ struct GPUSamplerKernelsPass
     if ((!f32 && !bf16) || module.lookupSymbol("bt_sampler_kernels"))
       return;
     ParserConfig config(&getContext());
-    const std::string kernels =
-        std::string(kGreedyHead) + kEosPrologue + kGreedyBody +
-        sampleKernelText();
-    std::string text = "gpu.module @bt_sampler_kernels {";
-    if (f32)
-      text += kernels;
-    if (bf16)
-      text += bf16Variant(kernels);
-    text += "}\n";
+    const std::string text = std::string("gpu.module @bt_sampler_kernels {") +
+                             kGreedyHead + kEosPrologue + kGreedyBody +
+                             sampleKernelText() + "}\n";
     OwningOpRef<ModuleOp> parsed =
         parseSourceString<ModuleOp>(text, config, "bt-sampler");
     if (!parsed) {
@@ -798,9 +781,18 @@ struct GPUSamplerKernelsPass
                        "parse (internal error)");
       return signalPassFailure();
     }
+    // The f32 kernels for bt_rt_sample, their bf16 variants for
+    // bt_rt_sample_bf16.
     for (auto kernels :
-         llvm::make_early_inc_range(parsed->getOps<gpu::GPUModuleOp>()))
+         llvm::make_early_inc_range(parsed->getOps<gpu::GPUModuleOp>())) {
+      for (StringRef name : {"bt_sample_greedy", "bt_sample"}) {
+        if (bf16)
+          addBF16Variant(kernels, name);
+        if (!f32)
+          kernels.lookupSymbol<gpu::GPUFuncOp>(name).erase();
+      }
       kernels->moveBefore(module.getBody(), module.getBody()->end());
+    }
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(&getContext()));
   }

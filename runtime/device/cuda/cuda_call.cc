@@ -443,11 +443,10 @@ absl::Status SampleOnDeviceT(CudaBackend &gpu, int64_t handle,
                              const StridedMemRef<T, 2> &logits,
                              const StridedMemRef<int64_t, 1> &tokens,
                              const SamplerCallbackTarget::DeviceStep &step) {
-  const std::string greedy_kernel = std::is_same_v<T, uint16_t>
-                                        ? "bt_sample_greedy_bf16"
-                                        : "bt_sample_greedy";
-  const std::string draw_kernel =
-      std::is_same_v<T, uint16_t> ? "bt_sample_bf16" : "bt_sample";
+  constexpr bool kBf16 = std::is_same_v<T, uint16_t>;
+  const char *greedy_kernel =
+      kBf16 ? "bt_sample_greedy_bf16" : "bt_sample_greedy";
+  const char *draw_kernel = kBf16 ? "bt_sample_bf16" : "bt_sample";
   const int64_t rows = tokens.sizes[0];
   if (rows <= 0)
     return absl::OkStatus();
@@ -486,7 +485,7 @@ absl::Status SampleOnDeviceT(CudaBackend &gpu, int64_t handle,
     std::vector<void *> params;
     for (int64_t &w : words)
       params.push_back(&w);
-    return gpu.Launch(greedy_kernel.c_str(), rows, 1, 1, kSampleThreads, 1, 1,
+    return gpu.Launch(greedy_kernel, rows, 1, 1, kSampleThreads, 1, 1,
                       kSampleSharedBytes, params.data());
   }
   // bt_sample: the rows' stream states, loaded when the sampler hands them
@@ -512,7 +511,7 @@ absl::Status SampleOnDeviceT(CudaBackend &gpu, int64_t handle,
   params.push_back(&inv_t);
   params.push_back(&top_k);
   params.push_back(&top_p);
-  return gpu.Launch(draw_kernel.c_str(), rows, 1, 1, kSampleThreads, 1, 1,
+  return gpu.Launch(draw_kernel, rows, 1, 1, kSampleThreads, 1, 1,
                     kDrawSharedBytes, params.data());
 }
 
@@ -540,11 +539,20 @@ absl::Status BeginDeviceSampling(CudaBackend &gpu, int64_t handle,
   SamplerState &st = SamplerStates()[{&gpu, handle}];
   if (st.address != 0)
     return absl::OkStatus();
-  BT_ASSIGN_OR_RETURN(st.address, gpu.pool().Allocate(rows * 2 * 8));
-  st.rows = rows;
+  absl::StatusOr<uint64_t> address = gpu.pool().Allocate(rows * 2 * 8);
   // Zeroed: the kernels' first launch then needs no `first` (their NaN and
   // error flags start at 0, the EOS flags are reset at step 0).
-  return gpu.Memset(st.address, 0, rows * 2 * 8);
+  absl::Status zeroed =
+      address.ok() ? gpu.Memset(*address, 0, rows * 2 * 8) : address.status();
+  if (!zeroed.ok()) {
+    if (address.ok())
+      (void)gpu.pool().Free(*address);
+    SamplerStates().erase({&gpu, handle});
+    return zeroed;
+  }
+  st.address = *address;
+  st.rows = rows;
+  return absl::OkStatus();
 }
 
 absl::Status EndDeviceSampling(CudaBackend &gpu, int64_t handle) {
