@@ -181,6 +181,8 @@ class NeoXLayer(nn.Module):
         self.dense_h_to_4h = nn.Linear(d, i)
         self.dense_4h_to_h = nn.Linear(i, d)
         self.bf16_kv_cache = False  # use_bf16_gemms
+        self.bf16_activations = False  # use_bf16_gemms(activations=True)
+        self.bf16_rotary_uncached = False
 
     def attention(self, x, cos, sin, key_mask, cache=None):
         """x [B', S, D]; key_mask [B', S_past + S] (1 attend, 0 pad) or None; cache: dict with
@@ -191,6 +193,12 @@ class NeoXLayer(nn.Module):
         q, k, v = qkv[..., 0, :], qkv[..., 1, :], qkv[..., 2, :]  # [B', S, H, hd]
         q = apply_rotary(q, cos, sin, c.rotary_dims)
         k = apply_rotary(k, cos, sin, c.rotary_dims)
+        if self.bf16_activations and (cache is not None or self.bf16_rotary_uncached):
+            # bt's `--dtype bf16` (bt-bf16-activations): the rotary kernels write the rotated
+            # query and key in bf16 for the attention kernel (a cached key is rounded by the
+            # cache as well, to the same value), in every attention but the token decoder's
+            # without a cache (eval: the fused local attention rotates in registers).
+            q, k = q.to(torch.bfloat16).float(), k.to(torch.bfloat16).float()
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # [B', H, S, hd]
         if cache is not None:
             if self.bf16_kv_cache:
@@ -217,7 +225,12 @@ class NeoXLayer(nn.Module):
     def forward(self, x, cos, sin, key_mask, cache=None):
         a = self.attention(self.input_layernorm(x), cos, sin, key_mask, cache)
         m = self.dense_4h_to_h(F.gelu(self.dense_h_to_4h(self.post_attention_layernorm(x))))
-        return m + a + x
+        out = m + a + x
+        if self.bf16_activations:
+            # bt's `--dtype bf16` (bt-bf16-activations): the residual stream between layers is
+            # stored in bf16 (the residual add's sum, in f32, rounded once).
+            out = out.to(torch.bfloat16).float()
+        return out
 
 
 class NeoXStack(nn.Module):
@@ -600,7 +613,7 @@ _BF16_PRODUCTS = ("dense", "dense_h_to_4h", "dense_4h_to_h")
 _BF16_BIAS_PRODUCTS = ("query_key_value",)
 
 
-def use_bf16_gemms(model, kv_caches=True, products=True, sampled=True):
+def use_bf16_gemms(model, kv_caches=True, products=True, sampled=True, activations=True):
     """Rounds what bt's `--dtype bf16` keeps in bf16 (docs/codegen-cuda.md "bf16"):
       - the GEMM inputs (bt-bf16-gemms): every nn.Linear but the token decoder's expansion layer
         computes x·Wᵀ with x and W rounded to bf16 (round to nearest even), products summed in
@@ -612,8 +625,12 @@ def use_bf16_gemms(model, kv_caches=True, products=True, sampled=True):
         (sampled_logits): rounded to bf16 once, so greedy chooses from bf16 logits;
       - with kv_caches, the KV caches (bt-generate-entry-points kv-dtype=bf16): the keys and
         values a cached attention appends are rounded to bf16, so generation attends over
-        rounded keys and values (eval has no cache and is unaffected).
-    Everything else stays f32. An independent reference for bt's bf16 path."""
+        rounded keys and values (eval has no cache and is unaffected);
+      - with activations (and products), the activations bt stores between kernels in bf16
+        (bt-bf16-activations): every layer's output (the residual stream, rounded after the
+        residual add) and the rotated query and key of every attention but the token decoder's
+        without a cache (eval's token decoder rotates inside its fused local attention kernel).
+    Everything else stays f32 (the stacks' inputs: embeddings, prefix vectors). An independent reference for bt's bf16 path."""
     def bf16(t):
         return t.to(torch.bfloat16).float()
 
@@ -637,6 +654,8 @@ def use_bf16_gemms(model, kv_caches=True, products=True, sampled=True):
             mod.bf16_sampled = products and sampled and leaf == "embed_out"
         if isinstance(mod, NeoXLayer):
             mod.bf16_kv_cache = kv_caches
+            mod.bf16_activations = products and activations
+            mod.bf16_rotary_uncached = not name.startswith("token_decoder.")
 
 
 def bf16_reference(case_dir):

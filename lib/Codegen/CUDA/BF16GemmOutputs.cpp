@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bt/Codegen/BF16.h"
+#include "bt/Codegen/CUDA/BF16Readers.h"
 #include "bt/Codegen/CUDA/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -31,7 +32,10 @@ namespace bt {
 } // namespace bt
 
 using namespace mlir;
+using bt::codegen::collectBF16Readers;
+using bt::codegen::computesFunctionResult;
 using bt::codegen::extendBF16;
+using bt::codegen::withBF16;
 using bt::codegen::roundTensorToBF16;
 using bt::codegen::roundToBF16;
 
@@ -110,70 +114,6 @@ void roundBias(Operation *gemm, linalg::BroadcastOp broadcast) {
     broadcast.erase();
 }
 
-/// Whether `op` is a reshape (tensor.reshape too: an expansion of two dynamic
-/// dims) or a slice, whose result holds elements of its first operand.
-bool isView(Operation *op) {
-  return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::ReshapeOp,
-             tensor::ExtractSliceOp>(op);
-}
-
-/// The readers of `v`: through reshapes (tensor.reshape too: an expansion of
-/// two dynamic dims) and slices (`views`, in order from `v` outwards) to
-/// inputs of `linalg.generic` ops and `tensor.extract` sources (`inputs`);
-/// `tensor.dim` reads no element. Returns false if any other op uses a value
-/// of the tree (a named op, a return, an init).
-bool collectReaders(Value v, SmallVectorImpl<Operation *> &views,
-                    SmallVectorImpl<OpOperand *> &inputs) {
-  for (OpOperand &use : v.getUses()) {
-    Operation *user = use.getOwner();
-    if (isa<tensor::DimOp>(user))
-      continue;
-    // An element read, e.g. by a dedicated kernel (the attention kernels
-    // read q, k and v of the QKV product so).
-    if (isa<tensor::ExtractOp>(user) && use.getOperandNumber() == 0) {
-      inputs.push_back(&use);
-      continue;
-    }
-    if (isView(user) && use.getOperandNumber() == 0) {
-      views.push_back(user);
-      if (!collectReaders(user->getResult(0), views, inputs))
-        return false;
-      continue;
-    }
-    auto generic = dyn_cast<linalg::GenericOp>(user);
-    if (!generic || !generic.hasPureTensorSemantics() ||
-        !generic.isDpsInput(&use))
-      return false;
-    inputs.push_back(&use);
-  }
-  return true;
-}
-
-/// Whether a result of `op` is a result of its function, directly or through
-/// reshapes and slices (the logits of eval and eval_loss, which a masking
-/// generic writes from the LM head's product).
-bool computesFunctionResult(Operation *op) {
-  SmallVector<Value> work(op->getResults().begin(), op->getResults().end());
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    for (Operation *user : v.getUsers()) {
-      if (isa<func::ReturnOp>(user))
-        return true;
-      if (isView(user))
-        work.push_back(user->getResult(0));
-    }
-  }
-  return false;
-}
-
-/// `x`'s ranked tensor type with bf16 elements.
-RankedTensorType withBF16(Value x) {
-  auto t = cast<RankedTensorType>(x.getType());
-  return RankedTensorType::get(t.getShape(),
-                               Builder(x.getContext()).getBF16Type(),
-                               t.getEncoding());
-}
-
 /// Rounds `gemm`'s product to bf16 right after it (a generic marked
 /// `bt.bf16_gemm_output`, which bt-gemm-to-blas folds into the cuBLAS call)
 /// and makes every use of the product use the rounded tensor instead.
@@ -191,40 +131,13 @@ void roundProduct(Operation *gemm) {
     use->set(rounded);
 }
 
-/// Rounds `gemm`'s product to bf16 (roundProduct), retypes `views` to bf16
-/// and makes each reader in `inputs` read bf16: its
-/// block argument becomes bf16 and is extended exactly (extendBF16) at the
-/// top of the body, and an extracted element is extended right after the
-/// extract, so the readers compute on the same f32 values as before.
+/// Rounds `gemm`'s product to bf16 (roundProduct), and makes its readers
+/// (`views` and `inputs` of collectBF16Readers) read it in bf16 and extend
+/// it exactly, so they compute on the same f32 values as before.
 void narrow(Operation *gemm, ArrayRef<Operation *> views,
             ArrayRef<OpOperand *> inputs) {
   roundProduct(gemm);
-  OpBuilder b(gemm->getContext());
-  for (Operation *view : views)
-    view->getResult(0).setType(withBF16(view->getResult(0)));
-  for (OpOperand *input : inputs) {
-    if (auto extract = dyn_cast<tensor::ExtractOp>(input->getOwner())) {
-      SmallVector<OpOperand *> reads;
-      for (OpOperand &use : extract.getResult().getUses())
-        reads.push_back(&use);
-      extract.getResult().setType(b.getBF16Type());
-      b.setInsertionPointAfter(extract);
-      Value wide = extendBF16(b, extract.getLoc(), extract.getResult());
-      for (OpOperand *read : reads)
-        read->set(wide);
-      continue;
-    }
-    auto generic = cast<linalg::GenericOp>(input->getOwner());
-    BlockArgument arg = generic.getMatchingBlockArgument(input);
-    SmallVector<OpOperand *> reads;
-    for (OpOperand &use : arg.getUses())
-      reads.push_back(&use);
-    arg.setType(b.getBF16Type());
-    OpBuilder body = OpBuilder::atBlockBegin(generic.getBody());
-    Value wide = extendBF16(body, generic.getLoc(), arg);
-    for (OpOperand *read : reads)
-      read->set(wide);
-  }
+  bt::codegen::readAsBF16(views, inputs);
 }
 
 /// The sampled logits of a decode entry (decode_tokens' `step_logits`
@@ -374,7 +287,8 @@ struct BF16GemmOutputsPass
         continue;
       SmallVector<Operation *> views;
       SmallVector<OpOperand *> inputs;
-      if (!collectReaders(gemm->getResult(0), views, inputs) || inputs.empty())
+      if (!collectBF16Readers(gemm->getResult(0), views, inputs) ||
+          inputs.empty())
         continue;
       // Logits stay f32 wherever the entry point returns them unsampled
       // (eval's, through a masking generic).

@@ -68,8 +68,11 @@ void bt::buildCUDALayerToLinalgPipeline(OpPassManager &pm,
   codegen::addLayerToLinalgStage(pm, front);
   // GEMM products that only elementwise kernels read: stored in bf16 (after
   // the fusion, which would merge their rounding back into the readers).
-  if (options.dtype == "bf16")
+  if (options.dtype == "bf16") {
     pm.addPass(createBTBF16GemmOutputs());
+    // The other activations between kernels (the residual stream, ...).
+    pm.addPass(createBTBF16Activations());
+  }
   // The optimizer's scalars (train_step) in kernels, not on the host.
   pm.addPass(createBTScalarsToKernels());
 }

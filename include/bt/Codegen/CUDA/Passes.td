@@ -190,6 +190,41 @@ def BTBF16GemmOutputs : Pass<"bt-bf16-gemm-outputs", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def BTBF16Activations : Pass<"bt-bf16-activations", "::mlir::ModuleOp"> {
+  let summary = "Activations that only kernels read are stored in bf16";
+  let description = [{
+    The third step of `--dtype bf16` on the CUDA target (issue 13 item 2:
+    activations in bf16, statistics and arithmetic in fp32;
+    docs/codegen-cuda.md, "bf16"). Run after `bt-bf16-gemm-outputs`, on
+    linalg on tensors with the kernels formed. The f32 result of a bf16
+    GEMM's elementwise epilogue — an all-parallel `linalg.generic` one of
+    whose inputs is a product that `bt-bf16-gemm-outputs` rounded (marked
+    `bt.bf16_gemm_output`, directly or through reshapes and slices) — that
+    writes a `tensor.empty` its body does not read and that only
+    `linalg.generic` inputs and `tensor.extract`s (the dedicated kernels'
+    element reads: LayerNorm, attention) read, through reshapes and slices,
+    none of them computing a function result, is rounded to bf16 once (round
+    to nearest even, in integer ops, at the end of the generic's body) and
+    written as bf16; each reader loads bf16 and extends it exactly, so it
+    computes on the same f32 values as it would on the rounded f32 tensor.
+    In the GPT-NeoX layers that is the residual add (each layer's output
+    `[B, S, D]`, read by the next layer's two LayerNorm kernels and its
+    residual add, or by the final LayerNorm) and the rotary embedding of the
+    query and, where the attention kernel reads it from there rather than
+    from a KV cache, of the key (`[B, S, H, hd]`; the token decoder's fused
+    local attention of eval rotates in registers and has none).
+    `bench/bt_torch.py use_bf16_gemms(activations=True)`, the reference,
+    rounds the same tensors. What keeps f32: the outputs of generics that are
+    no such epilogue (the stacks' inputs: embeddings, prefix vectors; the
+    rotary tables), results a named op (a GEMM), an init, a loop or an
+    insert reads, results whose readers compute a function result (eval's
+    logits), reductions.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def BTLinalgToGPU : Pass<"bt-linalg-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Map every linalg op on memrefs in host code to a gpu.launch";
   let description = [{
