@@ -669,7 +669,7 @@ def bf16_reference(case_dir):
     return model
 
 
-def check_bf16_gemms(case_dir, bt_eval, tol):
+def check_bf16_gemms(case_dir, bt_eval, tol, min_exact=0.9):
     """Compares bt's eval logits of a `--dtype bf16` CUDA artifact (bt_eval, safetensors) with this
     implementation under use_bf16_gemms, per position (one row of V logits, error relative to the
     fixture's max|logit|), and both with the f32 fixture. They agree when
@@ -700,7 +700,7 @@ def check_bf16_gemms(case_dir, bt_eval, tol):
     d_ref = float(per_pos.max())
     d_f32 = float((bt - f32).abs().max()) / scale
     d_model = float((logits - f32).abs().max()) / scale
-    good = exact >= 0.9 and d_ref <= 2.0 ** -7 and d_f32 <= 2.0 ** -6
+    good = exact >= min_exact and d_ref <= 2.0 ** -7 and d_f32 <= 2.0 ** -6
     case = os.path.basename(os.path.normpath(case_dir))
     print(f"{case:16s} bf16 GEMMs: bt vs reference: {100 * exact:.1f}% of {per_pos.numel()} positions "
           f"<= {tol:g}, max {d_ref:.3e} (<= 2^-7); bt vs f32 fixture max|Δ|/max|logit| {d_f32:.3e} "
@@ -708,7 +708,7 @@ def check_bf16_gemms(case_dir, bt_eval, tol):
     return good
 
 
-def check_bf16_generate(case_dir, mode, bt_gen, tol):
+def check_bf16_generate(case_dir, mode, bt_gen, tol, min_exact=0.25):
     """Compares bt's greedy generation (bt_gen: new_tokens [B, N], step_logits [N, B, V]) of a
     `--dtype bf16` CUDA artifact from the case's generate.safetensors prompt (mode: trainpos or
     official positions) with this implementation under use_bf16_gemms: the tokens must be equal,
@@ -739,7 +739,7 @@ def check_bf16_generate(case_dir, mode, bt_gen, tol):
     same = bool((bt_toks == toks.numpy()).all())
     differ = int((bt_toks != f32_toks).sum())
     d_f32 = float((bt_steps - f32_steps).abs().max()) / scale
-    good = same and exact >= 0.25 and float(per_pos.max()) <= 2.0 ** -7
+    good = same and exact >= min_exact and float(per_pos.max()) <= 2.0 ** -7
     case = os.path.basename(os.path.normpath(case_dir))
     print(f"{case:16s} bf16 generate {mode:8s}: tokens {'equal to' if same else 'DIFFER from'} the "
           f"reference; step logits {100 * exact:.1f}% of {per_pos.numel()} <= {tol:g}, max "
@@ -1101,6 +1101,11 @@ def main():
     ap.add_argument("--threads", type=int, default=2, help="--bench: torch.set_num_threads")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                     help="--bench/--serve: where the model runs (cuda: the GPU, torch >= 2.0)")
+    ap.add_argument("--min-exact", type=float, default=None, metavar="FRACTION",
+                    help="--check-bf16-gemms / --check-bf16-generate: the share of positions "
+                    "(steps) that must match the reference to --tol (default 0.9 / 0.25; on a GPU, "
+                    "whose cuBLAS sums in another order than the reference's double sums, 0: "
+                    "only the 2^-7 and 2^-6 bounds then hold)")
     ap.add_argument("--dtype", choices=("f32", "bf16"), default="f32",
                     help="--bench/--serve: weights and activations (bf16: --device cuda only)")
     ap.add_argument("--seed", type=int, default=0, help="--bench: seed of the random ids")
@@ -1123,9 +1128,11 @@ def main():
     if args.check:
         sys.exit(0 if check_fixtures(args.check) else 1)
     if args.check_bf16_gemms:
-        sys.exit(0 if check_bf16_gemms(*args.check_bf16_gemms, args.tol) else 1)
+        extra = {} if args.min_exact is None else {"min_exact": args.min_exact}
+        sys.exit(0 if check_bf16_gemms(*args.check_bf16_gemms, args.tol, **extra) else 1)
     if args.check_bf16_generate:
-        sys.exit(0 if check_bf16_generate(*args.check_bf16_generate, args.tol) else 1)
+        extra = {} if args.min_exact is None else {"min_exact": args.min_exact}
+        sys.exit(0 if check_bf16_generate(*args.check_bf16_generate, args.tol, **extra) else 1)
     if args.train:
         if not (args.model_dir and args.batches and args.lr_from and args.out):
             ap.error("--train needs --model-dir, --batches, --lr-from and --out")

@@ -36,6 +36,17 @@
 #             itself is checked on every element by adamw-apply: train-step
 #             --grads on the fixture's stored gradients vs adamw_step,
 #             max|Δ| <= 2e-7 (as test/bt-run/apply-gradients.test on the CPU);
+#   bf16      the case's `--dtype bf16` artifact (<case>.bf16.btart): eval
+#             and a greedy generation of generate.safetensors (12 tokens)
+#             held to bench/bt_torch.py's bf16 reference (--check-bf16-gemms,
+#             --check-bf16-generate, as test/bt-run/cuda-emu-bf16.test on the
+#             emulator): every position within 2^-7 of max|logit| of it and
+#             eval within 2^-6 of the f32 fixture, the greedy tokens equal;
+#             on a GPU with --min-exact 0 (BT_GPU_BF16_MIN_EXACT), as cuBLAS
+#             sums in another order than the reference's double sums, so a
+#             rounding flip may move more positions than the emulator's 10 %
+#             (the share within 1e-5 is reported). Needs torch ($BT_PYTHON,
+#             default python3 on a GPU, /usr/bin/python3 on the emulator);
 #   memcheck  compute-sanitizer --tool memcheck on eval and one generate, when
 #             /usr/local/cuda/bin/compute-sanitizer (or $COMPUTE_SANITIZER)
 #             exists.
@@ -160,6 +171,13 @@ state_check() {
 }
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
+# The bf16 checks' interpreter (torch) and the share of positions that must
+# match the reference to f32 precision (0 on a GPU: see the header).
+bf16_py=${BT_PYTHON:-/usr/bin/python3}
+[ -z "${BT_PYTHON:-}" ] && [ "$device" = cuda ] && bf16_py=python3
+bf16_exact=()
+[ "$device" = cuda ] && bf16_exact=(--min-exact 0)
+[ -n "${BT_GPU_BF16_MIN_EXACT:-}" ] && bf16_exact=(--min-exact "$BT_GPU_BF16_MIN_EXACT")
 n=0
 for dir in "$fixtures"/*/; do
   dir=${dir%/}
@@ -262,6 +280,32 @@ for dir in "$fixtures"/*/; do
     fi
     state_check "$case" sample-eos "$dir/generate_eos.safetensors" 24 \
       --temperature 0.05 --top-k 3 --seed 11
+  fi
+
+  # bf16 (issue 13 item 2): the case's --dtype bf16 artifact against the
+  # bf16 reference of bench/bt_torch.py.
+  bf16art="$bundle/$case.bf16.btart"
+  if [ -f "$bf16art" ]; then
+    b16=("$launcher" --artifact "$bf16art")
+    e16="$out/$case.bf16.eval.safetensors"
+    if run "$case" bf16-eval "${b16[@]}" eval --inputs "$dir/inputs.safetensors" -o "$e16"; then
+      run "$case" bf16-eval-compare "$bf16_py" "$repo/bench/bt_torch.py" \
+        --check-bf16-gemms "$dir" "$e16" "${bf16_exact[@]}"
+    fi
+    gen="$dir/generate.safetensors"
+    if [ -f "$gen" ]; then
+      mode=official
+      flags=(--official-generate-positions)
+      if header has trainpos.new_tokens "$gen"; then mode=trainpos; flags=(); fi
+      g16="$out/$case.bf16.generate.$mode.safetensors"
+      if run "$case" "bf16-generate-$mode" "${b16[@]}" generate --inputs "$gen" \
+          --max-new-tokens 12 --greedy "${flags[@]}" -o "$g16"; then
+        run "$case" "bf16-generate-$mode-compare" "$bf16_py" "$repo/bench/bt_torch.py" \
+          --check-bf16-generate "$dir" "$mode" "$g16" "${bf16_exact[@]}"
+      fi
+    fi
+  else
+    record "$case" bf16 SKIP "no $bf16art in the bundle" 0
   fi
 
   # compute-sanitizer memcheck on the eval and one generation.

@@ -30,6 +30,10 @@
 #                   artifact` for every fixture case: host code, PTX kernels
 #                   (sm_90), weights, manifest; the inference entry points and
 #                   grad / train_step / apply_gradients;
+#   <case>.bf16.btart  `bt-run compile <case> --target cuda --dtype bf16
+#                   --emit artifact`: the inference entries in bf16 (issue 13
+#                   item 2: bf16 GEMMs on tensor cores, the QKV bias in
+#                   cuBLASLt's epilogue, bf16 activations and KV caches);
 #   ptxas.txt       `ptxas -arch=sm_90` of every artifact's kernels, when
 #                   ptxas is installed (the box has no toolkit to check it);
 #   train/model.btart  block_train_tiny (test/bt-run/Inputs) with its tokenizer,
@@ -78,6 +82,8 @@ for dir in "$fixtures"/*/; do
   case=$(basename "$dir")
   echo "== $case"
   "$btrun" compile "$dir" --target cuda --train --emit artifact -o "$bundle/$case.btart"
+  # The same case in bf16 (inference only; gpu_check.sh's bf16 checks).
+  "$btrun" compile "$dir" --target cuda --dtype bf16 --emit artifact -o "$bundle/$case.bf16.btart"
   if [ -x "$ptxas" ]; then
     "$btrun" compile "$dir" --target cuda --train --emit ptx -o "$bundle/$case.ptx"
     if "$ptxas" -arch=sm_90 "$bundle/$case.ptx" -o /dev/null 2> "$bundle/$case.ptxas.log"; then

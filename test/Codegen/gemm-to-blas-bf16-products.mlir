@@ -1,5 +1,6 @@
 // RUN: bt-opt %s --split-input-file --bt-gemm-to-blas="min-mnk=0 callee=bt_gpu_sgemm bf16-callee=bt_gpu_gemm_bf16 bf16-out-callee=bt_gpu_gemm_bf16_out" | FileCheck %s
 // RUN: bt-opt %s --split-input-file --bt-gemm-to-blas="min-mnk=0 callee=bt_gpu_sgemm bf16-callee=bt_gpu_gemm_bf16" | FileCheck %s --check-prefix=NOOUT
+// RUN: bt-opt %s --split-input-file --bt-gemm-to-blas="min-mnk=0 callee=bt_gpu_sgemm bf16-callee=bt_gpu_gemm_bf16 bf16-out-callee=bt_gpu_gemm_bf16_out bf16-bias-out-callee=bt_gpu_gemm_bf16_bias_out" | FileCheck %s --check-prefix=BIAS
 
 // A bf16 GEMM into a zero-filled fresh f32 buffer that only the rounding of
 // bt-bf16-gemm-outputs (bt.bf16_gemm_output) reads: cuBLAS writes the bf16
@@ -153,6 +154,12 @@ func.func @out_read_between(%a: memref<4x16xbf16>, %b: memref<8x16xbf16>, %r: me
 //       CHECK:   return %[[OUT]]
 // NOOUT-LABEL: func.func @bias_product
 //       NOOUT:   attrs = {bt.bf16_gemm_init}
+// With bf16-bias-out-callee too, an f32 bias (not a bf16 parameter) keeps
+// the broadcast C: cuBLASLt's bias has the output's type.
+// BIAS-LABEL: func.func @bias_product
+//       BIAS:   linalg.generic {{.*}} ins(%{{.*}} : memref<8xf32>) outs(%{{.*}} : memref<4x8xbf16>) {
+//       BIAS:   call @bt_gpu_gemm_bf16_out(
+//   BIAS-NOT:   call @bt_gpu_gemm_bf16_bias_out
 //       NOOUT:   call @bt_gpu_gemm_bf16(
 //       NOOUT:   attrs = {bt.bf16_gemm_output}
 #id = affine_map<(d0, d1) -> (d0, d1)>
@@ -163,6 +170,58 @@ func.func @bias_product(%a: memref<4x16xbf16>, %b: memref<8x16xbf16>, %bias: mem
   ^bb0(%x: f32, %o: f32):
     %y = arith.truncf %x : f32 to bf16
     %z = arith.extf %y : bf16 to f32
+    linalg.yield %z : f32
+  }
+  linalg.matmul_transpose_b ins(%a, %b : memref<4x16xbf16>, memref<8x16xbf16>) outs(%t : memref<4x8xf32>)
+  %r = memref.alloc() : memref<4x8xbf16>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%t : memref<4x8xf32>) outs(%r : memref<4x8xbf16>) attrs = {bt.bf16_gemm_output} {
+  ^bb0(%x: f32, %o: bf16):
+    %y = arith.truncf %x : f32 to bf16
+    linalg.yield %y : bf16
+  }
+  memref.dealloc %t : memref<4x8xf32>
+  return %r : memref<4x8xbf16>
+}
+
+// -----
+
+// A bf16 bias (a parameter bt-bf16-gemm-outputs made bf16; its init
+// broadcasts it extended exactly). With bf16-bias-out-callee the epilogue
+// adds it: the init goes, beta = 0 and the bias vector's address (its
+// offset in 2-byte elements) is the 15th argument, so the broadcast [M, N]
+// is neither written nor read. Without it the init writes the bf16 C as
+// the bias's bits, unrounded (beta = 1).
+// BIAS-LABEL: func.func @bf16_bias_product
+//   BIAS-NOT:   linalg.generic
+//       BIAS:   %[[OUT:.*]] = memref.alloc() : memref<4x8xbf16>
+//       BIAS:   memref.extract_aligned_pointer_as_index %[[OUT]]
+//       BIAS:   %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+//       BIAS:   %{{.*}}, %[[OFF:[a-z_0-9]*]], %{{.*}}, %{{.*}} = memref.extract_strided_metadata %[[V:[a-z_0-9]*]] : memref<8xbf16, strided<[1], offset: 8>>
+//       BIAS:   %[[BP:.*]] = memref.extract_aligned_pointer_as_index %[[V]]
+//       BIAS:   %[[TWO:.*]] = arith.constant 2 : index
+//       BIAS:   %[[BOFF:.*]] = arith.muli %[[OFF]], %[[TWO]]
+//       BIAS:   %[[BADDR:.*]] = arith.addi %[[BP]], %[[BOFF]]
+//       BIAS:   %[[BI:.*]] = arith.index_cast %[[BADDR]] : index to i64
+//       BIAS:   %[[PTR:.*]] = llvm.inttoptr %[[BI]]
+//       BIAS:   call @bt_gpu_gemm_bf16_bias_out(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ZERO]], %{{.*}}, %{{.*}}, %[[PTR]])
+//   BIAS-NOT:   linalg.generic
+//       BIAS:   return %[[OUT]]
+// CHECK-LABEL: func.func @bf16_bias_product
+//       CHECK:   %[[OUT:.*]] = memref.alloc() : memref<4x8xbf16>
+//       CHECK:   linalg.generic {{.*}} ins(%{{.*}} : memref<8xbf16, strided<[1], offset: 8>>) outs(%[[OUT]] : memref<4x8xbf16>) {
+//  CHECK-NEXT:   ^bb0(%[[X:.*]]: bf16, %{{.*}}: bf16):
+//  CHECK-NEXT:     linalg.yield %[[X]] : bf16
+//       CHECK:   %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+//       CHECK:   call @bt_gpu_gemm_bf16_out(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]], %{{.*}}, %{{.*}})
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+func.func @bf16_bias_product(%a: memref<4x16xbf16>, %b: memref<8x16xbf16>, %biases: memref<16xbf16>) -> memref<4x8xbf16> {
+  %t = memref.alloc() : memref<4x8xf32>
+  // The second half of a bias parameter (a view with an offset).
+  %bias = memref.subview %biases[8] [8] [1] : memref<16xbf16> to memref<8xbf16, strided<[1], offset: 8>>
+  linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]} ins(%bias : memref<8xbf16, strided<[1], offset: 8>>) outs(%t : memref<4x8xf32>) attrs = {bt.bf16_gemm_init} {
+  ^bb0(%x: bf16, %o: f32):
+    %z = arith.extf %x : bf16 to f32
     linalg.yield %z : f32
   }
   linalg.matmul_transpose_b ins(%a, %b : memref<4x16xbf16>, memref<8x16xbf16>) outs(%t : memref<4x8xf32>)

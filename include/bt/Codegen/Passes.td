@@ -423,6 +423,14 @@ def BTGemmToBlas : Pass<"bt-gemm-to-blas", "::mlir::ModuleOp"> {
     the bf16 buffer's allocation moves in front of the first writer if it
     came after it, and nothing between that writer and the rounding may
     touch the bf16 buffer (otherwise nothing is folded).
+    With `bf16-bias-out-callee` set as well, such a GEMM whose bias init
+    broadcasts a bf16 vector `[N]` with unit stride (the QKV projection's
+    bias, a bf16 parameter since `bt-bf16-gemm-outputs`) calls that function
+    instead, with beta = 0 and the vector's address as a 15th argument
+    (`bt_gpu_gemm_bf16_bias_out`: cublasLtMatmul with the bias epilogue,
+    `bf16(op(A)·op(B) + bias)`, the same values as the bf16 C with beta = 1):
+    the init generic is removed, so the broadcast `[M, N]` is neither
+    written nor read.
   }];
   let options = [
     Option<"minMNK", "min-mnk", "int64_t", /*default=*/"4096",
@@ -438,6 +446,12 @@ def BTGemmToBlas : Pass<"bt-gemm-to-blas", "::mlir::ModuleOp"> {
            "The function called for bf16 GEMMs whose product is rounded to "
            "bf16 (bt.bf16_gemm_output), with C pointing to bf16; empty: "
            "the rounding stays a kernel">,
+    Option<"bf16BiasOutCallee", "bf16-bias-out-callee", "std::string",
+           /*default=*/"\"\"",
+           "The function called for bf16 GEMMs with a bf16 product whose "
+           "init broadcasts a bf16 bias vector: cblas_sgemm's signature "
+           "plus the bias pointer, beta = 0; empty: the broadcast is "
+           "written into C (beta = 1)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -75,12 +75,14 @@ void addBufferizationStage(
 
 /// With `enabled`: bt-gemm-to-blas (f32 GEMMs with M*N*K >= `minMNK` become
 /// calls of `callee`, a cblas_sgemm-compatible function; bf16-input GEMMs
-/// calls of `bf16Callee`, and those whose product is rounded to bf16 calls
-/// of `bf16OutCallee`, when given).
+/// calls of `bf16Callee`, those whose product is rounded to bf16 calls
+/// of `bf16OutCallee`, and those of them whose bias is a bf16 vector calls
+/// of `bf16BiasOutCallee`, when given).
 void addGemmToBlasStage(mlir::OpPassManager &pm, bool enabled, int64_t minMNK,
                         llvm::StringRef callee,
                         llvm::StringRef bf16Callee = "",
-                        llvm::StringRef bf16OutCallee = "");
+                        llvm::StringRef bf16OutCallee = "",
+                        llvm::StringRef bf16BiasOutCallee = "");
 
 /// Host loops → LLVM dialect: loop-invariant code motion, lower-affine,
 /// scf-to-cf, expand-strided-metadata, lower-affine, then the target's own

@@ -17,6 +17,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "bt/Dialect/BT/IR/BTDialect.h"
 #include "bt/Dialect/BT/IR/BTOps.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -24,6 +25,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace bt {
@@ -262,6 +264,50 @@ void narrowSampledLogits(SampledLogits &n) {
   }
 }
 
+/// Whether `use` is the bias a generic marked `bt.bf16_gemm_init` reads
+/// (roundBias: its one input).
+bool isBF16BiasInitUse(OpOperand &use) {
+  auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
+  return generic && generic->hasAttr(bt::codegen::kBF16GemmInitAttr) &&
+         generic.getNumDpsInputs() == 1 && generic.isDpsInput(&use);
+}
+
+/// The parameters `[N]` that, in every function, only bias inits
+/// (bt.bf16_gemm_init) read become bf16 arguments: the runtime rounds them
+/// once at upload (param_dtypes), as it does the GEMM weights, and each
+/// init broadcasts the bf16 bias extended exactly — the values it
+/// broadcast before (bf16(b)), so bt-gemm-to-blas can hand the bias vector
+/// to a GEMM epilogue (cuBLASLt) instead of a broadcast C.
+void narrowBiasParameters(ModuleOp module) {
+  for (SmallVector<BlockArgument> &args :
+       bt::codegen::parametersUsedOnlyBy(module, 1, isBF16BiasInitUse)) {
+    for (BlockArgument arg : args) {
+      arg.setType(withBF16(arg));
+      SmallVector<linalg::GenericOp> inits;
+      for (Operation *user : arg.getUsers())
+        inits.push_back(cast<linalg::GenericOp>(user));
+      for (linalg::GenericOp init : inits) {
+        OpBuilder b(init);
+        auto next = b.create<linalg::GenericOp>(
+            init.getLoc(), init.getResultTypes(), init.getDpsInputs(),
+            init.getDpsInits(), init.getIndexingMapsArray(),
+            init.getIteratorTypesArray(),
+            [](OpBuilder &nb, Location nl, ValueRange a) {
+              nb.create<linalg::YieldOp>(nl, extendBF16(nb, nl, a[0]));
+            });
+        next->setAttr(bt::codegen::kBF16GemmInitAttr, b.getUnitAttr());
+        init->replaceAllUsesWith(next);
+        init.erase();
+      }
+    }
+  }
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (!fn.isExternal())
+      fn.setFunctionType(FunctionType::get(fn.getContext(),
+                                           fn.getBody().getArgumentTypes(),
+                                           fn.getFunctionType().getResults()));
+}
+
 struct BF16GemmOutputsPass
     : public bt::impl::BTBF16GemmOutputsBase<BF16GemmOutputsPass> {
   void runOnOperation() override {
@@ -300,6 +346,7 @@ struct BF16GemmOutputsPass
         roundBias(gemm, bias);
       narrow(gemm, views, inputs);
     }
+    narrowBiasParameters(getOperation());
   }
 };
 

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bt/Codegen/BF16.h"
+#include "bt/Codegen/CUDA/BF16Readers.h"
 #include "bt/Codegen/CUDA/Passes.h"
 #include "bt/Dialect/BT/IR/BTDialect.h"
 
@@ -170,33 +171,10 @@ void rebuild(Operation *gemm, Value weight) {
 struct BF16GemmsPass : public bt::impl::BTBF16GemmsBase<BF16GemmsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    // Every argument of each parameter, and whether all their uses qualify.
-    struct Uses {
-      SmallVector<BlockArgument> args;
-      bool eligible = true;
-    };
-    llvm::MapVector<StringAttr, Uses> params;
-    for (auto fn : module.getOps<func::FuncOp>()) {
-      if (fn.isExternal())
-        continue;
-      for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-        StringAttr name = BTDialect::getArgParam(fn, i);
-        if (!name)
-          continue;
-        Uses &u = params[name];
-        BlockArgument arg = fn.getArgument(i);
-        u.args.push_back(arg);
-        auto t = dyn_cast<RankedTensorType>(arg.getType());
-        if (!t || t.getRank() != 2 || !t.getElementType().isF32())
-          u.eligible = false;
-        for (OpOperand &use : arg.getUses())
-          u.eligible &= isF32GemmWeightUse(use);
-      }
-    }
-    for (auto &[name, u] : params) {
-      if (!u.eligible)
-        continue;
-      for (BlockArgument arg : u.args) {
+    // The parameters that only f32 GEMMs read as their weight.
+    for (SmallVector<BlockArgument> &args :
+         bt::codegen::parametersUsedOnlyBy(module, 2, isF32GemmWeightUse)) {
+      for (BlockArgument arg : args) {
         auto t = cast<RankedTensorType>(arg.getType());
         arg.setType(RankedTensorType::get(t.getShape(),
                                           Builder(arg.getContext())

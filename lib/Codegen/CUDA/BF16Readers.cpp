@@ -7,10 +7,12 @@
 
 #include "bt/Codegen/CUDA/BF16Readers.h"
 #include "bt/Codegen/BF16.h"
+#include "bt/Dialect/BT/IR/BTDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/MapVector.h"
 
 using namespace mlir;
 
@@ -97,4 +99,38 @@ void bt::codegen::readAsBF16(ArrayRef<Operation *> views,
     for (OpOperand *read : reads)
       read->set(wide);
   }
+}
+
+SmallVector<SmallVector<BlockArgument>> bt::codegen::parametersUsedOnlyBy(
+    ModuleOp module, int64_t rank, function_ref<bool(OpOperand &)> isUse) {
+  struct Uses {
+    SmallVector<BlockArgument> args;
+    bool eligible = true;
+    bool used = false;
+  };
+  llvm::MapVector<StringAttr, Uses> params;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal())
+      continue;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      StringAttr name = bt::BTDialect::getArgParam(fn, i);
+      if (!name)
+        continue;
+      Uses &u = params[name];
+      BlockArgument arg = fn.getArgument(i);
+      u.args.push_back(arg);
+      auto t = dyn_cast<RankedTensorType>(arg.getType());
+      if (!t || t.getRank() != rank || !t.getElementType().isF32())
+        u.eligible = false;
+      for (OpOperand &use : arg.getUses()) {
+        u.eligible &= isUse(use);
+        u.used = true;
+      }
+    }
+  }
+  SmallVector<SmallVector<BlockArgument>> result;
+  for (auto &entry : params)
+    if (entry.second.eligible && entry.second.used)
+      result.push_back(std::move(entry.second.args));
+  return result;
 }

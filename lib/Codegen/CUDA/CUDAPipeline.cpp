@@ -87,7 +87,8 @@ void bt::buildCUDALinalgToLLVMPipeline(OpPassManager &pm,
   // one kernel each; allocations → the runtime's device pool.
   codegen::addGemmToBlasStage(pm, options.blas, options.blasMinMNK,
                               "bt_gpu_sgemm", "bt_gpu_gemm_bf16",
-                              "bt_gpu_gemm_bf16_out");
+                              "bt_gpu_gemm_bf16_out",
+                              "bt_gpu_gemm_bf16_bias_out");
   pm.addPass(createBTGPUDeviceAllocs());
   BTStridedCopiesToLinalgOptions copies;
   copies.contiguous = true;

@@ -166,6 +166,17 @@ linalg::GenericOp bf16BiasInit(Operation *gemm, Value c) {
   return nullptr;
 }
 
+/// Whether `v` is a bf16 memref `[N]` with unit stride (a bias vector
+/// cuBLASLt's epilogue can read).
+bool isUnitStrideBF16Vector(Value v) {
+  auto t = dyn_cast<MemRefType>(v.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return t && t.getRank() == 1 && t.getElementType().isBF16() &&
+         succeeded(getStridesAndOffset(t, strides, offset)) &&
+         strides[0] == 1;
+}
+
 /// Where cuBLAS can write the bf16 product of a bf16 GEMM itself
 /// (bt-bf16-gemm-outputs): the rounding generic and, for a bias in C, its
 /// init generic.
@@ -241,7 +252,8 @@ std::optional<BF16Product> bf16Product(Operation *gemm, const Gemm &g,
 struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
   using BTGemmToBlasBase::BTGemmToBlasBase;
 
-  func::FuncOp getOrDeclareSgemm(ModuleOp module, StringRef callee) {
+  func::FuncOp getOrDeclareSgemm(ModuleOp module, StringRef callee,
+                                 bool withBias = false) {
     if (auto f = module.lookupSymbol<func::FuncOp>(callee))
       return f;
     MLIRContext *ctx = module.getContext();
@@ -249,10 +261,13 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
     Type i32 = b.getI32Type(), f32 = b.getF32Type();
     Type ptr = LLVM::LLVMPointerType::get(ctx);
     // void cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb,
-    //                  beta, C, ldc); the same signature for every callee.
-    auto type = b.getFunctionType(
-        {i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32},
-        {});
+    //                  beta, C, ldc); the same signature for every callee,
+    // the bias callee with the bias vector's address after ldc.
+    SmallVector<Type> params = {i32, i32, i32, i32, i32, i32, f32,
+                                ptr, i32, ptr, i32, f32, ptr, i32};
+    if (withBias)
+      params.push_back(ptr);
+    auto type = b.getFunctionType(params, {});
     auto f = b.create<func::FuncOp>(module.getLoc(), callee, type);
     f.setPrivate();
     return f;
@@ -283,6 +298,7 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
     // A bf16 product written by cuBLAS into the rounding's buffer: the f32
     // buffer, its fill and the rounding go.
     std::optional<BF16Product> product;
+    Value biasVector; // a bf16 bias the epilogue adds (bf16BiasOutCallee)
     if (!bf16OutCallee.empty() &&
         (product = bf16Product(op, g, zeroFill, dom))) {
       Value out = product->rounding.getDpsInits()[0];
@@ -293,20 +309,31 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
           first->isBeforeInBlock(def))
         def->moveBefore(first);
       if (linalg::GenericOp init = product->biasInit) {
-        // The bias broadcast writes bf16 (the values it wrote, rounded).
-        OpBuilder ib(init);
-        ib.create<linalg::GenericOp>(
-            init.getLoc(), TypeRange{}, init.getDpsInputs(), ValueRange{out},
-            init.getIndexingMapsArray(), init.getIteratorTypesArray(),
-            [](OpBuilder &nb, Location nl, ValueRange a) {
-              nb.create<linalg::YieldOp>(
-                  nl, bt::codegen::roundToBF16(nb, nl, a[0]));
-            });
+        if (!bf16BiasOutCallee.empty() && !g.batched &&
+            isUnitStrideBF16Vector(init.getDpsInputs()[0])) {
+          // The epilogue adds the bf16 bias: no broadcast, beta = 0.
+          biasVector = init.getDpsInputs()[0];
+        } else {
+          // The bias broadcast writes bf16 (the values it wrote, rounded;
+          // a bf16 bias as it is).
+          OpBuilder ib(init);
+          ib.create<linalg::GenericOp>(
+              init.getLoc(), TypeRange{}, init.getDpsInputs(),
+              ValueRange{out}, init.getIndexingMapsArray(),
+              init.getIteratorTypesArray(),
+              [](OpBuilder &nb, Location nl, ValueRange a) {
+                Value v = a[0];
+                if (!v.getType().isBF16())
+                  v = bt::codegen::roundToBF16(nb, nl, v);
+                nb.create<linalg::YieldOp>(nl, v);
+              });
+        }
         init.erase();
       }
       Value f32Product = g.c;
       g.c = out;
-      calleeName = bf16OutCallee;
+      calleeName = biasVector ? StringRef(bf16BiasOutCallee)
+                              : StringRef(bf16OutCallee);
       product->rounding.erase();
       for (Operation *user : llvm::make_early_inc_range(f32Product.getUsers()))
         if (isa<memref::DeallocOp>(user))
@@ -316,7 +343,8 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
       // stays 1: cuBLAS adds the bf16 bias in C.
       deadBuffers.push_back(f32Product.getDefiningOp());
     }
-    func::FuncOp sgemm = getOrDeclareSgemm(module, calleeName);
+    func::FuncOp sgemm =
+        getOrDeclareSgemm(module, calleeName, /*withBias=*/bool(biasVector));
     OpBuilder b(op);
     Location loc = op->getLoc();
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
@@ -364,6 +392,11 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
       zeroFill.erase();
       beta = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0.0f));
     }
+    std::optional<Operand> bias;
+    if (biasVector) {
+      beta = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0.0f));
+      bias = describe(biasVector);
+    }
     Value mI = toI32(m), nI = toI32(n), kI = toI32(k);
 
     auto emitCall = [&](OpBuilder &ob, Value aAddr, Value bAddr, Value cAddr) {
@@ -371,10 +404,12 @@ struct GemmToBlasPass : public bt::impl::BTGemmToBlasBase<GemmToBlasPass> {
         Value asInt = ob.create<arith::IndexCastOp>(loc, i64, idx);
         return ob.create<LLVM::IntToPtrOp>(loc, ptrType, asInt);
       };
-      ob.create<func::CallOp>(
-          loc, sgemm,
-          ValueRange{order, transA, transB, mI, nI, kI, alpha, toPtr(aAddr),
-                     lda, toPtr(bAddr), ldb, beta, toPtr(cAddr), ldc});
+      SmallVector<Value> args = {order, transA, transB, mI, nI,
+                                 kI, alpha, toPtr(aAddr), lda, toPtr(bAddr),
+                                 ldb, beta, toPtr(cAddr), ldc};
+      if (bias)
+        args.push_back(toPtr(bias->base));
+      ob.create<func::CallOp>(loc, sgemm, args);
     };
 
     if (!g.batched) {

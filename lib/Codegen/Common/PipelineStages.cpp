@@ -129,7 +129,8 @@ void bt::codegen::addBufferizationStage(
 void bt::codegen::addGemmToBlasStage(OpPassManager &pm, bool enabled,
                                      int64_t minMNK, StringRef callee,
                                      StringRef bf16Callee,
-                                     StringRef bf16OutCallee) {
+                                     StringRef bf16OutCallee,
+                                     StringRef bf16BiasOutCallee) {
   if (!enabled)
     return;
   BTGemmToBlasOptions blas;
@@ -137,6 +138,7 @@ void bt::codegen::addGemmToBlasStage(OpPassManager &pm, bool enabled,
   blas.callee = callee.str();
   blas.bf16Callee = bf16Callee.str();
   blas.bf16OutCallee = bf16OutCallee.str();
+  blas.bf16BiasOutCallee = bf16BiasOutCallee.str();
   pm.addPass(createBTGemmToBlas(blas));
 }
 

@@ -1,4 +1,4 @@
-//===- cuda.cc - CUDA backend: driver API and cuBLAS via dlopen ----------===//
+//===- cuda.cc - CUDA backend: the driver API via dlopen ------------------===//
 //
 // See bt/runtime/cuda.h. Only the handful of driver / cuBLAS entry points the
 // runtime needs are declared here (their C signatures from cuda.h /
@@ -28,30 +28,20 @@ namespace bt::rt {
 
 namespace {
 
-constexpr int kCublasOpN = 0, kCublasOpT = 1;
-constexpr int kCublasDefaultMath = 0; // FP32 stays FP32 (no TF32)
-constexpr int32_t kCblasRowMajor = 101, kCblasNoTrans = 111,
-                  kCblasTrans = 112;
-
 std::atomic<CudaBackend *> g_current{nullptr};
+
+} // namespace
 
 std::string EnvOr(const char *name, const std::string &fallback) {
   const char *v = std::getenv(name);
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
-using SymbolLookup = std::function<void *(const char *)>;
-
-template <typename Fn>
-bool Resolve(const SymbolLookup &lookup, const char *name, Fn &fn) {
-  fn = reinterpret_cast<Fn>(lookup(name));
-  return fn != nullptr;
-}
-
-// dlsym in `library`.
 SymbolLookup DlsymIn(void *library) {
   return [library](const char *name) { return ::dlsym(library, name); };
 }
+
+namespace {
 
 // Every driver entry point of `d` from `lookup`; returns the names missing.
 std::vector<std::string> ResolveDriver(const SymbolLookup &lookup,
@@ -124,6 +114,8 @@ LoadDriver(const std::string &path, const CudaOptions &options) {
   return d;
 }
 
+} // namespace
+
 [[noreturn]] void Die(absl::string_view what, const absl::Status &s) {
   std::fprintf(stderr, "bt: %.*s: %s\n", static_cast<int>(what.size()),
                what.data(), std::string(s.message()).c_str());
@@ -135,6 +127,7 @@ LoadDriver(const std::string &path, const CudaOptions &options) {
   std::abort();
 }
 
+namespace {
 /// The entry-point call in progress on this thread (RunHostCode): where an
 /// allocation failure of its host code returns to, the blocks the host code
 /// holds, and the failure. Thread-local, so that nothing setjmp's caller
@@ -146,6 +139,7 @@ struct HostCall {
   absl::Status failure;
 };
 thread_local HostCall t_host_call;
+} // namespace
 
 CudaBackend &CurrentOrDie(const char *fn) {
   CudaBackend *b = CudaBackend::Current();
@@ -155,8 +149,6 @@ CudaBackend &CurrentOrDie(const char *fn) {
                 "in a runtime that opened a GPU)"));
   return *b;
 }
-
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // CudaDeviceInfo, DevicePool
@@ -380,6 +372,8 @@ CudaBackend::~CudaBackend() {
     driver_->cuStreamSynchronize(stream_);
   if (cublas_ && cublas_->handle)
     cublas_->cublasDestroy_v2(cublas_->handle);
+  if (cublas_lt_ && cublas_lt_->handle)
+    cublas_lt_->cublasLtDestroy(cublas_lt_->handle);
   pool_.reset();
   if (module_ != nullptr)
     driver_->cuModuleUnload(module_);
@@ -450,114 +444,6 @@ absl::Status CudaBackend::Launch(const char *name, int64_t gx, int64_t gy,
                    static_cast<unsigned>(bz), static_cast<unsigned>(smem),
                    stream_, params, nullptr),
                absl::StrCat("cuLaunchKernel(", name, ")"));
-}
-
-absl::Status CudaBackend::LoadCublas() {
-  auto cb = std::make_unique<Cublas>();
-  SymbolLookup lookup = symbols_;
-  if (lookup) {
-    cb->path = symbols_name_.empty() ? "an in-process cuBLAS" : symbols_name_;
-  } else {
-    std::vector<std::string> errors;
-    for (const std::string &lib : cublas_libraries_) {
-      ::dlerror();
-      cb->library = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (cb->library != nullptr) {
-        cb->path = lib;
-        break;
-      }
-      const char *e = ::dlerror();
-      errors.push_back(e ? e : lib);
-    }
-    if (cb->library == nullptr)
-      return absl::NotFoundError(
-          absl::StrCat("cuBLAS not found: ", absl::StrJoin(errors, "; ")));
-    lookup = DlsymIn(cb->library);
-  }
-  if (!Resolve(lookup, "cublasCreate_v2", cb->cublasCreate_v2) ||
-      !Resolve(lookup, "cublasDestroy_v2", cb->cublasDestroy_v2) ||
-      !Resolve(lookup, "cublasSetStream_v2", cb->cublasSetStream_v2) ||
-      !Resolve(lookup, "cublasSetMathMode", cb->cublasSetMathMode) ||
-      !Resolve(lookup, "cublasSgemm_v2", cb->cublasSgemm_v2))
-    return absl::NotFoundError(
-        absl::StrCat(cb->path, " lacks a cuBLAS entry point"));
-  (void)Resolve(lookup, "cublasGemmEx", cb->cublasGemmEx); // optional
-  if (int s = cb->cublasCreate_v2(&cb->handle); s != 0)
-    return absl::InternalError(
-        absl::StrCat("cublasCreate failed: cublasStatus ", s));
-  if (int s = cb->cublasSetStream_v2(cb->handle, stream_); s != 0)
-    return absl::InternalError(
-        absl::StrCat("cublasSetStream failed: cublasStatus ", s));
-  if (int s = cb->cublasSetMathMode(cb->handle, kCublasDefaultMath); s != 0)
-    return absl::InternalError(
-        absl::StrCat("cublasSetMathMode failed: cublasStatus ", s));
-  cublas_ = std::move(cb);
-  return absl::OkStatus();
-}
-
-absl::Status CudaBackend::Sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
-                                int32_t m, int32_t n, int32_t k, float alpha,
-                                const float *a, int32_t lda, const float *b,
-                                int32_t ldb, float beta, float *c,
-                                int32_t ldc) {
-  auto isTrans = [](int32_t t) { return t == kCblasTrans; };
-  if (order != kCblasRowMajor ||
-      (trans_a != kCblasNoTrans && trans_a != kCblasTrans) ||
-      (trans_b != kCblasNoTrans && trans_b != kCblasTrans))
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bt_gpu_sgemm: order ", order, ", transpose ", trans_a, "/", trans_b,
-        " (expected row-major 101 and 111/112)"));
-  if (!cublas_)
-    BT_RETURN_IF_ERROR(LoadCublas());
-  // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, and a
-  // row-major matrix is its transpose in column-major order.
-  if (!capturing())
-    ++gemms_;
-  int s = cublas_->cublasSgemm_v2(
-      cublas_->handle, isTrans(trans_b) ? kCublasOpT : kCublasOpN,
-      isTrans(trans_a) ? kCublasOpT : kCublasOpN, n, m, k, &alpha, b, ldb, a,
-      lda, &beta, c, ldc);
-  if (s != 0)
-    return absl::InternalError(absl::StrCat(
-        "cublasSgemm (m=", m, " n=", n, " k=", k, ") failed: cublasStatus ", s));
-  return absl::OkStatus();
-}
-
-absl::Status CudaBackend::GemmBf16(int32_t order, int32_t trans_a,
-                                   int32_t trans_b, int32_t m, int32_t n,
-                                   int32_t k, float alpha, const void *a,
-                                   int32_t lda, const void *b, int32_t ldb,
-                                   float beta, void *c, int32_t ldc,
-                                   bool bf16_c) {
-  auto isTrans = [](int32_t t) { return t == kCblasTrans; };
-  if (order != kCblasRowMajor ||
-      (trans_a != kCblasNoTrans && trans_a != kCblasTrans) ||
-      (trans_b != kCblasNoTrans && trans_b != kCblasTrans))
-    return absl::InvalidArgumentError(absl::StrCat(
-        bf16_c ? "bt_gpu_gemm_bf16_out" : "bt_gpu_gemm_bf16", ": order ", order, ", transpose ", trans_a, "/",
-        trans_b, " (expected row-major 101 and 111/112)"));
-  if (!cublas_)
-    BT_RETURN_IF_ERROR(LoadCublas());
-  if (cublas_->cublasGemmEx == nullptr)
-    return absl::NotFoundError(absl::StrCat(
-        cublas_->path, " lacks cublasGemmEx (needed by the bf16 GEMMs)"));
-  // cudaDataType_t / cublasComputeType_t / cublasGemmAlgo_t values
-  // (library_types.h, cublas_api.h).
-  constexpr int kR16BF = 14, kR32F = 0, kCompute32F = 68, kGemmDefault = -1;
-  if (!capturing())
-    ++gemms_;
-  // Row-major C = op(A)·op(B) as column-major Cᵀ = op(B)ᵀ·op(A)ᵀ (Sgemm).
-  int s = cublas_->cublasGemmEx(
-      cublas_->handle, isTrans(trans_b) ? kCublasOpT : kCublasOpN,
-      isTrans(trans_a) ? kCublasOpT : kCublasOpN, n, m, k, &alpha, b, kR16BF,
-      ldb, a, kR16BF, lda, &beta, c, bf16_c ? kR16BF : kR32F, ldc,
-      kCompute32F, kGemmDefault);
-  if (s != 0)
-    return absl::InternalError(absl::StrCat(
-        bf16_c ? "cublasGemmEx bf16 -> bf16 (m=" : "cublasGemmEx bf16 (m=", m,
-                                            " n=", n, " k=", k,
-                                            ") failed: cublasStatus ", s));
-  return absl::OkStatus();
 }
 
 absl::Status CudaBackend::RunHostCode(KernelEntryFn fn, void **argv) {
@@ -768,52 +654,6 @@ extern "C" void bt_gpu_launch(const char *name, int64_t gx, int64_t gy,
   absl::Status s = b.Launch(name, gx, gy, gz, bx, by, bz, smem, params);
   if (!s.ok())
     bt::rt::Die("bt_gpu_launch", s);
-}
-
-extern "C" void bt_gpu_sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
-                             int32_t m, int32_t n, int32_t k, float alpha,
-                             const float *a, int32_t lda, const float *b,
-                             int32_t ldb, float beta, float *c, int32_t ldc) {
-  CudaBackend &g = bt::rt::CurrentOrDie("bt_gpu_sgemm");
-  absl::Status s = g.Sgemm(order, trans_a, trans_b, m, n, k, alpha, a, lda, b,
-                           ldb, beta, c, ldc);
-  if (!s.ok())
-    bt::rt::Die("bt_gpu_sgemm", s);
-}
-
-namespace {
-/// bt_gpu_gemm_bf16 and bt_gpu_gemm_bf16_out: CudaBackend::GemmBf16 on the
-/// current backend, with an f32 or (bf16_c) bf16 C; dies with `name` on an
-/// error (the host code has no error path).
-void GemmBf16OrDie(const char *name, int32_t order, int32_t trans_a,
-                   int32_t trans_b, int32_t m, int32_t n, int32_t k,
-                   float alpha, const void *a, int32_t lda, const void *b,
-                   int32_t ldb, float beta, void *c, int32_t ldc,
-                   bool bf16_c) {
-  CudaBackend &g = bt::rt::CurrentOrDie(name);
-  absl::Status s = g.GemmBf16(order, trans_a, trans_b, m, n, k, alpha, a, lda,
-                              b, ldb, beta, c, ldc, bf16_c);
-  if (!s.ok())
-    bt::rt::Die(name, s);
-}
-} // namespace
-
-extern "C" void bt_gpu_gemm_bf16(int32_t order, int32_t trans_a,
-                                 int32_t trans_b, int32_t m, int32_t n,
-                                 int32_t k, float alpha, const void *a,
-                                 int32_t lda, const void *b, int32_t ldb,
-                                 float beta, float *c, int32_t ldc) {
-  GemmBf16OrDie("bt_gpu_gemm_bf16", order, trans_a, trans_b, m, n, k, alpha,
-                a, lda, b, ldb, beta, c, ldc, /*bf16_c=*/false);
-}
-
-extern "C" void bt_gpu_gemm_bf16_out(int32_t order, int32_t trans_a,
-                                     int32_t trans_b, int32_t m, int32_t n,
-                                     int32_t k, float alpha, const void *a,
-                                     int32_t lda, const void *b, int32_t ldb,
-                                     float beta, void *c, int32_t ldc) {
-  GemmBf16OrDie("bt_gpu_gemm_bf16_out", order, trans_a, trans_b, m, n, k,
-                alpha, a, lda, b, ldb, beta, c, ldc, /*bf16_c=*/true);
 }
 
 extern "C" void bt_gpu_memcpy_dtoh(void *dst_host, const void *src_device,

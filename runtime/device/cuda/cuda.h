@@ -130,6 +130,7 @@ private:
 
 struct CudaDriver; // the dlopen'ed entry points (cuda.cc)
 struct Cublas;
+struct CublasLt;
 class CudaBackend;
 
 /// A CUDA graph: the work a CudaBackend::CaptureGraph call issued on the
@@ -214,6 +215,22 @@ public:
                         const void *a, int32_t lda, const void *b, int32_t ldb,
                         float beta, void *c, int32_t ldc,
                         bool bf16_c = false);
+  /// GemmBf16 with a bf16 C (`ldc` in elements) written as
+  /// bf16(op(A)·op(B) + bias), the bias a bf16 vector of `n` elements (one
+  /// per column of the row-major C) added in f32 by the epilogue of the
+  /// GEMM: cublasLtMatmul with CUBLASLT_EPILOGUE_BIAS, CUDA_R_16BF A, B, C
+  /// and bias, CUBLAS_COMPUTE_32F (the QKV projection of `--dtype bf16`,
+  /// bt-gemm-to-blas{bf16-bias-out-callee}; the same values as a bf16 C
+  /// holding the broadcast bias with beta = 1, without that C's bytes).
+  /// cuBLASLt is loaded on the first call ($BT_CUBLASLT_LIBRARY, else
+  /// libcublasLt.so.13, .12, libcublasLt.so; the emulator's in-process
+  /// one). Errors: GemmBf16's, NotFound if no cuBLASLt loads, Internal for
+  /// cuBLASLt errors.
+  absl::Status GemmBf16Bias(int32_t order, int32_t trans_a, int32_t trans_b,
+                            int32_t m, int32_t n, int32_t k, float alpha,
+                            const void *a, int32_t lda, const void *b,
+                            int32_t ldb, void *c, int32_t ldc,
+                            const void *bias);
   /// Synchronous copies (after all work queued on the stream).
   absl::Status CopyToHost(void *dst, uint64_t src, int64_t bytes);
   absl::Status CopyToDevice(uint64_t dst, const void *src, int64_t bytes);
@@ -284,9 +301,11 @@ private:
   absl::Status Check(int result, absl::string_view what) const;
 
   absl::Status LoadCublas();
+  absl::Status LoadCublasLt();
 
   std::unique_ptr<CudaDriver> driver_;
   std::unique_ptr<Cublas> cublas_;
+  std::unique_ptr<CublasLt> cublas_lt_;
   std::vector<std::string> cublas_libraries_;
   std::function<void *(const char *)> symbols_; // CudaOptions::symbols
   std::string symbols_name_;
@@ -477,6 +496,14 @@ void bt_gpu_gemm_bf16_out(int32_t order, int32_t trans_a, int32_t trans_b,
                           int32_t m, int32_t n, int32_t k, float alpha,
                           const void *a, int32_t lda, const void *b,
                           int32_t ldb, float beta, void *c, int32_t ldc);
+// bt_gpu_gemm_bf16_out with beta = 0 and a bf16 bias [n] that the GEMM's
+// epilogue adds (CudaBackend::GemmBf16Bias); `beta` must be 0.
+void bt_gpu_gemm_bf16_bias_out(int32_t order, int32_t trans_a,
+                               int32_t trans_b, int32_t m, int32_t n,
+                               int32_t k, float alpha, const void *a,
+                               int32_t lda, const void *b, int32_t ldb,
+                               float beta, void *c, int32_t ldc,
+                               const void *bias);
 void bt_gpu_memcpy_dtoh(void *dst_host, const void *src_device,
                         int64_t bytes);
 // The sampler callback of `decode_tokens` on this target (same signature as

@@ -1,9 +1,11 @@
 //===- cuda_driver.h - the driver API and cuBLAS entry points --*- C++ -*-===//
 //
-// Internal to runtime/device/cuda (cuda.cc, cuda_graph.cc): the CUDA driver
-// API and cuBLAS entry points a CudaBackend resolves at run time (dlopen /
-// CudaOptions::symbols; LoadDriver and LoadCublas in cuda.cc), with the C
-// signatures of cuda.h / cublas_api.h spelled without the CUDA headers.
+// Internal to runtime/device/cuda (cuda.cc, cuda_blas.cc, cuda_graph.cc):
+// the CUDA driver API, cuBLAS and cuBLASLt entry points a CudaBackend
+// resolves at run time (dlopen / CudaOptions::symbols; LoadDriver in
+// cuda.cc, LoadCublas and LoadCublasLt in cuda_blas.cc), with the C
+// signatures of cuda.h / cublas_api.h / cublasLt.h spelled without the CUDA
+// headers, and the helpers those files share.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,11 +13,43 @@
 #define BT_RUNTIME_DEVICE_CUDA_CUDA_DRIVER_H
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace bt::rt {
+
+class CudaBackend;
+
+/// Where a backend finds entry points by name (dlsym in a library, or
+/// CudaOptions::symbols: the emulator's).
+using SymbolLookup = std::function<void *(const char *)>;
+
+/// `fn` = the entry point `name` of `lookup`; whether it exists.
+template <typename Fn>
+bool Resolve(const SymbolLookup &lookup, const char *name, Fn &fn) {
+  fn = reinterpret_cast<Fn>(lookup(name));
+  return fn != nullptr;
+}
+
+/// dlsym in `library`.
+SymbolLookup DlsymIn(void *library);
+
+/// The environment variable `name`, or `fallback` when unset or empty.
+std::string EnvOr(const char *name, const std::string &fallback);
+
+/// Reports `what: s` on stderr and ends the process (exit status 1 on the
+/// emulated device, which has reported what failed; abort otherwise): the
+/// GPU ABI's host code has no error path.
+[[noreturn]] void Die(absl::string_view what, const absl::Status &s);
+
+/// The current backend (CudaBackend::Current), or Die naming `fn` when no
+/// backend is active.
+CudaBackend &CurrentOrDie(const char *fn);
 
 using CUresult = int;
 using CUdevice = int;
@@ -113,6 +147,32 @@ struct Cublas {
   int (*cublasGemmEx)(void *, int, int, int, int, int, const void *,
                       const void *, int, int, const void *, int, int,
                       const void *, void *, int, int, int, int) = nullptr;
+};
+
+/// cuBLASLt (cublasLt.h), for the GEMMs with an epilogue: the bf16 GEMM
+/// whose bias the epilogue adds (CudaBackend::GemmBf16Bias). Descriptors
+/// and layouts are opaque host objects.
+struct CublasLt {
+  void *library = nullptr;
+  std::string path;
+  void *handle = nullptr;
+  int (*cublasLtCreate)(void **);
+  int (*cublasLtDestroy)(void *);
+  // (desc, computeType, scaleType)
+  int (*cublasLtMatmulDescCreate)(void **, int, int);
+  int (*cublasLtMatmulDescDestroy)(void *);
+  // (desc, attribute, buf, sizeInBytes)
+  int (*cublasLtMatmulDescSetAttribute)(void *, int, const void *, size_t);
+  // (layout, type, rows, cols, ld)
+  int (*cublasLtMatrixLayoutCreate)(void **, int, uint64_t, uint64_t,
+                                    int64_t);
+  int (*cublasLtMatrixLayoutDestroy)(void *);
+  // (handle, desc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc,
+  //  algo, workspace, workspaceSize, stream)
+  int (*cublasLtMatmul)(void *, void *, const void *, const void *, void *,
+                        const void *, void *, const void *, const void *,
+                        void *, void *, void *, const void *, void *, size_t,
+                        void *);
 };
 
 } // namespace bt::rt

@@ -1,4 +1,4 @@
-//===- driver.cc - the emulator's CUDA driver API and cuBLAS --------------===//
+//===- driver.cc - the emulator's CUDA driver API -------------------------===//
 //
 // The entry points of cuda_emu.h (LookupSymbol): the subset of the CUDA
 // driver API and cuBLAS that runtime/src/cuda.cc resolves, with the C
@@ -24,6 +24,13 @@
 #include "emulator.h"
 
 namespace bt::cuda_emu {
+
+std::string Hex(uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
+  return b;
+}
+
 namespace {
 
 using CUresult = int;
@@ -34,8 +41,6 @@ constexpr CUresult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2,
                    kIllegalAddress = 700, kLaunchFailed = 719,
                    kCaptureUnsupported = 900, kCaptureInvalidated = 901,
                    kCaptureUnmatched = 903;
-constexpr int kCublasSuccess = 0, kCublasInvalidValue = 7,
-              kCublasExecutionFailed = 13;
 
 // sm_90 limits (CUDA C Programming Guide, "Technical Specifications per
 // Compute Capability").
@@ -45,27 +50,13 @@ constexpr unsigned long long kMaxGridX = 2147483647ull;
 constexpr unsigned kDefaultMaxDynamicShared = 48 * 1024;
 
 std::recursive_mutex g_mu;
-int g_context, g_stream, g_cublas;
+int g_context, g_stream;
 long g_reports_at_sync = 0;
 
 //===----------------------------------------------------------------------===//
 // Stream capture and graphs
 //===----------------------------------------------------------------------===//
 
-/// A cublasSgemm_v2 call by value (alpha and beta read at the call, as
-/// cuBLAS's host pointer mode does when a capture records it).
-struct GemmCall {
-  int ta, tb, m, n, k;
-  float alpha, beta;
-  const void *a, *b; // f32, or bf16 with `bf16_ab`
-  void *c;           // f32, or bf16 with `bf16_c`
-  int lda, ldb, ldc;
-  /// cublasGemmEx with CUDA_R_16BF A and B (CUBLAS_COMPUTE_32F).
-  bool bf16_ab = false;
-  /// cublasGemmEx with a CUDA_R_16BF C (with bf16 A and B).
-  bool bf16_c = false;
-};
-int RunGemm(const GemmCall &g); // below, with cuBLAS
 
 /// One node of a captured graph: a kernel launch (its parameter values
 /// copied), a memset or a GEMM, in stream order (the graph is a chain).
@@ -99,12 +90,6 @@ Capture g_capture;
 CUresult Unsupported() {
   g_capture.invalidated = true;
   return kCaptureUnsupported;
-}
-
-std::string Hex(uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
-  return b;
 }
 
 /// The size of an ELF image from its header (the section headers come
@@ -566,243 +551,6 @@ CUresult emu_cuGraphDestroy(void *graph) {
   return kSuccess;
 }
 
-//===----------------------------------------------------------------------===//
-// cuBLAS
-//===----------------------------------------------------------------------===//
-
-int emu_cublasCreate_v2(void **handle) {
-  *handle = &g_cublas;
-  return kCublasSuccess;
-}
-int emu_cublasDestroy_v2(void *) { return kCublasSuccess; }
-int emu_cublasSetStream_v2(void *, void *stream) {
-  return stream == &g_stream ? kCublasSuccess : kCublasInvalidValue;
-}
-int emu_cublasSetMathMode(void *, int) { return kCublasSuccess; }
-
-/// Column-major C = alpha·op(A)·op(B) + beta·C (cuBLAS's semantics; C m×n,
-/// op(A) m×k, op(B) k×n, op: 0 = N, 1 = T), computed in double.
-std::string GemmDims(const GemmCall &g) {
-  char dims[160];
-  std::snprintf(dims, sizeof dims,
-                "%s(%c, %c, m=%d, n=%d, k=%d, lda=%d, ldb=%d, ldc=%d)",
-                g.bf16_c    ? "cublasGemmEx[bf16->bf16]"
-                : g.bf16_ab ? "cublasGemmEx[bf16]"
-                            : "cublasSgemm",
-                g.ta ? 'T' : 'N', g.tb ? 'T' : 'N', g.m, g.n, g.k, g.lda,
-                g.ldb, g.ldc);
-  return dims;
-}
-
-/// f32 → bf16 bits, round to nearest even, NaN → a quiet NaN with its sign
-/// (what cuBLAS does to its f32 result for a CUDA_R_16BF C; the same as the
-/// runtime's F32ToBf16, which this layer does not link).
-uint16_t RoundToBf16(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0)
-    return static_cast<uint16_t>((u >> 16) | 0x0040u);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-/// Runs a GEMM whose arguments passed cublasSgemm_v2's checks: the operands'
-/// bounds and initialization, then the product (at the call, or when a
-/// graph that captured it runs).
-int RunGemm(const GemmCall &g) {
-  const int ta = g.ta, tb = g.tb, m = g.m, n = g.n, k = g.k;
-  const int lda = g.lda, ldb = g.ldb, ldc = g.ldc;
-  const void *a = g.a, *b = g.b;
-  void *c = g.c;
-  const float *alpha = &g.alpha, *beta = &g.beta;
-  const std::string dims = GemmDims(g);
-  const int rows_a = ta ? k : m, cols_a = ta ? m : k;
-  const int rows_b = tb ? n : k, cols_b = tb ? k : n;
-  if (m == 0 || n == 0)
-    return kCublasSuccess;
-  DeviceMemory &mem = DeviceMemory::Get();
-  const bool read_c = *beta != 0.0f;
-  // Each operand: inside one live allocation, its elements written.
-  const uint64_t ab_size = g.bf16_ab ? 2 : 4;
-  const uint64_t c_size = g.bf16_c ? 2 : 4;
-  struct Operand {
-    const char *name;
-    const void *p;
-    int rows, cols, ld;
-    bool read;
-    uint64_t size; // bytes per element
-  } ops[] = {{"A", a, rows_a, cols_a, lda, k > 0, ab_size},
-             {"B", b, rows_b, cols_b, ldb, k > 0, ab_size},
-             {"C", c, m, n, ldc, read_c, c_size}};
-  for (const Operand &o : ops) {
-    if (o.rows == 0 || o.cols == 0)
-      continue;
-    const uint64_t base = reinterpret_cast<uint64_t>(o.p);
-    const uint64_t bytes =
-        (static_cast<uint64_t>(o.cols - 1) * o.ld + o.rows) * o.size;
-    if (!mem.InLive(base, bytes)) {
-      Report(std::string("cuBLAS operand ") + o.name + " [" + Hex(base) +
-                 ", +" + std::to_string(bytes) +
-                 " bytes) outside a live device allocation",
-             {dims, mem.Describe(base, bytes)});
-      return kCublasExecutionFailed;
-    }
-    if (!o.read)
-      continue;
-    for (int j = 0; j < o.cols; ++j) {
-      const uint64_t col = base + static_cast<uint64_t>(j) * o.ld * o.size;
-      const uint64_t u =
-          mem.FirstUninitialized(col, uint64_t(o.rows) * o.size);
-      if (u != UINT64_MAX) {
-        Report(std::string("cuBLAS reads uninitialized device memory in "
-                           "operand ") + o.name,
-               {dims, "byte " + Hex(u) + " of " + mem.Describe(u, 1)});
-        return kCublasExecutionFailed;
-      }
-    }
-  }
-  // Double precision, then rounded once to float.
-  // (bf16: exact in double, the top 16 bits of an f32.)
-  auto widen = [&](const Operand &o) {
-    std::vector<double> d(static_cast<size_t>(o.rows) * o.cols);
-    const char *h = static_cast<const char *>(
-        mem.Host(reinterpret_cast<uint64_t>(o.p)));
-    for (int j = 0; j < o.cols; ++j)
-      for (int i = 0; i < o.rows; ++i) {
-        const size_t at = static_cast<size_t>(j) * o.ld + i;
-        float x;
-        if (o.size == 2) {
-          uint32_t bits = 0;
-          uint16_t half;
-          std::memcpy(&half, h + at * 2, 2);
-          bits = static_cast<uint32_t>(half) << 16;
-          std::memcpy(&x, &bits, 4);
-        } else {
-          std::memcpy(&x, h + at * 4, 4);
-        }
-        d[static_cast<size_t>(j) * o.rows + i] = x;
-      }
-    return d;
-  };
-  std::vector<double> da =
-      k > 0 ? widen(ops[0]) : std::vector<double>();
-  std::vector<double> db =
-      k > 0 ? widen(ops[1]) : std::vector<double>();
-  std::vector<double> dc =
-      read_c ? widen(ops[2]) : std::vector<double>(size_t(m) * n, 0.0);
-  if (k > 0)
-    cblas_dgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans,
-                tb ? CblasTrans : CblasNoTrans, m, n, k, *alpha, da.data(),
-                rows_a, db.data(), rows_b, read_c ? *beta : 0.0, dc.data(), m);
-  else if (read_c)
-    for (double &x : dc)
-      x *= *beta;
-  KernelProfile gemm;
-  gemm.launches = 1;
-  gemm.access_read = ab_size * (uint64_t(rows_a) * cols_a * (k > 0) +
-                                uint64_t(rows_b) * cols_b * (k > 0)) +
-                     c_size * (read_c ? uint64_t(m) * n : 0);
-  gemm.access_written = c_size * uint64_t(m) * n;
-  gemm.sector_read = gemm.access_read;
-  gemm.sector_written = gemm.access_written;
-  gemm.flops = 2 * uint64_t(m) * n * k;
-  ProfileAdd(g.bf16_ab ? "cublasGemmEx" : "cublasSgemm", gemm);
-  // Rounded once to f32 (cuBLAS's f32 result), and a bf16 C then to
-  // nearest even (RoundToBf16, as cuBLAS converts its f32 result).
-  char *hc = static_cast<char *>(mem.Host(reinterpret_cast<uint64_t>(c)));
-  for (int j = 0; j < n; ++j) {
-    for (int i = 0; i < m; ++i) {
-      const size_t at = static_cast<size_t>(j) * ldc + i;
-      const float x = static_cast<float>(dc[static_cast<size_t>(j) * m + i]);
-      if (g.bf16_c) {
-        const uint16_t half = RoundToBf16(x);
-        std::memcpy(hc + at * 2, &half, 2);
-      } else {
-        std::memcpy(hc + at * 4, &x, 4);
-      }
-    }
-    mem.SetInitialized(
-        reinterpret_cast<uint64_t>(c) + uint64_t(j) * ldc * c_size,
-        uint64_t(m) * c_size);
-  }
-  return kCublasSuccess;
-}
-
-/// cuBLAS's argument checks, then the GEMM at once or recorded by a
-/// capture (cublasSgemm_v2, cublasGemmEx).
-int SubmitGemm(void *handle, const GemmCall &call) {
-  const int ta = call.ta, tb = call.tb, m = call.m, n = call.n, k = call.k;
-  const int lda = call.lda, ldb = call.ldb, ldc = call.ldc;
-  const std::string dims = GemmDims(call);
-  const int rows_a = ta ? k : m, rows_b = tb ? n : k;
-  auto bad = [&](const std::string &what) {
-    Report("cuBLAS argument error: " + what, {dims});
-    return kCublasInvalidValue;
-  };
-  if (handle != &g_cublas)
-    return bad("not a handle of cublasCreate");
-  if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1))
-    return bad("transpose must be CUBLAS_OP_N or CUBLAS_OP_T");
-  if (m < 0 || n < 0 || k < 0)
-    return bad("negative dimension");
-  if (lda < std::max(1, rows_a))
-    return bad("lda " + std::to_string(lda) + " < max(1, " +
-               std::to_string(rows_a) + ")");
-  if (ldb < std::max(1, rows_b))
-    return bad("ldb " + std::to_string(ldb) + " < max(1, " +
-               std::to_string(rows_b) + ")");
-  if (ldc < std::max(1, m))
-    return bad("ldc " + std::to_string(ldc) + " < max(1, " +
-               std::to_string(m) + ")");
-  if (g_capture.active) {
-    GraphNode node;
-    node.kind = GraphNode::kGemm;
-    node.gemm = call;
-    g_capture.graph->nodes.push_back(std::move(node));
-    return kCublasSuccess;
-  }
-  return RunGemm(call);
-}
-
-int emu_cublasSgemm_v2(void *handle, int ta, int tb, int m, int n, int k,
-                       const float *alpha, const float *a, int lda,
-                       const float *b, int ldb, const float *beta, float *c,
-                       int ldc) {
-  std::lock_guard<std::recursive_mutex> lock(g_mu);
-  return SubmitGemm(handle, GemmCall{ta, tb, m, n, k, *alpha, *beta, a, b, c,
-                                     lda, ldb, ldc});
-}
-
-/// cublasGemmEx for the combinations the runtime uses (GemmBf16):
-/// CUDA_R_16BF A and B, a CUDA_R_32F or CUDA_R_16BF C, CUBLAS_COMPUTE_32F,
-/// f32 alpha/beta; computed as cublasSgemm is (in double, rounded once to
-/// f32; a bf16 C then rounded to nearest even). Any other combination is
-/// reported as unsupported.
-int emu_cublasGemmEx(void *handle, int ta, int tb, int m, int n, int k,
-                     const void *alpha, const void *a, int a_type, int lda,
-                     const void *b, int b_type, int ldb, const void *beta,
-                     void *c, int c_type, int ldc, int compute, int algo) {
-  std::lock_guard<std::recursive_mutex> lock(g_mu);
-  constexpr int kR16BF = 14, kR32F = 0, kCompute32F = 68;
-  (void)algo; // every algorithm computes the same product here
-  GemmCall call{ta, tb, m, n, k,
-                *static_cast<const float *>(alpha),
-                *static_cast<const float *>(beta), a, b,
-                c, lda, ldb, ldc, /*bf16_ab=*/true,
-                /*bf16_c=*/c_type == kR16BF};
-  if (a_type != kR16BF || b_type != kR16BF ||
-      (c_type != kR32F && c_type != kR16BF) || compute != kCompute32F) {
-    Report("cuBLAS argument error: cublasGemmEx types A " +
-               std::to_string(a_type) + ", B " + std::to_string(b_type) +
-               ", C " + std::to_string(c_type) + ", compute " +
-               std::to_string(compute) +
-               " (the emulator implements A, B CUDA_R_16BF (14), C "
-               "CUDA_R_32F (0) or CUDA_R_16BF (14), CUBLAS_COMPUTE_32F (68))",
-           {GemmDims(call)});
-    return kCublasInvalidValue;
-  }
-  return SubmitGemm(handle, call);
-}
-
 /// The runtime's traffic query (CudaBackend::traffic on the emulated
 /// device): out[0..4] = bytes read and written in global memory (distinct
 /// sectors per launch, kernels and cuBLAS operands), bytes accessed by
@@ -816,6 +564,20 @@ void bt_emu_global_traffic(int64_t *out) {
 }
 
 } // namespace
+
+std::recursive_mutex &DriverMutex() { return g_mu; }
+
+bool IsDriverStream(const void *stream) { return stream == &g_stream; }
+
+bool CaptureGemm(const GemmCall &call) {
+  if (!g_capture.active)
+    return false;
+  GraphNode node;
+  node.kind = GraphNode::kGemm;
+  node.gemm = call;
+  g_capture.graph->nodes.push_back(std::move(node));
+  return true;
+}
 
 void *LookupSymbol(const char *name) {
 #define BT_EMU_SYMBOL(s)                                                       \
@@ -855,14 +617,8 @@ void *LookupSymbol(const char *name) {
   BT_EMU_SYMBOL(cuGraphLaunch)
   BT_EMU_SYMBOL(cuGraphExecDestroy)
   BT_EMU_SYMBOL(cuGraphDestroy)
-  BT_EMU_SYMBOL(cublasCreate_v2)
-  BT_EMU_SYMBOL(cublasDestroy_v2)
-  BT_EMU_SYMBOL(cublasSetStream_v2)
-  BT_EMU_SYMBOL(cublasSetMathMode)
-  BT_EMU_SYMBOL(cublasSgemm_v2)
-  BT_EMU_SYMBOL(cublasGemmEx)
 #undef BT_EMU_SYMBOL
-  return nullptr;
+  return LookupCublasSymbol(name);
 }
 
 } // namespace bt::cuda_emu

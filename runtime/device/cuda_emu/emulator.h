@@ -2,7 +2,7 @@
 //
 // Shared by the parts of the emulator (cuda_emu.h is its interface):
 // device memory (memory.cc), kernel execution (launch.cc), the driver API
-// and cuBLAS (driver.cc), reports (report.cc).
+// (driver.cc), cuBLAS and cuBLASLt (cublas.cc), reports (report.cc).
 //
 //===----------------------------------------------------------------------===//
 
@@ -156,6 +156,54 @@ struct KernelProfile {
 void ProfileAdd(const std::string &name, const KernelProfile &p);
 /// The sum of every row.
 KernelProfile ProfileTotal();
+
+//===----------------------------------------------------------------------===//
+// cuBLAS and cuBLASLt (cublas.cc) and what they use of the driver
+//===----------------------------------------------------------------------===//
+
+/// cuBLAS status values (cublas_api.h).
+constexpr int kCublasSuccess = 0, kCublasInvalidValue = 7,
+              kCublasExecutionFailed = 13;
+
+/// A cuBLAS / cuBLASLt GEMM by value (alpha and beta read at the call, as
+/// cuBLAS's host pointer mode does when a capture records it): column-major
+/// C = alpha·op(A)·op(B) + beta·C, C m×n (cublasSgemm_v2's arguments).
+struct GemmCall {
+  int ta, tb, m, n, k;
+  float alpha, beta;
+  const void *a, *b; // f32, or bf16 with `bf16_ab`
+  void *c;           // f32, or bf16 with `bf16_c`
+  int lda, ldb, ldc;
+  /// cublasGemmEx with CUDA_R_16BF A and B (CUBLAS_COMPUTE_32F).
+  bool bf16_ab = false;
+  /// cublasGemmEx with a CUDA_R_16BF C (with bf16 A and B).
+  bool bf16_c = false;
+  /// cublasLtMatmul with CUBLASLT_EPILOGUE_BIAS: a CUDA_R_16BF vector of m
+  /// elements added to every column of the product before the rounding.
+  const void *bias = nullptr;
+};
+
+/// Runs `g` (its arguments checked at the call): the operands' bounds and
+/// initialization, then the product, in double, rounded once to f32 (a
+/// bf16 C then to nearest even); at the call, or when a graph that captured
+/// it runs. Returns a cuBLAS status (failures are reported).
+int RunGemm(const GemmCall &g);
+
+/// The cuBLAS / cuBLASLt entry point `name` of the emulator, or null.
+void *LookupCublasSymbol(const char *name);
+
+/// The driver's lock (driver.cc): every entry point holds it.
+std::recursive_mutex &DriverMutex();
+
+/// Whether `stream` is the context's stream (cuStreamCreate's).
+bool IsDriverStream(const void *stream);
+
+/// Records `call` as a node of the stream's capture and returns true, or
+/// returns false when no capture is active.
+bool CaptureGemm(const GemmCall &call);
+
+/// `v` as 0x-prefixed hex (report details).
+std::string Hex(uint64_t v);
 
 /// Emulator-wide settings and counters.
 struct Settings {

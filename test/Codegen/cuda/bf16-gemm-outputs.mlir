@@ -341,3 +341,74 @@ func.func @caller(%x: tensor<?x16xbf16>, %w: tensor<8x16xbf16>, %s: i64) -> tens
   %t, %l = func.call @step(%x, %w, %s) : (tensor<?x16xbf16>, tensor<8x16xbf16>, i64) -> (tensor<?xi64>, tensor<?x8xf32>)
   return %l : tensor<?x8xf32>
 }
+
+// -----
+
+// A bias parameter that, in every function, only narrowed GEMMs' bias inits
+// read becomes a bf16 argument (the runtime rounds it at upload, as it does
+// the weights; bt-gemm-to-blas can then hand it to cuBLASLt's bias
+// epilogue): each init broadcasts the bf16 bias extended exactly, the
+// values it broadcast before. A bias that another op reads as well (here
+// an elementwise add in @other) keeps f32 in every function.
+// CHECK-LABEL: func.func @qkv_a
+//  CHECK-SAME:   %{{.*}}: tensor<8xbf16> {bt.param = "qkv.bias"}
+//  CHECK-SAME:   %{{.*}}: tensor<8xf32> {bt.param = "shared.bias"}
+//       CHECK:   linalg.generic {{.*}} ins(%{{.*}} : tensor<8xbf16>) outs(%{{.*}} : tensor<4x8xf32>) attrs = {bt.bf16_gemm_init}
+//  CHECK-NEXT:   ^bb0(%[[B:.*]]: bf16, %{{.*}}: f32):
+//  CHECK-NEXT:     arith.bitcast %[[B]] : bf16 to i16
+//       CHECK:   linalg.generic {{.*}} ins(%{{.*}} : tensor<8xf32>) outs(%{{.*}} : tensor<4x8xf32>) attrs = {bt.bf16_gemm_init}
+//  CHECK-NEXT:   ^bb0(%{{.*}}: f32, %{{.*}}: f32):
+//  CHECK-NEXT:     arith.bitcast %{{.*}} : f32 to i32
+// CHECK-LABEL: func.func @qkv_b
+//  CHECK-SAME:   %{{.*}}: tensor<8xbf16> {bt.param = "qkv.bias"}
+// CHECK-LABEL: func.func @other
+//  CHECK-SAME:   %{{.*}}: tensor<8xf32> {bt.param = "shared.bias"}
+#idp = affine_map<(d0, d1) -> (d0, d1)>
+#rowp = affine_map<(d0, d1) -> (d1)>
+func.func @qkv_a(%x: tensor<4x16xbf16>, %w: tensor<8x16xbf16>, %b: tensor<8xf32> {bt.param = "qkv.bias"}, %s: tensor<8xf32> {bt.param = "shared.bias"}) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %bb = linalg.broadcast ins(%b : tensor<8xf32>) outs(%e : tensor<4x8xf32>) dimensions = [0]
+  %p = linalg.matmul_transpose_b ins(%x, %w : tensor<4x16xbf16>, tensor<8x16xbf16>) outs(%bb : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %sb = linalg.broadcast ins(%s : tensor<8xf32>) outs(%e : tensor<4x8xf32>) dimensions = [0]
+  %q = linalg.matmul_transpose_b ins(%x, %w : tensor<4x16xbf16>, tensor<8x16xbf16>) outs(%sb : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %o = tensor.empty() : tensor<4x8xf32>
+  %r:2 = linalg.generic {indexing_maps = [#idp, #idp, #idp, #idp], iterator_types = ["parallel", "parallel"]} ins(%p, %q : tensor<4x8xf32>, tensor<4x8xf32>) outs(%o, %o : tensor<4x8xf32>, tensor<4x8xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32, %out2: f32):
+    %y = arith.mulf %in, %in : f32
+    %z = arith.mulf %in2, %in2 : f32
+    linalg.yield %y, %z : f32, f32
+  } -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  %n:2 = linalg.generic {indexing_maps = [#idp, #idp, #idp, #idp], iterator_types = ["parallel", "parallel"]} ins(%r#0, %r#1 : tensor<4x8xf32>, tensor<4x8xf32>) outs(%o, %o : tensor<4x8xf32>, tensor<4x8xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32, %out2: f32):
+    %y = arith.negf %in : f32
+    %z = arith.negf %in2 : f32
+    linalg.yield %y, %z : f32, f32
+  } -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return %n#0, %n#1 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+func.func @qkv_b(%x: tensor<4x16xbf16>, %w: tensor<8x16xbf16>, %b: tensor<8xf32> {bt.param = "qkv.bias"}) -> tensor<4x8xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %bb = linalg.broadcast ins(%b : tensor<8xf32>) outs(%e : tensor<4x8xf32>) dimensions = [0]
+  %p = linalg.matmul_transpose_b ins(%x, %w : tensor<4x16xbf16>, tensor<8x16xbf16>) outs(%bb : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %o = tensor.empty() : tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#idp, #idp], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<4x8xf32>) outs(%o : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %y = arith.negf %in : f32
+    linalg.yield %y : f32
+  } -> tensor<4x8xf32>
+  %n = linalg.generic {indexing_maps = [#idp, #idp], iterator_types = ["parallel", "parallel"]} ins(%r : tensor<4x8xf32>) outs(%o : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %y = arith.negf %in : f32
+    linalg.yield %y : f32
+  } -> tensor<4x8xf32>
+  return %n : tensor<4x8xf32>
+}
+func.func @other(%x: tensor<4x8xf32>, %s: tensor<8xf32> {bt.param = "shared.bias"}) -> tensor<4x8xf32> {
+  %o = tensor.empty() : tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#idp, #rowp, #idp], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<4x8xf32>, tensor<8xf32>) outs(%o : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %bi: f32, %out: f32):
+    %y = arith.addf %in, %bi : f32
+    linalg.yield %y : f32
+  } -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}

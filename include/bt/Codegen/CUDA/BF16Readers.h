@@ -1,19 +1,23 @@
 //===- BF16Readers.h - readers of a tensor stored in bf16 ---------*- C++ -*-===//
 //
-// What bt-bf16-gemm-outputs and bt-bf16-activations share (docs/codegen-cuda.md,
-// "bf16"): finding every reader of an f32 tensor on linalg on tensors, and
-// making those readers read it in bf16 and extend each element exactly, so
-// that they compute on the same f32 values as with the rounded f32 tensor.
+// What the bf16 passes (bt-bf16-gemms, bt-bf16-gemm-outputs,
+// bt-bf16-activations) share (docs/codegen-cuda.md, "bf16"): finding every
+// reader of an f32 tensor on linalg on tensors, and making those readers
+// read it in bf16 and extend each element exactly, so that they compute on
+// the same f32 values as with the rounded f32 tensor; finding the
+// parameters that only certain ops read, in every function.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef BT_CODEGEN_CUDA_BF16READERS_H
 #define BT_CODEGEN_CUDA_BF16READERS_H
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 namespace bt::codegen {
@@ -48,6 +52,16 @@ mlir::RankedTensorType withBF16(mlir::Value x);
 /// right after the extract.
 void readAsBF16(llvm::ArrayRef<mlir::Operation *> views,
                 llvm::ArrayRef<mlir::OpOperand *> inputs);
+
+/// The parameters (`bt.param` arguments, by name across the functions of
+/// `module`) whose every argument is an f32 ranked tensor of rank `rank`
+/// and whose every use, in every function, passes `isUse` (at least one use
+/// in all): for each, its arguments, in the order the functions and their
+/// arguments come. bt-bf16-gemms retypes the GEMM weights so, and
+/// bt-bf16-gemm-outputs the biases of its bias inits.
+llvm::SmallVector<llvm::SmallVector<mlir::BlockArgument>>
+parametersUsedOnlyBy(mlir::ModuleOp module, int64_t rank,
+                     llvm::function_ref<bool(mlir::OpOperand &)> isUse);
 
 } // namespace bt::codegen
 

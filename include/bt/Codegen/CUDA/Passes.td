@@ -178,6 +178,14 @@ def BTBF16GemmOutputs : Pass<"bt-bf16-gemm-outputs", "::mlir::ModuleOp"> {
     cuBLAS and read by the sampler kernel. PyTorch's bf16 LM head returns
     bf16 logits alike.
 
+    Bias parameters: a rank-1 f32 parameter that, in every function, only
+    such bias inits read (the QKV projections' biases) becomes a bf16
+    argument (`param_dtypes`: the runtime rounds it at upload, as it does
+    the weights), and each init broadcasts it extended exactly — the values
+    it broadcast before — so that `bt-gemm-to-blas{bf16-bias-out-callee}`
+    can hand the vector to cuBLASLt's bias epilogue instead of writing the
+    broadcast into C.
+
     Products that keep f32: those a named op or an init reads, and those
     whose readers compute a function result without being sampled
     (directly or through reshapes and slices) — the logits that eval

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -30,6 +31,12 @@ namespace {
 
 using ::testing::HasSubstr;
 using CUresult = int;
+
+// The tests check the reports they provoke on stderr: every report printed,
+// however many the tests before made in this process (the emulator reads
+// the setting once, at its first report).
+const bool kEveryReportPrinted =
+    ::setenv("BT_CUDA_EMU_MAX_REPORTS", "100000", /*overwrite=*/0) == 0;
 using CUdeviceptr = unsigned long long;
 
 template <typename F> F Sym(const char *name) {
@@ -587,6 +594,89 @@ TEST(CudaEmu, CublasGemmExRoundsABf16CToNearestEven) {
             0);
   EXPECT_THAT(testing::internal::GetCapturedStderr(),
               HasSubstr("cublasGemmEx types A 14, B 14, C 2"));
+}
+
+TEST(CudaEmu, CublasLtBiasEpilogueAddsBeforeTheRounding) {
+  Device d;
+  (void)CublasHandle(d);
+  void *lt = nullptr;
+  ASSERT_EQ(Sym<int (*)(void **)>("cublasLtCreate")(&lt), 0);
+  auto descCreate = Sym<int (*)(void **, int, int)>("cublasLtMatmulDescCreate");
+  auto descDestroy = Sym<int (*)(void *)>("cublasLtMatmulDescDestroy");
+  auto setAttr =
+      Sym<int (*)(void *, int, const void *, size_t)>("cublasLtMatmulDescSetAttribute");
+  auto layoutCreate = Sym<int (*)(void **, int, uint64_t, uint64_t, int64_t)>(
+      "cublasLtMatrixLayoutCreate");
+  auto layoutDestroy = Sym<int (*)(void *)>("cublasLtMatrixLayoutDestroy");
+  using Matmul = int (*)(void *, void *, const void *, const void *, void *,
+                         const void *, void *, const void *, const void *,
+                         void *, void *, void *, const void *, void *, size_t,
+                         void *);
+  Matmul matmul = Sym<Matmul>("cublasLtMatmul");
+  constexpr int kR16BF = 14, kR32F = 0, kCompute32F = 68;
+  constexpr int kTransA = 3, kTransB = 4, kEpilogue = 7, kBiasPointer = 8;
+  // Column-major D[2x1] = A[2x2] B[2x1] + bias[2] in bf16: A all ones,
+  // B = [1, 2^-8], so both products are 1 + 2^-8; bias = [0, 2^-7] makes
+  // them 1 + 2^-8 and 1 + 3·2^-8, midpoints that round to nearest even to
+  // 1.0 (0x3f80) and 1 + 2^-6 (0x3f82) only if the bias is added before the
+  // one rounding (rounding the product first gives 1.0 + 2^-7, 0x3f81).
+  CUdeviceptr a = d.Alloc(8), b = d.Alloc(4), c = d.Alloc(4), bias = d.Alloc(4),
+              short_bias = d.Alloc(2);
+  std::vector<uint16_t> av = {0x3f80, 0x3f80, 0x3f80, 0x3f80}, bv = {0x3f80, 0x3b80},
+                        biasv = {0x0000, 0x3c00}, cv(2);
+  auto htod = Sym<CUresult (*)(CUdeviceptr, const void *, size_t)>("cuMemcpyHtoD_v2");
+  auto dtoh = Sym<CUresult (*)(void *, CUdeviceptr, size_t)>("cuMemcpyDtoH_v2");
+  ASSERT_EQ(htod(a, av.data(), 8), 0);
+  ASSERT_EQ(htod(b, bv.data(), 4), 0);
+  ASSERT_EQ(htod(bias, biasv.data(), 4), 0);
+  ASSERT_EQ(htod(short_bias, biasv.data(), 2), 0);
+  void *desc = nullptr, *la = nullptr, *lb = nullptr, *ld = nullptr;
+  ASSERT_EQ(descCreate(&desc, kCompute32F, kR32F), 0);
+  const int32_t opN = 0, biasEpilogue = 4;
+  ASSERT_EQ(setAttr(desc, kTransA, &opN, sizeof opN), 0);
+  ASSERT_EQ(setAttr(desc, kTransB, &opN, sizeof opN), 0);
+  ASSERT_EQ(setAttr(desc, kEpilogue, &biasEpilogue, sizeof biasEpilogue), 0);
+  const void *biasPtr = reinterpret_cast<const void *>(bias);
+  ASSERT_EQ(setAttr(desc, kBiasPointer, &biasPtr, sizeof biasPtr), 0);
+  ASSERT_EQ(layoutCreate(&la, kR16BF, 2, 2, 2), 0);
+  ASSERT_EQ(layoutCreate(&lb, kR16BF, 2, 1, 2), 0);
+  ASSERT_EQ(layoutCreate(&ld, kR16BF, 2, 1, 2), 0);
+  const float one = 1, zero = 0;
+  auto A = reinterpret_cast<const void *>(a);
+  auto B = reinterpret_cast<const void *>(b);
+  auto D = reinterpret_cast<void *>(c);
+  ASSERT_EQ(matmul(lt, desc, &one, A, la, B, lb, &zero, D, ld, D, ld, nullptr,
+                   nullptr, 0, d.stream),
+            0);
+  ASSERT_EQ(dtoh(cv.data(), c, 4), 0);
+  EXPECT_EQ(cv, (std::vector<uint16_t>{0x3f80, 0x3f82}));
+  // A bias vector shorter than D's rows is refused, not read past its end.
+  const void *shortPtr = reinterpret_cast<const void *>(short_bias);
+  ASSERT_EQ(setAttr(desc, kBiasPointer, &shortPtr, sizeof shortPtr), 0);
+  testing::internal::CaptureStderr();
+  EXPECT_NE(matmul(lt, desc, &one, A, la, B, lb, &zero, D, ld, D, ld, nullptr,
+                   nullptr, 0, d.stream),
+            0);
+  EXPECT_THAT(testing::internal::GetCapturedStderr(),
+              HasSubstr("cuBLASLt bias vector ["));
+  // What the emulator does not implement is refused: another attribute, an
+  // out-of-place D.
+  testing::internal::CaptureStderr();
+  const int32_t value = 0;
+  EXPECT_NE(setAttr(desc, 1, &value, sizeof value), 0);
+  EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("matmul attribute 1"));
+  CUdeviceptr other = d.Alloc(4);
+  testing::internal::CaptureStderr();
+  EXPECT_NE(matmul(lt, desc, &one, A, la, B, lb, &zero, D, ld,
+                   reinterpret_cast<void *>(other), ld, nullptr, nullptr, 0,
+                   d.stream),
+            0);
+  EXPECT_THAT(testing::internal::GetCapturedStderr(), HasSubstr("C differs from D"));
+  EXPECT_EQ(layoutDestroy(la), 0);
+  EXPECT_EQ(layoutDestroy(lb), 0);
+  EXPECT_EQ(layoutDestroy(ld), 0);
+  EXPECT_EQ(descDestroy(desc), 0);
+  EXPECT_EQ(Sym<int (*)(void *)>("cublasLtDestroy")(lt), 0);
 }
 
 TEST(CudaEmuDeathTest, HostDereferenceOfDevicePointerFaults) {
