@@ -1,9 +1,9 @@
 //===- cuda.cc - CUDA backend: the driver API via dlopen ------------------===//
 //
-// See bt/runtime/cuda.h. Only the handful of driver / cuBLAS entry points the
-// runtime needs are declared here (their C signatures from cuda.h /
-// cublas_api.h of CUDA 12/13), so the runtime builds without the CUDA
-// toolkit and runs without a driver.
+// See bt/runtime/device/cuda/cuda.h. Only the driver entry points the
+// runtime needs are declared (cuda_driver.h: their C signatures from cuda.h
+// of CUDA 12/13), so the runtime builds without the CUDA toolkit and runs
+// without a driver. The GEMMs (cuBLAS, cuBLASLt) are in cuda_blas.cc.
 //
 //===----------------------------------------------------------------------===//
 

@@ -27,6 +27,21 @@ constexpr int kCublasDefaultMath = 0; // FP32 stays FP32 (no TF32)
 constexpr int32_t kCblasRowMajor = 101, kCblasNoTrans = 111,
                   kCblasTrans = 112;
 
+bool IsTrans(int32_t t) { return t == kCblasTrans; }
+
+/// cblas_sgemm's order and transposes as the GEMMs accept them: row-major
+/// (101), each transpose 111 or 112. Errors: InvalidArgument naming `name`.
+absl::Status CheckOrder(absl::string_view name, int32_t order,
+                        int32_t trans_a, int32_t trans_b) {
+  if (order == kCblasRowMajor &&
+      (trans_a == kCblasNoTrans || trans_a == kCblasTrans) &&
+      (trans_b == kCblasNoTrans || trans_b == kCblasTrans))
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      name, ": order ", order, ", transpose ", trans_a, "/", trans_b,
+      " (expected row-major 101 and 111/112)"));
+}
+
 /// A library opened by OpenFirst: its handle and the name that loaded.
 struct OpenedLibrary {
   void *handle = nullptr;
@@ -128,13 +143,7 @@ absl::Status CudaBackend::Sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
                                 const float *a, int32_t lda, const float *b,
                                 int32_t ldb, float beta, float *c,
                                 int32_t ldc) {
-  auto isTrans = [](int32_t t) { return t == kCblasTrans; };
-  if (order != kCblasRowMajor ||
-      (trans_a != kCblasNoTrans && trans_a != kCblasTrans) ||
-      (trans_b != kCblasNoTrans && trans_b != kCblasTrans))
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bt_gpu_sgemm: order ", order, ", transpose ", trans_a, "/", trans_b,
-        " (expected row-major 101 and 111/112)"));
+  BT_RETURN_IF_ERROR(CheckOrder("bt_gpu_sgemm", order, trans_a, trans_b));
   if (!cublas_)
     BT_RETURN_IF_ERROR(LoadCublas());
   // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, and a
@@ -142,8 +151,8 @@ absl::Status CudaBackend::Sgemm(int32_t order, int32_t trans_a, int32_t trans_b,
   if (!capturing())
     ++gemms_;
   int s = cublas_->cublasSgemm_v2(
-      cublas_->handle, isTrans(trans_b) ? kCublasOpT : kCublasOpN,
-      isTrans(trans_a) ? kCublasOpT : kCublasOpN, n, m, k, &alpha, b, ldb, a,
+      cublas_->handle, IsTrans(trans_b) ? kCublasOpT : kCublasOpN,
+      IsTrans(trans_a) ? kCublasOpT : kCublasOpN, n, m, k, &alpha, b, ldb, a,
       lda, &beta, c, ldc);
   if (s != 0)
     return absl::InternalError(absl::StrCat(
@@ -157,13 +166,9 @@ absl::Status CudaBackend::GemmBf16(int32_t order, int32_t trans_a,
                                    int32_t lda, const void *b, int32_t ldb,
                                    float beta, void *c, int32_t ldc,
                                    bool bf16_c) {
-  auto isTrans = [](int32_t t) { return t == kCblasTrans; };
-  if (order != kCblasRowMajor ||
-      (trans_a != kCblasNoTrans && trans_a != kCblasTrans) ||
-      (trans_b != kCblasNoTrans && trans_b != kCblasTrans))
-    return absl::InvalidArgumentError(absl::StrCat(
-        bf16_c ? "bt_gpu_gemm_bf16_out" : "bt_gpu_gemm_bf16", ": order ", order, ", transpose ", trans_a, "/",
-        trans_b, " (expected row-major 101 and 111/112)"));
+  BT_RETURN_IF_ERROR(
+      CheckOrder(bf16_c ? "bt_gpu_gemm_bf16_out" : "bt_gpu_gemm_bf16", order,
+                 trans_a, trans_b));
   if (!cublas_)
     BT_RETURN_IF_ERROR(LoadCublas());
   if (cublas_->cublasGemmEx == nullptr)
@@ -176,8 +181,8 @@ absl::Status CudaBackend::GemmBf16(int32_t order, int32_t trans_a,
     ++gemms_;
   // Row-major C = op(A)·op(B) as column-major Cᵀ = op(B)ᵀ·op(A)ᵀ (Sgemm).
   int s = cublas_->cublasGemmEx(
-      cublas_->handle, isTrans(trans_b) ? kCublasOpT : kCublasOpN,
-      isTrans(trans_a) ? kCublasOpT : kCublasOpN, n, m, k, &alpha, b, kR16BF,
+      cublas_->handle, IsTrans(trans_b) ? kCublasOpT : kCublasOpN,
+      IsTrans(trans_a) ? kCublasOpT : kCublasOpN, n, m, k, &alpha, b, kR16BF,
       ldb, a, kR16BF, lda, &beta, c, bf16_c ? kR16BF : kR32F, ldc,
       kCompute32F, kGemmDefault);
   if (s != 0)
@@ -194,13 +199,8 @@ absl::Status CudaBackend::GemmBf16Bias(int32_t order, int32_t trans_a,
                                        int32_t lda, const void *b,
                                        int32_t ldb, void *c, int32_t ldc,
                                        const void *bias) {
-  auto isTrans = [](int32_t t) { return t == kCblasTrans; };
-  if (order != kCblasRowMajor ||
-      (trans_a != kCblasNoTrans && trans_a != kCblasTrans) ||
-      (trans_b != kCblasNoTrans && trans_b != kCblasTrans))
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bt_gpu_gemm_bf16_bias_out: order ", order, ", transpose ", trans_a,
-        "/", trans_b, " (expected row-major 101 and 111/112)"));
+  BT_RETURN_IF_ERROR(
+      CheckOrder("bt_gpu_gemm_bf16_bias_out", order, trans_a, trans_b));
   if (!cublas_lt_)
     BT_RETURN_IF_ERROR(LoadCublasLt());
   const CublasLt &lt = *cublas_lt_;
@@ -214,8 +214,8 @@ absl::Status CudaBackend::GemmBf16Bias(int32_t order, int32_t trans_a,
   // Row-major C = op(A)·op(B) as column-major Cᵀ = op(B)ᵀ·op(A)ᵀ (Sgemm):
   // cuBLASLt's A is our B, its B our A; its D [n, m] has one bias element
   // per row, i.e. per column of our row-major C.
-  const int32_t op_first = isTrans(trans_b) ? kCublasOpT : kCublasOpN;
-  const int32_t op_second = isTrans(trans_a) ? kCublasOpT : kCublasOpN;
+  const int32_t op_first = IsTrans(trans_b) ? kCublasOpT : kCublasOpN;
+  const int32_t op_second = IsTrans(trans_a) ? kCublasOpT : kCublasOpN;
   void *desc = nullptr, *first = nullptr, *second = nullptr, *out = nullptr;
   auto cleanup = [&] {
     if (out)
@@ -248,7 +248,7 @@ absl::Status CudaBackend::GemmBf16Bias(int32_t order, int32_t trans_a,
                                                 sizeof bias))
     return fail("cublasLtMatmulDescSetAttribute(BIAS_POINTER)", s);
   // Stored (column-major) shapes: op(X) = X for N, Xᵀ for T.
-  const bool tf = isTrans(trans_b), ts = isTrans(trans_a);
+  const bool tf = IsTrans(trans_b), ts = IsTrans(trans_a);
   if (int s = lt.cublasLtMatrixLayoutCreate(&first, kR16BF, tf ? k : n,
                                             tf ? n : k, ldb))
     return fail("cublasLtMatrixLayoutCreate", s);
@@ -268,7 +268,6 @@ absl::Status CudaBackend::GemmBf16Bias(int32_t order, int32_t trans_a,
   cleanup();
   return absl::OkStatus();
 }
-
 
 } // namespace bt::rt
 

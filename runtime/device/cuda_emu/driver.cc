@@ -1,9 +1,9 @@
 //===- driver.cc - the emulator's CUDA driver API -------------------------===//
 //
 // The entry points of cuda_emu.h (LookupSymbol): the subset of the CUDA
-// driver API and cuBLAS that runtime/src/cuda.cc resolves, with the C
-// signatures of cuda.h / cublas_api.h, on the emulated device. Launch limits
-// are those of sm_90; cublasSgemm computes in double (OpenBLAS dgemm).
+// driver API that runtime/device/cuda/cuda.cc resolves, with the C
+// signatures of cuda.h, on the emulated device (cuBLAS and cuBLASLt:
+// cublas.cc). Launch limits are those of sm_90.
 //
 //===----------------------------------------------------------------------===//
 
