@@ -276,32 +276,6 @@ StorePanel(const SmallGemm &g, const __m512 (&acc)[M][2], int n, int q) {
   }
 }
 
-// PanelsAvx512 with a non-temporal prefetch `ahead` floats past the weights
-// each K step loads (two lines per step: the step's 128 B).
-template <int M>
-[[gnu::target("avx512f,avx2,fma")]] void
-PanelsAvx512Prefetch(const SmallGemm &g, const float *packed, int n, int q0,
-                     int q1, long ahead) {
-  for (int q = q0; q < q1; ++q) {
-    __m512 acc[M][2];
-    for (int i = 0; i < M; ++i)
-      acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-    const float *w = packed + static_cast<long>(q) * g.k * kPackedPanel;
-    for (int p = 0; p < g.k; ++p, w += kPackedPanel) {
-      _mm_prefetch(reinterpret_cast<const char *>(w + ahead), _MM_HINT_NTA);
-      _mm_prefetch(reinterpret_cast<const char *>(w + ahead + 16),
-                   _MM_HINT_NTA);
-      const __m512 w0 = _mm512_load_ps(w), w1 = _mm512_load_ps(w + 16);
-      for (int i = 0; i < M; ++i) {
-        const __m512 x = _mm512_set1_ps(g.a[static_cast<long>(i) * g.lda + p]);
-        acc[i][0] = _mm512_fmadd_ps(x, w0, acc[i][0]);
-        acc[i][1] = _mm512_fmadd_ps(x, w1, acc[i][1]);
-      }
-    }
-    StorePanel<M>(g, acc, n, q);
-  }
-}
-
 // How far ahead of the panel stream PanelsAvx512 prefetches (non-temporal),
 // in floats: BT_CPU_PANEL_PREFETCH bytes (default 8192; 0: no prefetch), for
 // A/B measurements. The hardware prefetcher alone did not keep the stream
@@ -320,22 +294,23 @@ long PanelPrefetchFloats() {
   return floats;
 }
 
-// C[0:M, 32 q : 32 q + 32) for panels q in [q0, q1).
-template <int M>
-[[gnu::target("avx512f,avx2,fma")]] void PanelsAvx512(const SmallGemm &g,
-                                                      const float *packed,
-                                                      int n, int q0, int q1) {
-  const long ahead = M >= 2 ? PanelPrefetchFloats() : 0;
-  if (ahead > 0) {
-    PanelsAvx512Prefetch<M>(g, packed, n, q0, q1, ahead);
-    return;
-  }
+// C[0:M, 32 q : 32 q + 32) for panels q in [q0, q1); with Prefetch, also a
+// non-temporal prefetch `ahead` floats past the 128 B each K step loads.
+template <int M, bool Prefetch>
+[[gnu::target("avx512f,avx2,fma")]] void
+PanelsAvx512Loop(const SmallGemm &g, const float *packed, int n, int q0,
+                 int q1, long ahead) {
   for (int q = q0; q < q1; ++q) {
     __m512 acc[M][2];
     for (int i = 0; i < M; ++i)
       acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     const float *w = packed + static_cast<long>(q) * g.k * kPackedPanel;
     for (int p = 0; p < g.k; ++p, w += kPackedPanel) {
+      if constexpr (Prefetch) {
+        _mm_prefetch(reinterpret_cast<const char *>(w + ahead), _MM_HINT_NTA);
+        _mm_prefetch(reinterpret_cast<const char *>(w + ahead + 16),
+                     _MM_HINT_NTA);
+      }
       const __m512 w0 = _mm512_load_ps(w), w1 = _mm512_load_ps(w + 16);
       for (int i = 0; i < M; ++i) {
         const __m512 x = _mm512_set1_ps(g.a[static_cast<long>(i) * g.lda + p]);
@@ -345,6 +320,16 @@ template <int M>
     }
     StorePanel<M>(g, acc, n, q);
   }
+}
+
+template <int M>
+void PanelsAvx512(const SmallGemm &g, const float *packed, int n, int q0,
+                  int q1) {
+  const long ahead = M >= 2 ? PanelPrefetchFloats() : 0;
+  if (ahead > 0)
+    PanelsAvx512Loop<M, true>(g, packed, n, q0, q1, ahead);
+  else
+    PanelsAvx512Loop<M, false>(g, packed, n, q0, q1, 0);
 }
 
 // AVX2 (16 ymm registers, too few for M x 32 accumulators): rows in chunks
