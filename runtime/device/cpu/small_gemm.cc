@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -37,6 +38,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
 
 #include "cblas.h"
@@ -278,7 +280,8 @@ StorePanel(const SmallGemm &g, const __m512 (&acc)[M][2], int n, int q) {
 
 // How far ahead of the panel stream PanelsAvx512 prefetches (non-temporal),
 // in floats: BT_CPU_PANEL_PREFETCH bytes (default 8192; 0: no prefetch), for
-// A/B measurements. The hardware prefetcher alone did not keep the stream
+// A/B measurements; a value that is not a non-negative integer is reported
+// on stderr and the default kept. The hardware prefetcher alone did not keep the stream
 // at the memory's rate once the FMAs of several rows sit between the loads:
 // on a 2-core Zen 5 (2026-12-02, /tmp microbenchmark of this loop, 50304 x
 // 512 panels, 2 threads, median of 15) M = 8 streamed 40-43 GB/s without
@@ -287,9 +290,18 @@ StorePanel(const SmallGemm &g, const __m512 (&acc)[M][2], int n, int q) {
 // of the packed copy is harmless.
 long PanelPrefetchFloats() {
   static const long floats = [] {
+    constexpr long kDefaultBytes = 8192;
     const char *v = std::getenv("BT_CPU_PANEL_PREFETCH");
-    const long bytes = v == nullptr || *v == '\0' ? 8192 : std::atol(v);
-    return std::max(0L, bytes) / static_cast<long>(sizeof(float));
+    long bytes = kDefaultBytes;
+    if (v != nullptr && *v != '\0' &&
+        (!absl::SimpleAtoi(v, &bytes) || bytes < 0)) {
+      std::fprintf(stderr,
+                   "bt: warning: BT_CPU_PANEL_PREFETCH=%s is not a byte count "
+                   "(a non-negative integer); using %ld\n",
+                   v, kDefaultBytes);
+      bytes = kDefaultBytes;
+    }
+    return bytes / static_cast<long>(sizeof(float));
   }();
   return floats;
 }

@@ -28,6 +28,9 @@
 // cpu_device.h), and so
 // does every product when the environment has BT_CPU_SGEMM=cblas (for A/B
 // measurements); BT_CPU_SGEMM=rows keeps the small path but never packs.
+// The AVX-512 kernel over packed panels prefetches (non-temporal) 8 KiB
+// ahead of the stream for M >= 2; BT_CPU_PANEL_PREFETCH=bytes sets the
+// distance (0: off), for A/B measurements.
 //
 //===----------------------------------------------------------------------===//
 
