@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -25,6 +27,14 @@ extern "C" void openblas_set_num_threads(int num_threads);
 
 namespace bt::rt {
 namespace {
+
+// Whether bt_cpu_sgemm packs constant weights here: AVX2 + FMA, unless the
+// ctest run SmallGemmTest.isa_generic lowers the kernels (BT_CPU_ISA).
+bool PackingKernels() {
+  const char *isa = std::getenv("BT_CPU_ISA");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         (isa == nullptr || std::string(isa) != "generic");
+}
 
 constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 
@@ -62,8 +72,7 @@ void Check(const Case &c) {
                lda, b.data(), ldb, c.beta, out.data(), ldc);
   if (c.constant_b) {
     const bool small = c.m <= kPackedGemmMaxM && !c.trans_a && c.trans_b;
-    const bool avx2 =
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    const bool avx2 = PackingKernels();
     // Panels of 32 columns, K rows each.
     const size_t panels = (c.n + kPackedPanel - 1) / kPackedPanel;
     EXPECT_EQ(PackedWeightBytes(),
@@ -170,8 +179,8 @@ TEST(SmallGemmTest, TinyProductsEveryTransposition) {
 // (a KV cache, an activation) never is; after ReleaseConstantWeights a
 // changed weight is read again, not the stale panels.
 TEST(SmallGemmTest, PackedOnlyInsideConstantRanges) {
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
-    GTEST_SKIP() << "no packing without AVX2 and FMA";
+  if (!PackingKernels())
+    GTEST_SKIP() << "no packing without AVX2 and FMA (or BT_CPU_ISA=generic)";
   const int n = 40, k = 16;
   std::vector<float> w(n * k, 1.0f), other(n * k, 1.0f), x(k, 1.0f), y(n);
   auto gemm = [&](const std::vector<float> &b) {

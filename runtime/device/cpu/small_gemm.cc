@@ -10,8 +10,9 @@
 //    2 threads (37 GB/s of weight, 147 GFLOP/s) and 2.54 ms with 1; the
 //    dot-product form below 2.05-2.34 ms and 4.4-5.3 ms; cblas_sgemm,
 //    which packs B on every call, 5.1-5.2 ms with 2 threads. AVX2 (16 ymm):
-//    chunks of 2 rows x 32 columns over K blocks of 32 (PanelsAvx2), on a
-//    2-core Zen 3 2.6-3.3 ms at M = 8 and 1.8-2.4 ms at M = 1, 2 threads;
+//    passes of up to 6 rows x 16 columns (or 2 x 32) over K blocks of 32
+//    (PanelsAvx2); the 50304 x 512 LM head at M = 8 on a 2-core Zen 3
+//    3.2-3.3 ms with 2 threads, 6.1-6.4 ms with 1;
 //  - unpacked: one row of B at a time, M dot products with vector
 //    accumulators and one horizontal sum each.
 // The columns are split over the process' one OpenMP pool (the one the
@@ -121,14 +122,31 @@ inline void Store(const SmallGemm &g, int i, int j, float sum) {
   return _mm512_cvtss_f32(v);
 }
 
-// 2: AVX-512F, 1: AVX2 + FMA, 0: neither.
+// 2: AVX-512F, 1: AVX2 + FMA, 0: neither. BT_CPU_ISA=avx2 or generic
+// lowers it (to test the AVX2 and portable kernels on an AVX-512 machine,
+// and for A/B measurements); another value, or one above what the CPU
+// has, is reported on stderr and ignored.
 int Isa() {
   static const int isa = [] {
+    int cpu = 0;
     if (__builtin_cpu_supports("avx512f"))
-      return 2;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-      return 1;
-    return 0;
+      cpu = 2;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      cpu = 1;
+    const char *v = std::getenv("BT_CPU_ISA");
+    if (v == nullptr || *v == '\0')
+      return cpu;
+    const std::string name(v);
+    const int want = name == "avx512" ? 2 : name == "avx2" ? 1
+                     : name == "generic" ? 0 : -1;
+    if (want < 0 || want > cpu) {
+      std::fprintf(stderr,
+                   "bt: warning: BT_CPU_ISA=%s is not one of avx512, avx2, "
+                   "generic that this CPU has; using %s\n",
+                   v, cpu == 2 ? "avx512" : cpu == 1 ? "avx2" : "generic");
+      return cpu;
+    }
+    return want;
   }();
   return isa;
 }
@@ -278,28 +296,31 @@ StorePanel(const SmallGemm &g, const __m512 (&acc)[M][2], int n, int q) {
   }
 }
 
-// How far ahead of the panel stream PanelsAvx512 prefetches (non-temporal),
-// in floats: BT_CPU_PANEL_PREFETCH bytes (default 8192; 0: no prefetch), for
-// A/B measurements; a value that is not a non-negative integer is reported
-// on stderr and the default kept. The hardware prefetcher alone did not keep the stream
-// at the memory's rate once the FMAs of several rows sit between the loads:
-// on a 2-core Zen 5 (2026-12-02, /tmp microbenchmark of this loop, 50304 x
-// 512 panels, 2 threads, median of 15) M = 8 streamed 40-43 GB/s without
-// and 51-54 GB/s with an NTA prefetch 8 KiB ahead, a pure read 54-57 GB/s
-// and M = 1 50-57 GB/s. A prefetch never faults, so running past the end
-// of the packed copy is harmless.
+// How far ahead of the panel stream PanelsAvx512 and PanelsAvx2 prefetch
+// (non-temporal), in floats: BT_CPU_PANEL_PREFETCH bytes (default 8192 on
+// AVX-512, 4096 on AVX2; 0: no prefetch), for A/B measurements; a value
+// that is not a non-negative integer is reported on stderr and the default
+// kept. The hardware prefetcher alone did not keep the stream at the
+// memory's rate once the FMAs of several rows sit between the loads: on a
+// 2-core Zen 5 (2026-12-02, /tmp microbenchmark of this loop, 50304 x 512
+// panels, 2 threads, median of 15) M = 8 streamed 40-43 GB/s without and
+// 51-54 GB/s with an NTA prefetch 8 KiB ahead, a pure read 54-57 GB/s and
+// M = 1 50-57 GB/s. On a 2-core Zen 3 (AVX2), block_main_b4_19 batch-8
+// decode, 2 rounds: 2048 / 4096 / 8192 B took 1.54 / 1.28-1.32 / 1.36 s at
+// 1 thread and 0.78-0.82 / 0.74-0.76 / 0.78-0.79 s at 2. A prefetch never
+// faults, so running past the end of the packed copy is harmless.
 long PanelPrefetchFloats() {
   static const long floats = [] {
-    constexpr long kDefaultBytes = 8192;
+    const long default_bytes = Isa() == 2 ? 8192 : 4096;
     const char *v = std::getenv("BT_CPU_PANEL_PREFETCH");
-    long bytes = kDefaultBytes;
+    long bytes = default_bytes;
     if (v != nullptr && *v != '\0' &&
         (!absl::SimpleAtoi(v, &bytes) || bytes < 0)) {
       std::fprintf(stderr,
                    "bt: warning: BT_CPU_PANEL_PREFETCH=%s is not a byte count "
                    "(a non-negative integer); using %ld\n",
-                   v, kDefaultBytes);
-      bytes = kDefaultBytes;
+                   v, default_bytes);
+      bytes = default_bytes;
     }
     return bytes / static_cast<long>(sizeof(float));
   }();
@@ -344,105 +365,116 @@ void PanelsAvx512(const SmallGemm &g, const float *packed, int n, int q0,
     PanelsAvx512Loop<M, false>(g, packed, n, q0, q1, 0);
 }
 
-// AVX2 (16 ymm registers, too few for M x 32 accumulators): rows in chunks
-// of MC = 2 (8 accumulators + 4 weight vectors), K in blocks of
-// kAvx2BlockK steps. Every chunk reads the block (kAvx2BlockK x 128 B) from
-// L1; without the blocking the chunks after the first read the whole panel
-// (K x 128 B: 32 KiB at K = 256, all of Zen 3's L1d) from L2, and the
-// 50304 x 256 LM head at M = 8 took 4.5 ms (2 threads, 2-core Zen 3, 46
-// GFLOP/s) against 2.0 ms at M = 1. The accumulators wait in `acc` between
-// blocks; each output is still the sum over p in order, as in one pass.
-// For M >= 2 the chunks also prefetch the panel two ahead (the hardware
-// prefetcher alone let the compute and the DRAM stream take turns rather
-// than overlap): the block's lines of it, spread evenly over all the
-// chunks (PrefetchRate), so that misses stay in flight through the whole
-// block. Measured (/tmp microbenchmark, best of 29 calls, 2 threads, noisy
-// shared machine): M = 8 4.2-4.7 ms -> 3.0-3.6 ms with the first chunk
-// prefetching the whole block, then 10 interleaved pairs: median 3.44 ->
-// 2.95 ms with the prefetches spread (spread faster in every pair); M = 4
-// 3.4 -> 2.4-2.8 ms; M = 1 unchanged (1.8-2.4 ms; no prefetch there: it
-// measured slower).
+// AVX2 (16 ymm registers, too few for M x 32 accumulators): K in blocks of
+// kAvx2BlockK steps, and each block in passes over groups of up to
+// kAvx2PassRows rows: a group of 1-2 rows takes the whole panel (4 vectors
+// of 8 columns) in one pass, a group of 3-6 rows one half (2 vectors) in
+// each of two passes, so a pass keeps at most 12 accumulators, its weight
+// vectors and one broadcast in registers. The passes after the first read
+// the block (kAvx2BlockK x 128 B) from L1; without the blocking they read
+// the whole panel (K x 128 B: 32 KiB at K = 256, all of Zen 3's L1d) from
+// L2, and the 50304 x 256 LM head at M = 8 took 4.5 ms (2 threads, 2-core
+// Zen 3, 46 GFLOP/s) against 2.0 ms at M = 1. The accumulators wait in
+// `acc` between blocks; each output is still the sum over p in order, as
+// in one pass (and as PanelsAvx512).
+// For M >= 2 the first group's passes also prefetch (non-temporal) the
+// lines of the block PanelPrefetchFloats() ahead, 2 lines (one K step) per
+// step between them, so that misses stay in flight through the whole block
+// (the hardware prefetcher alone let the compute and the DRAM stream take
+// turns rather than overlap). Measured on a 2-core Zen 3 (2026-12-02, /tmp
+// microbenchmark of this loop, 50304 x 512 panels, M = 8, best of 9): 2
+// chunks of 2 rows x 4 vectors (8 accumulators, the loads of the weight
+// folded into 8 FMAs per step) with the block two panels ahead: 7.7-8.1 ms
+// at 1 thread, 3.9-4.2 ms at 2; these passes 4 KiB ahead: 6.1-6.4 ms and
+// 3.2-3.3 ms (L2-resident panels: 73 -> 89 GFLOP/s at 1 thread, 93 % of
+// the FMA peak); a pure read streams 22-24 GB/s at 1 thread, the passes 16.
 constexpr int kAvx2BlockK = 32;
+constexpr int kAvx2PassRows = 6;
 
-// The prefetch rate (PF of PanelBlockAvx2) of chunk c of a block when there
-// are `chunks` of them (M = 2 .. 16 rows: 1 .. 8 chunks). A block of 32 K
-// steps is 64 lines (128 B per step); chunk c takes lines
-// [16 PF c, 16 PF (c + 1)): one chunk all 64, two or three chunks 32 each
-// (the first two), four or more 16 each (the first four).
-int PrefetchRate(int chunks, int c) {
-  if (chunks == 1)
-    return 4;
-  if (chunks <= 3)
-    return c < 2 ? 2 : 0;
-  return c < 4 ? 1 : 0;
+[[gnu::target("avx2,fma")]] inline __m256 LoadAccAvx2(const float *acc,
+                                                      bool first) {
+  return first ? _mm256_setzero_ps() : _mm256_load_ps(acc);
 }
 
-// Accumulates rows [i0, i0 + MC) of the panel `w` over K steps [p0, p1)
-// into `acc` (MC x 32 floats; the first block, p0 = 0, starts from zero).
-// PF > 0: also prefetches (non-temporal) from the address `pf` on, PF / 2
-// lines of 64 B per step: 2 lines (PF = 4), 1 line (2), 1 line every other
-// step (1).
-template <int MC, int PF>
-[[gnu::target("avx2,fma")]] void PanelBlockAvx2(const SmallGemm &g,
-                                                const float *w, int p0, int p1,
-                                                int i0, float *acc,
-                                                uintptr_t pf) {
-  __m256 c[MC][4];
-  for (int i = 0; i < MC; ++i)
-    for (int h = 0; h < 4; ++h)
-      c[i][h] = p0 == 0 ? _mm256_setzero_ps()
-                        : _mm256_load_ps(acc + i * kPackedPanel + 8 * h);
-  w += static_cast<long>(p0) * kPackedPanel;
+// Accumulates rows [i0, i0 + R) x columns [8 h0, 8 (h0 + NH)) of the panel
+// `w` over K steps [p0, p1) into `acc` (rows of 32 floats; the first
+// block, p0 = 0, starts from zero), prefetching PFL lines of 64 B per step
+// from the address `pf` on. Every accumulator stays in a register: one
+// array per vector, all three row loops unrolled (GCC 12 otherwise stores
+// the 12 accumulators of R = 6 to the stack on every step).
+template <int R, int NH, int PFL>
+[[gnu::target("avx2,fma")]] void PanelPassAvx2(const SmallGemm &g,
+                                               const float *w, int p0, int p1,
+                                               int i0, int h0, float *acc,
+                                               uintptr_t pf) {
+  static_assert((NH == 4 && R <= 2) || (NH == 2 && R <= kAvx2PassRows));
+  __m256 c0[R], c1[R], c2[R], c3[R];
+  float *out = acc + i0 * kPackedPanel + 8 * h0;
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i) {
+    float *row = out + i * kPackedPanel;
+    c0[i] = LoadAccAvx2(row, p0 == 0);
+    c1[i] = LoadAccAvx2(row + 8, p0 == 0);
+    if constexpr (NH == 4) {
+      c2[i] = LoadAccAvx2(row + 16, p0 == 0);
+      c3[i] = LoadAccAvx2(row + 24, p0 == 0);
+    }
+  }
+  const float *a = g.a + static_cast<long>(i0) * g.lda;
+  w += static_cast<long>(p0) * kPackedPanel + 8 * h0;
   for (int p = p0; p < p1; ++p, w += kPackedPanel) {
     // Hints, which never fault past the end (the addresses are integers:
     // no pointer past the allocation). Non-temporal: the streamed weight
     // (the 51.5 MB LM head) then evicts less of the next GEMMs' weights
     // from L2/L3; block_main_b4_5 batch-8 decode, 6 interleaved A/B runs:
     // 1052 -> 1138 tok/s (T0 -> NTA).
-    const uintptr_t step = static_cast<uintptr_t>(p - p0);
-    if constexpr (PF == 4) {
-      _mm_prefetch(reinterpret_cast<const char *>(pf + step * 128),
-                   _MM_HINT_NTA);
-      _mm_prefetch(reinterpret_cast<const char *>(pf + step * 128 + 64),
-                   _MM_HINT_NTA);
-    } else if constexpr (PF == 2) {
-      _mm_prefetch(reinterpret_cast<const char *>(pf + step * 64),
-                   _MM_HINT_NTA);
-    } else if constexpr (PF == 1) {
-      if ((step & 1) == 0)
-        _mm_prefetch(reinterpret_cast<const char *>(pf + step * 32),
-                     _MM_HINT_NTA);
+    const uintptr_t line = pf + static_cast<uintptr_t>(p - p0) * 64 * PFL;
+    if constexpr (PFL >= 1)
+      _mm_prefetch(reinterpret_cast<const char *>(line), _MM_HINT_NTA);
+    if constexpr (PFL >= 2)
+      _mm_prefetch(reinterpret_cast<const char *>(line + 64), _MM_HINT_NTA);
+    const __m256 w0 = _mm256_load_ps(w), w1 = _mm256_load_ps(w + 8);
+    __m256 w2 = w0, w3 = w1;
+    if constexpr (NH == 4) {
+      w2 = _mm256_load_ps(w + 16);
+      w3 = _mm256_load_ps(w + 24);
     }
-    __m256 wv[4];
-    for (int h = 0; h < 4; ++h)
-      wv[h] = _mm256_load_ps(w + 8 * h);
-    for (int i = 0; i < MC; ++i) {
-      const __m256 x =
-          _mm256_broadcast_ss(g.a + static_cast<long>(i0 + i) * g.lda + p);
-      for (int h = 0; h < 4; ++h)
-        c[i][h] = _mm256_fmadd_ps(x, wv[h], c[i][h]);
+#pragma GCC unroll 6
+    for (int i = 0; i < R; ++i) {
+      const __m256 x = _mm256_broadcast_ss(a + static_cast<long>(i) * g.lda + p);
+      c0[i] = _mm256_fmadd_ps(x, w0, c0[i]);
+      c1[i] = _mm256_fmadd_ps(x, w1, c1[i]);
+      if constexpr (NH == 4) {
+        c2[i] = _mm256_fmadd_ps(x, w2, c2[i]);
+        c3[i] = _mm256_fmadd_ps(x, w3, c3[i]);
+      }
     }
   }
-  for (int i = 0; i < MC; ++i)
-    for (int h = 0; h < 4; ++h)
-      _mm256_store_ps(acc + i * kPackedPanel + 8 * h, c[i][h]);
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i) {
+    float *row = out + i * kPackedPanel;
+    _mm256_store_ps(row, c0[i]);
+    _mm256_store_ps(row + 8, c1[i]);
+    if constexpr (NH == 4) {
+      _mm256_store_ps(row + 16, c2[i]);
+      _mm256_store_ps(row + 24, c3[i]);
+    }
+  }
 }
 
-// PanelBlockAvx2<MC, rate>.
-template <int MC>
-void ChunkAvx2(const SmallGemm &g, const float *w, int p0, int p1, int i0,
-               float *acc, int rate, uintptr_t pf) {
-  switch (rate) {
-  case 4:
-    return PanelBlockAvx2<MC, 4>(g, w, p0, p1, i0, acc, pf);
-  case 2:
-    return PanelBlockAvx2<MC, 2>(g, w, p0, p1, i0, acc, pf);
-  case 1:
-    return PanelBlockAvx2<MC, 1>(g, w, p0, p1, i0, acc, pf);
-  default:
-    return PanelBlockAvx2<MC, 0>(g, w, p0, p1, i0, acc, pf);
-  }
-}
+using PassFn = void (*)(const SmallGemm &, const float *, int, int, int, int,
+                        float *, uintptr_t);
+
+// The pass of a group of r rows, [r][prefetching]: the whole panel with 2
+// lines per step, or a half with 1.
+constexpr PassFn kAvx2Passes[kAvx2PassRows + 1][2] = {
+    {nullptr, nullptr},
+    {PanelPassAvx2<1, 4, 0>, PanelPassAvx2<1, 4, 2>},
+    {PanelPassAvx2<2, 4, 0>, PanelPassAvx2<2, 4, 2>},
+    {PanelPassAvx2<3, 2, 0>, PanelPassAvx2<3, 2, 1>},
+    {PanelPassAvx2<4, 2, 0>, PanelPassAvx2<4, 2, 1>},
+    {PanelPassAvx2<5, 2, 0>, PanelPassAvx2<5, 2, 1>},
+    {PanelPassAvx2<6, 2, 0>, PanelPassAvx2<6, 2, 1>}};
 
 // C[0:M, j0 : j0 + count) = alpha * acc + beta * C, 8 columns at a time
 // (a full panel) or one at a time (the last, partial panel).
@@ -470,26 +502,21 @@ void ChunkAvx2(const SmallGemm &g, const float *w, int p0, int p1, int i0,
 void PanelsAvx2(const SmallGemm &g, const float *packed, int n, int q0,
                 int q1) {
   alignas(32) float acc[kPackedGemmMaxM * kPackedPanel];
-  const int chunks = (g.m + 1) / 2; // the last one 1 row when M is odd
+  const long ahead = g.m >= 2 ? PanelPrefetchFloats() : 0;
   for (int q = q0; q < q1; ++q) {
     const float *w = packed + static_cast<long>(q) * g.k * kPackedPanel;
-    const uintptr_t ahead =
-        reinterpret_cast<uintptr_t>(w) + 2UL * g.k * kPackedPanel * 4;
     for (int p0 = 0; p0 < g.k; p0 += kAvx2BlockK) {
       const int p1 = std::min(g.k, p0 + kAvx2BlockK);
-      if (g.m == 1) {
-        PanelBlockAvx2<1, 0>(g, w, p0, p1, 0, acc, 0);
-        continue;
-      }
-      const uintptr_t block = ahead + static_cast<uintptr_t>(p0) * 128;
-      for (int c = 0; c < chunks; ++c) {
-        const int rate = PrefetchRate(chunks, c);
-        const uintptr_t pf = block + static_cast<uintptr_t>(c) * 16 * rate * 64;
-        float *out = acc + 2 * c * kPackedPanel;
-        if (2 * c + 2 <= g.m)
-          ChunkAvx2<2>(g, w, p0, p1, 2 * c, out, rate, pf);
-        else
-          ChunkAvx2<1>(g, w, p0, p1, 2 * c, out, rate, pf);
+      const uintptr_t pf = reinterpret_cast<uintptr_t>(w) +
+                           (static_cast<uintptr_t>(p0) * kPackedPanel + ahead) *
+                               sizeof(float);
+      for (int i0 = 0; i0 < g.m; i0 += kAvx2PassRows) {
+        const int r = std::min(kAvx2PassRows, g.m - i0);
+        const PassFn pass = kAvx2Passes[r][i0 == 0 && ahead > 0];
+        pass(g, w, p0, p1, i0, 0, acc, pf);
+        if (r > 2) // the second half; its prefetches follow the first's
+          pass(g, w, p0, p1, i0, 2, acc,
+               pf + static_cast<uintptr_t>(p1 - p0) * 64);
       }
     }
     const int j0 = q * kPackedPanel;

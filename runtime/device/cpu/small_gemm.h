@@ -28,9 +28,12 @@
 // cpu_device.h), and so
 // does every product when the environment has BT_CPU_SGEMM=cblas (for A/B
 // measurements); BT_CPU_SGEMM=rows keeps the small path but never packs.
-// The AVX-512 kernel over packed panels prefetches (non-temporal) 8 KiB
-// ahead of the stream for M >= 2; BT_CPU_PANEL_PREFETCH=bytes sets the
-// distance (0: off), for A/B measurements.
+// The kernels over packed panels prefetch (non-temporal) ahead of the
+// stream for M >= 2, 8 KiB on AVX-512 and 4 KiB on AVX2;
+// BT_CPU_PANEL_PREFETCH=bytes sets the distance (0: off), for A/B
+// measurements. BT_CPU_ISA=avx2 or generic keeps the kernels below the
+// CPU's instruction set (the AVX2 and portable paths on an AVX-512 machine:
+// tests, A/B measurements).
 //
 //===----------------------------------------------------------------------===//
 
