@@ -386,8 +386,10 @@ void PanelsAvx512(const SmallGemm &g, const float *packed, int n, int q0,
 // chunks of 2 rows x 4 vectors (8 accumulators, the loads of the weight
 // folded into 8 FMAs per step) with the block two panels ahead: 7.7-8.1 ms
 // at 1 thread, 3.9-4.2 ms at 2; these passes 4 KiB ahead: 6.1-6.4 ms and
-// 3.2-3.3 ms (L2-resident panels: 73 -> 89 GFLOP/s at 1 thread, 93 % of
-// the FMA peak); a pure read streams 22-24 GB/s at 1 thread, the passes 16.
+// 3.2-3.3 ms (L2-resident panels: 73 -> 89 GFLOP/s at 1 thread, where
+// OpenBLAS's sgemm peaks at 93-95); a pure read streams 22-24 GB/s at 1
+// thread, the passes 16-18. Blocks of 16, 24, 64 or 128 steps, and a second
+// (T1 / T2) prefetch 8-32 KiB ahead, were all slower.
 constexpr int kAvx2BlockK = 32;
 constexpr int kAvx2PassRows = 6;
 
