@@ -436,7 +436,7 @@ template <int R, int NH, int PFL>
     if constexpr (PFL >= 2)
       _mm_prefetch(reinterpret_cast<const char *>(line + 64), _MM_HINT_NTA);
     const __m256 w0 = _mm256_load_ps(w), w1 = _mm256_load_ps(w + 8);
-    __m256 w2 = w0, w3 = w1;
+    __m256 w2 = w0, w3 = w1; // read only when NH == 4
     if constexpr (NH == 4) {
       w2 = _mm256_load_ps(w + 16);
       w3 = _mm256_load_ps(w + 24);
@@ -468,10 +468,11 @@ using PassFn = void (*)(const SmallGemm &, const float *, int, int, int, int,
                         float *, uintptr_t);
 
 // The pass of a group of r rows, [r][prefetching]: the whole panel with 2
-// lines per step, or a half with 1.
+// lines per step, or a half with 1. Only the first group prefetches, and
+// it has one row only when M = 1, which never prefetches: no [1][1].
 constexpr PassFn kAvx2Passes[kAvx2PassRows + 1][2] = {
     {nullptr, nullptr},
-    {PanelPassAvx2<1, 4, 0>, PanelPassAvx2<1, 4, 2>},
+    {PanelPassAvx2<1, 4, 0>, nullptr},
     {PanelPassAvx2<2, 4, 0>, PanelPassAvx2<2, 4, 2>},
     {PanelPassAvx2<3, 2, 0>, PanelPassAvx2<3, 2, 1>},
     {PanelPassAvx2<4, 2, 0>, PanelPassAvx2<4, 2, 1>},
