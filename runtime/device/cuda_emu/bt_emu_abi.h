@@ -14,7 +14,7 @@
  *                               kernelParams (pointers to the values, in the
  *                               NVVM kernel's parameter order);
  *   const uint32_t K__bt_emu_flags;  BT_EMU_KERNEL_SYNC when K may reach a
- *                               barrier or a shuffle (it then runs one fiber
+ *                               barrier, a shuffle or an mma (it then runs one fiber
  *                               per thread; otherwise threads run one after
  *                               the other as plain calls);
  *   const int32_t K__bt_emu_param_bytes[1 + n];  n, then the size in bytes of
@@ -40,7 +40,7 @@
 extern "C" {
 #endif
 
-#define BT_EMU_ABI_VERSION 2u
+#define BT_EMU_ABI_VERSION 3u
 
 /* K__bt_emu_flags */
 #define BT_EMU_KERNEL_SYNC 1u
@@ -80,6 +80,21 @@ enum {
   BT_EMU_SHFL_DOWN = 3
 };
 
+/* Warp matrix multiply-accumulate operations (bt_emu_mma `kind`). Since ABI
+ * version 3.
+ *   BT_EMU_MMA_M16N8K16_BF16_F32: PTX mma.sync.aligned.m16n8k16.row.col.f32.
+ *     bf16.bf16.f32 (LLVM llvm.nvvm.mma.m16n8k16.row.col.bf16): D[16x8] =
+ *     A[16x16] * B[16x8] + C[16x8], A and B bf16, C and D f32. Each lane's
+ *     fragment as the PTX ISA lays it out ("Matrix Fragments for mma.m16n8k16
+ *     with floating point type"), g = lane / 4, q = lane % 4, the lower 16
+ *     bits of a word the element of lower index:
+ *       a[0] = A[g][2q..2q+1]      a[1] = A[g+8][2q..2q+1]
+ *       a[2] = A[g][2q+8..2q+9]    a[3] = A[g+8][2q+8..2q+9]
+ *       b[0] = B[2q..2q+1][g]      b[1] = B[2q+8..2q+9][g]
+ *       c[0..1] = C[g][2q..2q+1]   c[2..3] = C[g+8][2q..2q+1]  (f32 bits),
+ *     D as C. */
+enum { BT_EMU_MMA_M16N8K16_BF16_F32 = 0 };
+
 /* The calling thread's state (valid for the whole kernel invocation). */
 BtEmuThread *bt_emu_thread(void);
 
@@ -106,6 +121,12 @@ void bt_emu_barrier(BtEmuThread *t, uint32_t site);
 uint32_t bt_emu_shfl(BtEmuThread *t, uint32_t kind, uint32_t mask,
                      uint32_t value, uint32_t b, uint32_t c, uint32_t site,
                      uint8_t *valid);
+
+/* A warp-wide mma.sync of `kind` (BT_EMU_MMA_*): `frags` the calling lane's
+ * 14 words a[4], b[2], c[4], d[4] (layout above); returns when all 32 lanes
+ * of the warp reached this mma (the same site), with d[] written. A warp
+ * whose lanes are not all at it is reported and ends the launch. */
+void bt_emu_mma(BtEmuThread *t, uint32_t kind, uint32_t *frags, uint32_t site);
 
 /* CUDA's device printf (vprintf: `args` packed with natural alignment,
  * float arguments promoted to double). Prints to stderr with the block and

@@ -202,6 +202,12 @@ bool IsDriverStream(const void *stream);
 /// returns false when no capture is active.
 bool CaptureGemm(const GemmCall &call);
 
+/// BT_EMU_MMA_M16N8K16_BF16_F32 for one warp (mma.cc): `frags[lane]` the 14
+/// words a[4], b[2], c[4], d[4] of each of the 32 lanes (bt_emu_abi.h lays
+/// them out); writes every lane's d. Products and sums in double, D rounded
+/// to f32 once.
+void MmaM16N8K16Bf16F32(uint32_t *const frags[32]);
+
 /// `v` as 0x-prefixed hex (report details).
 std::string Hex(uint64_t v);
 

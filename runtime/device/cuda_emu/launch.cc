@@ -1,4 +1,4 @@
-//===- launch.cc - running a kernel: blocks, fibers, barriers, shuffles ----===//
+//===- launch.cc - running a kernel: blocks, fibers, barriers, warp ops ----===//
 //
 // See emulator.h (RunKernel) and bt_emu_abi.h (the functions the kernels
 // call). A launch runs its blocks one after the other (in a permuted order
@@ -6,8 +6,9 @@
 // run one fiber (Boost.Context's fcontext, 64 KiB stack + guard page) per
 // thread:
 // the scheduler resumes every runnable thread (in a permuted order under the
-// seed) until it exits or blocks at a barrier or a shuffle; when none can
-// run, the shuffles whose lanes have all arrived exchange their values, and
+// seed) until it exits or blocks at a barrier, a shuffle or an mma; when none
+// can run, the shuffles whose lanes have all arrived exchange their values,
+// the warps whose 32 lanes all wait at one mma compute it (mma.cc), and
 // when every live thread waits at the same barrier the barrier opens (a new
 // epoch of the shared-memory race check). Any other state is a reported
 // synchronization error. Other kernels run each thread as a plain call.
@@ -71,11 +72,12 @@ constexpr unsigned kMaxThreads = 1024;
 struct Thread {
   BtEmuThread pub; // first: the kernels see a BtEmuThread *
   int linear = 0;  // in the block
-  enum State { kRunnable, kBarrier, kShuffle, kExited } state = kRunnable;
+  enum State { kRunnable, kBarrier, kShuffle, kMma, kExited } state = kRunnable;
   uint32_t site = 0;
-  // The pending shuffle.
+  // The pending shuffle (kind also of the pending mma).
   uint32_t kind = 0, mask = 0, value = 0, b = 0, c = 0, result = 0;
   bool valid = false;
+  uint32_t *frags = nullptr; // the pending mma's fragments (bt_emu_mma)
   fctx::fcontext_t context = nullptr; // the suspended fiber
   void *fake_stack = nullptr; // ASan's fake stack of the suspended fiber
 };
@@ -299,6 +301,8 @@ std::string DescribeState(const Thread &t) {
     return "waits at the barrier " + SiteName(t.site);
   case Thread::kShuffle:
     return "waits at the shuffle " + SiteName(t.site);
+  case Thread::kMma:
+    return "waits at the mma " + SiteName(t.site);
   default:
     return "is running";
   }
@@ -401,6 +405,51 @@ bool ResolveShuffles(std::vector<Thread> &threads) {
   return progress;
 }
 
+/// The warps of the block whose 32 lanes all wait at the same mma compute it
+/// (PTX mma.sync.aligned: every lane of the warp executes the same mma).
+/// Returns whether any did; reports (and fails the launch) for a warp with a
+/// lane at an mma and a lane that is not at it, or an unknown kind.
+bool ResolveMmas(std::vector<Thread> &threads) {
+  const int n = static_cast<int>(threads.size());
+  bool progress = false;
+  for (int warp0 = 0; warp0 < n; warp0 += kWarp) {
+    const Thread *first = nullptr;
+    for (int j = 0; j < kWarp && warp0 + j < n && first == nullptr; ++j)
+      if (threads[warp0 + j].state == Thread::kMma)
+        first = &threads[warp0 + j];
+    if (first == nullptr)
+      continue;
+    uint32_t *frags[kWarp];
+    for (int j = 0; j < kWarp; ++j) {
+      const Thread *o = warp0 + j < n ? &threads[warp0 + j] : nullptr;
+      if (o != nullptr && o->state == Thread::kMma && o->site == first->site &&
+          o->kind == first->kind) {
+        frags[j] = o->frags;
+        continue;
+      }
+      std::vector<std::string> w = Where(first, first->site);
+      w.push_back(
+          "lane " + std::to_string(j) + " of the warp " +
+          (o == nullptr ? std::string("does not exist (the block has ") +
+                              std::to_string(n) + " threads)"
+                        : DescribeState(*o)));
+      Report("mma.sync reached by a warp whose 32 lanes are not all at it", w);
+      return g_launch->failed = true, false;
+    }
+    if (first->kind != BT_EMU_MMA_M16N8K16_BF16_F32) {
+      std::vector<std::string> w = Where(first, first->site);
+      w.push_back("kind " + std::to_string(first->kind));
+      Report("mma of a kind this emulator does not know (bt_emu_abi.h)", w);
+      return g_launch->failed = true, false;
+    }
+    MmaM16N8K16Bf16F32(frags);
+    for (int j = 0; j < kWarp; ++j)
+      threads[warp0 + j].state = Thread::kRunnable;
+    progress = true;
+  }
+  return progress;
+}
+
 /// Sets up thread `i` of the block as a fiber that starts the kernel.
 __attribute__((noinline)) void MakeFiber(Thread &t, int i) {
   SetUpThread(t, i);
@@ -459,15 +508,18 @@ void RunBlockFibers(std::mt19937_64 *rng) {
           return;
       }
     }
-    // Nothing can run: shuffles, then the barrier.
-    bool shuffles = false;
-    for (const Thread &t : threads)
+    // Nothing can run: shuffles and mmas, then the barrier.
+    bool shuffles = false, mmas = false;
+    for (const Thread &t : threads) {
       shuffles |= t.state == Thread::kShuffle;
-    if (shuffles) {
-      if (!ResolveShuffles(threads))
-        return; // reported
-      continue;
+      mmas |= t.state == Thread::kMma;
     }
+    if (shuffles && !ResolveShuffles(threads))
+      return; // reported
+    if (mmas && !ResolveMmas(threads))
+      return; // reported
+    if (shuffles || mmas)
+      continue;
     const Thread *first = nullptr;
     int live = 0;
     for (const Thread &t : threads) {
@@ -808,79 +860,14 @@ bt_emu_shfl(BtEmuThread *pub, uint32_t kind, uint32_t mask, uint32_t value,
   return t->result;
 }
 
-__attribute__((visibility("default"))) int32_t
-bt_emu_vprintf(BtEmuThread *pub, const char *format, const void *args) {
-  // CUDA's vprintf: arguments packed with natural alignment, floats as
-  // doubles.
-  const char *p = static_cast<const char *>(args);
-  size_t off = 0;
-  int32_t count = 0;
-  auto take = [&](size_t n) {
-    off = (off + n - 1) / n * n;
-    const char *at = p + off;
-    off += n;
-    ++count;
-    return at;
-  };
-  std::string out;
-  char piece[512];
-  for (const char *f = format; *f != '\0';) {
-    if (*f != '%') {
-      out.push_back(*f++);
-      continue;
-    }
-    if (f[1] == '%') {
-      out.push_back('%');
-      f += 2;
-      continue;
-    }
-    const char *start = f++;
-    while (*f != '\0' && std::strchr("-+ #0123456789.", *f) != nullptr)
-      ++f;
-    int longs = 0;
-    while (*f == 'l' || *f == 'h' || *f == 'z') {
-      longs += *f == 'l' || *f == 'z';
-      ++f;
-    }
-    const char conv = *f != '\0' ? *f++ : 'd';
-    std::string spec(start, f);
-    if (std::strchr("diuxXoc", conv) != nullptr) {
-      long long v = 0;
-      if (longs > 0)
-        std::memcpy(&v, take(8), 8);
-      else {
-        int32_t x;
-        std::memcpy(&x, take(4), 4);
-        v = conv == 'd' || conv == 'i' ? x : static_cast<uint32_t>(x);
-      }
-      std::string s = spec.substr(0, spec.size() - 1);
-      s.erase(std::remove_if(s.begin(), s.end(),
-                             [](char ch) { return ch == 'l' || ch == 'h' ||
-                                                  ch == 'z'; }),
-              s.end());
-      std::snprintf(piece, sizeof piece, (s + "ll" + conv).c_str(), v);
-    } else if (std::strchr("feEgGaA", conv) != nullptr) {
-      double v;
-      std::memcpy(&v, take(8), 8);
-      std::snprintf(piece, sizeof piece, spec.c_str(), v);
-    } else if (conv == 'p' || conv == 's') {
-      const void *v;
-      std::memcpy(&v, take(8), 8);
-      if (conv == 'p')
-        std::snprintf(piece, sizeof piece, "%p", v);
-      else
-        std::snprintf(piece, sizeof piece, "%s", static_cast<const char *>(v));
-    } else {
-      std::snprintf(piece, sizeof piece, "%s", spec.c_str());
-    }
-    out += piece;
-  }
-  std::string where = "";
-  if (pub != nullptr)
-    where = "[block " + Triple(&pub->sreg[BT_EMU_SREG_CTAID_X]) + " thread " +
-            Triple(&pub->sreg[BT_EMU_SREG_TID_X]) + "] ";
-  std::fprintf(stderr, "bt cuda-emu: printf %s%s", where.c_str(), out.c_str());
-  return count;
+__attribute__((visibility("default"))) void
+bt_emu_mma(BtEmuThread *pub, uint32_t kind, uint32_t *frags, uint32_t site) {
+  Thread *t = reinterpret_cast<Thread *>(pub);
+  t->state = Thread::kMma;
+  t->site = site;
+  t->kind = kind;
+  t->frags = frags;
+  Block(t);
 }
 
 __attribute__((visibility("default"))) void bt_emu_trap(BtEmuThread *pub,

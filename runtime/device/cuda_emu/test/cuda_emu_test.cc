@@ -6,7 +6,8 @@
 // initialization checks on copies, cuBLAS's argument checks, a host
 // dereference of a device pointer, and the barrier / shuffle checks on
 // kernels written here against the emulator ABI (bt_emu_abi.h), as
-// bt-nvvm-to-host would emit them; the schedule seed's permutation
+// bt-nvvm-to-host would emit them; the warp mma (its fragment layout from
+// the PTX ISA, against a plain matmul) and its checks; the schedule seed's permutation
 // (SetScheduleSeed, as BT_CUDA_EMU_SEED).
 //
 //===----------------------------------------------------------------------===//
@@ -81,7 +82,7 @@ std::string FailedLaunch(Device &d, Function &f, unsigned threads,
 }
 
 Module g_module = {nullptr, -1, {"k: barrier A", "k: barrier B", "k: shuffle",
-                                 "k: store", "k: load"}};
+                                 "k: store", "k: load", "k: mma"}};
 
 void Empty(void **) {}
 
@@ -153,6 +154,54 @@ void SumRow(void **params) {
   for (int i = 0; i < 16; ++i)
     sum += *static_cast<float *>(bt_emu_load(t, in + i, 4, 4));
   *static_cast<float *>(bt_emu_store(t, out + t->sreg[BT_EMU_SREG_TID_X], 4, 3)) = sum;
+}
+
+/// The bf16 at `p` (a device address) as the low 16 bits of a word.
+uint32_t LoadBf16(BtEmuThread *t, const uint16_t *p) {
+  return *static_cast<uint16_t *>(
+      bt_emu_load(t, const_cast<uint16_t *>(p), 2, 4));
+}
+
+/// Each warp w computes D_w = A * B + C_w with one m16n8k16 bf16 mma
+/// (params: A bf16 [16, 16] row-major, B bf16 [16 (k), 8 (n)] row-major,
+/// C f32 [warps, 16, 8], D f32 [warps, 16, 8]), its fragments gathered as
+/// the PTX ISA lays them out (g = lane / 4, q = lane % 4).
+void MmaTile(void **params) {
+  BtEmuThread *t = bt_emu_thread();
+  auto *a = *static_cast<const uint16_t **>(params[0]);
+  auto *b = *static_cast<const uint16_t **>(params[1]);
+  const int warp = t->sreg[BT_EMU_SREG_TID_X] / 32;
+  auto *c = *static_cast<float **>(params[2]) + warp * 128;
+  auto *d = *static_cast<float **>(params[3]) + warp * 128;
+  const int lane = t->sreg[BT_EMU_SREG_LANEID], g = lane / 4, q = lane % 4;
+  auto pair = [&](const uint16_t *p, int stride) {
+    return LoadBf16(t, p) | LoadBf16(t, p + stride) << 16;
+  };
+  uint32_t f[14];
+  f[0] = pair(a + g * 16 + 2 * q, 1);
+  f[1] = pair(a + (g + 8) * 16 + 2 * q, 1);
+  f[2] = pair(a + g * 16 + 2 * q + 8, 1);
+  f[3] = pair(a + (g + 8) * 16 + 2 * q + 8, 1);
+  f[4] = pair(b + (2 * q) * 8 + g, 8);
+  f[5] = pair(b + (2 * q + 8) * 8 + g, 8);
+  const int rc[4][2] = {{g, 2 * q}, {g, 2 * q + 1}, {g + 8, 2 * q},
+                        {g + 8, 2 * q + 1}};
+  for (int i = 0; i < 4; ++i)
+    std::memcpy(&f[6 + i],
+                bt_emu_load(t, c + rc[i][0] * 8 + rc[i][1], 4, 4), 4);
+  bt_emu_mma(t, BT_EMU_MMA_M16N8K16_BF16_F32, f, 5);
+  for (int i = 0; i < 4; ++i)
+    std::memcpy(bt_emu_store(t, d + rc[i][0] * 8 + rc[i][1], 4, 3),
+                &f[10 + i], 4);
+}
+
+/// Lanes 16..31 of the warp return before the mma that lanes 0..15 reach.
+void HalfWarpMma(void **) {
+  BtEmuThread *t = bt_emu_thread();
+  if (t->sreg[BT_EMU_SREG_LANEID] >= 16)
+    return;
+  uint32_t f[14] = {};
+  bt_emu_mma(t, BT_EMU_MMA_M16N8K16_BF16_F32, f, 5);
 }
 
 Function MakeFunction(const char *name, KernelEntry entry, bool sync) {
@@ -234,6 +283,71 @@ TEST(CudaEmu, ButterflyShuffleExchangesLanes) {
             0);
   for (uint32_t lane = 0; lane < 32; ++lane)
     EXPECT_EQ(host[lane], lane ^ 1u) << "lane " << lane;
+}
+
+/// bf16 bits of `v` (exact for the small integers and halves used here).
+uint16_t Bf16Bits(float v) {
+  uint32_t w;
+  std::memcpy(&w, &v, 4);
+  return static_cast<uint16_t>(w >> 16);
+}
+
+TEST(CudaEmu, MmaComputesTheTileInThePtxFragmentLayout) {
+  Device d;
+  Function f = MakeFunction("k", MmaTile, true);
+  // Small integers and halves: every product and sum is exact in f32, so
+  // the emulator's D must equal the plain matmul bit for bit; distinct
+  // values per element catch any transposed or swapped fragment.
+  std::vector<uint16_t> a(256), b(128);
+  std::vector<float> af(256), bf(128), c(256);
+  for (int i = 0; i < 16; ++i)
+    for (int k = 0; k < 16; ++k)
+      af[i * 16 + k] = static_cast<float>((i * 7 + k * 3) % 11 - 5);
+  for (int k = 0; k < 16; ++k)
+    for (int j = 0; j < 8; ++j)
+      bf[k * 8 + j] = static_cast<float>((k * 5 + j * 13) % 9 - 4) * 0.5f;
+  for (int i = 0; i < 256; ++i)
+    c[i] = static_cast<float>(i % 37) - (i >= 128 ? 100.0f : 0.0f);
+  for (int i = 0; i < 256; ++i)
+    a[i] = Bf16Bits(af[i]);
+  for (int i = 0; i < 128; ++i)
+    b[i] = Bf16Bits(bf[i]);
+  CUdeviceptr da = d.Alloc(512), db = d.Alloc(256), dc = d.Alloc(1024),
+              dd = d.Alloc(1024);
+  auto copy = Sym<CUresult (*)(CUdeviceptr, const void *, size_t)>(
+      "cuMemcpyHtoD_v2");
+  ASSERT_EQ(copy(da, a.data(), 512), 0);
+  ASSERT_EQ(copy(db, b.data(), 256), 0);
+  ASSERT_EQ(copy(dc, c.data(), 1024), 0);
+  void *params[] = {&da, &db, &dc, &dd};
+  ASSERT_EQ(d.Launch(f, 1, 1, 1, 64, 1, 1, 0, params), 0);
+  std::vector<float> out(256);
+  ASSERT_EQ(Sym<CUresult (*)(void *, CUdeviceptr, size_t)>("cuMemcpyDtoH_v2")(
+                out.data(), dd, 1024),
+            0);
+  for (int w = 0; w < 2; ++w)
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 8; ++j) {
+        float want = c[w * 128 + i * 8 + j];
+        for (int k = 0; k < 16; ++k)
+          want += af[i * 16 + k] * bf[k * 8 + j];
+        EXPECT_EQ(out[w * 128 + i * 8 + j], want)
+            << "warp " << w << " D[" << i << "][" << j << "]";
+      }
+}
+
+TEST(CudaEmu, MmaNeedsEveryLaneOfTheWarp) {
+  Device d;
+  Function f = MakeFunction("k", HalfWarpMma, true);
+  std::string err = FailedLaunch(d, f, 32);
+  EXPECT_THAT(err, HasSubstr("mma.sync reached by a warp whose 32 lanes are "
+                             "not all at it"));
+  EXPECT_THAT(err, HasSubstr("at k: mma"));
+  EXPECT_THAT(err, HasSubstr("lane 16 of the warp has exited"));
+  // A block of 16 threads has no full warp (all 16 reach the mma).
+  EXPECT_THAT(FailedLaunch(d, f, 16),
+              HasSubstr("lane 16 of the warp does not exist (the block has 16 "
+                        "threads)"));
 }
 
 TEST(CudaEmu, SharedMemoryRaceBetweenBarriers) {
