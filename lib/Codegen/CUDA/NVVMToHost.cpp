@@ -9,6 +9,12 @@
 //                       → i32 loads of the thread state (bt_emu_thread())
 //   nvvm.barrier0       → bt_emu_barrier(t, site)
 //   nvvm.shfl.sync      → bt_emu_shfl(t, kind, mask, value, b, c, site, &ok)
+//   llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.bf16"
+//                       → bt_emu_mma(t, kind, frags, site), the fragments in
+//                         an alloca (MLIR 19's nvvm.mma.sync cannot express
+//                         the bf16 mma: its verifier wants vector<2xf16>
+//                         operands where the intrinsic takes i32, fixed
+//                         upstream in llvm-project#122664, LLVM 20)
 //   llvm.load/store of global or shared memory
 //                       → the address from bt_emu_load/store(t, p, bytes, site)
 //   the dynamic shared memory global → the block's buffer (t->smem)
@@ -56,7 +62,20 @@ enum Sreg : int64_t {
 constexpr int64_t kSmemOffset = 64;
 constexpr uint32_t kShflBfly = 0, kShflIdx = 1, kShflUp = 2, kShflDown = 3;
 constexpr uint32_t kKernelSync = 1;
-constexpr uint32_t kAbiVersion = 2;
+constexpr uint32_t kAbiVersion = 3;
+constexpr uint32_t kMmaM16N8K16Bf16F32 = 0;
+/// The one warp mma the emulator runs (BT_EMU_MMA_M16N8K16_BF16_F32).
+constexpr StringLiteral kMmaBf16Intrinsic =
+    "llvm.nvvm.mma.m16n8k16.row.col.bf16";
+
+/// Whether `op` is a warp-collective op of the kernels (the kernel then runs
+/// one fiber per thread).
+bool isWarpSync(Operation *op) {
+  if (isa<NVVM::Barrier0Op, NVVM::ShflOp>(op))
+    return true;
+  auto call = dyn_cast<LLVM::CallIntrinsicOp>(op);
+  return call && call.getIntrin() == kMmaBf16Intrinsic;
+}
 
 /// The bytes a kernel parameter of `type` occupies in cuLaunchKernel's
 /// kernelParams: pointers 8, integers and floats their width (the NVVM
@@ -132,6 +151,9 @@ private:
   LogicalResult lowerOp(Operation *op);
   /// nvvm.shfl.sync → bt_emu_shfl (i32 and f32).
   LogicalResult lowerShuffle(NVVM::ShflOp shfl);
+  /// The bf16 m16n8k16 mma intrinsic (A 4 x i32, B 2 x i32, C 4 x f32 →
+  /// struct of 4 f32) → bt_emu_mma; any other intrinsic fails.
+  LogicalResult lowerIntrinsic(LLVM::CallIntrinsicOp call);
   /// A load or store of global or shared memory: its address through
   /// bt_emu_load / bt_emu_store (checked by the emulator).
   LogicalResult lowerAccess(Operation *op, Value addr, Type valueType,
@@ -231,7 +253,7 @@ LogicalResult NVVMToHostPass::lowerOp(Operation *op) {
   auto sreg = [&](int64_t index) {
     Value t = thread(op);
     Value p = b.create<LLVM::GEPOp>(loc, ptr, i32, t,
-                                    ArrayRef<LLVM::GEPArg>{index});
+                                    ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(index)});
     Value v = b.create<LLVM::LoadOp>(loc, i32, p);
     op->getResult(0).replaceAllUsesWith(v);
     op->erase();
@@ -277,8 +299,9 @@ LogicalResult NVVMToHostPass::lowerOp(Operation *op) {
   if (auto store = dyn_cast<LLVM::StoreOp>(op))
     return lowerAccess(op, store.getAddr(), store.getValue().getType(),
                        store.getAddrMutable(), "store");
-  if (isa<LLVM::AtomicRMWOp, LLVM::AtomicCmpXchgOp, LLVM::InlineAsmOp,
-          LLVM::CallIntrinsicOp>(op))
+  if (auto call = dyn_cast<LLVM::CallIntrinsicOp>(op))
+    return lowerIntrinsic(call);
+  if (isa<LLVM::AtomicRMWOp, LLVM::AtomicCmpXchgOp, LLVM::InlineAsmOp>(op))
     return op->emitOpError("is not supported by the CUDA emulator "
                            "(bt-nvvm-to-host)");
   if (isa<LLVM::Trap>(op)) {
@@ -354,6 +377,59 @@ LogicalResult NVVMToHostPass::lowerShuffle(NVVM::ShflOp shfl) {
     result = b.create<LLVM::InsertValueOp>(loc, s, valid, 1);
   }
   shfl.getResult().replaceAllUsesWith(result);
+  op->erase();
+  return success();
+}
+
+LogicalResult NVVMToHostPass::lowerIntrinsic(LLVM::CallIntrinsicOp call) {
+  Operation *op = call;
+  if (call.getIntrin() != kMmaBf16Intrinsic)
+    return op->emitOpError("calls the intrinsic '")
+           << call.getIntrin()
+           << "', which the CUDA emulator does not run (it runs "
+           << kMmaBf16Intrinsic << ")";
+  MLIRContext *ctx = &getContext();
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  Type i32 = b.getI32Type(), f32 = b.getF32Type(), i64 = b.getI64Type();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  auto resultTy = call.getNumResults() == 1
+                      ? dyn_cast<LLVM::LLVMStructType>(call.getResult(0).getType())
+                      : LLVM::LLVMStructType();
+  ValueRange args = call.getArgs();
+  bool ok = args.size() == 10 && resultTy && resultTy.getBody().size() == 4 &&
+            llvm::all_of(resultTy.getBody(), [](Type t) { return t.isF32(); });
+  for (auto [i, v] : llvm::enumerate(args))
+    ok &= v.getType() == (i < 6 ? i32 : f32);
+  if (!ok)
+    return op->emitOpError("calls ")
+           << kMmaBf16Intrinsic
+           << " with operands or a result other than (4 x i32, 2 x i32, "
+              "4 x f32) -> !llvm.struct<(f32, f32, f32, f32)>";
+  // The 14 words a[4], b[2], c[4], d[4] (bt_emu_abi.h) in an alloca of the
+  // function entry.
+  auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+  OpBuilder eb = OpBuilder::atBlockBegin(&fn.getBody().front());
+  Value count = eb.create<LLVM::ConstantOp>(loc, i64, eb.getI64IntegerAttr(14));
+  Value frags = eb.create<LLVM::AllocaOp>(loc, ptr, i32, count, 4);
+  auto word = [&](int32_t i) {
+    return b.create<LLVM::GEPOp>(loc, ptr, i32, frags,
+                                 ArrayRef<LLVM::GEPArg>{i});
+  };
+  for (auto [i, v] : llvm::enumerate(args))
+    b.create<LLVM::StoreOp>(loc, v, word(static_cast<int32_t>(i)));
+  LLVM::LLVMFuncOp f = declare("bt_emu_mma", LLVM::LLVMVoidType::get(ctx),
+                               {ptr, i32, ptr, i32});
+  b.create<LLVM::CallOp>(loc, f,
+                         ValueRange{thread(op),
+                                    i32Const(b, loc, kMmaM16N8K16Bf16F32),
+                                    frags, i32Const(b, loc, site(op, "mma"))});
+  Value d = b.create<LLVM::UndefOp>(loc, resultTy);
+  for (int64_t i = 0; i < 4; ++i) {
+    Value v = b.create<LLVM::LoadOp>(loc, f32, word(10 + i));
+    d = b.create<LLVM::InsertValueOp>(loc, d, v, i);
+  }
+  call.getResult(0).replaceAllUsesWith(d);
   op->erase();
   return success();
 }
@@ -480,8 +556,7 @@ void NVVMToHostPass::runOnOperation() {
   {
     AsmState state(module);
     module.walk([&](Operation *op) {
-      if (!isa<LLVM::LoadOp, LLVM::StoreOp, LLVM::Trap, NVVM::Barrier0Op,
-               NVVM::ShflOp>(op))
+      if (!isa<LLVM::LoadOp, LLVM::StoreOp, LLVM::Trap>(op) && !isWarpSync(op))
         return;
       std::string text;
       llvm::raw_string_ostream os(text);
@@ -513,8 +588,7 @@ void NVVMToHostPass::runOnOperation() {
   DenseSet<Operation *> syncFunctions;
   for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
     if (fn.walk([](Operation *op) {
-            return isa<NVVM::Barrier0Op, NVVM::ShflOp>(op)
-                       ? WalkResult::interrupt()
+            return isWarpSync(op) ? WalkResult::interrupt()
                        : WalkResult::advance();
           }).wasInterrupted())
       syncFunctions.insert(fn);

@@ -78,3 +78,23 @@ gpu.module @kernels {
     llvm.return
   }
 }
+
+// -----
+
+gpu.module @kernels {
+  llvm.func @k(%arg0: f32) attributes {gpu.kernel, nvvm.kernel} {
+    // expected-error@+1 {{'llvm.call_intrinsic' op calls the intrinsic 'llvm.nvvm.fabs.ftz.f', which the CUDA emulator does not run (it runs llvm.nvvm.mma.m16n8k16.row.col.bf16)}}
+    %0 = llvm.call_intrinsic "llvm.nvvm.fabs.ftz.f"(%arg0) : (f32) -> f32
+    llvm.return
+  }
+}
+
+// -----
+
+gpu.module @kernels {
+  llvm.func @k(%a: i32, %c: f32) attributes {gpu.kernel, nvvm.kernel} {
+    // expected-error@+1 {{calls llvm.nvvm.mma.m16n8k16.row.col.bf16 with operands or a result other than (4 x i32, 2 x i32, 4 x f32) -> !llvm.struct<(f32, f32, f32, f32)>}}
+    %0 = llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.bf16"(%a, %a, %a, %a, %a, %a, %a, %a, %a, %a) : (i32, i32, i32, i32, i32, i32, i32, i32, i32, i32) -> !llvm.struct<(i32, i32, i32, i32)>
+    llvm.return
+  }
+}

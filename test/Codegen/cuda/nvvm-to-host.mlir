@@ -66,7 +66,7 @@
 // CHECK: llvm.mlir.global external constant @k__bt_emu_param_bytes(dense<[3, 8, 8, 4]> : tensor<4xi32>)
 // CHECK: llvm.mlir.global external constant @bt_emu_site_table("k: store loc({{.*}}:[[@LINE+13]]:5){{.*}}\00k: barrier loc({{.*}}:[[@LINE+14]]:5) `nvvm.barrier0`\00k: load {{.*}}\00k: shuffle {{.*}}nvvm.shfl.sync bfly{{.*}}\00k: store {{.*}}!llvm.ptr<1>`\00\00")
 // CHECK: llvm.mlir.global external constant @bt_emu_num_sites(5 : i32)
-// CHECK: llvm.mlir.global external constant @bt_emu_abi_version(2 : i32)
+// CHECK: llvm.mlir.global external constant @bt_emu_abi_version(3 : i32)
 gpu.module @kernels {
   llvm.mlir.global internal @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
   llvm.func @__nv_expf(f32) -> f32
@@ -108,6 +108,50 @@ gpu.module @plain {
     %a = llvm.alloca %one x i32 : (i64) -> !llvm.ptr
     llvm.store %arg1, %a : i32, !llvm.ptr
     %v = llvm.load %arg0 : !llvm.ptr<1> -> i32
+    llvm.return
+  }
+}
+
+// -----
+
+// The bf16 tensor-core mma (llvm.call_intrinsic: MLIR 19's nvvm.mma.sync
+// cannot type it) → bt_emu_mma over an entry alloca of the 14 fragment words
+// a[4], b[2], c[4] (stored in operand order) and d[4] (loaded back into the
+// result struct); kind 0, site 0; the kernel runs as fibers (flags 1).
+// CHECK-LABEL: gpu.module @mma
+// CHECK-DAG: llvm.func @bt_emu_mma(!llvm.ptr, i32, !llvm.ptr, i32)
+// CHECK: llvm.func internal @m.bt_emu_body(%[[A0:.*]]: i32, %[[A1:.*]]: i32, %[[A2:.*]]: i32, %[[A3:.*]]: i32, %[[B0:.*]]: i32, %[[B1:.*]]: i32, %[[C0:.*]]: f32, %[[C1:.*]]: f32, %[[C2:.*]]: f32, %[[C3:.*]]: f32, %[[OUT:.*]]: !llvm.ptr)
+// CHECK: %[[T:.*]] = llvm.call @bt_emu_thread()
+// CHECK: %[[N:.*]] = llvm.mlir.constant(14 : i64) : i64
+// CHECK: %[[F:.*]] = llvm.alloca %[[N]] x i32 {alignment = 4 : i64} : (i64) -> !llvm.ptr
+// CHECK-NOT: llvm.call_intrinsic
+// CHECK: %[[W0:.*]] = llvm.getelementptr %[[F]][0] : (!llvm.ptr) -> !llvm.ptr, i32
+// CHECK: llvm.store %[[A0]], %[[W0]] : i32, !llvm.ptr
+// CHECK: %[[W5:.*]] = llvm.getelementptr %[[F]][5] : (!llvm.ptr) -> !llvm.ptr, i32
+// CHECK: llvm.store %[[B1]], %[[W5]] : i32, !llvm.ptr
+// CHECK: %[[W9:.*]] = llvm.getelementptr %[[F]][9] : (!llvm.ptr) -> !llvm.ptr, i32
+// CHECK: llvm.store %[[C3]], %[[W9]] : f32, !llvm.ptr
+// CHECK: %[[KIND:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: %[[SITE:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: llvm.call @bt_emu_mma(%[[T]], %[[KIND]], %[[F]], %[[SITE]])
+// CHECK: %[[W10:.*]] = llvm.getelementptr %[[F]][10] : (!llvm.ptr) -> !llvm.ptr, i32
+// CHECK: %[[D0:.*]] = llvm.load %[[W10]] : !llvm.ptr -> f32
+// CHECK: %[[S0:.*]] = llvm.insertvalue %[[D0]], %{{.*}}[0] : !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: %[[W13:.*]] = llvm.getelementptr %[[F]][13] : (!llvm.ptr) -> !llvm.ptr, i32
+// CHECK: %[[D3:.*]] = llvm.load %[[W13]] : !llvm.ptr -> f32
+// CHECK: %[[S3:.*]] = llvm.insertvalue %[[D3]], %{{.*}}[3] : !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: %[[X:.*]] = llvm.extractvalue %[[S3]][2] : !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: llvm.call @bt_emu_store
+// CHECK: llvm.store %[[X]], %{{.*}} : f32, !llvm.ptr
+// CHECK: llvm.mlir.global external constant @m__bt_emu_flags(1 : i32)
+// CHECK: llvm.mlir.global external constant @bt_emu_site_table("m: mma loc({{.*}}:{{[0-9]+}}:10) `%{{.*}} = llvm.call_intrinsic \22llvm.nvvm.mma.m16n8k16.row.col.bf16\22{{.*}}\00m: store {{.*}}\00\00")
+gpu.module @mma {
+  llvm.func @m(%a0: i32, %a1: i32, %a2: i32, %a3: i32, %b0: i32, %b1: i32,
+               %c0: f32, %c1: f32, %c2: f32, %c3: f32, %out: !llvm.ptr<1>)
+      attributes {gpu.kernel, nvvm.kernel} {
+    %d = llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.bf16"(%a0, %a1, %a2, %a3, %b0, %b1, %c0, %c1, %c2, %c3) : (i32, i32, i32, i32, i32, i32, f32, f32, f32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+    %x = llvm.extractvalue %d[2] : !llvm.struct<(f32, f32, f32, f32)>
+    llvm.store %x, %out : f32, !llvm.ptr<1>
     llvm.return
   }
 }
