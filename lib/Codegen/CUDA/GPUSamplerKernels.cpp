@@ -14,10 +14,12 @@
 
 #include "bt/Codegen/BF16.h"
 #include "bt/Codegen/CUDA/Passes.h"
+#include "GPUKernelText.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -35,6 +37,7 @@ namespace bt {
 } // namespace bt
 
 using namespace mlir;
+using bt::codegen::subst;
 
 namespace {
 
@@ -192,18 +195,6 @@ constexpr const char *kGreedyBody = R"mlir(
     gpu.return
   }
 )mlir";
-
-/// Replaces each `{KEY}` of `vars` in `text` (the keys of one template).
-std::string subst(std::string text,
-                  std::initializer_list<std::pair<const char *, std::string>> vars) {
-  for (const auto &[key, value] : vars) {
-    const std::string k = std::string("{") + key + "}";
-    for (size_t at = text.find(k); at != std::string::npos;
-         at = text.find(k, at + value.size()))
-      text.replace(at, k.size(), value);
-  }
-  return text;
-}
 
 /// The text of `bt_sample` (documented at sampleKernelText), written as a
 /// sequence of passes over the row with block-wide reductions between them.
@@ -771,9 +762,12 @@ struct GPUSamplerKernelsPass
     if ((!f32 && !bf16) || module.lookupSymbol("bt_sampler_kernels"))
       return;
     ParserConfig config(&getContext());
-    const std::string text = std::string("gpu.module @bt_sampler_kernels {") +
-                             kGreedyHead + kEosPrologue + kGreedyBody +
-                             sampleKernelText() + "}\n";
+    // With the bf16 samplers, the LM head whose epilogue is the greedy
+    // argmax (GPUKernelText.h).
+    const std::string text =
+        std::string("gpu.module @bt_sampler_kernels {") + kGreedyHead +
+        kEosPrologue + kGreedyBody + sampleKernelText() +
+        (bf16 ? bt::codegen::lmHeadArgmaxKernelText() : std::string()) + "}\n";
     OwningOpRef<ModuleOp> parsed =
         parseSourceString<ModuleOp>(text, config, "bt-sampler");
     if (!parsed) {

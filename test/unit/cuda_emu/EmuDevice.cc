@@ -74,6 +74,24 @@ void download(void *host, const void *device, int64_t bytes) {
         "CopyToHost");
 }
 
+bool launch(const std::string &name, const int64_t (&grid)[3],
+            const int64_t (&block)[3], int32_t smem,
+            std::vector<int64_t> words, std::string &error) {
+  std::vector<void *> params;
+  for (int64_t &w : words)
+    params.push_back(&w);
+  absl::Status s =
+      backend()->Launch(name.c_str(), grid[0], grid[1], grid[2], block[0],
+                        block[1], block[2], smem, params.data());
+  if (s.ok())
+    s = backend()->Synchronize();
+  if (!s.ok()) {
+    error = s.ToString();
+    return false;
+  }
+  return true;
+}
+
 void release(void *device) {
   check(backend()->pool().Free(reinterpret_cast<uint64_t>(device)), "Free");
 }

@@ -40,6 +40,14 @@ void *upload(const void *host, int64_t bytes);
 void download(void *host, const void *device, int64_t bytes);
 /// Releases a buffer of `upload` or an output of the host code.
 void release(void *device);
+/// Launches kernel `name` of the loaded module (rt::CudaBackend::Launch):
+/// grid `grid`, block `block`, `smem` bytes of dynamic shared memory, the
+/// kernel's parameters as 8-byte words in the NVVM kernel order (each
+/// memref as allocated, aligned, offset, sizes..., strides...), and
+/// synchronizes. False with `error` set when the launch fails.
+bool launch(const std::string &name, const int64_t (&grid)[3],
+            const int64_t (&block)[3], int32_t smem,
+            std::vector<int64_t> words, std::string &error);
 /// The greedy sampler on the device (rt::SampleOnDevice: the kernel
 /// bt_sample_greedy of the loaded module) for sampler `handle`: logits F32
 /// [rows, vocab] at `logits` with row stride `rowStride` elements, tokens

@@ -13,7 +13,9 @@
 // its block is padding. Vocabularies around the block size (1, 7, 255, 256,
 // 257, 1000) and the paper models' 50304, rows strided in memory, and the
 // schedule seeds 1..3 (a permuted order of blocks and threads) give the same
-// tokens as the in-order run.
+// tokens as the in-order run. bt_lm_head_argmax_bf16 (the LM head on the
+// tensor cores with the greedy argmax as its epilogue) against the GEMM
+// computed here and the same sequential scan per tile of 64 ids.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,7 +29,9 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
 #include <string>
@@ -69,6 +73,9 @@ const std::string &samplerImage() {
     EXPECT_TRUE(k) << error;
     EXPECT_NE(ptx.find("bt_sample_greedy"), std::string::npos);
     EXPECT_NE(ptx.find("bt_sample_greedy_bf16"), std::string::npos);
+    EXPECT_NE(ptx.find("bt_lm_head_argmax_bf16"), std::string::npos);
+    EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+              std::string::npos);
     return out;
   }();
   return image;
@@ -476,6 +483,149 @@ TEST_F(Draw, EOSStopsTheRowsDraws) {
   EXPECT_EQ(emu::endSampling(600), "");
   emu::release(d);
   emu::release(t);
+}
+
+/// The LM head with the greedy argmax epilogue (bt_lm_head_argmax_bf16,
+/// lib/Codegen/CUDA/GPUKernelText.h) on x BF16 [M, K] (row stride
+/// `xStride` elements) and w BF16 [N, K]: per row and tile of 64 ids, the
+/// largest bf16-rounded logit and its lowest id, against the GEMM computed
+/// here in double and the sequential scan of each tile. The inputs are
+/// small multiples of 1/2 so that every logit is exact in f32 whatever the
+/// order of the sums: the bf16 rounding then makes ties (ids whose logits
+/// differ below bf16's resolution), which the lowest id must win, as must
+/// the planted exact ties of row 0 across lanes, warps and tiles and of
+/// row 1 within a lane, and row 3's tie made by the rounding. Row 2 holds a
+/// NaN (every tile NaN).
+TEST_F(Sampler, LMHeadArgmaxMatchesTheGemmPerTile) {
+  struct Case {
+    int64_t m, n, k, xStride;
+  };
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> small(-6, 6);
+  unsigned long long seeds[] = {0, 1, 2};
+  for (const Case &c : {Case{1, 8, 16, 16}, Case{5, 100, 32, 38},
+                        Case{17, 130, 48, 48}, Case{33, 1000, 64, 70}}) {
+    SCOPED_TRACE("M " + std::to_string(c.m) + " N " + std::to_string(c.n) +
+                 " K " + std::to_string(c.k));
+    std::vector<float> x(c.m * c.xStride, kInf), w(c.n * c.k);
+    for (int64_t r = 0; r < c.m; ++r)
+      for (int64_t k = 0; k < c.k; ++k)
+        x[r * c.xStride + k] = small(rng) * 0.5f;
+    for (float &v : w)
+      v = small(rng) * 0.25f;
+    // Row 0's largest logit, at several ids: w[n] = 1.5 sign(x[0]).
+    for (int64_t n : {c.n - 1, int64_t(70), int64_t(17), int64_t(9)})
+      if (n < c.n)
+        for (int64_t k = 0; k < c.k; ++k)
+          w[n * c.k + k] = x[k] > 0 ? 1.5f : x[k] < 0 ? -1.5f : 0.0f;
+    // Row 1's, at ids 0, 1, 8 (one lane's candidates) and 3 (the next
+    // lane's).
+    const auto plant = [&](int64_t r, int64_t n) {
+      for (int64_t k = 0; k < c.k; ++k) {
+        const float v = x[r * c.xStride + k];
+        w[n * c.k + k] = v > 0 ? 1.5f : v < 0 ? -1.5f : 0.0f;
+      }
+    };
+    if (c.m > 1)
+      for (int64_t n : {int64_t(3), int64_t(8), int64_t(1), int64_t(0)})
+        plant(1, n);
+    // Row 3 (all 0.5): its largest logit 0.75 K at id 40 exactly, at id 20
+    // 1/8 less; for K = 48 and 64 half of bf16's spacing there, which
+    // rounds to the even 0.75 K: the same bf16 logit, so id 20 wins.
+    const bool nearTie = c.m > 3 && c.n > 40 && (c.k == 48 || c.k == 64);
+    if (nearTie) {
+      for (int64_t k = 0; k < c.k; ++k)
+        x[3 * c.xStride + k] = 0.5f;
+      plant(3, 40);
+      plant(3, 20);
+      w[20 * c.k] = 1.25f;
+    }
+    if (c.m > 2)
+      x[2 * c.xStride + c.k / 2] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<uint16_t> xb, wb;
+    for (float v : x)
+      xb.push_back(rt::F32ToBf16(v));
+    for (float v : w)
+      wb.push_back(rt::F32ToBf16(v));
+    const int64_t tiles = (c.n + 63) / 64;
+    void *dx = emu::upload(xb.data(), c.m * c.xStride * 2);
+    void *dw = emu::upload(wb.data(), c.n * c.k * 2);
+    std::vector<float> pv0(c.m * tiles, -7.0f);
+    std::vector<int32_t> pi0(c.m * tiles, -7);
+    void *dv = emu::upload(pv0.data(), c.m * tiles * 4);
+    void *di = emu::upload(pi0.data(), c.m * tiles * 4);
+    const auto ptr = [](void *p) {
+      return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));
+    };
+    // x and w as I32 [rows, K / 2] (bf16 pairs); the outputs [M, T].
+    const std::vector<int64_t> words = {
+        ptr(dx), ptr(dx), 0, c.m, c.k / 2, c.xStride / 2, 1,
+        ptr(dw), ptr(dw), 0, c.n, c.k / 2, c.k / 2, 1,
+        ptr(dv), ptr(dv), 0, c.m, tiles, tiles, 1,
+        ptr(di), ptr(di), 0, c.m, tiles, tiles, 1};
+    // The reference: exact logits, rounded to bf16, scanned per tile.
+    std::vector<float> logits(c.m * c.n);
+    for (int64_t r = 0; r < c.m; ++r)
+      for (int64_t n = 0; n < c.n; ++n) {
+        double sum = 0;
+        for (int64_t k = 0; k < c.k; ++k)
+          sum += static_cast<double>(rt::Bf16ToF32(xb[r * c.xStride + k])) *
+                 rt::Bf16ToF32(wb[n * c.k + k]);
+        logits[r * c.n + n] =
+            rt::Bf16ToF32(rt::F32ToBf16(static_cast<float>(sum)));
+      }
+    for (unsigned long long seed : seeds) {
+      emu::setScheduleSeed(seed);
+      std::string error;
+      const long before = emu::reports();
+      ASSERT_TRUE(emu::launch("bt_lm_head_argmax_bf16", {tiles, 1, 1},
+                              {128, 1, 1}, 768, words, error))
+          << error;
+      EXPECT_EQ(emu::reports(), before);
+      std::vector<float> pv(c.m * tiles);
+      std::vector<int32_t> pi(c.m * tiles);
+      emu::download(pv.data(), dv, c.m * tiles * 4);
+      emu::download(pi.data(), di, c.m * tiles * 4);
+      for (int64_t r = 0; r < c.m; ++r) {
+        const float *row = logits.data() + r * c.n;
+        for (int64_t t = 0; t < tiles; ++t) {
+          SCOPED_TRACE("seed " + std::to_string(seed) + " row " +
+                       std::to_string(r) + " tile " + std::to_string(t));
+          const int64_t lo = t * 64, hi = std::min(c.n, lo + 64);
+          if (r == 2) {
+            EXPECT_TRUE(std::isnan(pv[r * tiles + t]));
+            continue;
+          }
+          const int64_t best = lo + sequentialArgMax(row + lo, hi - lo);
+          EXPECT_EQ(pv[r * tiles + t], row[best]);
+          EXPECT_EQ(pi[r * tiles + t], best);
+        }
+        if (r == 2)
+          continue;
+        // The tiles' entries fold (strict >, in tile order) to the token.
+        float value = -kInf;
+        int64_t token = 0;
+        for (int64_t t = 0; t < tiles; ++t)
+          if (pv[r * tiles + t] > value)
+            value = pv[r * tiles + t], token = pi[r * tiles + t];
+        EXPECT_EQ(token, sequentialArgMax(row, c.n)) << "row " << r;
+        if (r == 0) {
+          EXPECT_EQ(token, c.n > 9 ? 9 : c.n - 1);
+        }
+        if (r == 1) {
+          EXPECT_EQ(token, 0);
+        }
+        if (r == 3 && nearTie) {
+          EXPECT_EQ(row[20], 0.75f * c.k);
+          EXPECT_EQ(row[40], 0.75f * c.k);
+          EXPECT_EQ(token, 20);
+        }
+      }
+    }
+    emu::setScheduleSeed(0);
+    for (void *p : {dx, dw, dv, di})
+      emu::release(p);
+  }
 }
 
 } // namespace

@@ -419,7 +419,13 @@ def BTGPUSamplerKernels : Pass<"bt-gpu-sampler-kernels", "::mlir::ModuleOp"> {
     `_mlir_ciface_bt_gpu_sample_bf16` launches: the same kernels with
     logits BF16 [B', V] (strided), each loaded logit extended exactly to
     f32 (its bits shifted left by 16), so they choose as the f32 kernels
-    would from those values.
+    would from those values; and `bt_lm_head_argmax_bf16(x I32 [M, K/2],
+    w I32 [N, K/2], pv F32 [M, ceil(N/64)], pi I32 [M, ceil(N/64)])`, the
+    bf16 LM head on the tensor cores (mma.sync m16n8k16) with the greedy
+    argmax as its epilogue: per row and tile of 64 ids the largest
+    bf16-rounded logit and its lowest id, so that a greedy step need not
+    store the logits (lib/Codegen/CUDA/GPUKernelText.h documents its
+    launch; the decode step does not launch it yet).
 
     Run after `gpu-kernel-outlining` and before `bt-merge-gpu-modules`
     (which moves the kernels into the one module). A module without a
@@ -429,7 +435,8 @@ def BTGPUSamplerKernels : Pass<"bt-gpu-sampler-kernels", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
-                           "::mlir::math::MathDialect"];
+                           "::mlir::math::MathDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 def BTMergeGPUModules : Pass<"bt-merge-gpu-modules", "::mlir::ModuleOp"> {
