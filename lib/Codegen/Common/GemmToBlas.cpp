@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bt/Codegen/BF16.h"
+#include "bt/Codegen/CBLAS.h"
 #include "bt/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -35,10 +36,9 @@ using namespace mlir;
 
 namespace {
 
-// CBLAS enum values (cblas.h).
-constexpr int32_t kRowMajor = 101;
-constexpr int32_t kNoTrans = 111;
-constexpr int32_t kTrans = 112;
+using bt::cblas::kNoTrans;
+using bt::cblas::kRowMajor;
+using bt::cblas::kTrans;
 
 /// A supported GEMM: C (+)= op(A) · op(B), optionally batched over dim 0.
 struct Gemm {
