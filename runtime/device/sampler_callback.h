@@ -65,6 +65,12 @@ public:
     /// loads before the step; null when the device's states are current
     /// (it drew the previous tokens of the same rows in the same order).
     const uint64_t *rng_states = nullptr;
+    /// The caller reads the step's logits after it (GenerateOptions::
+    /// keep_step_logits). When false, a device that can choose a greedy
+    /// token without storing the logits may leave them unwritten (the CUDA
+    /// target's LM head with an argmax epilogue,
+    /// _mlir_ciface_bt_gpu_lm_head_sample_bf16).
+    bool logits_kept = true;
   };
   /// Called by a device's callback (the CUDA device's
   /// _mlir_ciface_bt_gpu_sample) before Step with the shapes of the step:

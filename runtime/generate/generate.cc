@@ -855,6 +855,7 @@ absl::StatusOr<GenerateResult> Generate(const Model &model,
   so.eos_token_id = options.stop_at_eos ? cfg.eos_token_id() : -1;
   so.generation_pad_token_id = cfg.generation_pad_token_id();
   so.seeds = options.seeds;
+  so.logits_kept = options.keep_step_logits;
   const char *dev_env = std::getenv("BT_DEVICE_SAMPLING");
   so.device = options.device_sampling &&
               !(dev_env != nullptr && std::string(dev_env) == "0");

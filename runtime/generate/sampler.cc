@@ -241,6 +241,7 @@ bool Sampler::StepOnDevice(int64_t rows, int64_t vocab, int64_t token_rows,
   step.pad_token_id = options_.generation_pad_token_id;
   const SamplingOptions &so = options_.sampling;
   step.greedy = so.greedy;
+  step.logits_kept = options_.logits_kept;
   if (!so.greedy) {
     step.inv_temperature = 1.0 / so.temperature;
     step.top_k = so.top_k;

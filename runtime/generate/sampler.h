@@ -126,6 +126,9 @@ public:
     std::vector<uint64_t> seeds;
     /// Steps may run on the device (StepOnDevice): greedy and sampled.
     bool device = false;
+    /// The caller reads each step's logits after the step
+    /// (GenerateOptions::keep_step_logits); DeviceStep::logits_kept.
+    bool logits_kept = true;
   };
 
   /// A sampler for `num_sequences` sequences, registered under a fresh
