@@ -89,6 +89,9 @@ void bt::buildCUDALinalgToLLVMPipeline(OpPassManager &pm,
                               "bt_gpu_sgemm", "bt_gpu_gemm_bf16",
                               "bt_gpu_gemm_bf16_out",
                               "bt_gpu_gemm_bf16_bias_out");
+  // A bf16 greedy step's LM head and sampler in one runtime call, which
+  // need not store the logits.
+  pm.addPass(createBTGPULMHeadSampling());
   pm.addPass(createBTGPUDeviceAllocs());
   BTStridedCopiesToLinalgOptions copies;
   copies.contiguous = true;

@@ -10,6 +10,7 @@
 #ifndef BT_LIB_CODEGEN_GPUKERNELTEXT_H
 #define BT_LIB_CODEGEN_GPUKERNELTEXT_H
 
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -56,6 +57,10 @@ subst(std::string text,
 /// choice of bt_sample_greedy_bf16 on the stored bf16 logits, up to the
 /// order in which the GEMMs accumulate in f32.
 std::string lmHeadArgmaxKernelText();
+
+/// The vocabulary ids per tile of bt_lm_head_argmax_bf16 (the 64 of its
+/// text): pv and pi have ceil(N / kLMHeadTile) columns.
+constexpr int64_t kLMHeadTile = 64;
 
 } // namespace bt::codegen
 

@@ -65,8 +65,8 @@ namespace {
 /// NaN flags: the same id as ArgMax's sequential scan. A row's V logits are
 /// read once, coalesced (consecutive threads read consecutive ids).
 constexpr const char *kGreedyHead = R"mlir(
-  gpu.func @bt_sample_greedy(
-      %logits: memref<?x?xf32, strided<[?, ?], offset: ?>>,
+  gpu.func @{NAME}(
+      %logits: memref<?x?xf32, strided<[?, ?], offset: ?>>,{IDS}
       %tokens: memref<?xi64, strided<[?], offset: ?>>,
       %state: memref<?x2xi64>, %step: i64, %first: i64, %eos: i64,
       %pad: i64) kernel {
@@ -130,7 +130,7 @@ constexpr const char *kGreedyBody = R"mlir(
           %l = memref.load %logits[%r, %v] : memref<?x?xf32, strided<[?, ?], offset: ?>>
           %is_nan = arith.cmpf uno, %l, %l : f32
           %gt = arith.cmpf ogt, %l, %bv : f32
-          %v32 = arith.index_cast %v : index to i32
+          {ID}
           %ni = arith.select %gt, %v32, %bi : i32
           %nv = arith.select %gt, %l, %bv : f32
           %n32 = arith.extui %is_nan : i1 to i32
@@ -195,6 +195,39 @@ constexpr const char *kGreedyBody = R"mlir(
     gpu.return
   }
 )mlir";
+
+/// The text of `bt_sample_greedy` (documented at kGreedyHead) or, with
+/// `partials`, of `bt_sample_greedy_partials(pv, pi, tokens, state, step,
+/// first, eos, pad)`: the greedy token of each row from the per-tile maxima
+/// of bt_lm_head_argmax_bf16 (GPUKernelText.h) instead of the logits, so
+/// that a greedy step whose logits nobody keeps never writes them:
+///
+/// - pv F32 [B', T] (any strides): row r's largest logit among the ids of
+///   tile j (-inf when none exceeds -inf, NaN when one is NaN);
+/// - pi I32 [B', T] (any strides): its lowest id (2^31 - 1 for none);
+/// - tokens, state, step, first, eos, pad and the launch (grid B', block
+///   256, 3072 bytes of shared memory) as bt_sample_greedy's.
+///
+/// pv[r, j] takes the place of logit j and pi[r, j] of its id in
+/// bt_sample_greedy's scan: thread t visits the tiles t, t + 256, ... in
+/// ascending order and keeps the first strict maximum, whose id is the
+/// lowest of its share's maximum because the tiles' ids ascend with j; the
+/// tree keeps the lower id among equal values, a NaN tile flags the row, and
+/// a row without a value above -inf gives 0. So the token is
+/// bt_sample_greedy_bf16's on logits equal to those the LM head computed.
+std::string greedyKernelText(bool partials) {
+  std::string head = subst(
+      kGreedyHead,
+      {{"NAME", partials ? "bt_sample_greedy_partials" : "bt_sample_greedy"},
+       {"IDS", partials ? "\n      %ids: memref<?x?xi32, strided<[?, ?], offset: ?>>,"
+                        : ""}});
+  std::string body = subst(
+      kGreedyBody,
+      {{"ID", partials ? "%v32 = memref.load %ids[%r, %v] : "
+                         "memref<?x?xi32, strided<[?, ?], offset: ?>>"
+                       : "%v32 = arith.index_cast %v : index to i32"}});
+  return head + kEosPrologue + body;
+}
 
 /// The text of `bt_sample` (documented at sampleKernelText), written as a
 /// sequence of passes over the row with block-wide reductions between them.
@@ -758,16 +791,23 @@ struct GPUSamplerKernelsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     const bool f32 = module.lookupSymbol<func::FuncOp>("bt_rt_sample");
-    const bool bf16 = module.lookupSymbol<func::FuncOp>("bt_rt_sample_bf16");
+    // bt-gpu-lm-head-sampling's call samples like bt_rt_sample_bf16 (and
+    // may have replaced every call of it).
+    const bool bf16 =
+        module.lookupSymbol<func::FuncOp>("bt_rt_sample_bf16") ||
+        module.lookupSymbol<func::FuncOp>("bt_gpu_lm_head_sample_bf16");
     if ((!f32 && !bf16) || module.lookupSymbol("bt_sampler_kernels"))
       return;
     ParserConfig config(&getContext());
     // With the bf16 samplers, the LM head whose epilogue is the greedy
     // argmax (GPUKernelText.h).
     const std::string text =
-        std::string("gpu.module @bt_sampler_kernels {") + kGreedyHead +
-        kEosPrologue + kGreedyBody + sampleKernelText() +
-        (bf16 ? bt::codegen::lmHeadArgmaxKernelText() : std::string()) + "}\n";
+        std::string("gpu.module @bt_sampler_kernels {") +
+        greedyKernelText(/*partials=*/false) + sampleKernelText() +
+        (bf16 ? bt::codegen::lmHeadArgmaxKernelText() +
+                    greedyKernelText(/*partials=*/true)
+              : std::string()) +
+        "}\n";
     OwningOpRef<ModuleOp> parsed =
         parseSourceString<ModuleOp>(text, config, "bt-sampler");
     if (!parsed) {

@@ -456,6 +456,45 @@ absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
                             const StridedMemRef<uint16_t, 2> &logits,
                             const StridedMemRef<int64_t, 1> &tokens,
                             const SamplerCallbackTarget::DeviceStep &step);
+/// A greedy step from the per-tile maxima of `bt_lm_head_argmax_bf16`
+/// (lib/Codegen/CUDA/GPUKernelText.h): `maxima` F32 [B', T] and `ids` I32
+/// [B', T] (device memory, any strides) for the tokens I64 [B'] that
+/// SampleOnDevice would choose from the bf16 logits those tiles cover
+/// (launches `bt_sample_greedy_partials`; the same state and EOS rule).
+/// Errors: those of SampleOnDevice; Internal for a step that is not greedy.
+absl::Status SampleOnDevicePartials(
+    CudaBackend &gpu, int64_t handle, const StridedMemRef<float, 2> &maxima,
+    const StridedMemRef<int32_t, 2> &ids,
+    const StridedMemRef<int64_t, 1> &tokens,
+    const SamplerCallbackTarget::DeviceStep &step);
+/// The LM head of a bf16 decode step (cuda_lm_head.cc), x BF16 [M, K], w
+/// BF16 [N, K] and logits BF16 [M, N] device views. LMHeadArgmaxFits: whether
+/// bt_lm_head_argmax_bf16 can compute logits = x · wᵀ of these views (K a
+/// multiple of 16, x and w with unit inner strides and 4-byte aligned bf16
+/// pairs: even offsets and row strides; pv F32 and pi I32 [M, ceil(N / 64)]
+/// with unit inner strides).
+bool LMHeadArgmaxFits(const StridedMemRef<uint16_t, 2> &x,
+                      const StridedMemRef<uint16_t, 2> &w,
+                      const StridedMemRef<uint16_t, 2> &logits,
+                      const StridedMemRef<float, 2> &pv,
+                      const StridedMemRef<int32_t, 2> &pi);
+/// logits = x · wᵀ through cuBLAS, bf16 C (beta 0), as bt-gemm-to-blas calls
+/// bt_gpu_gemm_bf16_out. Errors: InvalidArgument for shapes that do not
+/// form the product or exceed int32; those of CudaBackend::GemmBf16.
+absl::Status LMHeadGemmBf16(CudaBackend &gpu, const StridedMemRef<uint16_t, 2> &x,
+                            const StridedMemRef<uint16_t, 2> &w,
+                            StridedMemRef<uint16_t, 2> &logits);
+/// Launches bt_lm_head_argmax_bf16 over x and w into pv and pi (grid ceil(N
+/// / 64), 128 threads, 768 bytes of shared memory); LMHeadArgmaxFits must
+/// hold. Errors: Launch's.
+absl::Status LMHeadArgmaxBf16(CudaBackend &gpu,
+                              const StridedMemRef<uint16_t, 2> &x,
+                              const StridedMemRef<uint16_t, 2> &w,
+                              const StridedMemRef<float, 2> &pv,
+                              const StridedMemRef<int32_t, 2> &pi);
+/// False when $BT_LM_HEAD_ARGMAX is "0" (read once): the fused greedy LM
+/// head is off (a benchmark's side-by-side comparison).
+bool LMHeadArgmaxEnabled();
 /// Allocates and zeroes `handle`'s state for `rows` rows before the first
 /// step (Device::BeginSampling), so that SampleOnDevice neither allocates
 /// nor writes memory from the host (a first block captured into a CUDA
@@ -515,6 +554,21 @@ void bt_gpu_memcpy_dtoh(void *dst_host, const void *src_device,
 void _mlir_ciface_bt_gpu_sample(int64_t sampler,
                                 bt::rt::StridedMemRef<float, 2> *logits,
                                 bt::rt::StridedMemRef<int64_t, 1> *tokens);
+// The LM head and sampler of a `--dtype bf16` decode step in one call
+// (bt-gpu-lm-head-sampling): logits BF16 [B', V] = x BF16 [B', K] · w BF16
+// [V, K]ᵀ (the final LayerNorm's output and `embed_out`), then the tokens
+// I64 [B'] as _mlir_ciface_bt_gpu_sample_bf16 chooses them. A greedy device
+// step whose logits the caller does not keep (DeviceStep::logits_kept) runs
+// `bt_lm_head_argmax_bf16` into pv F32 [B', ceil(V / 64)] and pi I32 [B',
+// ceil(V / 64)] (scratch of the host code) and `bt_sample_greedy_partials`,
+// and leaves `logits` unwritten (BT_LM_HEAD_ARGMAX=0: never); any other step
+// is the cuBLAS GEMM into `logits` and the sampler. All device memory.
+void _mlir_ciface_bt_gpu_lm_head_sample_bf16(
+    int64_t sampler, bt::rt::StridedMemRef<uint16_t, 2> *x,
+    bt::rt::StridedMemRef<uint16_t, 2> *w,
+    bt::rt::StridedMemRef<uint16_t, 2> *logits,
+    bt::rt::StridedMemRef<int64_t, 1> *tokens,
+    bt::rt::StridedMemRef<float, 2> *pv, bt::rt::StridedMemRef<int32_t, 2> *pi);
 }
 
 #endif // BT_RUNTIME_DEVICE_CUDA_CUDA_H

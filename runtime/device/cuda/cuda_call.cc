@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -438,14 +439,23 @@ namespace {
 // SampleOnDevice for logits of element type T: float launches
 // bt_sample_greedy / bt_sample, uint16_t (bf16 bits) their _bf16 variants
 // (the same parameters: a descriptor's offset and strides count elements).
+// With `ids` (a greedy step only), `logits` are the per-tile maxima F32
+// [B', T] of bt_lm_head_argmax_bf16 and `ids` their ids I32 [B', T]:
+// bt_sample_greedy_partials.
 template <typename T>
 absl::Status SampleOnDeviceT(CudaBackend &gpu, int64_t handle,
                              const StridedMemRef<T, 2> &logits,
                              const StridedMemRef<int64_t, 1> &tokens,
-                             const SamplerCallbackTarget::DeviceStep &step) {
+                             const SamplerCallbackTarget::DeviceStep &step,
+                             const StridedMemRef<int32_t, 2> *ids = nullptr) {
   constexpr bool kBf16 = std::is_same_v<T, uint16_t>;
-  const char *greedy_kernel =
-      kBf16 ? "bt_sample_greedy_bf16" : "bt_sample_greedy";
+  if (ids != nullptr && (kBf16 || !step.greedy))
+    return absl::InternalError(
+        "sampling on the device: per-tile maxima of a step that is not "
+        "greedy");
+  const char *greedy_kernel = ids != nullptr ? "bt_sample_greedy_partials"
+                              : kBf16        ? "bt_sample_greedy_bf16"
+                                             : "bt_sample_greedy";
   const char *draw_kernel = kBf16 ? "bt_sample_bf16" : "bt_sample";
   const int64_t rows = tokens.sizes[0];
   if (rows <= 0)
@@ -475,10 +485,15 @@ absl::Status SampleOnDeviceT(CudaBackend &gpu, int64_t handle,
   const int64_t state = static_cast<int64_t>(st.address);
   std::vector<int64_t> words = {
       ptr(logits.allocated), ptr(logits.aligned), logits.offset,
-      logits.sizes[0], logits.sizes[1], logits.strides[0], logits.strides[1],
-      ptr(tokens.allocated), ptr(tokens.aligned), tokens.offset,
+      logits.sizes[0], logits.sizes[1], logits.strides[0], logits.strides[1]};
+  if (ids != nullptr)
+    words.insert(words.end(),
+                 {ptr(ids->allocated), ptr(ids->aligned), ids->offset,
+                  ids->sizes[0], ids->sizes[1], ids->strides[0],
+                  ids->strides[1]});
+  words.insert(words.end(), {ptr(tokens.allocated), ptr(tokens.aligned), tokens.offset,
       tokens.sizes[0], tokens.strides[0],
-      state, state, 0, st.rows, 2, 2, 1};
+      state, state, 0, st.rows, 2, 2, 1});
   if (step.greedy) {
     words.insert(words.end(), {step.step_in_block, first, step.eos_token_id,
                                step.pad_token_id});
@@ -529,6 +544,14 @@ absl::Status SampleOnDevice(CudaBackend &gpu, int64_t handle,
                             const StridedMemRef<int64_t, 1> &tokens,
                             const SamplerCallbackTarget::DeviceStep &step) {
   return SampleOnDeviceT(gpu, handle, logits, tokens, step);
+}
+
+absl::Status SampleOnDevicePartials(
+    CudaBackend &gpu, int64_t handle, const StridedMemRef<float, 2> &maxima,
+    const StridedMemRef<int32_t, 2> &ids,
+    const StridedMemRef<int64_t, 1> &tokens,
+    const SamplerCallbackTarget::DeviceStep &step) {
+  return SampleOnDeviceT(gpu, handle, maxima, tokens, step, &ids);
 }
 
 absl::Status BeginDeviceSampling(CudaBackend &gpu, int64_t handle,
@@ -662,6 +685,58 @@ LogitsToHost(bt::rt::CudaBackend &gpu, const bt::rt::StridedMemRef<T, 2> &d,
   return h;
 }
 
+// The current CUDA backend of a sampler callback `name`; aborts when there
+// is none or a descriptor is null (`descriptors` false).
+bt::rt::CudaBackend *BackendOrAbort(const char *name, bool descriptors) {
+  bt::rt::CudaBackend *gpu = bt::rt::CudaBackend::Current();
+  if (gpu == nullptr || !descriptors) {
+    std::fprintf(stderr, "bt: %s: %s\n", name,
+                 gpu == nullptr ? "no CUDA backend is active"
+                                : "null memref descriptor");
+    std::abort();
+  }
+  return gpu;
+}
+
+// Whether the sampler registered as `sampler` runs the step of logits
+// [rows, vocab] on the device (SamplerCallbackTarget::StepOnDevice, which
+// fills `step` and counts it).
+bool StepsOnDevice(int64_t sampler, int64_t rows, int64_t vocab,
+                   int64_t token_rows,
+                   bt::rt::SamplerCallbackTarget::DeviceStep &step) {
+  bt::rt::SamplerCallbackTarget *target =
+      sampler != 0 ? bt::rt::LookupSamplerTarget(sampler) : nullptr;
+  return target != nullptr &&
+         target->StepOnDevice(rows, vocab, token_rows, step);
+}
+
+// A step the sampler runs on the host: the logits to the host, the host's
+// callback `host_sample`, the tokens back.
+template <typename T>
+void SampleOnHost(bt::rt::CudaBackend &gpu, int64_t sampler,
+                  bt::rt::StridedMemRef<T, 2> *logits,
+                  bt::rt::StridedMemRef<int64_t, 1> *tokens,
+                  void (*host_sample)(int64_t, bt::rt::StridedMemRef<T, 2> *,
+                                      bt::rt::StridedMemRef<int64_t, 1> *)) {
+  std::vector<T> hl;
+  std::vector<int64_t> ht;
+  uint64_t tbase = 0;
+  bt::rt::StridedMemRef<T, 2> l = LogitsToHost(gpu, *logits, hl);
+  // The tokens are the sampler's output: copied down only when they are a
+  // strided view (the copy back writes their whole span).
+  const bool strided = tokens->sizes[0] > 1 && tokens->strides[0] != 1;
+  bt::rt::StridedMemRef<int64_t, 1> t =
+      ToHost(gpu, *tokens, ht, tbase, strided);
+  host_sample(sampler, &l, &t);
+  if (!ht.empty()) {
+    const int64_t bytes = static_cast<int64_t>(ht.size() * sizeof(int64_t));
+    absl::Status s = gpu.CopyToDevice(tbase, ht.data(), bytes);
+    gpu.CountSamplerBytes(bytes);
+    AbortUnlessOk(s);
+  }
+}
+
+
 // The device sampler callback for logits of element type T (float, or
 // uint16_t: bf16 bits): a device step when the sampler allows it, else the
 // logits to the host and the host's callback `host_sample`.
@@ -671,40 +746,17 @@ void GpuSample(const char *name, int64_t sampler,
                bt::rt::StridedMemRef<int64_t, 1> *tokens,
                void (*host_sample)(int64_t, bt::rt::StridedMemRef<T, 2> *,
                                    bt::rt::StridedMemRef<int64_t, 1> *)) {
-  bt::rt::CudaBackend *gpu = bt::rt::CudaBackend::Current();
-  if (gpu == nullptr || logits == nullptr || tokens == nullptr) {
-    std::fprintf(stderr, "bt: %s: %s\n", name,
-                 gpu == nullptr ? "no CUDA backend is active"
-                                : "null memref descriptor");
-    std::abort();
-  }
-  bt::rt::SamplerCallbackTarget *target =
-      sampler != 0 ? bt::rt::LookupSamplerTarget(sampler) : nullptr;
+  bt::rt::CudaBackend *gpu =
+      BackendOrAbort(name, logits != nullptr && tokens != nullptr);
   bt::rt::SamplerCallbackTarget::DeviceStep step;
-  if (target != nullptr &&
-      target->StepOnDevice(logits->sizes[0], logits->sizes[1],
-                           tokens->sizes[0], step)) {
+  if (StepsOnDevice(sampler, logits->sizes[0], logits->sizes[1],
+                    tokens->sizes[0], step)) {
     absl::Status s =
         bt::rt::SampleOnDevice(*gpu, sampler, *logits, *tokens, step);
     AbortUnlessOk(s);
     return;
   }
-  std::vector<T> hl;
-  std::vector<int64_t> ht;
-  uint64_t tbase = 0;
-  bt::rt::StridedMemRef<T, 2> l = LogitsToHost(*gpu, *logits, hl);
-  // The tokens are the sampler's output: copied down only when they are a
-  // strided view (the copy back writes their whole span).
-  const bool strided = tokens->sizes[0] > 1 && tokens->strides[0] != 1;
-  bt::rt::StridedMemRef<int64_t, 1> t =
-      ToHost(*gpu, *tokens, ht, tbase, strided);
-  host_sample(sampler, &l, &t);
-  if (!ht.empty()) {
-    const int64_t bytes = static_cast<int64_t>(ht.size() * sizeof(int64_t));
-    absl::Status s = gpu->CopyToDevice(tbase, ht.data(), bytes);
-    gpu->CountSamplerBytes(bytes);
-    AbortUnlessOk(s);
-  }
+  SampleOnHost(*gpu, sampler, logits, tokens, host_sample);
 }
 
 } // namespace
@@ -723,4 +775,35 @@ _mlir_ciface_bt_gpu_sample_bf16(int64_t sampler,
                                 bt::rt::StridedMemRef<int64_t, 1> *tokens) {
   GpuSample("_mlir_ciface_bt_gpu_sample_bf16", sampler, logits, tokens,
             &_mlir_ciface_bt_rt_sample_bf16);
+}
+
+extern "C" __attribute__((visibility("default"), used)) void
+_mlir_ciface_bt_gpu_lm_head_sample_bf16(
+    int64_t sampler, bt::rt::StridedMemRef<uint16_t, 2> *x,
+    bt::rt::StridedMemRef<uint16_t, 2> *w,
+    bt::rt::StridedMemRef<uint16_t, 2> *logits,
+    bt::rt::StridedMemRef<int64_t, 1> *tokens,
+    bt::rt::StridedMemRef<float, 2> *pv,
+    bt::rt::StridedMemRef<int32_t, 2> *pi) {
+  bt::rt::CudaBackend *gpu =
+      BackendOrAbort("_mlir_ciface_bt_gpu_lm_head_sample_bf16",
+                     x != nullptr && w != nullptr && logits != nullptr &&
+                         tokens != nullptr && pv != nullptr && pi != nullptr);
+  bt::rt::SamplerCallbackTarget::DeviceStep step;
+  if (StepsOnDevice(sampler, logits->sizes[0], logits->sizes[1],
+                    tokens->sizes[0], step)) {
+    if (step.greedy && !step.logits_kept && bt::rt::LMHeadArgmaxEnabled() &&
+        bt::rt::LMHeadArgmaxFits(*x, *w, *logits, *pv, *pi)) {
+      AbortUnlessOk(bt::rt::LMHeadArgmaxBf16(*gpu, *x, *w, *pv, *pi));
+      AbortUnlessOk(bt::rt::SampleOnDevicePartials(*gpu, sampler, *pv, *pi,
+                                                   *tokens, step));
+      return;
+    }
+    AbortUnlessOk(bt::rt::LMHeadGemmBf16(*gpu, *x, *w, *logits));
+    AbortUnlessOk(
+        bt::rt::SampleOnDevice(*gpu, sampler, *logits, *tokens, step));
+    return;
+  }
+  AbortUnlessOk(bt::rt::LMHeadGemmBf16(*gpu, *x, *w, *logits));
+  SampleOnHost(*gpu, sampler, logits, tokens, &_mlir_ciface_bt_rt_sample_bf16);
 }

@@ -303,6 +303,65 @@ std::string endSampling(int64_t handle) {
   return s.ok() ? std::string() : std::string(s.message());
 }
 
+namespace {
+
+/// The sampler of lmHeadSample: greedy, every step on the device (the
+/// logits kept or not) or on the host.
+class GreedyTarget : public rt::SamplerCallbackTarget {
+public:
+  bool onDevice = true, logitsKept = false;
+  int64_t hostSteps = 0, deviceSteps = 0;
+  void Step(const rt::StridedMemRef<float, 2> &logits,
+            rt::StridedMemRef<int64_t, 1> &tokens) override {
+    ++hostSteps;
+    for (int64_t r = 0; r < logits.sizes[0]; ++r)
+      tokens.aligned[tokens.offset + r * tokens.strides[0]] = rt::ArgMax(
+          logits.aligned + logits.offset + r * logits.strides[0],
+          logits.sizes[1], logits.strides[1]);
+  }
+  bool StepOnDevice(int64_t, int64_t, int64_t, DeviceStep &step) override {
+    if (!onDevice)
+      return false;
+    ++deviceSteps;
+    step = DeviceStep();
+    step.greedy = true;
+    step.logits_kept = logitsKept;
+    return true;
+  }
+};
+
+} // namespace
+
+LMHeadStep lmHeadSample(bool onDevice, bool logitsKept, void *x, void *w,
+                        void *logits, void *tokens, void *pv, void *pi,
+                        int64_t m, int64_t n, int64_t k, int64_t xStride) {
+  GreedyTarget target;
+  target.onDevice = onDevice;
+  target.logitsKept = logitsKept;
+  const int64_t handle = rt::RegisterSamplerTarget(&target);
+  const int64_t tiles = (n + 63) / 64;
+  auto *xp = static_cast<uint16_t *>(x), *wp = static_cast<uint16_t *>(w),
+       *lp = static_cast<uint16_t *>(logits);
+  auto *tp = static_cast<int64_t *>(tokens);
+  auto *vp = static_cast<float *>(pv);
+  auto *ip = static_cast<int32_t *>(pi);
+  rt::StridedMemRef<uint16_t, 2> xm{xp, xp, 0, {m, k}, {xStride, 1}};
+  rt::StridedMemRef<uint16_t, 2> wm{wp, wp, 0, {n, k}, {k, 1}};
+  rt::StridedMemRef<uint16_t, 2> lm{lp, lp, 0, {m, n}, {n, 1}};
+  rt::StridedMemRef<int64_t, 1> tm{tp, tp, 0, {m}, {1}};
+  rt::StridedMemRef<float, 2> vm{vp, vp, 0, {m, tiles}, {tiles, 1}};
+  rt::StridedMemRef<int32_t, 2> im{ip, ip, 0, {m, tiles}, {tiles, 1}};
+  _mlir_ciface_bt_gpu_lm_head_sample_bf16(handle, &xm, &wm, &lm, &tm, &vm,
+                                          &im);
+  check(backend()->Synchronize(), "Synchronize");
+  LMHeadStep step;
+  step.ended = endSampling(handle);
+  rt::UnregisterSamplerTarget(handle);
+  step.hostSteps = target.hostSteps;
+  step.deviceSteps = target.deviceSteps;
+  return step;
+}
+
 long reports() { return cuda_emu::ReportCount(); }
 
 void setScheduleSeed(unsigned long long seed) {

@@ -77,6 +77,21 @@ int64_t hostSample(const float *logits, int64_t vocab, double temperature,
 uint64_t rngState(uint64_t seed, uint64_t stream);
 /// rt::EndDeviceSampling for `handle`: "" or its error (a row with a NaN).
 std::string endSampling(int64_t handle);
+
+/// What one call of _mlir_ciface_bt_gpu_lm_head_sample_bf16 did.
+struct LMHeadStep {
+  int64_t hostSteps = 0, deviceSteps = 0; ///< the sampler's steps
+  std::string ended; ///< EndDeviceSampling's error message, "" when OK
+};
+/// One step of _mlir_ciface_bt_gpu_lm_head_sample_bf16 (the LM head and
+/// the sampler in one call, runtime/device/cuda/cuda.h) with a greedy
+/// sampler of its own that runs the step on the device, the logits kept or
+/// not, or (`onDevice` false) on the host (rt::ArgMax). Device buffers: x
+/// BF16 [m, k] (row stride `xStride`), w BF16 [n, k], logits BF16 [m, n],
+/// tokens I64 [m], pv F32 and pi I32 [m, ceil(n / 64)], all dense.
+LMHeadStep lmHeadSample(bool onDevice, bool logitsKept, void *x, void *w,
+                        void *logits, void *tokens, void *pv, void *pi,
+                        int64_t m, int64_t n, int64_t k, int64_t xStride);
 /// Captures the host code call `entry(argv)` (bt_entry_<name> and its argv)
 /// into a CUDA graph on the emulated device (rt::CudaBackend::CaptureGraph:
 /// nothing runs; the blocks it allocates become the graph's). Returns the

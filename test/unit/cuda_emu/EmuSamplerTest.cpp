@@ -15,7 +15,9 @@
 // schedule seeds 1..3 (a permuted order of blocks and threads) give the same
 // tokens as the in-order run. bt_lm_head_argmax_bf16 (the LM head on the
 // tensor cores with the greedy argmax as its epilogue) against the GEMM
-// computed here and the same sequential scan per tile of 64 ids.
+// computed here and the same sequential scan per tile of 64 ids; and the
+// runtime's call of the LM head and the sampler together
+// (_mlir_ciface_bt_gpu_lm_head_sample_bf16) in its three ways of running.
 //
 //===----------------------------------------------------------------------===//
 
@@ -485,96 +487,133 @@ TEST_F(Draw, EOSStopsTheRowsDraws) {
   emu::release(t);
 }
 
-/// The LM head with the greedy argmax epilogue (bt_lm_head_argmax_bf16,
-/// lib/Codegen/CUDA/GPUKernelText.h) on x BF16 [M, K] (row stride
-/// `xStride` elements) and w BF16 [N, K]: per row and tile of 64 ids, the
-/// largest bf16-rounded logit and its lowest id, against the GEMM computed
-/// here in double and the sequential scan of each tile. The inputs are
-/// small multiples of 1/2 so that every logit is exact in f32 whatever the
-/// order of the sums: the bf16 rounding then makes ties (ids whose logits
-/// differ below bf16's resolution), which the lowest id must win, as must
-/// the planted exact ties of row 0 across lanes, warps and tiles and of
-/// row 1 within a lane, and row 3's tie made by the rounding. Row 2 holds a
-/// NaN (every tile NaN).
-TEST_F(Sampler, LMHeadArgmaxMatchesTheGemmPerTile) {
-  struct Case {
-    int64_t m, n, k, xStride;
-  };
-  std::mt19937 rng(17);
+/// A case of the LM head: x BF16 [M, K] (row stride `xStride` elements)
+/// and w BF16 [N, K].
+struct LMHeadCase {
+  int64_t m, n, k, xStride;
+};
+
+/// The inputs of an LM head case and its logits computed here: exact in
+/// double, rounded to bf16 (row r at r N).
+struct LMHeadInputs {
+  std::vector<uint16_t> x, w;
+  std::vector<float> logits;
+  bool nearTie = false; ///< row 3 holds the tie made by the rounding
+};
+
+/// The inputs are small multiples of 1/2 so that every logit is exact in
+/// f32 whatever the order of the sums: the bf16 rounding then makes ties
+/// (ids whose logits differ below bf16's resolution), which the lowest id
+/// must win, as must the planted exact ties of row 0 across lanes, warps
+/// and tiles and of row 1 within a lane, and row 3's tie made by the
+/// rounding. Row 2 holds a NaN (every tile NaN).
+LMHeadInputs lmHeadInputs(const LMHeadCase &c, std::mt19937 &rng) {
   std::uniform_int_distribution<int> small(-6, 6);
-  unsigned long long seeds[] = {0, 1, 2};
-  for (const Case &c : {Case{1, 8, 16, 16}, Case{5, 100, 32, 38},
-                        Case{17, 130, 48, 48}, Case{33, 1000, 64, 70}}) {
+  std::vector<float> x(c.m * c.xStride, kInf), w(c.n * c.k);
+  for (int64_t r = 0; r < c.m; ++r)
+    for (int64_t k = 0; k < c.k; ++k)
+      x[r * c.xStride + k] = small(rng) * 0.5f;
+  for (float &v : w)
+    v = small(rng) * 0.25f;
+  // Row r's largest logit at id n: w[n] = 1.5 sign(x[r]).
+  const auto plant = [&](int64_t r, int64_t n) {
+    for (int64_t k = 0; k < c.k; ++k) {
+      const float v = x[r * c.xStride + k];
+      w[n * c.k + k] = v > 0 ? 1.5f : v < 0 ? -1.5f : 0.0f;
+    }
+  };
+  for (int64_t n : {c.n - 1, int64_t(70), int64_t(17), int64_t(9)})
+    if (n < c.n)
+      plant(0, n);
+  // Row 1's, at ids 0, 1, 8 (one lane's candidates) and 3 (the next
+  // lane's).
+  if (c.m > 1)
+    for (int64_t n : {int64_t(3), int64_t(8), int64_t(1), int64_t(0)})
+      plant(1, n);
+  // Row 3 (all 0.5): its largest logit 0.75 K at id 40 exactly, at id 20
+  // 1/8 less; for K = 48 and 64 half of bf16's spacing there, which
+  // rounds to the even 0.75 K: the same bf16 logit, so id 20 wins.
+  LMHeadInputs in;
+  in.nearTie = c.m > 3 && c.n > 40 && (c.k == 48 || c.k == 64);
+  if (in.nearTie) {
+    for (int64_t k = 0; k < c.k; ++k)
+      x[3 * c.xStride + k] = 0.5f;
+    plant(3, 40);
+    plant(3, 20);
+    w[20 * c.k] = 1.25f;
+  }
+  if (c.m > 2)
+    x[2 * c.xStride + c.k / 2] = std::numeric_limits<float>::quiet_NaN();
+  for (float v : x)
+    in.x.push_back(rt::F32ToBf16(v));
+  for (float v : w)
+    in.w.push_back(rt::F32ToBf16(v));
+  in.logits.resize(c.m * c.n);
+  for (int64_t r = 0; r < c.m; ++r)
+    for (int64_t n = 0; n < c.n; ++n) {
+      double sum = 0;
+      for (int64_t k = 0; k < c.k; ++k)
+        sum += static_cast<double>(rt::Bf16ToF32(in.x[r * c.xStride + k])) *
+               rt::Bf16ToF32(in.w[n * c.k + k]);
+      in.logits[r * c.n + n] =
+          rt::Bf16ToF32(rt::F32ToBf16(static_cast<float>(sum)));
+    }
+  return in;
+}
+
+/// The greedy token of every row of `logits` ([m, n]) but the NaN row 2,
+/// with the planted ties' winners checked.
+std::vector<int64_t> expectedTokens(const LMHeadCase &c,
+                                    const LMHeadInputs &in) {
+  std::vector<int64_t> tokens(c.m, 0);
+  for (int64_t r = 0; r < c.m; ++r)
+    tokens[r] = sequentialArgMax(in.logits.data() + r * c.n, c.n);
+  EXPECT_EQ(tokens[0], c.n > 9 ? 9 : c.n - 1);
+  if (c.m > 1) {
+    EXPECT_EQ(tokens[1], 0);
+  }
+  if (in.nearTie) {
+    EXPECT_EQ(in.logits[3 * c.n + 20], 0.75f * c.k);
+    EXPECT_EQ(in.logits[3 * c.n + 40], 0.75f * c.k);
+    EXPECT_EQ(tokens[3], 20);
+  }
+  return tokens;
+}
+
+const LMHeadCase kLMHeadCases[] = {{1, 8, 16, 16},
+                                   {5, 100, 32, 38},
+                                   {17, 130, 48, 48},
+                                   {33, 1000, 64, 70}};
+
+int64_t devicePtr(const void *p) {
+  return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));
+}
+
+/// The LM head with the greedy argmax epilogue (bt_lm_head_argmax_bf16,
+/// lib/Codegen/CUDA/GPUKernelText.h): per row and tile of 64 ids, the
+/// largest bf16-rounded logit and its lowest id, against the GEMM computed
+/// here in double and the sequential scan of each tile (lmHeadInputs).
+TEST_F(Sampler, LMHeadArgmaxMatchesTheGemmPerTile) {
+  std::mt19937 rng(17);
+  for (const LMHeadCase &c : kLMHeadCases) {
     SCOPED_TRACE("M " + std::to_string(c.m) + " N " + std::to_string(c.n) +
                  " K " + std::to_string(c.k));
-    std::vector<float> x(c.m * c.xStride, kInf), w(c.n * c.k);
-    for (int64_t r = 0; r < c.m; ++r)
-      for (int64_t k = 0; k < c.k; ++k)
-        x[r * c.xStride + k] = small(rng) * 0.5f;
-    for (float &v : w)
-      v = small(rng) * 0.25f;
-    // Row 0's largest logit, at several ids: w[n] = 1.5 sign(x[0]).
-    for (int64_t n : {c.n - 1, int64_t(70), int64_t(17), int64_t(9)})
-      if (n < c.n)
-        for (int64_t k = 0; k < c.k; ++k)
-          w[n * c.k + k] = x[k] > 0 ? 1.5f : x[k] < 0 ? -1.5f : 0.0f;
-    // Row 1's, at ids 0, 1, 8 (one lane's candidates) and 3 (the next
-    // lane's).
-    const auto plant = [&](int64_t r, int64_t n) {
-      for (int64_t k = 0; k < c.k; ++k) {
-        const float v = x[r * c.xStride + k];
-        w[n * c.k + k] = v > 0 ? 1.5f : v < 0 ? -1.5f : 0.0f;
-      }
-    };
-    if (c.m > 1)
-      for (int64_t n : {int64_t(3), int64_t(8), int64_t(1), int64_t(0)})
-        plant(1, n);
-    // Row 3 (all 0.5): its largest logit 0.75 K at id 40 exactly, at id 20
-    // 1/8 less; for K = 48 and 64 half of bf16's spacing there, which
-    // rounds to the even 0.75 K: the same bf16 logit, so id 20 wins.
-    const bool nearTie = c.m > 3 && c.n > 40 && (c.k == 48 || c.k == 64);
-    if (nearTie) {
-      for (int64_t k = 0; k < c.k; ++k)
-        x[3 * c.xStride + k] = 0.5f;
-      plant(3, 40);
-      plant(3, 20);
-      w[20 * c.k] = 1.25f;
-    }
-    if (c.m > 2)
-      x[2 * c.xStride + c.k / 2] = std::numeric_limits<float>::quiet_NaN();
-    std::vector<uint16_t> xb, wb;
-    for (float v : x)
-      xb.push_back(rt::F32ToBf16(v));
-    for (float v : w)
-      wb.push_back(rt::F32ToBf16(v));
+    const LMHeadInputs in = lmHeadInputs(c, rng);
+    const std::vector<int64_t> expected = expectedTokens(c, in);
     const int64_t tiles = (c.n + 63) / 64;
-    void *dx = emu::upload(xb.data(), c.m * c.xStride * 2);
-    void *dw = emu::upload(wb.data(), c.n * c.k * 2);
+    void *dx = emu::upload(in.x.data(), c.m * c.xStride * 2);
+    void *dw = emu::upload(in.w.data(), c.n * c.k * 2);
     std::vector<float> pv0(c.m * tiles, -7.0f);
     std::vector<int32_t> pi0(c.m * tiles, -7);
     void *dv = emu::upload(pv0.data(), c.m * tiles * 4);
     void *di = emu::upload(pi0.data(), c.m * tiles * 4);
-    const auto ptr = [](void *p) {
-      return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));
-    };
     // x and w as I32 [rows, K / 2] (bf16 pairs); the outputs [M, T].
     const std::vector<int64_t> words = {
-        ptr(dx), ptr(dx), 0, c.m, c.k / 2, c.xStride / 2, 1,
-        ptr(dw), ptr(dw), 0, c.n, c.k / 2, c.k / 2, 1,
-        ptr(dv), ptr(dv), 0, c.m, tiles, tiles, 1,
-        ptr(di), ptr(di), 0, c.m, tiles, tiles, 1};
-    // The reference: exact logits, rounded to bf16, scanned per tile.
-    std::vector<float> logits(c.m * c.n);
-    for (int64_t r = 0; r < c.m; ++r)
-      for (int64_t n = 0; n < c.n; ++n) {
-        double sum = 0;
-        for (int64_t k = 0; k < c.k; ++k)
-          sum += static_cast<double>(rt::Bf16ToF32(xb[r * c.xStride + k])) *
-                 rt::Bf16ToF32(wb[n * c.k + k]);
-        logits[r * c.n + n] =
-            rt::Bf16ToF32(rt::F32ToBf16(static_cast<float>(sum)));
-      }
-    for (unsigned long long seed : seeds) {
+        devicePtr(dx), devicePtr(dx), 0, c.m, c.k / 2, c.xStride / 2, 1,
+        devicePtr(dw), devicePtr(dw), 0, c.n, c.k / 2, c.k / 2, 1,
+        devicePtr(dv), devicePtr(dv), 0, c.m, tiles, tiles, 1,
+        devicePtr(di), devicePtr(di), 0, c.m, tiles, tiles, 1};
+    for (unsigned long long seed : {0ull, 1ull, 2ull}) {
       emu::setScheduleSeed(seed);
       std::string error;
       const long before = emu::reports();
@@ -587,7 +626,7 @@ TEST_F(Sampler, LMHeadArgmaxMatchesTheGemmPerTile) {
       emu::download(pv.data(), dv, c.m * tiles * 4);
       emu::download(pi.data(), di, c.m * tiles * 4);
       for (int64_t r = 0; r < c.m; ++r) {
-        const float *row = logits.data() + r * c.n;
+        const float *row = in.logits.data() + r * c.n;
         for (int64_t t = 0; t < tiles; ++t) {
           SCOPED_TRACE("seed " + std::to_string(seed) + " row " +
                        std::to_string(r) + " tile " + std::to_string(t));
@@ -600,31 +639,69 @@ TEST_F(Sampler, LMHeadArgmaxMatchesTheGemmPerTile) {
           EXPECT_EQ(pv[r * tiles + t], row[best]);
           EXPECT_EQ(pi[r * tiles + t], best);
         }
-        if (r == 2)
-          continue;
-        // The tiles' entries fold (strict >, in tile order) to the token.
-        float value = -kInf;
-        int64_t token = 0;
-        for (int64_t t = 0; t < tiles; ++t)
-          if (pv[r * tiles + t] > value)
-            value = pv[r * tiles + t], token = pi[r * tiles + t];
-        EXPECT_EQ(token, sequentialArgMax(row, c.n)) << "row " << r;
-        if (r == 0) {
-          EXPECT_EQ(token, c.n > 9 ? 9 : c.n - 1);
-        }
-        if (r == 1) {
-          EXPECT_EQ(token, 0);
-        }
-        if (r == 3 && nearTie) {
-          EXPECT_EQ(row[20], 0.75f * c.k);
-          EXPECT_EQ(row[40], 0.75f * c.k);
-          EXPECT_EQ(token, 20);
-        }
       }
     }
     emu::setScheduleSeed(0);
     for (void *p : {dx, dw, dv, di})
       emu::release(p);
+  }
+}
+
+/// The LM head and sampler in one call (_mlir_ciface_bt_gpu_lm_head_sample_
+/// bf16, bt-gpu-lm-head-sampling): a greedy device step whose logits are
+/// not kept leaves them unwritten (bt_lm_head_argmax_bf16 and
+/// bt_sample_greedy_partials), a kept one and a host step write them
+/// (the emulated cuBLAS); all three choose the sequential scan's token of
+/// the bf16 logits, the device steps pad the NaN row and report it.
+TEST_F(Sampler, LMHeadSampleCallbackChoosesTheGreedyToken) {
+  std::mt19937 rng(29);
+  for (const LMHeadCase &c : kLMHeadCases) {
+    const LMHeadInputs in = lmHeadInputs(c, rng);
+    const std::vector<int64_t> expected = expectedTokens(c, in);
+    const int64_t tiles = (c.n + 63) / 64;
+    for (int mode = 0; mode < 3; ++mode) {
+      SCOPED_TRACE("M " + std::to_string(c.m) + " N " + std::to_string(c.n) +
+                   " mode " + std::to_string(mode));
+      const uint16_t sentinel = rt::F32ToBf16(-123.0f);
+      std::vector<uint16_t> l0(c.m * c.n, sentinel);
+      std::vector<int64_t> t0(c.m, -7);
+      void *dx = emu::upload(in.x.data(), c.m * c.xStride * 2);
+      void *dw = emu::upload(in.w.data(), c.n * c.k * 2);
+      void *dl = emu::upload(l0.data(), c.m * c.n * 2);
+      void *dt = emu::upload(t0.data(), c.m * 8);
+      void *dv = emu::upload(std::vector<float>(c.m * tiles).data(),
+                             c.m * tiles * 4);
+      void *di = emu::upload(std::vector<int32_t>(c.m * tiles).data(),
+                             c.m * tiles * 4);
+      const emu::LMHeadStep step = emu::lmHeadSample(
+          /*onDevice=*/mode != 2, /*logitsKept=*/mode == 1, dx, dw, dl, dt, dv,
+          di, c.m, c.n, c.k, c.xStride);
+      std::vector<int64_t> tokens(c.m);
+      std::vector<uint16_t> logits(c.m * c.n);
+      emu::download(tokens.data(), dt, c.m * 8);
+      emu::download(logits.data(), dl, c.m * c.n * 2);
+      EXPECT_EQ(step.hostSteps, mode == 2 ? 1 : 0);
+      EXPECT_EQ(step.deviceSteps, mode == 2 ? 0 : 1);
+      for (int64_t r = 0; r < c.m; ++r) {
+        if (r == 2 && mode != 2) {
+          EXPECT_EQ(tokens[r], 0) << "the NaN row gets pad";
+        } else if (r != 2) {
+          EXPECT_EQ(tokens[r], expected[r]) << "row " << r;
+        }
+        for (int64_t n = 0; n < c.n; ++n) {
+          const float got = rt::Bf16ToF32(logits[r * c.n + n]);
+          if (mode == 0)
+            ASSERT_EQ(logits[r * c.n + n], sentinel) << "written: " << r;
+          else if (r != 2)
+            ASSERT_EQ(got, in.logits[r * c.n + n]) << r << ", " << n;
+        }
+      }
+      if (c.m > 2 && mode != 2) {
+        EXPECT_NE(step.ended.find("NaN"), std::string::npos) << step.ended;
+      }
+      for (void *p : {dx, dw, dl, dt, dv, di})
+        emu::release(p);
+    }
   }
 }
 

@@ -425,7 +425,11 @@ def BTGPUSamplerKernels : Pass<"bt-gpu-sampler-kernels", "::mlir::ModuleOp"> {
     argmax as its epilogue: per row and tile of 64 ids the largest
     bf16-rounded logit and its lowest id, so that a greedy step need not
     store the logits (lib/Codegen/CUDA/GPUKernelText.h documents its
-    launch; the decode step does not launch it yet).
+    launch); and `bt_sample_greedy_partials(pv, pi, tokens, state, step,
+    first, eos, pad)`, bt_sample_greedy over those per-tile maxima (pv
+    takes the logits' place, pi their ids; same launch), which together
+    make the greedy step of `_mlir_ciface_bt_gpu_lm_head_sample_bf16`
+    (bt-gpu-lm-head-sampling).
 
     Run after `gpu-kernel-outlining` and before `bt-merge-gpu-modules`
     (which moves the kernels into the one module). A module without a
@@ -437,6 +441,41 @@ def BTGPUSamplerKernels : Pass<"bt-gpu-sampler-kernels", "::mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::LLVM::LLVMDialect"];
+}
+
+def BTGPULMHeadSampling
+    : Pass<"bt-gpu-lm-head-sampling", "::mlir::ModuleOp"> {
+  let summary = "Fuse a bf16 decode step's LM head GEMM into its sampler call";
+  let description = [{
+    In a `--dtype bf16` decode entry the LM head is the cuBLAS call
+    `bt_gpu_gemm_bf16_out(101, 111, 112, M, N, K, 1.0, x, lda, w, ldb, 0.0,
+    logits, ldc)` (bt-gemm-to-blas: logits BF16 [M, N] = x BF16 [M, K] ·
+    w BF16 [N, K]ᵀ) and its logits are read by the sampler call
+    `bt_rt_sample_bf16(sampler, logits, tokens)` after it. When only pure
+    ops and frees of other buffers lie between the two (same block), they
+    become
+
+      %pv = memref.alloc(M, ceil(N / 64)) : memref<?x?xf32>
+      %pi = memref.alloc(M, ceil(N / 64)) : memref<?x?xi32>
+      func.call @bt_gpu_lm_head_sample_bf16(sampler, x, w, logits, tokens,
+                                            pv, pi)
+      memref.dealloc %pv, %pi
+
+    at the sampler's place (every memref cast to a strided layout; the
+    declaration is private, `llvm.emit_c_interface`, weak like the
+    sampler's). The runtime's `_mlir_ciface_bt_gpu_lm_head_sample_bf16`
+    (runtime/device/cuda/cuda.h) then chooses per step: a greedy device step
+    whose logits the caller does not keep runs `bt_lm_head_argmax_bf16` into
+    pv / pi and `bt_sample_greedy_partials` (bt-gpu-sampler-kernels) and
+    leaves `logits` unwritten; any other step runs the same GEMM and
+    sampler as before. A call pair that does not match is left unchanged.
+
+    Run after bt-gemm-to-blas and before bt-gpu-device-allocs (which turns
+    the two allocations into device memory).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 def BTMergeGPUModules : Pass<"bt-merge-gpu-modules", "::mlir::ModuleOp"> {
