@@ -24,8 +24,6 @@ namespace bt::rt {
 namespace {
 constexpr int kCublasOpN = 0, kCublasOpT = 1;
 constexpr int kCublasDefaultMath = 0; // FP32 stays FP32 (no TF32)
-constexpr int32_t kCblasRowMajor = 101, kCblasNoTrans = 111,
-                  kCblasTrans = 112;
 
 bool IsTrans(int32_t t) { return t == kCblasTrans; }
 

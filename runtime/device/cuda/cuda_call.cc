@@ -491,9 +491,10 @@ absl::Status SampleOnDeviceT(CudaBackend &gpu, int64_t handle,
                  {ptr(ids->allocated), ptr(ids->aligned), ids->offset,
                   ids->sizes[0], ids->sizes[1], ids->strides[0],
                   ids->strides[1]});
-  words.insert(words.end(), {ptr(tokens.allocated), ptr(tokens.aligned), tokens.offset,
-      tokens.sizes[0], tokens.strides[0],
-      state, state, 0, st.rows, 2, 2, 1});
+  words.insert(words.end(),
+               {ptr(tokens.allocated), ptr(tokens.aligned), tokens.offset,
+                tokens.sizes[0], tokens.strides[0], state, state, 0, st.rows,
+                2, 2, 1});
   if (step.greedy) {
     words.insert(words.end(), {step.step_in_block, first, step.eos_token_id,
                                step.pad_token_id});
@@ -735,7 +736,6 @@ void SampleOnHost(bt::rt::CudaBackend &gpu, int64_t sampler,
     AbortUnlessOk(s);
   }
 }
-
 
 // The device sampler callback for logits of element type T (float, or
 // uint16_t: bf16 bits): a device step when the sampler allows it, else the

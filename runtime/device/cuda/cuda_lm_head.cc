@@ -74,7 +74,7 @@ absl::Status LMHeadGemmBf16(CudaBackend &gpu,
   auto ld = [](int64_t stride, int64_t cols) {
     return static_cast<int32_t>(std::max(stride, std::max<int64_t>(cols, 1)));
   };
-  return gpu.GemmBf16(101 /*row-major*/, 111 /*no trans*/, 112 /*trans*/,
+  return gpu.GemmBf16(kCblasRowMajor, kCblasNoTrans, kCblasTrans,
                       static_cast<int32_t>(m), static_cast<int32_t>(n),
                       static_cast<int32_t>(k), 1.0f, x.aligned + x.offset,
                       ld(x.strides[0], k), w.aligned + w.offset,
@@ -82,7 +82,7 @@ absl::Status LMHeadGemmBf16(CudaBackend &gpu,
                       ld(logits.strides[0], n), /*bf16_c=*/true);
 }
 
-// bt_lm_head_argmax_bf16 over x and w into pv and pi (LMHeadFits holds).
+// bt_lm_head_argmax_bf16 over x and w into pv and pi (LMHeadArgmaxFits holds).
 absl::Status LMHeadArgmaxBf16(CudaBackend &gpu,
                               const StridedMemRef<uint16_t, 2> &x,
                               const StridedMemRef<uint16_t, 2> &w,
