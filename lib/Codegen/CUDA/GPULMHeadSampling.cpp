@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -46,12 +47,6 @@ using bt::cblas::kNoTrans;
 using bt::cblas::kRowMajor;
 using bt::cblas::kTrans;
 
-bool isConstant(Value v, int64_t expected) {
-  APInt value;
-  return matchPattern(v, m_ConstantInt(&value)) &&
-         value.getSExtValue() == expected;
-}
-
 /// The memref whose first element `ptr` addresses, as bt-gemm-to-blas
 /// writes the address: inttoptr(index_cast(aligned(m) + offset(m) · 2)) for
 /// bf16.
@@ -69,7 +64,8 @@ Value memrefOfPointer(Value ptr) {
   auto md = mul ? mul.getLhs().getDefiningOp<memref::ExtractStridedMetadataOp>()
                 : memref::ExtractStridedMetadataOp();
   if (!aligned || !md || md.getOffset() != mul.getLhs() ||
-      md.getSource() != aligned.getSource() || !isConstant(mul.getRhs(), 2))
+      md.getSource() != aligned.getSource() ||
+      !isConstantIntValue(mul.getRhs(), 2))
     return nullptr;
   return aligned.getSource();
 }
@@ -119,8 +115,9 @@ std::optional<LMHead> matchLMHead(func::CallOp sample) {
       Value x = memrefOfPointer(a[7]), w = memrefOfPointer(a[9]),
             c = memrefOfPointer(a[12]);
       if (!x || !w || !c || stripCasts(c) != logits ||
-          !isConstant(a[0], kRowMajor) || !isConstant(a[1], kNoTrans) ||
-          !isConstant(a[2], kTrans) || !isConstantFloat(a[6], 1.0) ||
+          !isConstantIntValue(a[0], kRowMajor) ||
+          !isConstantIntValue(a[1], kNoTrans) ||
+          !isConstantIntValue(a[2], kTrans) || !isConstantFloat(a[6], 1.0) ||
           !isConstantFloat(a[11], 0.0))
         return std::nullopt;
       // Everything between the GEMM and the sampler must leave x, w and
