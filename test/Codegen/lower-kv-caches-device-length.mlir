@@ -49,7 +49,8 @@
 // CHECK:         return %[[O]], %[[N]], %[[KV4]], %[[VALID1]], %[[NEWLEN]]
 
 // The CUDA target's attention views the whole capacity and reads the
-// length + 1 in its kernels; the grids follow the capacity.
+// length + 1 in its kernels; the grids and the split-K choice follow the
+// capacity (and the grid's size: B·H ≥ 8192 blocks attend in one split).
 // CUDA-LABEL: func.func @decode(
 // CUDA-SAME:    %[[KV:[^:]*]]: tensor<?x2x2x2x?x4xf32> {{.*}}, %[[VALID:[^:]*]]: tensor<?x?xi64> {{.*}}, %[[LEN:[^:]*]]: tensor<i64>
 // CUDA:         %[[CAP:.*]] = tensor.dim %[[KV]], %c4
@@ -57,7 +58,9 @@
 // CUDA:         %[[HK:.*]] = tensor.dim %[[KEYS]], %c2{{.*}} : tensor<?x2x?x4xf32>
 // CUDA:         %[[N:.*]] = bufferization.to_memref %[[LEN]] read_only : memref<i64, strided<[], offset: ?>>
 // CUDA:         %[[FEW:.*]] = arith.cmpi ule, %[[HK]], %c128 : index
-// CUDA:         scf.if %[[FEW]] {
+// CUDA:         %[[WIDE:.*]] = arith.cmpi uge, %{{.*}}, %c8192 : index
+// CUDA:         %[[ONE:.*]] = arith.ori %[[FEW]], %[[WIDE]] : i1
+// CUDA:         scf.if %[[ONE]] {
 // CUDA:           gpu.launch
 // CUDA:             %[[NK:.*]] = memref.load %[[N]][] : memref<i64, strided<[], offset: ?>>
 // CUDA:             %[[NKI:.*]] = arith.index_cast %[[NK]] : i64 to index

@@ -35,6 +35,18 @@ constexpr int64_t kRowsPerBlock = 4;
 constexpr int64_t kKeysPerSplit = 128;
 /// Largest static query length handled as decode (split-K).
 constexpr int64_t kMaxDecodeRows = 4;
+/// Blocks (batch rows × heads) from which a decode attention runs without
+/// split-K whatever its key count. A decode block is S ≤ 4 warps, and an
+/// H100 SM holds at most 32 resident blocks: 4224 = 132 SMs × 32 blocks is
+/// a full wave, so splitting the keys of a grid of two waves adds waves, not
+/// parallelism, while its workspace (per split, row and head hd + 2 f32,
+/// written and read again by the combine kernel) adds memory traffic: at
+/// the planned max batch of block_main_b4_85 (8454 rows × 16 heads, up to
+/// 544 block entries, 5 splits) about 0.05 MB per generated token, 3.5 % of
+/// the minimum (docs/codegen-cuda.md, "Attention kernels"). Batch 256 (4096
+/// blocks at 16 heads), timed split on an H100 (docs/gpu-runs/), stays
+/// split.
+constexpr int64_t kMinBlocksWithoutSplit = 8192;
 
 
 /// A warp's online-softmax state for one query row: running max, running
@@ -630,19 +642,21 @@ Value bt::emitGPUAttention(OpBuilder &b, Location loc, Value q, Value k,
              });
   } else {
     Value chunk = h.idx(kKeysPerSplit);
-    // All keys in one chunk (the token decoder's local cache always, the
-    // block cache up to 128 blocks): one launch that writes the normalized
-    // rows, no workspace and no combine kernel (the combine of one split
-    // rescales by exp(0) = 1: the same values).
+    // All keys in one split when they fit one chunk (the token decoder's
+    // local cache always, the block cache up to 128 blocks) or when the
+    // grid alone fills the device (g ≥ kMinBlocksWithoutSplit): one launch
+    // that writes the normalized rows, no workspace and no combine kernel
+    // (the combine of one split rescales by exp(0) = 1: the same values).
+    Value fits = h.ule(e.keys, chunk);
+    Value wide = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::uge, g,
+                                         h.idx(kMinBlocksWithoutSplit));
     auto oneSplit = b.create<scf::IfOp>(
-        loc,
-        b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, e.keys, chunk),
-        /*withElseRegion=*/true);
+        loc, b.create<arith::OrIOp>(loc, fits, wide), /*withElseRegion=*/true);
     OpBuilder tb = oneSplit.getThenBodyBuilder();
     KB tk{tb, loc};
     launchIf(tb, loc, nonEmpty, g, tk.idx(1), tk.idx(1), threads, shared,
              [&](OpBuilder &kb, gpu::LaunchOp launch, ValueRange arrays) {
-               e.attentionKernel(kb, launch, arrays, chunk, Value());
+               e.attentionKernel(kb, launch, arrays, e.keys, Value());
              });
     OpBuilder eb = oneSplit.getElseBodyBuilder();
     KB ek{eb, loc};

@@ -51,9 +51,12 @@ struct GPUKeyCount {
 /// per query row, keys and values staged in shared-memory tiles of 32 keys
 /// that the block's warps share, a lane per key for the scores and per
 /// head-dim slice for the output (online softmax in registers). Decode-like
-/// shapes (static S ≤ 4) use split-K (FlashDecoding): blocks per (head,
-/// chunk of 128 keys) write partial (max, sum, acc) rows to a workspace and
-/// a second kernel combines them. Returns [batch..., S, H, hd].
+/// shapes (static S ≤ 4) use split-K (FlashDecoding) when the keys exceed
+/// one chunk of 128 and the grid is narrow (batch·H < 8192 blocks, two
+/// waves of an H100): blocks
+/// per (head, chunk of 128 keys) write partial (max, sum, acc) rows to a
+/// workspace and a second kernel combines them; otherwise one block per
+/// head attends all keys. Returns [batch..., S, H, hd].
 ///
 /// With `deviceKeys`, `k` and `v` are views of Sk ≥ the key count keys (a
 /// KV cache's capacity): the grids and the split-K choice follow Sk, known

@@ -115,8 +115,10 @@ func.func @prefill(%q: tensor<?x?x2x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<
 
 // -----
 
-// Decode (bt.kv_attend, S = 1) over the block cache. Up to 128 keys: one
-// kernel, one block per head (grid B·H), writing the normalized rows. More:
+// Decode (bt.kv_attend, S = 1) over the block cache. Up to 128 keys, or a
+// grid of at least 8192 blocks (B·H, two full waves of an H100: splitting adds
+// waves and workspace traffic, not parallelism): one kernel, one block per
+// head (grid B·H), attending every key and writing the normalized rows. Else:
 // split-K (FlashDecoding): the first kernel has one block per (head, chunk
 // of 128 keys) (grid B·H × 1 × ceil(len / 128)) and writes each split's
 // partial (acc[hd], max, sum) to a workspace [splits, B·H, S, hd + 2]; the
@@ -125,7 +127,9 @@ func.func @prefill(%q: tensor<?x?x2x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<
 //       CHECK:   %[[KEYS:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0, 0, 0, 0] [%{{.*}}, 1, 1, 2, %{{.*}}, 8]
 //       CHECK:   %[[K:.*]] = bufferization.to_memref %[[KEYS]] read_only : memref<?x2x?x8xf32, strided<[?, ?, ?, ?], offset: ?>>
 //       CHECK:   %[[OUT:.*]] = memref.alloc(%{{.*}}) : memref<?x1x2x8xf32>
-//       CHECK:   %[[ONE:.*]] = arith.cmpi ule, %{{.*}}, %c128 : index
+//       CHECK:   %[[FITS:.*]] = arith.cmpi ule, %{{.*}}, %c128 : index
+//       CHECK:   %[[WIDE:.*]] = arith.cmpi uge, %{{.*}}, %c8192 : index
+//       CHECK:   %[[ONE:.*]] = arith.ori %[[FITS]], %[[WIDE]] : i1
 //       CHECK:   scf.if %[[ONE]] {
 //       CHECK:     gpu.launch blocks({{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c1, %{{.*}} = %c1) threads({{.*}}) in (%{{.*}} = %c32,
 //       CHECK:       memref.load %[[K]]

@@ -16,6 +16,7 @@
 //     every S ∈ {1, 2, 3, 4} with head_dim 32, every head_dim ∈ {8, 31, 32,
 //     33, 64, 100, 128} with S = 1, and (S, head_dim) = (4, 128), (2, 33),
 //     (3, 100); each over keys ∈ {S, 1, 127, 128, 129, 300} (those ≥ S);
+//     and a grid of B·H = 8192 blocks over 160 keys, one split;
 //   - tiled prefill (bt.kv_attend with dynamic S; key tiles of 32, groups
 //     of 4 query rows): head_dim 32 with every S ∈ {1, 2, 3, 4, 5, 31, 32,
 //     33, 70} over keys = S, S = 1 and S = 5 over every key count ∈ {1, 127,
@@ -115,12 +116,13 @@ std::string kvAttendFunc(const std::string &name, int64_t rows, int64_t hd) {
                        name, t, m, cache, 1.0 / std::sqrt(double(hd)));
 }
 
-/// Runs `@<name>` with `rows` new queries over `keys` keys (rows ≤ keys):
-/// the cache holds keys − rows entries before the call (capacity keys + 2,
-/// NaN past the fill).
+/// Runs `@<name>` with `rows` new queries over `keys` keys (rows ≤ keys)
+/// for `batch` rows: the cache holds keys − rows entries before the call
+/// (capacity keys + 2, NaN past the fill).
 void runKVAttend(BothTargets &both, const std::string &name, int64_t rows,
-                 int64_t keys, int64_t hd, std::mt19937 &rng) {
-  const int64_t batch = 3, capacity = keys + 2, filled = keys - rows;
+                 int64_t keys, int64_t hd, std::mt19937 &rng,
+                 int64_t batch = 3) {
+  const int64_t capacity = keys + 2, filled = keys - rows;
   std::vector<int64_t> flags = keyFlags(batch, keys, rng);
   Array k = Array::random({batch, rows, kHeads, hd}, rng);
   Array v = Array::random({batch, rows, kHeads, hd}, rng);
@@ -143,7 +145,8 @@ void runKVAttend(BothTargets &both, const std::string &name, int64_t rows,
   Array length = Array::i64({}, {filled});
   expectSame(both, name, {&k, &v, &q, &mask, &cache, &validFlags, &length},
              {{4}},
-             llvm::formatv("S={0} keys={1} head_dim={2}", rows, keys, hd),
+             llvm::formatv("S={0} keys={1} head_dim={2} batch={3}", rows,
+                           keys, hd, batch),
              kInOrder);
 }
 
@@ -185,6 +188,20 @@ TEST(AttentionKernels, SplitKDecode) {
     for (int64_t keys : keysFor(s))
       runKVAttend(*both, llvm::formatv("decode_s{0}_hd{1}", s, hd), s, keys,
                   hd, rng);
+}
+
+// A decode grid of B·H ≥ 8192 blocks (two full waves of an H100) attends all
+// of its keys in one split even past 128 keys (GPUAttention.cpp,
+// kMinBlocksWithoutSplit): 4096 rows × 2 heads over 160 keys (2 splits on a
+// narrower grid; a kernel that kept the 128-key chunk there would attend
+// only the first 128). Narrower grids: SplitKDecode.
+TEST(AttentionKernels, WideGridDecodeWithoutSplit) {
+  std::string error;
+  auto both = compileBoth(
+      "module {" + kvAttendFunc("decode_wide", 1, 8) + "}", error);
+  ASSERT_TRUE(both) << error;
+  std::mt19937 rng(56);
+  runKVAttend(*both, "decode_wide", 1, 160, 8, rng, 8192 / kHeads);
 }
 
 TEST(AttentionKernels, TiledPrefill) {
