@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -142,9 +143,38 @@ struct GPUEmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
   }
 };
 
+/// The later of exactly two bt.layer_norm of `op`'s input in `op`'s block
+/// when `op` is the earlier (GPT-NeoX's input and post-attention LayerNorms
+/// of a parallel-residual layer) and its weight and bias (as converted so
+/// far) dominate `op`; else null.
+LayerNormOp laterLayerNormOfSameInput(LayerNormOp op,
+                                      ConversionPatternRewriter &rewriter) {
+  SmallVector<LayerNormOp, 2> norms;
+  for (Operation *user : op.getInput().getUsers()) {
+    auto ln = dyn_cast<LayerNormOp>(user);
+    if (ln && ln.getInput() == op.getInput() &&
+        ln->getBlock() == op->getBlock() && !llvm::is_contained(norms, ln))
+      norms.push_back(ln);
+  }
+  if (norms.size() != 2)
+    return nullptr;
+  LayerNormOp other = norms[0] == op ? norms[1] : norms[0];
+  if (!op->isBeforeInBlock(other))
+    return nullptr;
+  DominanceInfo dominance;
+  for (Value v : {other.getWeight(), other.getBias()}) {
+    Value converted = rewriter.getRemappedValue(v);
+    if (!converted || !dominance.properlyDominates(converted, op))
+      return nullptr;
+  }
+  return other;
+}
+
 /// bt.layer_norm → one kernel, a block per row (emitGPULayerNorm), instead
 /// of the target-neutral statistics + normalization ops (five or six
-/// kernels after bt-linalg-to-gpu).
+/// kernels after bt-linalg-to-gpu). Two LayerNorms of one input (see
+/// laterLayerNormOfSameInput) become one kernel (emitGPULayerNormPair) at
+/// the first: the input is read once, the statistics computed once.
 struct GPULayerNormLowering : OpConversionPattern<LayerNormOp> {
   GPULayerNormLowering(MLIRContext *ctx)
       : OpConversionPattern(ctx, kCUDABenefit) {}
@@ -153,6 +183,17 @@ struct GPULayerNormLowering : OpConversionPattern<LayerNormOp> {
                   ConversionPatternRewriter &rewriter) const override {
     if (!gpuLayerNormSupports(cast<RankedTensorType>(op.getInput().getType())))
       return rewriter.notifyMatchFailure(op, "not f32: the linalg lowering");
+    if (LayerNormOp other = laterLayerNormOfSameInput(op, rewriter)) {
+      auto [y0, y1] = emitGPULayerNormPair(
+          rewriter, op.getLoc(), adaptor.getInput(), adaptor.getWeight(),
+          adaptor.getBias(), op.getEps().convertToDouble(),
+          rewriter.getRemappedValue(other.getWeight()),
+          rewriter.getRemappedValue(other.getBias()),
+          other.getEps().convertToDouble());
+      codegen::replaceOpWithCasts(rewriter, op, y0);
+      codegen::replaceOpWithCasts(rewriter, other, y1);
+      return success();
+    }
     Value out = emitGPULayerNorm(rewriter, op.getLoc(), adaptor.getInput(),
                                  adaptor.getWeight(), adaptor.getBias(),
                                  op.getEps().convertToDouble());

@@ -10,6 +10,8 @@
 #ifndef BT_LIB_CODEGEN_GPUKERNELS_H
 #define BT_LIB_CODEGEN_GPUKERNELS_H
 
+#include <utility>
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -41,6 +43,19 @@ bool gpuLayerNormSupports(mlir::RankedTensorType x);
 mlir::Value emitGPULayerNorm(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value x, mlir::Value weight,
                              mlir::Value bias, double eps);
+
+/// Two bt.layer_norm of the same `x` [..., C] f32 (GPT-NeoX's input and
+/// post-attention LayerNorms of a parallel-residual layer both read the
+/// residual stream) as one kernel of emitGPULayerNorm's shape: the mean and
+/// variance once, then per column one load of x and both outputs,
+/// y_j = (x − mean)·rstd_j·weight_j + bias_j with rstd_j =
+/// 1/sqrt(var + eps_j). Each result is bit-identical to emitGPULayerNorm's
+/// for its (weight, bias, eps); x is read once instead of twice. Returns
+/// the two [..., C] f32 results.
+std::pair<mlir::Value, mlir::Value>
+emitGPULayerNormPair(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                     mlir::Value weight0, mlir::Value bias0, double eps0,
+                     mlir::Value weight1, mlir::Value bias1, double eps1);
 
 } // namespace bt
 

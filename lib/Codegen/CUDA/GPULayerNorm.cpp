@@ -72,21 +72,35 @@ bool bt::gpuLayerNormSupports(RankedTensorType x) {
   return x.getElementType().isF32() && x.getRank() >= 1;
 }
 
-Value bt::emitGPULayerNorm(OpBuilder &b, Location loc, Value x, Value weight,
-                           Value bias, double eps) {
+namespace {
+
+/// The weight, bias and eps of one LayerNorm of a shared input.
+struct Affine {
+  Value weight, bias;
+  double eps;
+};
+
+/// The LayerNorms `norms` of `x` [..., C] as one kernel (a block per row):
+/// the statistics once, then every output per column from one load of x.
+SmallVector<Value> emitLayerNorms(OpBuilder &b, Location loc, Value x,
+                                  ArrayRef<Affine> norms) {
   auto xt = cast<RankedTensorType>(x.getType());
   const int64_t rank = xt.getRank();
   KB h{b, loc};
-  // The output has x's shape; the kernel sees x and it as [R, C].
+  // The outputs have x's shape; the kernel sees x and them as [R, C].
   SmallVector<Value> dyn;
   for (int64_t d = 0; d < rank; ++d)
     if (xt.isDynamicDim(d))
       dyn.push_back(b.createOrFold<tensor::DimOp>(loc, x, d));
   auto outType = MemRefType::get(xt.getShape(), xt.getElementType());
-  Value out = b.create<memref::AllocOp>(loc, outType, dyn);
+  SmallVector<Value> outs, wms, bms;
+  for (size_t j = 0; j < norms.size(); ++j)
+    outs.push_back(b.create<memref::AllocOp>(loc, outType, dyn));
   Value xm = readOnlyMemref(b, loc, x);
-  Value wm = readOnlyMemref(b, loc, weight);
-  Value bm = readOnlyMemref(b, loc, bias);
+  for (const Affine &n : norms) {
+    wms.push_back(readOnlyMemref(b, loc, n.weight));
+    bms.push_back(readOnlyMemref(b, loc, n.bias));
+  }
   Value rows = h.idx(1);
   for (int64_t d = 0; d + 1 < rank; ++d)
     rows = b.createOrFold<arith::MulIOp>(
@@ -140,7 +154,8 @@ Value bt::emitGPULayerNorm(OpBuilder &b, Location loc, Value x, Value weight,
   // LayerEmitter::layerNorm's arithmetic: mean = Σx / C, var = Σ(x − mean)²
   // / C, rstd = 1 / sqrt(var + eps), shift = −rstd·mean,
   // y = (x·rstd + shift)·w + b; the sums in a different order (per-thread
-  // strided partial sums, then the tree).
+  // strided partial sums, then the tree). mean and var do not depend on
+  // the weights, so LayerNorms of one input share them.
   Value sum = blockSum(k, sh, tid, threadSum(k, tid, n, [&](KB &lk, Value i) {
                          return lk.b.create<memref::LoadOp>(lk.loc, xm, at(i))
                              .getResult();
@@ -153,21 +168,47 @@ Value bt::emitGPULayerNorm(OpBuilder &b, Location loc, Value x, Value weight,
                         return lk.mulf(d, d);
                       }));
   Value var = k.divf(m2, c);
-  Value rstd = k.divf(k.f32(1.0),
-                      kb.create<math::SqrtOp>(loc, k.addf(var, k.f32(eps))));
-  Value shift = kb.create<arith::NegFOp>(loc, k.mulf(rstd, mean));
+  SmallVector<Value> rstds, shifts;
+  for (const Affine &a : norms) {
+    Value rstd = k.divf(
+        k.f32(1.0), kb.create<math::SqrtOp>(loc, k.addf(var, k.f32(a.eps))));
+    rstds.push_back(rstd);
+    shifts.push_back(kb.create<arith::NegFOp>(loc, k.mulf(rstd, mean)));
+  }
   kb.create<scf::ForOp>(
       loc, tid, n, k.idx(kThreads), ValueRange{},
       [&](OpBuilder &lb, Location l, Value i, ValueRange) {
         KB lk{lb, l};
-        Value v = lk.mulf(lb.create<memref::LoadOp>(l, xm, at(i)), rstd);
-        v = lk.addf(v, shift);
-        v = lk.mulf(v, lb.create<memref::LoadOp>(l, wm, ValueRange{i}));
-        v = lk.addf(v, lb.create<memref::LoadOp>(l, bm, ValueRange{i}));
-        lb.create<memref::StoreOp>(l, v, out, at(i));
+        Value xv = lb.create<memref::LoadOp>(l, xm, at(i));
+        for (size_t j = 0; j < norms.size(); ++j) {
+          Value v = lk.mulf(xv, rstds[j]);
+          v = lk.addf(v, shifts[j]);
+          v = lk.mulf(v, lb.create<memref::LoadOp>(l, wms[j], ValueRange{i}));
+          v = lk.addf(v, lb.create<memref::LoadOp>(l, bms[j], ValueRange{i}));
+          lb.create<memref::StoreOp>(l, v, outs[j], at(i));
+        }
         lb.create<scf::YieldOp>(l);
       });
   kb.create<gpu::TerminatorOp>(loc);
-  return b.create<bufferization::ToTensorOp>(loc, xt, out, /*restrict=*/true,
-                                             /*writable=*/true);
+  SmallVector<Value> results;
+  for (Value out : outs)
+    results.push_back(b.create<bufferization::ToTensorOp>(
+        loc, xt, out, /*restrict=*/true, /*writable=*/true));
+  return results;
+}
+
+} // namespace
+
+Value bt::emitGPULayerNorm(OpBuilder &b, Location loc, Value x, Value weight,
+                           Value bias, double eps) {
+  return emitLayerNorms(b, loc, x, {Affine{weight, bias, eps}}).front();
+}
+
+std::pair<Value, Value>
+bt::emitGPULayerNormPair(OpBuilder &b, Location loc, Value x, Value weight0,
+                         Value bias0, double eps0, Value weight1, Value bias1,
+                         double eps1) {
+  SmallVector<Value> ys = emitLayerNorms(
+      b, loc, x, {Affine{weight0, bias0, eps0}, Affine{weight1, bias1, eps1}});
+  return {ys[0], ys[1]};
 }

@@ -36,8 +36,9 @@
 // them would carry into its result.
 //
 // Every op of the layer-level dialect that bt-cuda-pipeline lowers
-// (LayerOps): layer_norm, linear (bias, Conv1d weight, no bias), gelu,
-// embedding_lookup (i64, i32 ids), prefix_projection, split_qkv, rotary
+// (LayerOps): layer_norm (alone and two of one input), linear (bias,
+// Conv1d weight, no bias), gelu, embedding_lookup (i64, i32 ids),
+// prefix_projection, split_qkv, rotary
 // (shared and per-row positions), attention (decode-like static S and
 // prefill-like dynamic S), local_attention, fused_local_attention,
 // cross_entropy (ignored labels), and the KV-cache ops kv_alloc /
@@ -327,6 +328,11 @@ TEST(LayerOps, AllOps) {
       %y = bt.layer_norm %x, %w, %b eps 1.0e-05 : tensor<2x?x?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<2x?x?xf32>
       return %y : tensor<2x?x?xf32>
     }
+    func.func @ln_pair(%x: tensor<?x3x700xf32>, %w0: tensor<700xf32>, %b0: tensor<700xf32>, %w1: tensor<700xf32>, %b1: tensor<700xf32>) -> (tensor<?x3x700xf32>, tensor<?x3x700xf32>) {
+      %y0 = bt.layer_norm %x, %w0, %b0 eps 1.0e-05 : tensor<?x3x700xf32>, tensor<700xf32>, tensor<700xf32> -> tensor<?x3x700xf32>
+      %y1 = bt.layer_norm %x, %w1, %b1 eps 1.0e-02 : tensor<?x3x700xf32>, tensor<700xf32>, tensor<700xf32> -> tensor<?x3x700xf32>
+      return %y0, %y1 : tensor<?x3x700xf32>, tensor<?x3x700xf32>
+    }
     func.func @lin(%x: tensor<?x5x37xf32>, %w: tensor<29x37xf32>, %b: tensor<29xf32>) -> tensor<?x5x29xf32> {
       %y = bt.linear %x, %w, %b : tensor<?x5x37xf32>, tensor<29x37xf32>, tensor<29xf32> -> tensor<?x5x29xf32>
       return %y : tensor<?x5x29xf32>
@@ -418,6 +424,12 @@ TEST(LayerOps, AllOps) {
     for (float &v : xd.f)
       v += 10.0f;
     expectSame(*both, "ln_dyn", {&xd, &wd, &bd}, {{3}}, "dynamic, offset");
+    // Two LayerNorms of one input, different weights and eps: one kernel
+    // (emitGPULayerNormPair), each output as the CPU's.
+    Array xp = R({2, 3, 700}), w0 = R({700}), b0 = R({700}), w1 = R({700}),
+          b1 = R({700});
+    expectSame(*both, "ln_pair", {&xp, &w0, &b0, &w1, &b1}, {{3}, {3}},
+               "two of one input");
   }
   {
     Array x = R({4, 5, 37}), w = R({29, 37}), b = R({29});
