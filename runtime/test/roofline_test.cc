@@ -9,6 +9,9 @@
 
 #include "bt/runtime/tooling/roofline.h"
 
+#include "bt/runtime/tooling/efficiency.h"
+
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -160,6 +163,67 @@ TEST(RooflineTest, ReportLinesPerPhase) {
   EXPECT_THAT(s, HasSubstr("prefill-heavy      1 decode"));
   EXPECT_THAT(s, HasSubstr(" memory "));
   EXPECT_THAT(s, HasSubstr("50.0%"));
+}
+
+// The emulator's planned-max-batch line (DerivedEfficiencyOf): a counted
+// decode-heavy run of Block() at batch 2, 4/2, which read its minimum +
+// 1000 B and wrote 200 B over its 4 generated tokens (excess 300 B per
+// token), with 12 launches and 400 GEMM FLOPs; derived at batch 10, 8/4 (40
+// generated tokens): that setting's minimum per token + 300 B, the 12 / 2
+// = 6 launches per decode step over 10 rows = 0.6 per token, 100 FLOPs per
+// token as counted.
+BenchResult CountedDecode(int64_t batch, int64_t extra_read) {
+  BenchResult r;
+  r.setting = Setting("decode-heavy", batch, 4, 2);
+  const SettingWork w = WorkOf(Block(), r.setting, 16);
+  r.traffic.global_bytes_read =
+      static_cast<int64_t>(w.decode_bytes) + extra_read;
+  r.traffic.global_bytes_written = 200;
+  r.traffic.kernel_launches = 12;
+  r.traffic.gemm_flops = 400;
+  return r;
+}
+
+TEST(RooflineTest, DerivedEfficiencyAddsTheCountedExcessPerRow) {
+  const BenchResult counted = CountedDecode(2, 1000);
+  BenchSetting target = Setting("decode-heavy", 10, 8, 4);
+  target.max_batch = true;
+  const TokenEfficiency e = DerivedEfficiencyOf(Block(), 16, counted, target);
+  const double min = WorkOf(Block(), target, 16).decode_bytes / 40;
+  EXPECT_DOUBLE_EQ(e.tokens, 40);
+  EXPECT_DOUBLE_EQ(e.min_bytes, min);
+  EXPECT_DOUBLE_EQ(e.bytes_read, min + 300);
+  EXPECT_DOUBLE_EQ(e.bytes_written, 0);
+  EXPECT_DOUBLE_EQ(e.launches, 0.6);
+  EXPECT_DOUBLE_EQ(e.gemm_flops, 100);
+  // Nothing to derive from: no emulator counts, or a forward.
+  BenchResult uncounted = counted;
+  uncounted.traffic = DeviceTraffic();
+  EXPECT_EQ(DerivedEfficiencyOf(Block(), 16, uncounted, target).tokens, 0);
+  BenchResult forward = counted;
+  forward.setting = Setting("forward", 2, 4, 0);
+  EXPECT_EQ(DerivedEfficiencyOf(Block(), 16, forward, target).tokens, 0);
+}
+
+TEST(RooflineTest, DerivedLineComesFromTheLargestCountedBatch) {
+  // Batch 1 with a far larger excess: the line derives from batch 2.
+  BenchSetting target = Setting("decode-heavy", 10, 8, 4);
+  target.max_batch = true;
+  const std::string s = FormatEfficiency(
+      Block(), 16, {CountedDecode(1, 100000), CountedDecode(2, 1000)}, 4,
+      {target});
+  EXPECT_THAT(s, HasSubstr("derived per generated token, not run"));
+  const TokenEfficiency e =
+      DerivedEfficiencyOf(Block(), 16, CountedDecode(2, 1000), target);
+  const size_t at = s.find("decode-heavy*");
+  ASSERT_NE(at, std::string::npos) << s;
+  const std::string line = s.substr(at, s.find('\n', at) - at);
+  EXPECT_THAT(line, HasSubstr("decode-heavy*     10     8/4         2     4/2"))
+      << line;
+  EXPECT_THAT(line, HasSubstr(absl::StrFormat(
+                        " 0.60 %11.3f %11.3f %7.3f ", e.min_bytes / 1e6,
+                        e.bytes_read / 1e6, e.bytes_read / e.min_bytes)))
+      << line;
 }
 
 TEST(RooflineTest, MeasuresPositiveBounds) {

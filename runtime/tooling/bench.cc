@@ -875,7 +875,8 @@ absl::Status RunBenchCommand(const Model &model, const BenchOptions &opts,
                           results[0]);
   out << FormatEfficiency(model.config(),
                           model.manifest().kv_plan().global_bytes_per_entry(),
-                          results[0], MatrixWeightBytes(model.manifest()));
+                          results[0], MatrixWeightBytes(model.manifest()),
+                          opts.derived);
   out << std::flush;
   if (!opts.csv_path.empty()) {
     BT_RETURN_IF_ERROR(WriteBenchCsv(opts.csv_path, results[0], torch_results));

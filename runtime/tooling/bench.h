@@ -190,6 +190,11 @@ struct BenchOptions {
   /// Lines printed under the header of the results (e.g. how a planned max
   /// batch was computed).
   std::vector<std::string> notes;
+  /// The emulated device (cuda-emu): the planned max batches (`--batch
+  /// max`), not run — the emulator would need days for them — but derived
+  /// in the efficiency report from the counted run of the same setting at
+  /// its largest batch (DerivedEfficiencyOf, efficiency.h). Empty elsewhere.
+  std::vector<BenchSetting> derived;
 };
 
 /// Median of `values` (mean of the two middle ones for an even count; 0 for
@@ -474,6 +479,11 @@ struct BenchCommandOptions {
   /// --progress: auto (a bar when stderr is a terminal, else dots), bar,
   /// dots, none.
   std::string progress = "auto";
+  /// --emu-lengths P/G (`--device cuda-emu` only): the lengths the counted
+  /// generation runs use instead of each setting's (a short run the
+  /// emulator can finish); the derived planned max batches keep the
+  /// setting's lengths. 0 / 0: the settings' own.
+  int64_t emu_prompt_tokens = 0, emu_gen_tokens = 0;
   /// -h / --help was given (the caller prints the usage).
   bool help = false;
 };
@@ -500,7 +510,11 @@ ParseBenchArgs(const std::vector<std::string> &args);
 
 /// The BenchOptions of `command` for `model`: the device, the settings
 /// (BenchSettingsFor over the model's manifest and L_B), the memory budget
-/// of a max batch and the progress mode. Errors: InvalidArgument for
+/// of a max batch and the progress mode. On the emulated device (cuda-emu)
+/// the generation settings run at `emu_*_tokens` when given, and the
+/// planned max batches go to BenchOptions::derived instead of the settings.
+/// Errors: InvalidArgument for --emu-lengths elsewhere, for a planned max
+/// batch on the emulator without a counted batch, for
 /// settings the model cannot run (a usage error), those of
 /// AvailableMemoryBytes ("bench --batch max: ...") and of BenchSettingsFor.
 absl::StatusOr<BenchOptions> ResolveBenchOptions(const Model &model,

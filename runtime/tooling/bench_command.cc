@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bt/runtime/base/status_macros.h"
+#include "bt/runtime/device/cuda_emu/cuda_emu.h"
 #include "bt/runtime/model/kv_plan.h"
 
 namespace bt::rt {
@@ -61,6 +62,16 @@ absl::Status SetBenchOption(const std::string &a, const std::string &v,
     o.setting_list = v;
   } else if (a == "--memory") {
     o.memory_source = v; // parsed in FinishBenchCommandOptions
+  } else if (a == "--emu-lengths") {
+    const std::vector<std::string> parts = absl::StrSplit(v, '/');
+    int64_t prompt = 0, gen = 0;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &prompt) ||
+        !absl::SimpleAtoi(parts[1], &gen) || prompt < 1 || gen < 1)
+      return Usage(absl::StrCat("--emu-lengths ", v,
+                                ": expected PROMPT/GEN with positive token "
+                                "counts, e.g. 4/8"));
+    o.emu_prompt_tokens = prompt;
+    o.emu_gen_tokens = gen;
   } else if (a == "--progress") {
     if (v != "auto" && v != "bar" && v != "dots" && v != "none")
       return Usage(absl::StrCat("--progress ", v,
@@ -114,7 +125,7 @@ ParseBenchArgs(const std::vector<std::string> &args) {
       "--warmup",  "--threads",    "--csv",          "--baseline",
       "--torch-script", "--python", "--seed",        "--torch-malloc",
       "--setting", "--prompt",     "--gen",          "--memory",
-      "--progress"};
+      "--progress", "--emu-lengths"};
   BenchCommandOptions o;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &a = args[i];
@@ -186,17 +197,52 @@ absl::StatusOr<BenchOptions> ResolveBenchOptions(const Model &model,
     tokens = command.seq_blocks * L;
   else if (tokens == 0)
     tokens = (512 + L - 1) / L * L; // 512 tokens (128 blocks at L_B = 4)
+  auto located = [&](const absl::Status &s) {
+    if (absl::IsInvalidArgument(s))
+      return s;
+    return absl::Status(s.code(), absl::StrCat(model.artifact().path(), ": ",
+                                               s.message()));
+  };
+  // The emulated device counts short runs; its planned max batches are
+  // derived from them (BenchOptions::derived), not run.
+  const bool emulated = opts.device == cuda_emu::kDeviceName;
+  const bool short_runs = command.emu_gen_tokens > 0;
+  if (short_runs && !emulated)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench --emu-lengths applies to --device ", cuda_emu::kDeviceName,
+        " (the artifact runs on '", opts.device, "')"));
+  std::vector<BenchSettingSpec> counted = command.specs;
+  if (short_runs)
+    for (BenchSettingSpec &sp : counted)
+      if (IsGenerationSetting(sp.name)) {
+        sp.prompt_tokens = command.emu_prompt_tokens;
+        sp.gen_tokens = command.emu_gen_tokens;
+      }
+  const bool derive = emulated && command.with_max;
+  if (derive && command.batches.empty())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench --device ", cuda_emu::kDeviceName,
+        " derives the planned max batch from a counted batch of the same "
+        "setting instead of running it: add one to --batch, e.g. --batch "
+        "256,max"));
   absl::StatusOr<std::vector<BenchSetting>> settings = BenchSettingsFor(
-      model.manifest(), command.specs, command.batches, tokens,
-      command.with_max, memory_bytes, memory_source, &opts.notes);
-  if (!settings.ok()) {
-    if (absl::IsInvalidArgument(settings.status()))
-      return settings.status();
-    return absl::Status(settings.status().code(),
-                        absl::StrCat(model.artifact().path(), ": ",
-                                     settings.status().message()));
-  }
+      model.manifest(), counted, command.batches, tokens,
+      command.with_max && !derive, memory_bytes, memory_source, &opts.notes);
+  if (!settings.ok())
+    return located(settings.status());
   opts.settings = std::move(*settings);
+  if (derive) {
+    std::vector<BenchSettingSpec> generation;
+    for (const BenchSettingSpec &sp : command.specs)
+      if (IsGenerationSetting(sp.name))
+        generation.push_back(sp);
+    absl::StatusOr<std::vector<BenchSetting>> planned = BenchSettingsFor(
+        model.manifest(), generation, {}, tokens, /*with_max=*/true,
+        memory_bytes, memory_source, &opts.notes);
+    if (!planned.ok())
+      return located(planned.status());
+    opts.derived = std::move(*planned);
+  }
   opts.progress = command.progress;
   if (opts.progress == "auto") {
     const char *term = getenv("TERM");

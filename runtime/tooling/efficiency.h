@@ -43,12 +43,33 @@ TokenEfficiency EfficiencyOf(const proto::ModelConfig &config,
                              int64_t kv_bytes_per_entry, const BenchResult &r,
                              double matrix_bytes = 4);
 
+/// The per-token figures of `target` (a generation setting, typically the
+/// planned max batch, not run) derived from `counted` (a counted run of the
+/// same setting name, possibly shorter: --emu-lengths) — a model, not a
+/// count: bytes = WorkOf's minimum per generated token of `target` + the
+/// counted run's excess over its own minimum per generated token (the
+/// activations between the kernels, per row, so the same at any batch; the
+/// context-dependent reads are the KV cache's, which the minimum holds);
+/// launches = the counted launches per decode step shared by target.batch
+/// rows; GEMM FLOPs per token as counted (per row). `bytes_read` holds the
+/// derived total and `bytes_written` 0 (the excess is not split). All zero
+/// when `counted` has no emulator counts or either makes no tokens.
+TokenEfficiency DerivedEfficiencyOf(const proto::ModelConfig &config,
+                                    int64_t kv_bytes_per_entry,
+                                    const BenchResult &counted,
+                                    const BenchSetting &target,
+                                    double matrix_bytes = 4);
+
 /// The report section: a header naming the model's constants, then one
-/// line per bt result with emulator counts; empty when none has any.
+/// line per bt result with emulator counts; empty when none has any. Then,
+/// for each of `derived` (BenchOptions::derived), a line derived
+/// (DerivedEfficiencyOf) from the counted result of its setting with the
+/// largest batch.
 std::string FormatEfficiency(const proto::ModelConfig &config,
                              int64_t kv_bytes_per_entry,
                              const std::vector<BenchResult> &bt,
-                             double matrix_bytes = 4);
+                             double matrix_bytes = 4,
+                             const std::vector<BenchSetting> &derived = {});
 
 } // namespace bt::rt
 

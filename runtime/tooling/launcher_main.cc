@@ -87,7 +87,7 @@ std::string Usage(const std::string &prog) {
       "        [--seq-blocks N | --tokens N] [--iters K] [--warmup W] [--threads T]\n"
       "        [--csv out.csv] [--baseline torch|none] [--torch-script bt_torch.py]\n"
       "        [--python PATH] [--seed S] [--torch-malloc tuned|default]\n"
-      "        [--progress auto|bar|dots|none]\n",
+      "        [--progress auto|bar|dots|none] [--emu-lengths P/G (cuda-emu)]\n",
       "                                         tokens/s per setting and batch "
       "size, median of K calls\n",
       "                                         after W warmups (default: all "

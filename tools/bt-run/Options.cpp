@@ -228,6 +228,14 @@ cl::opt<std::string, true> progressMode(
     "progress",
     cl::desc("bench: progress of generation calls: auto (a bar on a "
              "terminal, else dots), bar, dots, none"), cl::location(S.bench.progress), cl::cat(btCategory));
+cl::opt<std::string, true> emuLengths(
+    "emu-lengths",
+    cl::desc("bench --device cuda-emu: PROMPT/GEN lengths of the counted "
+             "generation runs instead of each setting's (a run the emulator "
+             "can finish); with --batch max the planned max batch is not "
+             "run but derived at the setting's own lengths from the largest "
+             "counted batch (docs/bench.md)"),
+    cl::location(S.bench.emuLengths), cl::cat(btCategory));
 cl::opt<unsigned, true> seqBlocks("seq-blocks",
                             cl::desc("bench: blocks per row (tokens = N * L_B)"), cl::location(S.bench.seqBlocks), cl::cat(btCategory));
 cl::opt<unsigned, true> tokens("tokens",
@@ -280,6 +288,7 @@ const char *const bt::run::kUsage =
     "[--gen G] [--iters K] [--warmup W]\n"
     "               [--threads T (default 2)] [--csv OUT] [--baseline torch|none]"
     " [--progress auto|bar|dots|none]\n"
+    "               [--emu-lengths P/G (cuda-emu)]\n"
     "  bt-run train-step <checkpoint|artifact|executable> (--inputs BATCH | "
     "--grads GRADS)\n"
     "               [--lr 1e-3] [--warmup-steps N] [--total-steps N] -o DIR "

@@ -635,7 +635,8 @@ benchCommandOptions(const BenchRequest &r) {
       {"--prompt", &r.promptTokens},    {"--memory", &r.memory},
       {"--csv", &r.csv},                {"--baseline", &r.baseline},
       {"--torch-script", &r.torchScript}, {"--python", &r.python},
-      {"--torch-malloc", &r.torchMalloc}, {"--progress", &r.progress}};
+      {"--torch-malloc", &r.torchMalloc}, {"--progress", &r.progress},
+      {"--emu-lengths", &r.emuLengths}};
   for (const auto &[name, value] : texts)
     if (!value->empty())
       BT_RETURN_IF_ERROR(rt::SetBenchOption(name, *value, o));

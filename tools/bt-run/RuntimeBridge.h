@@ -158,7 +158,7 @@ int runGenerate(const CompiledArtifact &artifact, const std::string &device,
 /// runtime (rt::SetBenchOption), empty or 0 where not given.
 struct BenchRequest {
   std::string batches, settings, promptTokens, memory, csv, baseline,
-      torchScript, python, torchMalloc, progress;
+      torchScript, python, torchMalloc, progress, emuLengths;
   unsigned iters = 5, warmup = 1, threads = 2, seqBlocks = 0, tokens = 0;
   uint64_t seed = 0;
   int64_t genTokens = 0;
