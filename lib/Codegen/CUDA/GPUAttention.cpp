@@ -42,7 +42,7 @@ constexpr int64_t kMaxDecodeRows = 4;
 /// parallelism, while its workspace (per split, row and head hd + 2 f32,
 /// written and read again by the combine kernel) adds memory traffic: at
 /// the planned max batch of block_main_b4_85 (8454 rows × 16 heads, up to
-/// 544 block entries, 5 splits) about 0.05 MB per generated token, 3.5 % of
+/// 544 block entries, 5 splits) about 0.054 MB per generated token, 3.9 % of
 /// the minimum (docs/codegen-cuda.md, "Attention kernels"). Batch 256 (4096
 /// blocks at 16 heads), timed split on an H100 (docs/gpu-runs/), stays
 /// split.
