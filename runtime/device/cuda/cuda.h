@@ -133,12 +133,6 @@ struct Cublas;
 struct CublasLt;
 class CudaBackend;
 
-/// The CBLAS order / transpose values (cblas.h) that the GEMM calls of
-/// CudaBackend take, as the compiled code passes them (bt-gemm-to-blas,
-/// include/bt/Codegen/CBLAS.h on the compiler's side).
-inline constexpr int32_t kCblasRowMajor = 101, kCblasNoTrans = 111,
-                         kCblasTrans = 112;
-
 /// A CUDA graph: the work a CudaBackend::CaptureGraph call issued on the
 /// backend's stream (kernel launches, cuBLAS GEMMs, memsets, in stream
 /// order), instantiated; CudaBackend::LaunchGraph replays it with the

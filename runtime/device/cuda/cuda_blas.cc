@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cblas.h"
 #include "bt/runtime/base/status_macros.h"
 
 namespace bt::rt {
@@ -25,15 +26,15 @@ namespace {
 constexpr int kCublasOpN = 0, kCublasOpT = 1;
 constexpr int kCublasDefaultMath = 0; // FP32 stays FP32 (no TF32)
 
-bool IsTrans(int32_t t) { return t == kCblasTrans; }
+bool IsTrans(int32_t t) { return t == CblasTrans; }
 
 /// cblas_sgemm's order and transposes as the GEMMs accept them: row-major
 /// (101), each transpose 111 or 112. Errors: InvalidArgument naming `name`.
 absl::Status CheckOrder(absl::string_view name, int32_t order,
                         int32_t trans_a, int32_t trans_b) {
-  if (order == kCblasRowMajor &&
-      (trans_a == kCblasNoTrans || trans_a == kCblasTrans) &&
-      (trans_b == kCblasNoTrans || trans_b == kCblasTrans))
+  if (order == CblasRowMajor &&
+      (trans_a == CblasNoTrans || trans_a == CblasTrans) &&
+      (trans_b == CblasNoTrans || trans_b == CblasTrans))
     return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       name, ": order ", order, ", transpose ", trans_a, "/", trans_b,

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bt/runtime/device/cuda/cuda.h"
+#include "cblas.h"
 
 namespace bt::rt {
 
@@ -74,7 +75,7 @@ absl::Status LMHeadGemmBf16(CudaBackend &gpu,
   auto ld = [](int64_t stride, int64_t cols) {
     return static_cast<int32_t>(std::max(stride, std::max<int64_t>(cols, 1)));
   };
-  return gpu.GemmBf16(kCblasRowMajor, kCblasNoTrans, kCblasTrans,
+  return gpu.GemmBf16(CblasRowMajor, CblasNoTrans, CblasTrans,
                       static_cast<int32_t>(m), static_cast<int32_t>(n),
                       static_cast<int32_t>(k), 1.0f, x.aligned + x.offset,
                       ld(x.strides[0], k), w.aligned + w.offset,
