@@ -216,8 +216,7 @@ LogicalResult Compilation::runTo(Phase phase) {
         })))
       return failure();
     if (p == Phase::Linalg) {
-      interface = readKernelInterface(*module);
-      interface.kvPlan = kvMemoryPlan(kvPlan);
+      interface = readKernelInterface(*module, kvPlan);
     }
     if (p == Phase::LLVM && cuda && failed(finishKernels()))
       return failure();

@@ -3,7 +3,7 @@
 // readKernelInterface (include/bt/Compiler/Compiler.h): the tensor specs of
 // the entry points, once the front half of the target pipeline has given
 // them their final signatures (KV caches as in-out tensors, the weights as
-// leading bt.param arguments).
+// leading bt.param arguments), and the KV memory plan the artifact carries.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
 using namespace bt;
@@ -46,8 +47,16 @@ TensorSpec tensorSpec(Type type, StringAttr name,
 
 } // namespace
 
-KernelInterface bt::compiler::readKernelInterface(ModuleOp module) {
+KernelInterface bt::compiler::readKernelInterface(ModuleOp module,
+                                                  const KVPlan &plan) {
   KernelInterface interface;
+  KVMemoryPlan &kv = interface.kvPlan;
+  kv.blockLength = plan.vanilla ? 1 : plan.blockLength;
+  kv.globalBytesPerEntry = plan.global.bytesPerEntry();
+  kv.localBytesPerSequence = plan.localBytesPerSequence;
+  kv.source = plan.source;
+  // The weights as the entry points take them: one copy per parameter.
+  llvm::StringMap<int64_t> paramBytes;
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (!fn.isPublic() || fn.isExternal())
       continue;
@@ -59,8 +68,12 @@ KernelInterface bt::compiler::readKernelInterface(ModuleOp module) {
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
       // The weights, in bt.params order.
       if (BTDialect::getArgParam(fn, i)) {
-        e.paramDTypes.push_back(
-            tensorSpec(fn.getArgumentTypes()[i], {}, {}).dtype);
+        auto t = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+        e.paramDTypes.push_back(dtypeOf(t.getElementType()));
+        if (e.params.size() >= e.paramDTypes.size() && t.hasStaticShape())
+          paramBytes.try_emplace(e.params[e.paramDTypes.size() - 1],
+                                 t.getNumElements() *
+                                     t.getElementTypeBitWidth() / 8);
         continue;
       }
       TensorSpec spec =
@@ -79,15 +92,11 @@ KernelInterface bt::compiler::readKernelInterface(ModuleOp module) {
                                        BTDialect::getResultDims(fn, i)));
     interface.entryPoints.push_back(std::move(e));
   }
+  kv.weightBytes = plan.weightBytes;
+  if (!paramBytes.empty()) {
+    kv.weightBytes = 0;
+    for (const auto &p : paramBytes)
+      kv.weightBytes += p.getValue();
+  }
   return interface;
-}
-
-KVMemoryPlan bt::compiler::kvMemoryPlan(const KVPlan &plan) {
-  KVMemoryPlan p;
-  p.blockLength = plan.vanilla ? 1 : plan.blockLength;
-  p.globalBytesPerEntry = plan.global.bytesPerEntry();
-  p.localBytesPerSequence = plan.localBytesPerSequence;
-  p.weightBytes = plan.weightBytes;
-  p.source = plan.source;
-  return p;
 }

@@ -183,10 +183,11 @@ public:
   mlir::ModuleOp getModule() { return *module; }
   const Options &getOptions() const { return options; }
   /// The KV-cache plan of the imported model (per-sequence coefficients;
-  /// no request: KVPlanRequest{}).
+  /// the caches at 2 bytes for `--dtype bf16` on the CUDA target, the
+  /// weights at the IR's element type).
   const KVPlan &getKVPlan() const { return kvPlan; }
-  /// The entry points and the memory plan (kvMemoryPlan of getKVPlan()),
-  /// once Phase::Linalg ran.
+  /// The entry points and the memory plan (readKernelInterface of the
+  /// module and getKVPlan()), once Phase::Linalg ran.
   const KernelInterface &getKernelInterface() const { return interface; }
   /// The kernels' PTX, once Phase::LLVM ran on the CUDA target.
   const std::string &getPTX() const { return ptx; }
@@ -223,13 +224,15 @@ void buildPhasePipeline(mlir::OpPassManager &pm, Phase phase,
 /// The kernel interface of `module` after Phase::Linalg: each public
 /// function's inputs (arguments without bt.param), outputs (results without
 /// bt.inout_arg) and parameters (bt.params), from the attributes the
-/// passes set (bt.name, bt.dims, bt.inout).
-KernelInterface readKernelInterface(mlir::ModuleOp module);
-
-/// The per-sequence coefficients of `plan` that an artifact carries
-/// (KVMemoryPlan; the global cache's bytes per entry of all layers, L_B = 1
-/// for vanilla).
-KVMemoryPlan kvMemoryPlan(const KVPlan &plan);
+/// passes set (bt.name, bt.dims, bt.inout); and the memory plan the artifact
+/// carries (KVMemoryPlan): the per-sequence coefficients of `plan` (the
+/// global cache's bytes per entry of all layers, L_B = 1 for vanilla) and
+/// the weights' bytes as the entry points take them: one copy of each
+/// parameter at the element type of its bt.param argument (e.g. BF16 after
+/// bt-bf16-gemms), as the runtime keeps one device copy per weight
+/// (rt::Model::Open). A module without entry points keeps `plan`'s weight
+/// bytes.
+KernelInterface readKernelInterface(mlir::ModuleOp module, const KVPlan &plan);
 
 /// Registers `bt-compile-pipeline` (imported model IR → the IR of
 /// `compile-to`, on `target`) with the global pass registry (bt-opt).

@@ -61,7 +61,9 @@ struct KVMemoryPlan {
   int64_t globalBytesPerEntry = 0;
   /// The token decoder's local scratch per sequence (0 for vanilla).
   int64_t localBytesPerSequence = 0;
-  /// The parameters at the cache element size.
+  /// The weights as the entry points take them (one copy per parameter at
+  /// its bt.param argument's element type; bf16 matrices after
+  /// bt-bf16-gemms): the device memory they hold next to the caches.
   int64_t weightBytes = 0;
   /// "kv-cache lifetimes" | "model ops" (bt::KVPlan::source).
   std::string source;
