@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bt/runtime/tooling/commands.h"
+#include "test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -317,6 +318,146 @@ TEST(DevicePool, ReleasesTheCacheAndRetriesWhenTheDeviceIsFull) {
   EXPECT_EQ(d.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(Msg(d.status()), HasSubstr("cannot allocate 7000 bytes of device memory"));
   EXPECT_EQ(pool.Allocate(-1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+//===----------------------------------------------------------------------===//
+// CallDeviceEntryPoint / CallDeviceEntryPointResident on their own
+//===----------------------------------------------------------------------===//
+
+// MLIR's StridedMemRefType<float, 2>, as the host code receives and returns
+// descriptors (docs/abi.md).
+struct Memref2 {
+  float *allocated, *aligned;
+  int64_t offset, sizes[2], strides[2];
+};
+
+// A hand-written entry point of the CUDA-target ABI (docs/abi.md, "Kernel
+// library (CUDA target)"): params w F32 [4, 3]; inputs x F32 [2, 3], acc
+// F32 [2, 4] (in-out); output y F32 [2, 4]. y = x · wᵀ into columns 2..5 of
+// a fresh [2, 8] block (offset 2, strides [8, 1]: a strided output, as
+// prefill's context view), acc += x · wᵀ in place; through bt_gpu_alloc and
+// bt_gpu_sgemm only (the host code never touches device memory). With
+// g_wrong_rows set it returns y with 3 rows (against the spec's static 2).
+bool g_wrong_rows = false;
+void ProjectEntry(void **argv) {
+  auto *y = static_cast<Memref2 *>(argv[0]);
+  const auto *w = static_cast<const Memref2 *>(argv[1]);
+  const auto *x = static_cast<const Memref2 *>(argv[2]);
+  auto *acc = static_cast<Memref2 *>(argv[3]);
+  float *block = static_cast<float *>(bt_gpu_alloc(2 * 8 * sizeof(float)));
+  // CBLAS row-major (101), no transpose (111), transpose (112).
+  bt_gpu_sgemm(101, 111, 112, 2, 4, 3, 1.0f, x->aligned + x->offset, 3,
+               w->aligned + w->offset, 3, 0.0f, block + 2, 8);
+  bt_gpu_sgemm(101, 111, 112, 2, 4, 3, 1.0f, x->aligned + x->offset, 3,
+               w->aligned + w->offset, 3, 1.0f, acc->aligned + acc->offset, 4);
+  *y = Memref2{block, block, 2, {g_wrong_rows ? 3 : 2, 4}, {8, 1}};
+}
+
+proto::EntryPoint ProjectSpec() {
+  proto::EntryPoint ep;
+  ep.set_name("project");
+  ep.set_symbol("bt_entry_project");
+  ep.add_params("w");
+  auto spec = [](proto::TensorSpec *t, const char *name,
+                 std::vector<int64_t> shape, bool inout) {
+    t->set_name(name);
+    t->set_dtype(proto::F32);
+    for (int64_t d : shape)
+      t->add_shape(d);
+    t->set_inout(inout);
+  };
+  spec(ep.add_inputs(), "x", {2, 3}, false);
+  spec(ep.add_inputs(), "acc", {2, 4}, true);
+  spec(ep.add_outputs(), "y", {2, 4}, false);
+  return ep;
+}
+
+// x · wᵀ + acc0 (acc0 = 0: the product alone), row-major [2, 4].
+std::vector<float> Projected(const std::vector<float> &x,
+                             const std::vector<float> &w,
+                             std::vector<float> acc0) {
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int k = 0; k < 3; ++k)
+        acc0[i * 4 + j] += x[i * 3 + k] * w[j * 3 + k];
+  return acc0;
+}
+
+TEST(CallDeviceEntryPoint, StridedOutputInOutCopyBackAndPoolRelease) {
+  auto b = CudaBackend::Open(Fake());
+  ASSERT_TRUE(b.ok()) << b.status();
+  CudaBackend &gpu = **b;
+  const std::vector<float> wv = {1, 0, 2, -1, 3, 0.5f, 0, 0, 1, 2, 2, 2};
+  const std::vector<float> xv = {1, 2, 3, -1, 0.25f, 4};
+  const std::vector<float> acc0 = {1, 2, 3, 4, 5, 6, 7, 8};
+  Tensor w_host = testing::MakeF32({4, 3}, wv);
+  absl::StatusOr<DeviceTensor> w = UploadTensor(gpu, w_host);
+  ASSERT_TRUE(w.ok()) << w.status();
+  const int64_t in_use = gpu.pool().bytes_in_use(); // the weight's block
+  const proto::EntryPoint ep = ProjectSpec();
+  const DeviceTensor *params[] = {&*w};
+
+  Tensor x = testing::MakeF32({2, 3}, xv);
+  Tensor acc = testing::MakeF32({2, 4}, acc0);
+  Tensor *inputs[] = {&x, &acc};
+  g_wrong_rows = false;
+  absl::StatusOr<std::vector<Tensor>> out =
+      CallDeviceEntryPoint(gpu, ProjectEntry, ep, params, inputs);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{2, 4}));
+  // The strided view gathered into a dense host tensor.
+  EXPECT_EQ(testing::F32Values((*out)[0]), Projected(xv, wv, {0, 0, 0, 0, 0, 0, 0, 0}));
+  // The in-out input: updated on the device, copied back into its tensor.
+  EXPECT_EQ(testing::F32Values(acc), Projected(xv, wv, acc0));
+  EXPECT_EQ(testing::F32Values(x), xv); // an input is not copied back
+  // Every block of the call (x, acc, the output's) back in the pool.
+  EXPECT_EQ(gpu.pool().bytes_in_use(), in_use);
+
+  // The same call with resident outputs: the strided one made dense in a new
+  // block, which the caller owns (and releases) once.
+  acc = testing::MakeF32({2, 4}, acc0);
+  DeviceArg args[] = {{&x, nullptr}, {&acc, nullptr}};
+  absl::StatusOr<std::vector<ResidentOutput>> resident =
+      CallDeviceEntryPointResident(gpu, ProjectEntry, ep, params, args);
+  ASSERT_TRUE(resident.ok()) << resident.status();
+  ASSERT_EQ(resident->size(), 1u);
+  const ResidentOutput &y = (*resident)[0];
+  EXPECT_EQ(y.tensor.shape, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(y.block, y.tensor.address);
+  std::vector<float> dense(8);
+  ASSERT_TRUE(gpu.CopyToHost(dense.data(), y.tensor.address, 8 * sizeof(float)).ok());
+  EXPECT_EQ(dense, Projected(xv, wv, {0, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(testing::F32Values(acc), Projected(xv, wv, acc0));
+  EXPECT_EQ(gpu.pool().bytes_in_use(), in_use + DevicePool::Rounded(8 * sizeof(float)));
+  ASSERT_TRUE(gpu.pool().Free(y.block).ok());
+  EXPECT_EQ(gpu.pool().bytes_in_use(), in_use);
+
+  // An output that contradicts its spec's static dim: an error naming the
+  // entry and the output, and the call's blocks released all the same.
+  g_wrong_rows = true;
+  out = CallDeviceEntryPoint(gpu, ProjectEntry, ep, params, inputs);
+  g_wrong_rows = false;
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(out.status()), HasSubstr("entry point 'project'"));
+  EXPECT_THAT(Msg(out.status()), HasSubstr("'y'"));
+  EXPECT_EQ(gpu.pool().bytes_in_use(), in_use);
+
+  // A missing parameter and a wrong input dtype are named before any call.
+  const DeviceTensor *none[] = {nullptr};
+  out = CallDeviceEntryPoint(gpu, ProjectEntry, ep, none, inputs);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(Msg(out.status()), HasSubstr("param 'w' is missing"));
+  Tensor ids = testing::MakeI64({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor *bad[] = {&ids, &acc};
+  out = CallDeviceEntryPoint(gpu, ProjectEntry, ep, params, bad);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(out.status()), HasSubstr("'x'"));
+  EXPECT_EQ(gpu.pool().bytes_in_use(), in_use);
+  ASSERT_TRUE(gpu.pool().Free(w->address).ok());
+  b->reset();
 }
 
 //===----------------------------------------------------------------------===//
