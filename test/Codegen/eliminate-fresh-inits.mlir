@@ -148,3 +148,47 @@ func.func @append_kv(%k: tensor<?x2x8xf32>, %v: tensor<?x2x8xf32>, %cache: tenso
   %c2 = tensor.insert_slice %vn into %c1[0, 1, 0, %len, 0] [%b, 1, 2, 1, 8] [1, 1, 1, 1, 1] : tensor<?x2x8xf32> into tensor<?x2x2x4x8xf32>
   return %c2 : tensor<?x2x2x4x8xf32>
 }
+
+// -----
+
+// One zero fill shared (after CSE) by two reductions that write into it and
+// an op that reads it: each reduction gets a fill of its own and the reader
+// keeps the original, so bufferization fills three buffers and copies none
+// (before: two copies of the filled buffer).
+
+// CHECK-LABEL: func.func @shared_fill(
+// CHECK-COUNT-3: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<?xf32>)
+// CHECK-NOT:     linalg.fill
+// CHECK:         %[[S:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<?x16xf32>) outs(%[[FS:.*]] : tensor<?xf32>)
+// CHECK:         %[[Q:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<?x16xf32>) outs(%[[FQ:.*]] : tensor<?xf32>)
+// CHECK:         linalg.generic {{.*}} ins(%[[S]], %[[FR:.*]] : tensor<?xf32>, tensor<?xf32>) outs(%{{.*}} : tensor<?xf32>)
+
+// BUF-LABEL:   func.func @shared_fill(
+// BUF-COUNT-3:   linalg.fill
+// BUF-NOT:       memref.copy
+// BUF:           return
+func.func @shared_fill(%h: tensor<?x16xf32>) -> (tensor<?xf32>, tensor<?xf32>, tensor<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %b = tensor.dim %h, %c0 : tensor<?x16xf32>
+  %e = tensor.empty(%b) : tensor<?xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %sum = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%h : tensor<?x16xf32>) outs(%f : tensor<?xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.addf %x, %o : f32
+    linalg.yield %y : f32
+  } -> tensor<?xf32>
+  %sq = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%h : tensor<?x16xf32>) outs(%f : tensor<?xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %x2 = arith.mulf %x, %x : f32
+    %y = arith.addf %x2, %o : f32
+    linalg.yield %y : f32
+  } -> tensor<?xf32>
+  %e2 = tensor.empty(%b) : tensor<?xf32>
+  %d = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%sum, %f : tensor<?xf32>, tensor<?xf32>) outs(%e2 : tensor<?xf32>) {
+  ^bb0(%x: f32, %z: f32, %o: f32):
+    %y = arith.subf %x, %z : f32
+    linalg.yield %y : f32
+  } -> tensor<?xf32>
+  return %sum, %sq, %d : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>
+}

@@ -150,6 +150,46 @@ def BTConstantGlobals : Pass<"bt-constant-globals", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def BTLocalReshapeShapes : Pass<"bt-local-reshape-shapes"> {
+  let summary = "Give each tensor.reshape its own shape tensor, built right "
+                "before it (before bufferization)";
+  let description = [{
+    Works around LLVM 19's bufferization of `tensor.reshape`: its
+    `BufferizableOpInterface` lists the shape operand, not only the source,
+    as aliasing the result (fixed upstream by llvm-project#128590, LLVM 21).
+    One-Shot Analysis then sees every op that writes into the source's
+    buffer as a write into the shape tensor too, so
+
+    - a GEMM writing its init in place (`linalg.fill` or
+      `linalg.broadcast` → `linalg.matmul_transpose_b` → `tensor.reshape`,
+      LayerEmitter::expand's `[B·N, D]` → `[B, N, D]`) conflicts with the
+      reshape's read of a shape tensor defined before the GEMM: the GEMM
+      goes out of place (an allocation and a copy of the filled init);
+    - two reshapes of one shape tensor (CSE merges the equal
+      `tensor.from_elements` of every linear of a stack) alias each other:
+      an in-place write into one result conflicts with reads of the other.
+
+    For each `tensor.reshape` whose shape is a `tensor.from_elements`, this
+    pass builds a copy of that `tensor.from_elements` right before the
+    reshape (its operands dominate it) and uses it; a shape left without
+    users is erased. Nothing writes between the definition and the read,
+    so neither conflict arises. Shapes of other producers are left alone.
+
+    Runs first in the bufferization stage (PipelineStages.h), before
+    `bt-eliminate-fresh-inits`, whose One-Shot Analysis would see the
+    same conflicts; no CSE may run between it and `one-shot-bufferize`.
+
+    Example (f32 prefill of block_tiny, each linear): `%s = from_elements
+    %B, %N, %c64` shared by four reshapes, each GEMM's init filled, copied
+    into a second buffer and the GEMM run on the copy → one fresh shape per
+    reshape and the GEMM on the filled buffer (5 copies fewer in prefill,
+    40 in train_step).
+
+    Errors: none.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def BTEliminateFreshInits : Pass<"bt-eliminate-fresh-inits", "::mlir::ModuleOp"> {
   let summary = "Let ops write their results straight into the slice that "
                 "a tensor.insert_slice later fills (before bufferization)";
@@ -166,7 +206,12 @@ def BTEliminateFreshInits : Pass<"bt-eliminate-fresh-inits", "::mlir::ModuleOp">
     `tensor.empty` its own copy (CSE merged equal ones, e.g. the inits of
     the rotated key and of the value's transpose that both go into the KV
     cache; upstream replaces a `tensor.empty` for all its users with one
-    insertion's slice), then runs upstream's
+    insertion's slice), gives each op that takes a `linalg.fill` of a
+    `tensor.empty` as its init (destination) a fill of its own (CSE merged
+    the equal zero fills of reductions and GEMMs, and bufferization copied
+    the filled buffer for every writer but one, or for all of them when
+    another op reads the fill, which keeps the original), then runs
+    upstream's
     `bufferization::eliminateEmptyTensors` on the module: where One-Shot
     Analysis finds that an insertion's destination slice can serve as the
     init, the init becomes that `tensor.extract_slice` and the insertion a

@@ -61,7 +61,9 @@ struct LayerToLinalgStageOptions {
 void addLayerToLinalgStage(mlir::OpPassManager &pm,
                            const LayerToLinalgStageOptions &options);
 
-/// Tensors → buffers: empty-tensor elimination, one-shot bufferization with
+/// Tensors → buffers: bt-local-reshape-shapes (each tensor.reshape with a
+/// shape of its own: LLVM 19's reshape aliases it), empty-tensor
+/// elimination, one-shot bufferization with
 /// identity layouts at function boundaries (results are fresh allocations
 /// owned by the caller), the target's passes on the bufferized IR
 /// (`addAfterBufferize`, may be null; bt-reshapes-to-views for CUDA),

@@ -12,9 +12,12 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/Transforms.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "llvm/ADT/SmallVector.h"
 
 namespace bt {
@@ -33,6 +36,13 @@ bool isFreshInit(bufferization::AllocTensorOp alloc) {
          !alloc.getMemorySpace().has_value();
 }
 
+/// Whether `use` is an init (destination) of a destination-style op, which
+/// writes into it.
+bool isInitUse(OpOperand &use) {
+  auto dps = dyn_cast<DestinationStyleOpInterface>(use.getOwner());
+  return dps && dps.isDpsInit(&use);
+}
+
 struct EliminateFreshInitsPass
     : public bt::impl::BTEliminateFreshInitsBase<EliminateFreshInitsPass> {
   void runOnOperation() override {
@@ -47,6 +57,41 @@ struct EliminateFreshInitsPass
       rewriter.setInsertionPoint(alloc);
       rewriter.replaceOpWithNewOp<tensor::EmptyOp>(
           alloc, alloc.getType(), alloc.getDynamicSizes());
+    }
+    // One fill per op that writes into it: CSE merged equal `linalg.fill`s
+    // of `tensor.empty` (e.g. the zero inits of several reductions or GEMMs
+    // of one shape), and each op that takes such a fill as its init writes
+    // into it, so bufferization copied the filled buffer for all of them
+    // but one (and for all of them when another op reads the fill). Each
+    // init use gets its own fill; the original keeps the reads, or one init
+    // use when nothing reads it.
+    llvm::SmallVector<linalg::FillOp> sharedFills;
+    module.walk([&](linalg::FillOp fill) {
+      if (fill.hasPureTensorSemantics() &&
+          fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>() &&
+          llvm::any_of(fill->getResult(0).getUses(), isInitUse) &&
+          !fill->getResult(0).hasOneUse())
+        sharedFills.push_back(fill);
+    });
+    for (linalg::FillOp fill : sharedFills) {
+      llvm::SmallVector<OpOperand *> inits;
+      bool read = false;
+      for (OpOperand &use : fill->getResult(0).getUses()) {
+        if (isInitUse(use))
+          inits.push_back(&use);
+        else
+          read = true;
+      }
+      auto empty = fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>();
+      for (OpOperand *use : llvm::drop_begin(inits, read ? 0 : 1)) {
+        rewriter.setInsertionPoint(fill);
+        Operation *emptyClone = rewriter.clone(*empty.getOperation());
+        IRMapping map;
+        map.map(empty.getResult(), emptyClone->getResult(0));
+        Operation *clone = rewriter.clone(*fill.getOperation(), map);
+        rewriter.modifyOpInPlace(use->getOwner(),
+                                 [&] { use->set(clone->getResult(0)); });
+      }
     }
     // One tensor.empty per use: CSE merged equal ones (e.g. the inits of the
     // rotated key and of the value's transpose, both appended to the KV

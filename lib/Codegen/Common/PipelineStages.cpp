@@ -100,6 +100,9 @@ void bt::codegen::addBufferizationStage(
   // Results inserted into a larger tensor are computed in its slice
   // (bt-eliminate-fresh-inits: upstream's empty-tensor elimination, also
   // for the lowerings' alloc_tensor inits).
+  // Each tensor.reshape with a shape of its own, built right before it
+  // (LLVM 19's tensor.reshape aliases its shape with its result).
+  pm.addPass(createBTLocalReshapeShapes());
   pm.addPass(createBTEliminateFreshInits());
   bufferization::OneShotBufferizationOptions bufferization;
   // The constants' globals in a reproducible order (One-Shot Bufferize's
