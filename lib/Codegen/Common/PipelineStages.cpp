@@ -97,12 +97,12 @@ void bt::codegen::addBufferizationStage(
     OpPassManager &pm, function_ref<void(OpPassManager &)> addAfterBufferize) {
   // Function boundaries use identity layouts, results are fresh allocations
   // owned by the caller.
-  // Results inserted into a larger tensor are computed in its slice
-  // (bt-eliminate-fresh-inits: upstream's empty-tensor elimination, also
-  // for the lowerings' alloc_tensor inits).
   // Each tensor.reshape with a shape of its own, built right before it
   // (LLVM 19's tensor.reshape aliases its shape with its result).
   pm.addPass(createBTLocalReshapeShapes());
+  // Results inserted into a larger tensor are computed in its slice
+  // (bt-eliminate-fresh-inits: upstream's empty-tensor elimination, also
+  // for the lowerings' alloc_tensor inits; one zero fill per init).
   pm.addPass(createBTEliminateFreshInits());
   bufferization::OneShotBufferizationOptions bufferization;
   // The constants' globals in a reproducible order (One-Shot Bufferize's
